@@ -1,0 +1,204 @@
+"""The ReAct loop: ask the model, run its tool calls, append the results, repeat.
+
+The loop's exits are exceptions that carry what to report (mini-swe-agent style): `Finished` when
+the model answers without tool calls, `LimitReached` at the iteration limit, `Interrupted` when
+the user pressed Esc. Everything else (context assembly, compaction, approvals, rendering,
+transcripts) is delegated; the loop only decides what happens next.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from swecli.context.manager import ContextManager
+from swecli.events import (
+    Event,
+    HistoryReplaced,
+    MessageAppended,
+    ModelCallFinished,
+    ModelCallStarted,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from swecli.llm.base import (
+    CancelToken,
+    Cancelled,
+    ContextOverflowError,
+    ModelRequest,
+    Provider,
+    ReasoningDelta,
+    ResponseDone,
+    TextDelta,
+)
+from swecli.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+    close_dangling_tool_calls,
+)
+from swecli.permissions import Policy
+from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
+
+INTERRUPTED = "interrupted by user"
+
+
+class Finished(Exception):
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+
+class LimitReached(Exception):
+    pass
+
+
+class Interrupted(Exception):
+    pass
+
+
+@dataclass
+class Agent:
+    provider: Provider
+    tools: ToolRegistry
+    context: ContextManager
+    tool_ctx: ToolContext
+    policy: Policy = field(default_factory=Policy)
+    on_event: Callable[[Event], None] = lambda event: None
+    max_iterations: int = 200
+    history: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    tool_calls_run: int = 0
+
+    @property
+    def cancel(self) -> CancelToken:
+        return self.tool_ctx.cancel
+
+    def run(self, task: str | UserMessage) -> TurnFinished:
+        """One user turn: loop until the model answers, the limit is hit, or the user interrupts."""
+        start, usage_before, calls_before = time.monotonic(), self.usage, self.tool_calls_run
+        self.cancel.reset()
+        self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
+        answer, reason = "", "done"
+        for iteration in range(1, self.max_iterations + 1):
+            try:
+                self.step(iteration)
+            except Finished as done:
+                answer = done.answer
+                break
+            except Interrupted:
+                answer, reason = INTERRUPTED, "interrupted"
+                break
+        else:
+            reason = "iteration_limit"
+            answer = (f"Stopped after {self.max_iterations} iterations without a final answer "
+                      "(raise --max-iterations to let it go on).")
+        turn = TurnFinished(answer, iteration, self.usage - usage_before, time.monotonic() - start,
+                            reason, tool_calls=self.tool_calls_run - calls_before)
+        self.on_event(turn)
+        return turn
+
+    def step(self, iteration: int) -> None:
+        self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
+        response = self.query(iteration)
+        self.append(response.message)
+        if not response.message.tool_calls:
+            raise Finished(response.message.content)
+        for call in response.message.tool_calls:
+            if self.cancel.cancelled:
+                self.close_open_calls()
+                raise Interrupted
+            self.append(self.execute(call))
+
+    def query(self, iteration: int) -> ResponseDone:
+        request = self.context.request(self.history)
+        self.on_event(ModelCallStarted(iteration, 0))
+        try:
+            return self._stream(request)
+        except ContextOverflowError:
+            # The provider's count beat ours: compact now and retry the same step once.
+            self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
+            return self._stream(self.context.request(self.history))
+
+    def _stream(self, request: ModelRequest) -> ResponseDone:
+        start = time.monotonic()
+        try:
+            for event in self.provider.stream(request, self.cancel):
+                if isinstance(event, (TextDelta, ReasoningDelta)):
+                    self.on_event(event)
+                elif isinstance(event, ResponseDone):
+                    self._account(request, event, time.monotonic() - start)
+                    return event
+        except Cancelled as stop:
+            if stop.partial is not None and (stop.partial.content or stop.partial.tool_calls):
+                self.append(stop.partial)
+            self.close_open_calls()
+            raise Interrupted from None
+        raise RuntimeError("provider stream ended without a response")  # protocol violation, a bug
+
+    def _account(self, request: ModelRequest, done: ResponseDone, duration: float) -> None:
+        self.context.observe(request, done.usage)
+        usage = done.usage or Usage(requests=1)
+        self.usage = self.usage + usage
+        self.on_event(ModelCallFinished(usage, duration, done.model or self.provider.model, done.finish_reason,
+                                        reported=done.usage is not None))
+
+    def execute(self, call: ToolCall) -> ToolMessage:
+        tool = self.tools.get(call.name)
+        start = time.monotonic()
+        args = _loose_args(call.arguments)
+        self.on_event(ToolStarted(call, args))
+        self.tool_calls_run += 1
+        approved = True
+        if tool is not None and tool.mutating:
+            verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
+            approved = verdict.allowed
+        result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
+            verdict.message, is_error=True, summary="declined" if self.policy.approver else "refused")
+        if self.cancel.cancelled:
+            result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
+                                meta=result.meta)
+        self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
+        return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
+                           is_error=result.is_error)
+
+    def _preview(self, call: ToolCall) -> str:
+        tool = self.tools.get(call.name)
+        if tool is None or tool.preview is None:
+            return call.arguments
+        try:
+            return tool.preview(tool.parse(call.arguments), self.tool_ctx)
+        except ToolError as exc:
+            return f"(cannot preview: {exc})"
+
+    def append(self, message: Message) -> None:
+        self.history.append(message)
+        self.on_event(MessageAppended(message))
+
+    def replace_history(self, history: list[Message], reason: str) -> None:
+        if history is not self.history:
+            self.history = list(history)
+            self.on_event(HistoryReplaced(tuple(self.history), reason))
+
+    def close_open_calls(self) -> None:
+        closed = close_dangling_tool_calls(self.history, INTERRUPTED)
+        # Closing only appends tool results, so each new one is a plain append (transcripts stay append-only).
+        for message in closed[len(self.history):] if closed[: len(self.history)] == self.history else []:
+            self.append(message)
+        if closed[: len(self.history)] != self.history:
+            self.replace_history(closed, "interrupt")
+
+
+def _loose_args(raw: str) -> dict[str, Any]:
+    """Best-effort arguments for display and approval; validation proper happens in the tool layer."""
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,97 @@
+"""Typed events the agent loop reports; any front end (REPL, headless, logs) renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from swecli.llm.base import ReasoningDelta, TextDelta
+from swecli.messages import Message, ToolCall, Usage
+from swecli.tools.base import ToolResult
+
+__all__ = [
+    "TextDelta", "ReasoningDelta", "ModelCallStarted", "ModelCallFinished", "ToolStarted", "ToolFinished",
+    "MessageAppended", "HistoryReplaced", "CompactionDone", "Notice", "TurnFinished", "Event",
+]
+
+
+@dataclass(frozen=True)
+class ModelCallStarted:
+    iteration: int
+    context_tokens: int
+
+
+@dataclass(frozen=True)
+class ModelCallFinished:
+    usage: Usage
+    """Provider-reported usage, or local counts when the server reports none."""
+    duration: float
+    model: str
+    finish_reason: str
+    reported: bool = True
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call: ToolCall
+    result: ToolResult
+    duration: float
+    approved: bool = True
+
+
+@dataclass(frozen=True)
+class MessageAppended:
+    message: Message
+
+
+@dataclass(frozen=True)
+class HistoryReplaced:
+    """The history was rewritten on purpose (compaction, decay, /clear)."""
+
+    history: tuple[Message, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompactionDone:
+    trigger: str
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    messages_compacted: int
+    duration: float
+    note: str = ""
+
+    @property
+    def reduction(self) -> float:
+        return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+
+@dataclass(frozen=True)
+class Notice:
+    level: str  # "info" | "warning" | "error"
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    answer: str
+    iterations: int
+    usage: Usage
+    duration: float
+    stop_reason: str = "done"  # done | iteration_limit | interrupted | error
+    error: str = ""
+    tool_calls: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+Event = (
+    TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolFinished
+    | MessageAppended | HistoryReplaced | CompactionDone | Notice | TurnFinished
+)

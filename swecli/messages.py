@@ -1,0 +1,132 @@
+"""Typed conversation history: the one shape every layer speaks.
+
+The wire formats (OpenAI chat, Anthropic messages) live inside the providers; everything else
+(agent loop, context engine, transcript, UI) works with these models.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    # Frozen so a message can never be rewritten behind the prompt cache's back: a change to an
+    # old message is always a new object, made on purpose (compaction, decay).
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Frozen):
+    id: str
+    name: str
+    arguments: str = "{}"
+    """The raw JSON text the model produced; it may be malformed, and the tool layer says so."""
+
+
+class UserMessage(_Frozen):
+    role: Literal["user"] = "user"
+    content: str
+    kind: Literal["prompt", "context", "summary", "note"] = "prompt"
+    """`prompt` is what the person typed; the other kinds are text swecli adds on their behalf."""
+
+
+class AssistantMessage(_Frozen):
+    role: Literal["assistant"] = "assistant"
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolMessage(_Frozen):
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")]
+
+
+class SystemBlock(_Frozen):
+    """A piece of the system prompt. `cache` marks the end of a stable block (an Anthropic breakpoint)."""
+
+    text: str
+    cache: bool = False
+
+
+class ToolSchema(_Frozen):
+    name: str
+    description: str
+    parameters: dict[str, object]
+
+
+class Usage(BaseModel):
+    """Token usage as a value object: responses add up with `+`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            requests=self.requests + other.requests,
+        )
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens - other.input_tokens,
+            output_tokens=self.output_tokens - other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens - other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens - other.cache_write_tokens,
+            requests=self.requests - other.requests,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def dangling_tool_calls(history: list[Message]) -> list[ToolCall]:
+    """Tool calls that have no result yet (e.g. after an interrupt or a kill)."""
+    answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
+    return [
+        call
+        for m in history
+        if isinstance(m, AssistantMessage)
+        for call in m.tool_calls
+        if call.id not in answered
+    ]
+
+
+def close_dangling_tool_calls(history: list[Message], reason: str) -> list[Message]:
+    """Answer every open tool call so the history is valid for the next request.
+
+    Each result goes right after the assistant message (and any results) that issued it, because
+    providers require a tool call to be followed by its result before the next user/assistant turn.
+    """
+    open_ids = {c.id for c in dangling_tool_calls(history)}
+    if not open_ids:
+        return list(history)
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+    for msg in history:
+        if pending and not isinstance(msg, ToolMessage):
+            out.extend(_closing(pending, reason))
+            pending = []
+        out.append(msg)
+        if isinstance(msg, AssistantMessage):
+            pending = [c for c in msg.tool_calls if c.id in open_ids]
+    out.extend(_closing(pending, reason))
+    return out
+
+
+def _closing(calls: list[ToolCall], reason: str) -> list[ToolMessage]:
+    return [ToolMessage(tool_call_id=c.id, name=c.name, content=reason, is_error=True) for c in calls]

@@ -1,0 +1,115 @@
+"""Tools are plain functions with a pydantic argument model that doubles as their JSON schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from swecli.llm.base import CancelToken
+from swecli.messages import ToolCall, ToolSchema
+
+A = TypeVar("A", bound=BaseModel)
+
+
+class ToolError(Exception):
+    """A failure the model should read and act on (bad path, missing string, ...)."""
+
+
+@dataclass
+class ToolContext:
+    root: Path
+    cancel: CancelToken = field(default_factory=CancelToken)
+    bash_timeout: float = 120.0
+    max_output_chars: int = 30_000
+
+
+@dataclass
+class ToolResult:
+    content: str
+    """What the model sees."""
+    is_error: bool = False
+    summary: str = ""
+    """One line for the person: `120 lines`, `exit 0 · 3.2s`, `Found 15 matches across 4 files`."""
+    diff: str = ""
+    """Unified diff for edits and writes, shown to the person."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Structured facts (exit_code, path, duration) for logs and compaction's extractors."""
+
+
+@dataclass(frozen=True)
+class Tool(Generic[A]):
+    name: str
+    description: str
+    args: type[A]
+    fn: Callable[[A, ToolContext], ToolResult]
+    mutating: bool = False
+    """Mutating tools need approval in default mode and are refused in plan mode."""
+    preview: Callable[[A, ToolContext], str] | None = None
+    """What the tool will do, shown before approval (the diff of an edit, the command of bash)."""
+
+    def schema(self) -> ToolSchema:
+        params = self.args.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return ToolSchema(name=self.name, description=self.description, parameters=params)
+
+    def parse(self, raw: str) -> A:
+        """Validate the model's raw JSON arguments; raise ToolError with a message it can act on."""
+        try:
+            data = json.loads(raw or "{}")
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"Invalid JSON arguments for {self.name}: {exc.msg} at position {exc.pos}. "
+                            f"Send a JSON object matching the tool schema.") from None
+        if not isinstance(data, dict):
+            raise ToolError(f"Arguments for {self.name} must be a JSON object, got {type(data).__name__}.")
+        try:
+            return self.args.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            raise ToolError(f"Invalid arguments for {self.name}: {problems}.") from None
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self._tools = {t.name: t for t in tools}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        # Sorted by name so the serialized schemas (part of the cached prompt prefix) never reorder.
+        return tuple(self._tools[n].schema() for n in self.names())
+
+    def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        """Run one call; every failure becomes a result the model can read, never an exception."""
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return ToolResult(
+                f"Unknown tool {call.name!r}. Available tools: {', '.join(self.names())}.",
+                is_error=True, summary="unknown tool",
+            )
+        try:
+            return tool.fn(tool.parse(call.arguments), ctx)
+        except ToolError as exc:
+            return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not kill the session
+            msg = f"{call.name} failed: {type(exc).__name__}: {exc}"
+            return ToolResult(msg, is_error=True, summary=_first_line(msg))
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0][:120] if text.strip() else ""
