@@ -26,8 +26,8 @@ from swecli.events import (
     TurnFinished,
 )
 from swecli.llm.base import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     ContextOverflowError,
     ModelRequest,
     Provider,
@@ -36,7 +36,6 @@ from swecli.llm.base import (
     TextDelta,
 )
 from swecli.messages import (
-    AssistantMessage,
     Message,
     ToolCall,
     ToolMessage,

@@ -86,7 +86,7 @@ class ConfigError(Exception):
 
 
 def user_config_path(env: dict[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
+    env = dict(os.environ) if env is None else env
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "swecli" / "config.toml"
 
@@ -152,7 +152,7 @@ def _env_layer(env: dict[str, str]) -> dict[str, Any]:
         node: Any = Settings
         target = layer
         for i, part in enumerate(path):
-            field = node.model_fields.get(part) if isinstance(node, type) else None
+            field = node.model_fields.get(part) if isinstance(node, type) and issubclass(node, BaseModel) else None
             if field is None:
                 break  # unknown SWECLI_* variables belong to someone else (SWECLI_HOME...): ignore
             if i == len(path) - 1:

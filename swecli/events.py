@@ -10,8 +10,18 @@ from swecli.messages import Message, ToolCall, Usage
 from swecli.tools.base import ToolResult
 
 __all__ = [
-    "TextDelta", "ReasoningDelta", "ModelCallStarted", "ModelCallFinished", "ToolStarted", "ToolFinished",
-    "MessageAppended", "HistoryReplaced", "CompactionDone", "Notice", "TurnFinished", "Event",
+    "CompactionDone",
+    "Event",
+    "HistoryReplaced",
+    "MessageAppended",
+    "ModelCallFinished",
+    "ModelCallStarted",
+    "Notice",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolFinished",
+    "ToolStarted",
+    "TurnFinished",
 ]
 
 

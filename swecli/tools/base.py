@@ -106,7 +106,7 @@ class ToolRegistry:
             return tool.fn(tool.parse(call.arguments), ctx)
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a tool bug must not kill the session
+        except Exception as exc:
             msg = f"{call.name} failed: {type(exc).__name__}: {exc}"
             return ToolResult(msg, is_error=True, summary=_first_line(msg))
 

@@ -1,0 +1,372 @@
+"""A scripted LLM server on loopback, speaking the OpenAI and Anthropic wire formats.
+
+Tests (and benchmarks) drive swecli's real provider code over real HTTP with it:
+
+    with ScriptedLLM([Reply(calls=[Call("read_file", {"path": "a.py"})]), Reply("done")]) as llm:
+        run swecli with base_url=llm.base_url ...
+        assert llm.requests[1]["messages"][-1]["role"] == "tool"
+
+Each POST consumes the next step. A step is a `Reply` (streamed as SSE when the request asks
+for `stream`, else one JSON body), a `Fail` (an HTTP error with a provider-shaped body), `Drop`
+(the connection dies mid-stream), `EmptyStream` (HTTP 200 with no events, as llama.cpp answers an
+oversized streamed request), or a callable that receives the request body and returns a step.
+A request with no step left is answered 500 and recorded as a failure; `assert_done()` (called on
+a clean exit from the `with` block) fails on such extra calls and on unused steps.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Wire = Literal["openai", "anthropic"]
+
+
+@dataclass
+class Call:
+    name: str
+    args: dict[str, Any] | str = field(default_factory=dict)
+    """A dict is sent as JSON; a string is sent verbatim (to script malformed arguments)."""
+    id: str = ""
+
+    @property
+    def arguments(self) -> str:
+        return self.args if isinstance(self.args, str) else json.dumps(self.args)
+
+
+@dataclass
+class Reply:
+    text: str = ""
+    reasoning: str = ""
+    calls: list[Call] = field(default_factory=list)
+    usage: dict[str, int] | bool = True
+    """True: estimate from the request; False: send none (llama.cpp); a dict: exactly these numbers
+    (keys prompt_tokens, completion_tokens, cached_tokens, cache_creation_tokens)."""
+    finish_reason: str = ""
+    chunk: int = 7
+    """Characters per streamed text fragment; small, to exercise delta assembly."""
+    delay: float = 0.0
+    """Seconds between streamed events (for interrupt tests)."""
+    model: str = ""
+
+
+@dataclass
+class Fail:
+    status: int
+    body: dict[str, Any] | str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def rate_limited(retry_after: float = 0) -> Fail:
+        return Fail(429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error",
+                                    "code": "rate_limit_exceeded"}},
+                    {"Retry-After": str(retry_after)})
+
+    @staticmethod
+    def overloaded(status: int = 500) -> Fail:
+        return Fail(status, {"error": {"message": "The server had an error", "type": "server_error"}})
+
+    @staticmethod
+    def context_overflow(wire: Wire = "openai", requested: int = 12018, limit: int = 8192) -> Fail:
+        if wire == "anthropic":
+            return Fail(400, {"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": f"prompt is too long: {requested} tokens > {limit} maximum"}})
+        return Fail(400, {"error": {
+            "code": "context_length_exceeded", "type": "invalid_request_error",
+            "message": f"This model's maximum context length is {limit} tokens. However, you requested "
+                       f"{requested} tokens ({requested - 1000} in the messages, 1000 in the completion). "
+                       "Please reduce the length of the messages or completion."}})
+
+    @staticmethod
+    def unauthorized() -> Fail:
+        return Fail(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                    "code": "invalid_api_key"}})
+
+
+@dataclass
+class Drop:
+    """Send `after` SSE events of the reply, then close the connection without finishing."""
+
+    reply: Reply = field(default_factory=lambda: Reply("partial answer that never ends"))
+    after: int = 2
+
+
+@dataclass
+class EmptyStream:
+    """HTTP 200 with an empty body."""
+
+
+Step = Reply | Fail | Drop | EmptyStream | Callable[[dict[str, Any]], "Reply | Fail | Drop | EmptyStream"]
+
+
+class ScriptedLLM:
+    def __init__(self, steps: list[Step] | None = None, wire: Wire = "openai", model: str = "scripted-model",
+                 strict: bool = True) -> None:
+        self.steps: list[Step] = list(steps or [])
+        self.wire = wire
+        self.model = model
+        self.strict = strict
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> ScriptedLLM:
+        handler = type("Handler", (_Handler,), {"llm": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True, name="scripted-llm").start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.stop()
+        if exc_type is None and self.strict:
+            self.assert_done()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """What a user would configure: `.../v1` for OpenAI-compatible, the host for Anthropic."""
+        root = f"http://127.0.0.1:{self.port}"
+        return root + "/v1" if self.wire == "openai" else root
+
+    def add(self, *steps: Step) -> None:
+        with self._lock:
+            self.steps.extend(steps)
+
+    def assert_done(self) -> None:
+        problems = list(self.failures)
+        if self.steps:
+            problems.append(f"{len(self.steps)} scripted step(s) were never requested")
+        if problems:
+            raise AssertionError("scripted LLM: " + "; ".join(problems))
+
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply | Fail | Drop | EmptyStream:
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(headers)
+            if not self.steps:
+                self.failures.append(f"unexpected extra request #{len(self.requests)}")
+                return Fail(500, {"error": {"message": "scripted server: no step left for this request",
+                                            "type": "server_error"}})
+            step = self.steps.pop(0)
+        return step(body) if callable(step) else step
+
+
+class _Handler(BaseHTTPRequestHandler):
+    llm: ScriptedLLM
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": self.llm.model, "object": "model"}]})
+        elif self.path.rstrip("/") == "/api/tags":
+            self._json(200, {"models": [{"name": self.llm.model}]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            self._json(400, {"error": {"message": "body is not JSON"}})
+            return
+        step = self.llm._next(body, {k.lower(): v for k, v in self.headers.items()})
+        if isinstance(step, Fail):
+            self._fail(step)
+        elif isinstance(step, EmptyStream):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif isinstance(step, Drop):
+            self._stream(body, step.reply, limit=step.after)
+        elif body.get("stream"):
+            self._stream(body, step)
+        else:
+            self._json(200, _full_body(self.llm, body, step))
+
+    def _fail(self, step: Fail) -> None:
+        data = step.body if isinstance(step.body, str) else json.dumps(step.body)
+        raw = data.encode()
+        self.send_response(step.status)
+        self.send_header("Content-Type", "application/json" if not isinstance(step.body, str) else "text/plain")
+        for k, v in step.headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _json(self, status: int, payload: dict[str, Any]) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _stream(self, body: dict[str, Any], reply: Reply, limit: int | None = None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        events = _anthropic_events(self.llm, body, reply) if self.llm.wire == "anthropic" else \
+            _openai_events(self.llm, body, reply)
+        try:
+            for n, event in enumerate(events):
+                if limit is not None and n >= limit:
+                    break
+                self.wfile.write(event.encode())
+                self.wfile.flush()
+                if reply.delay:
+                    time.sleep(reply.delay)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client hung up (an interrupt): nothing more to send
+        self.close_connection = True
+
+
+# -- wire formats ----------------------------------------------------------------------------------
+
+def _estimate_usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+    if isinstance(reply.usage, dict):
+        return reply.usage
+    prompt = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools", [])))
+    prompt += len(json.dumps(body.get("system", "")))
+    out = len(reply.text) + len(reply.reasoning) + sum(len(c.arguments) + len(c.name) for c in reply.calls)
+    return {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, out // 4)}
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    for i in range(0, len(text), max(1, size)):
+        yield text[i:i + size]
+
+
+def _call_id(call: Call, index: int, turn: int) -> str:
+    return call.id or f"call_{turn}_{index}"
+
+
+def _openai_events(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> Iterator[str]:
+    turn = len(llm.requests)
+    base = {"id": f"chatcmpl-{turn}", "object": "chat.completion.chunk", "created": 0,
+            "model": reply.model or llm.model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return "data: " + json.dumps({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) \
+            + "\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.reasoning, reply.chunk):
+        yield chunk({"reasoning_content": piece})
+    for piece in _pieces(reply.text, reply.chunk):
+        yield chunk({"content": piece})
+    for i, call in enumerate(reply.calls):
+        yield chunk({"tool_calls": [{"index": i, "id": _call_id(call, i, turn), "type": "function",
+                                     "function": {"name": call.name, "arguments": ""}}]})
+        for piece in _pieces(call.arguments, reply.chunk):
+            yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    yield chunk({}, reply.finish_reason or ("tool_calls" if reply.calls else "stop"))
+    wants_usage = (body.get("stream_options") or {}).get("include_usage")
+    if reply.usage is not False and wants_usage:
+        yield "data: " + json.dumps({**base, "choices": [], "usage": _openai_usage(body, reply)}) + "\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _openai_usage(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    u = _estimate_usage(body, reply)
+    return {"prompt_tokens": u["prompt_tokens"], "completion_tokens": u["completion_tokens"],
+            "total_tokens": u["prompt_tokens"] + u["completion_tokens"],
+            "prompt_tokens_details": {"cached_tokens": u.get("cached_tokens", 0)}}
+
+
+def _anthropic_events(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> Iterator[str]:
+    turn = len(llm.requests)
+    u = _estimate_usage(body, reply) if reply.usage is not False else {}
+
+    def event(kind: str, data: dict[str, Any]) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+    yield event("message_start", {"message": {
+        "id": f"msg_{turn}", "type": "message", "role": "assistant", "content": [], "model": reply.model or llm.model,
+        "stop_reason": None, "usage": {"input_tokens": u.get("prompt_tokens", 0), "output_tokens": 1,
+                                       "cache_read_input_tokens": u.get("cached_tokens", 0),
+                                       "cache_creation_input_tokens": u.get("cache_creation_tokens", 0)}}})
+    yield event("ping", {})
+    blocks: list[tuple[dict[str, Any], str, str, str]] = []
+    if reply.reasoning:
+        blocks.append(({"type": "thinking", "thinking": ""}, "thinking_delta", "thinking", reply.reasoning))
+    if reply.text:
+        blocks.append(({"type": "text", "text": ""}, "text_delta", "text", reply.text))
+    for i, call in enumerate(reply.calls):
+        start = {"type": "tool_use", "id": _call_id(call, i, turn).replace("call_", "toolu_"), "name": call.name,
+                 "input": {}}
+        blocks.append((start, "input_json_delta", "partial_json", call.arguments))
+    for index, (start, delta_type, key, text) in enumerate(blocks):
+        yield event("content_block_start", {"index": index, "content_block": start})
+        for piece in _pieces(text, reply.chunk):
+            yield event("content_block_delta", {"index": index, "delta": {"type": delta_type, key: piece}})
+        if delta_type == "thinking_delta":
+            yield event("content_block_delta", {"index": index, "delta": {"type": "signature_delta",
+                                                                          "signature": "sig"}})
+        yield event("content_block_stop", {"index": index})
+    stop = reply.finish_reason or ("tool_use" if reply.calls else "end_turn")
+    yield event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
+                                  "usage": {"output_tokens": u.get("completion_tokens", 0)}})
+    yield event("message_stop", {})
+
+
+def _full_body(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """The non-streamed response for the same reply."""
+    turn = len(llm.requests)
+    if llm.wire == "anthropic":
+        u = _estimate_usage(body, reply)
+        content: list[dict[str, Any]] = []
+        if reply.reasoning:
+            content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "sig"})
+        if reply.text:
+            content.append({"type": "text", "text": reply.text})
+        for i, call in enumerate(reply.calls):
+            content.append({"type": "tool_use", "id": _call_id(call, i, turn).replace("call_", "toolu_"),
+                            "name": call.name, "input": json.loads(call.arguments or "{}")})
+        return {"id": f"msg_{turn}", "type": "message", "role": "assistant", "model": reply.model or llm.model,
+                "content": content, "stop_reason": reply.finish_reason or ("tool_use" if reply.calls else "end_turn"),
+                "usage": {"input_tokens": u["prompt_tokens"], "output_tokens": u["completion_tokens"]}}
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    if reply.calls:
+        message["tool_calls"] = [{"id": _call_id(c, i, turn), "type": "function",
+                                  "function": {"name": c.name, "arguments": c.arguments}}
+                                 for i, c in enumerate(reply.calls)]
+    result: dict[str, Any] = {
+        "id": f"chatcmpl-{turn}", "object": "chat.completion", "model": reply.model or llm.model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": reply.finish_reason or ("tool_calls" if reply.calls else "stop")}]}
+    if reply.usage is not False:
+        result["usage"] = _openai_usage(body, reply)
+    return result
