@@ -1,0 +1,128 @@
+"""`swecli -p TASK`: run one task to completion without a person at the keyboard.
+
+Output formats:
+- text: the final answer on stdout; progress (actions, results, warnings) on stderr.
+- json: one object on stdout: result, turns, tool_calls, usage, session_id, error.
+- stream-json: one JSON object per event on stdout, the last one of type "result".
+Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
+interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any, Literal, TextIO
+
+from swecli.events import (
+    Event,
+    Notice,
+    ReasoningDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+
+OutputFormat = Literal["text", "json", "stream-json"]
+EXIT_CODES = {"done": 0, "error": 1, "iteration_limit": 2, "interrupted": 2}
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    """A JSON-ready view of an event: `type` plus its fields (messages and results flattened)."""
+    name = type(event).__name__
+    kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    data: dict[str, Any] = {"type": kind}
+    for f in dataclasses.fields(event):  # type: ignore[arg-type]
+        data[f.name] = _jsonable(getattr(event, f.name))
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+class ProgressPrinter:
+    """Plain progress lines for `--output-format text` (stderr), readable in CI logs."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._in_reasoning = False
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ReasoningDelta):
+            if not self._in_reasoning:
+                self.out.write("thinking: ")
+                self._in_reasoning = True
+            self.out.write(event.text)
+            self.out.flush()
+            return
+        if self._in_reasoning and not isinstance(event, ReasoningDelta):
+            self.out.write("\n")
+            self._in_reasoning = False
+        if isinstance(event, ToolStarted):
+            self.out.write(f"> {event.call.name} {_key_arg(event.args)}\n")
+        elif isinstance(event, ToolFinished):
+            mark = "x" if event.result.is_error else "."
+            self.out.write(f"  {mark} {event.result.summary or ('error' if event.result.is_error else 'ok')}\n")
+        elif isinstance(event, Notice):
+            self.out.write(f"{event.level}: {event.text}\n")
+        self.out.flush()
+
+
+def _key_arg(args: dict[str, Any]) -> str:
+    for key in ("command", "path", "pattern", "glob"):
+        if key in args:
+            return str(args[key]).splitlines()[0][:100] if str(args[key]) else ""
+    return ""
+
+
+class StreamJsonPrinter:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        # The final TurnFinished is reported once, as the closing "result" object.
+        if not isinstance(event, TurnFinished):
+            self.out.write(json.dumps(event_to_dict(event)) + "\n")
+            self.out.flush()
+
+
+def result_object(turn: TurnFinished | None, session_id: str, error: str = "") -> dict[str, Any]:
+    usage = turn.usage.model_dump() if turn else {}
+    return {
+        "type": "result",
+        "result": turn.answer if turn and not error else "",
+        "stop_reason": "error" if error else (turn.stop_reason if turn else "error"),
+        "turns": turn.iterations if turn else 0,
+        "tool_calls": turn.tool_calls if turn else 0,
+        "usage": usage,
+        "duration": round(turn.duration, 3) if turn else 0,
+        "session_id": session_id,
+        "error": error or None,
+    }
+
+
+def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str,
+           out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Print the outcome in the chosen format and return the exit status."""
+    summary = result_object(turn, session_id, error)
+    if fmt == "json" or fmt == "stream-json":
+        out.write(json.dumps(summary) + "\n")
+    elif error:
+        err.write(f"error: {error}\n")
+    else:
+        assert turn is not None
+        out.write(turn.answer.rstrip() + "\n")
+        if turn.stop_reason != "done":
+            err.write(f"swecli: {turn.answer}\n")
+    out.flush()
+    return EXIT_CODES.get(summary["stop_reason"], 1)

@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from swecli.agent import INTERRUPTED, Agent
+from swecli.context.manager import ContextManager
+from swecli.events import Event, ToolFinished, TurnFinished
+from swecli.llm.base import ContextOverflowError
+from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
+from swecli.permissions import Policy
+from swecli.testing.model import ScriptedModel, calls, say
+from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+
+
+class EchoArgs(BaseModel):
+    text: str
+
+
+class Nothing(BaseModel):
+    pass
+
+
+def registry(log: list[str]) -> ToolRegistry:
+    def echo(args: EchoArgs, ctx: ToolContext) -> ToolResult:
+        log.append(args.text)
+        return ToolResult(f"echo: {args.text}", summary="echoed")
+
+    def touch(args: Nothing, ctx: ToolContext) -> ToolResult:
+        (ctx.root / "touched").write_text("x")
+        return ToolResult("touched")
+
+    def stop(args: Nothing, ctx: ToolContext) -> ToolResult:
+        ctx.cancel.cancel()  # the user presses Esc while this tool runs
+        return ToolResult("stopped")
+
+    return ToolRegistry([
+        Tool("echo", "Echo text.", EchoArgs, echo),
+        Tool("touch", "Create a file.", Nothing, touch, mutating=True),
+        Tool("stop", "Simulates an interrupt.", Nothing, stop),
+    ])
+
+
+def make_agent(model: ScriptedModel, root: Path, mode: str = "auto", log: list[str] | None = None,
+               events: list[Event] | None = None, max_iterations: int = 20) -> Agent:
+    tools = registry(log if log is not None else [])
+    sink = events if events is not None else []
+    return Agent(model, tools, ContextManager((SystemBlock(text="sys"),), tools.schemas()),
+                 ToolContext(root=root), Policy(mode), on_event=sink.append, max_iterations=max_iterations)
+
+
+def test_react_loop_runs_tools_then_answers(project: Path) -> None:
+    model = ScriptedModel([calls(("echo", '{"text": "a"}'), ("echo", '{"text": "b"}')), say("all done")])
+    log: list[str] = []
+    events: list[Event] = []
+    turn = make_agent(model, project, log=log, events=events).run("do it")
+    assert turn.answer == "all done" and turn.stop_reason == "done" and turn.iterations == 2
+    assert turn.tool_calls == 2 and log == ["a", "b"]
+    second = model.requests[1].messages
+    assert [m.role for m in second] == ["user", "assistant", "tool", "tool"]
+    assert isinstance(second[2], ToolMessage) and second[2].content == "echo: a"
+    assert isinstance(events[-1], TurnFinished)
+    model.assert_done()
+
+
+def test_bad_arguments_and_unknown_tools_go_back_to_the_model(project: Path) -> None:
+    model = ScriptedModel([calls(("echo", '{"text": '), ("nope", "{}"), ("echo", '{"txt": 1}')), say("ok")])
+    make_agent(model, project).run("go")
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
+    assert all(r.is_error for r in results)
+    assert "Invalid JSON arguments for echo" in results[0].content
+    assert "Unknown tool 'nope'" in results[1].content and "echo" in results[1].content
+    assert "text: Field required" in results[2].content
+
+
+def test_plan_mode_refuses_mutating_tools(project: Path) -> None:
+    model = ScriptedModel([calls(("touch", "{}")), say("here is my plan")])
+    events: list[Event] = []
+    make_agent(model, project, mode="plan", events=events).run("change things")
+    assert not (project / "touched").exists()
+    result = model.requests[1].messages[-1]
+    assert isinstance(result, ToolMessage) and result.is_error and "plan mode" in result.content
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert finished and not finished[0].approved
+
+
+def test_default_mode_without_a_person_refuses_instead_of_blocking(project: Path) -> None:
+    model = ScriptedModel([calls(("touch", "{}")), say("could not")])
+    make_agent(model, project, mode="default").run("change things")
+    assert not (project / "touched").exists()
+    assert "--mode auto" in model.requests[1].messages[-1].content  # type: ignore[union-attr]
+
+
+def test_iteration_limit_is_reported(project: Path) -> None:
+    model = ScriptedModel([calls(("echo", '{"text": "x"}'))] * 3)
+    turn = make_agent(model, project, max_iterations=3).run("loop forever")
+    assert turn.stop_reason == "iteration_limit" and "3 iterations" in turn.answer
+
+
+def test_interrupt_during_tools_closes_every_open_call(project: Path) -> None:
+    model = ScriptedModel([calls(("stop", "{}"), ("echo", '{"text": "never"}')), say("resumed")])
+    log: list[str] = []
+    agent = make_agent(model, project, log=log)
+    turn = agent.run("go")
+    assert turn.stop_reason == "interrupted" and log == []
+    assert not dangling_tool_calls(agent.history)
+    assert any(isinstance(m, ToolMessage) and m.content == INTERRUPTED for m in agent.history)
+    assert agent.run("continue").answer == "resumed"  # the next request is valid and goes out
+    model.assert_done()
+
+
+class ShrinkingContext(ContextManager):
+    def compact(self, history, provider, trigger, focus=""):  # type: ignore[no-untyped-def]
+        self.compactions.append(trigger)
+        return [UserMessage(content="summary", kind="summary"), history[-1]]
+
+
+def test_context_overflow_compacts_and_retries_once(project: Path) -> None:
+    model = ScriptedModel([say("first"), ContextOverflowError("too long"), say("after compaction")])
+    tools = registry([])
+    context = ShrinkingContext((SystemBlock(text="s"),), tools.schemas())
+    agent = Agent(model, tools, context, ToolContext(root=project), Policy("auto"))
+    agent.run("one")
+    assert agent.run("two").answer == "after compaction"
+    assert context.compactions == ["overflow"]
+    assert [m.content for m in model.requests[-1].messages] == ["summary", "two"]
+
+
+def test_usage_adds_up(project: Path) -> None:
+    model = ScriptedModel([calls(("echo", '{"text": "x"}')), say("done")])
+    agent = make_agent(model, project)
+    turn = agent.run("go")
+    assert turn.usage.input_tokens == 20 and turn.usage.requests == 2
+    assert isinstance(agent.history[-1], AssistantMessage)

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from swecli.config import ConfigError, load_settings
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_defaults_with_provider_from_flags(project: Path) -> None:
+    s = load_settings(project, {"provider": "ollama", "model": "qwen3-coder:30b"}, env={})
+    assert s.base_url == "http://127.0.0.1:11434/v1"
+    assert s.mode == "default"
+    assert s.context.threshold == 0.8
+    assert s.context_window == 262_144
+
+
+def test_layers_in_order(project: Path, tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    write(xdg / "swecli" / "config.toml", 'provider = "openai"\nmodel = "gpt-4o"\nmode = "plan"\n'
+                                          "[context]\nthreshold = 0.7\n")
+    write(project / ".swecli" / "config.toml", 'model = "gpt-4.1"\n[context]\nkeep_recent_tokens = 5000\n')
+    env = {"XDG_CONFIG_HOME": str(xdg), "OPENAI_API_KEY": "sk-test-123456", "SWECLI_MODE": "auto",
+           "SWECLI_CONTEXT__THRESHOLD": "0.6"}
+    s = load_settings(project, {"mode": None}, env=env)
+    assert (s.provider, s.model, s.mode) == ("openai", "gpt-4.1", "auto")
+    assert s.context.threshold == 0.6 and s.context.keep_recent_tokens == 5000
+    assert s.api_key == "sk-test-123456"
+    s = load_settings(project, {"mode": "default", "model": "gpt-4o"}, env=env)
+    assert (s.mode, s.model) == ("default", "gpt-4o")
+
+
+def test_context_limit_env_shrinks_window(project: Path) -> None:
+    env = {"SWECLI_CONTEXT_LIMIT": "64000", "ANTHROPIC_API_KEY": "x" * 20}
+    s = load_settings(project, {"provider": "anthropic"}, env=env)
+    assert s.model.startswith("claude") and s.context_window == 64_000
+
+
+def test_conventional_base_url(project: Path) -> None:
+    env = {"OPENAI_API_KEY": "k" * 12, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    assert load_settings(project, {"provider": "openai"}, env=env).base_url == "http://127.0.0.1:9/v1"
+
+
+def test_unknown_key_names_file_and_key(project: Path) -> None:
+    write(project / ".swecli" / "config.toml", "[context]\nthreshhold = 0.5\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(project, {}, env={})
+    msg = str(err.value)
+    assert "config.toml" in msg and "context.threshhold" in msg and "threshold" in msg
+
+
+def test_wrong_type_names_source_and_env_var(project: Path) -> None:
+    write(project / ".swecli" / "config.toml", 'max_iterations = "lots"\n')
+    with pytest.raises(ConfigError) as err:
+        load_settings(project, {}, env={})
+    assert "max_iterations" in str(err.value) and "SWECLI_MAX_ITERATIONS" in str(err.value)
+    assert str(project / ".swecli" / "config.toml") in str(err.value)
+
+
+def test_env_wrong_type(project: Path) -> None:
+    with pytest.raises(ConfigError, match="environment: 'context.threshold'"):
+        load_settings(project, {}, env={"SWECLI_CONTEXT__THRESHOLD": "high"})
+
+
+def test_unknown_provider(project: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown provider 'openia'.*openai"):
+        load_settings(project, {"provider": "openia"}, env={})
+
+
+def test_missing_api_key_says_which_variable(project: Path) -> None:
+    with pytest.raises(ConfigError, match="FIREWORKS_API_KEY"):
+        load_settings(project, {"provider": "fireworks"}, env={})
+
+
+def test_openai_compatible_needs_base_url(project: Path) -> None:
+    with pytest.raises(ConfigError, match="base_url"):
+        load_settings(project, {"provider": "openai-compatible"}, env={})
+    s = load_settings(project, {"provider": "openai-compatible", "base_url": "http://127.0.0.1:1/v1",
+                                "model": "m"}, env={})
+    assert s.api_key == "" and s.context_window == 32_768
+
+
+def test_invalid_toml(project: Path) -> None:
+    write(project / ".swecli" / "config.toml", "model = \n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(project, {}, env={})
+
+
+def test_example_config_is_valid(project: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / ".swecli.example" / "config.toml"
+    write(project / ".swecli" / "config.toml", example.read_text())
+    s = load_settings(project, {}, env={"OPENAI_API_KEY": "sk-" + "x" * 20})
+    assert s.provider
