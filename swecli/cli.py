@@ -96,10 +96,13 @@ def sessions(
 def load(root: Path, flags: dict[str, Any]) -> Settings:
     """Settings with the provider resolved (auto-detected when none is configured)."""
     from swecli.config import load_settings
-    from swecli.llm.discovery import discover
 
     settings = load_settings(root, flags)
-    return discover(settings) if not settings.provider else settings
+    if settings.provider:
+        return settings
+    from swecli.llm.discovery import discover
+
+    return discover(settings)
 
 
 def _fail(message: str) -> None:

@@ -63,12 +63,12 @@ def test_wrong_type_names_source_and_env_var(project: Path) -> None:
 
 
 def test_env_wrong_type(project: Path) -> None:
-    with pytest.raises(ConfigError, match="environment: 'context.threshold'"):
+    with pytest.raises(ConfigError, match=r"environment: 'context\.threshold'"):
         load_settings(project, {}, env={"SWECLI_CONTEXT__THRESHOLD": "high"})
 
 
 def test_unknown_provider(project: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown provider 'openia'.*openai"):
+    with pytest.raises(ConfigError, match=r"unknown provider 'openia'.*openai"):
         load_settings(project, {"provider": "openia"}, env={})
 
 
