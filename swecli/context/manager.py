@@ -1,20 +1,50 @@
 """Context assembly: what the agent loop asks of the context engine.
 
 The loop calls, in order, each iteration:
-  `prepare(history, provider)`  -> history, compacted at this turn boundary if it must be
+  `prepare(history, provider)`  -> history, compacted at this turn boundary if the next request
+                                   would exceed the threshold (auto-compaction)
   `request(history)`            -> the ModelRequest (stable prefix, append-only history, dynamic tail)
   `observe(request, usage)`     -> calibrate the local token count to the provider's number
 and per tool call `tool_content(call, result)` -> the text that enters the history (offload hook),
-and on a provider context-length error `compact(history, provider, trigger="overflow")`.
+and on a provider context-length error `compact(history, provider, trigger="overflow")`, then one
+retry. `/compact [focus]` calls `compact(history, provider, trigger="manual", focus=...)`;
+`/context` and the toolbar call `state(history)`.
+
+Every compaction is appended to `compactions` and sent to `on_event` as a `CompactionDone`;
+warnings (a failing hook, a summary that fell back to truncation) go to `on_event` as `Notice`s.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from swecli.config import ContextConfig, HookConfig
+from swecli.context.archive import Archive, DiskArchive
+from swecli.context.budget import Calibration, ContextBudget, ContextState, provider_prompt_tokens
+from swecli.context.compaction import CompactionParams, CompactionResult, compact_history, is_prompt
+from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreCompactInput, run_pre_compact
+from swecli.context.tokens import REPLY_PRIMING, TokenCounter, encoding_for_model
+from swecli.events import CompactionDone, Event, Notice
 from swecli.llm.base import ModelRequest, Provider
-from swecli.messages import Message, SystemBlock, ToolCall, ToolSchema, Usage
+from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.tools.base import ToolResult
+
+if TYPE_CHECKING:
+    from swecli.config import Settings
+
+log = logging.getLogger(__name__)
+
+OVERFLOW_TARGET = 0.85
+"""After a provider's context-length error, compact to this fraction of the usual target: our
+count was proven low, so leave a margin."""
+_META_KEYS = ("exit_code", "path", "existed")
+_META_LIMIT = 5_000
 
 
 @dataclass
@@ -22,19 +52,207 @@ class ContextManager:
     system: tuple[SystemBlock, ...]
     tools: tuple[ToolSchema, ...]
     max_tokens: int = 8192
-    compactions: list[object] = field(default_factory=list)
+    compactions: list[CompactionDone] = field(default_factory=list)
+    window: int = DEFAULT_CONTEXT_WINDOW
+    """The model's context window in provider tokens (`Settings.context_window`)."""
+    config: ContextConfig = field(default_factory=ContextConfig)
+    hooks: HookConfig = field(default_factory=HookConfig)
+    memory: tuple[SystemBlock, ...] = ()
+    """Session-stable memory (OPENCLI.md, playbook): sent after `system`, never compacted."""
+    root: Path | None = None
+    """Project root: compaction archives go to `<root>/.swecli/compactions/` (cwd when None)."""
+    model: str = ""
+    """Picks the tiktoken encoding (cl100k_base for GPT-4/3.5, o200k_base otherwise)."""
+    on_event: Callable[[Event], None] | None = None
+    pre_compact: PreCompactCallback | None = None
+    """Library PreCompact hook, run after the configured command."""
+    archive: Archive | None = None
+    """Where compaction saves what it removes; a fresh `DiskArchive(root)` per compaction when None."""
+    counter: TokenCounter = field(default=None)  # type: ignore[assignment]  # set in __post_init__
+    calibration: Calibration = field(default_factory=Calibration)
+    compaction_usage: Usage = field(default_factory=Usage)
+    """Tokens spent by summary requests (not part of the loop's own usage)."""
+    last_state: ContextState | None = None
+    """The state of the last request built (for the toolbar between turns)."""
+    _last_request: ModelRequest | None = field(default=None, repr=False)
+    _tool_meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
-    def prepare(self, history: list[Message], provider: Provider) -> list[Message]:
-        return history
+    def __post_init__(self) -> None:
+        if self.counter is None:
+            self.counter = TokenCounter(encoding_for_model(self.model))
 
-    def request(self, history: list[Message]) -> ModelRequest:
-        return ModelRequest(system=self.system, messages=tuple(history), tools=self.tools, max_tokens=self.max_tokens)
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        system: tuple[SystemBlock, ...],
+        tools: tuple[ToolSchema, ...],
+        memory: tuple[SystemBlock, ...] = (),
+        root: Path | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> ContextManager:
+        return cls(system=system, tools=tools, max_tokens=settings.max_tokens, window=settings.context_window,
+                   config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
+                   on_event=on_event)
+
+    # --- budget and accounting ------------------------------------------------------------------
+
+    @property
+    def budget(self) -> ContextBudget:
+        reserve = min(self.config.reserve_output_tokens, self.max_tokens)
+        return ContextBudget(window=self.window, threshold=self.config.threshold, reserve_output=reserve)
+
+    def state(self, history: Sequence[Message]) -> ContextState:
+        """What the next request would send, by component (calibrated), for /context and the toolbar."""
+        count = self.counter
+        turn = current_turn_start(history)
+        raw = {
+            "system": count.system(self.system),
+            "tools": count.tools(self.tools),
+            "memory": count.system(self.memory),
+            "history": count.messages(history[:turn]),
+            "current_turn": count.messages(history[turn:]) + REPLY_PRIMING,
+        }
+        scale = self.calibration.apply
+        return ContextState(
+            budget=self.budget, **{k: scale(v) for k, v in raw.items()}, raw_total=sum(raw.values()),
+            ratio=self.calibration.ratio, calibrated=self.calibration.samples > 0, exact=count.exact,
+            encoding=count.encoding_name, messages=len(history),
+        )
 
     def observe(self, request: ModelRequest, usage: Usage | None) -> None:
-        return None
+        """Fold the provider's prompt count for `request` into the calibration."""
+        if usage is None:
+            return  # the server reports no usage (llama.cpp): local counts stand
+        self.calibration.observe(provider_prompt_tokens(usage), self.counter.request(request))
+
+    # --- the loop's calls -----------------------------------------------------------------------
+
+    def prepare(self, history: list[Message], provider: Provider) -> list[Message]:
+        """Auto-compaction at a turn boundary: never while a tool call waits for its result."""
+        if not self.config.auto_compact or not history or has_open_calls(history):
+            return history
+        state = self.state(history)
+        self.last_state = state
+        if not state.over_threshold:
+            return history
+        return self.compact(history, provider, trigger="auto")
+
+    def request(self, history: list[Message]) -> ModelRequest:
+        request = ModelRequest(system=self.system + self.memory, messages=tuple(history), tools=self.tools,
+                               max_tokens=self.max_tokens)
+        self._last_request = request
+        return request
 
     def tool_content(self, call: ToolCall, result: ToolResult) -> str:
+        # The tool's structured facts (exact exit code, path) feed compaction's extractors later.
+        facts = {k: result.meta[k] for k in _META_KEYS if k in result.meta}
+        if facts:
+            if len(self._tool_meta) >= _META_LIMIT:
+                self._tool_meta.pop(next(iter(self._tool_meta)))
+            self._tool_meta[call.id] = facts
         return result.content
 
     def compact(self, history: list[Message], provider: Provider, trigger: str, focus: str = "") -> list[Message]:
-        return history
+        """Compact now (trigger: auto | manual | overflow). Returns `history` itself when nothing
+        changed (cancelled by the hook, or nothing to compact)."""
+        start = time.monotonic()
+        before = self.state(history)
+        decision = self._run_hook(trigger, focus, before, len(history))
+        if decision.cancel and trigger != "overflow":
+            self._notice("info", "compaction cancelled by the PreCompact hook")
+            return history
+        if trigger == "overflow":
+            self._learn_from_overflow()
+        result = compact_history(
+            history, self._params(trigger, focus, decision), self.counter.message, self.counter.text,
+            self.archive or DiskArchive(self.root or Path.cwd()), provider, self._tool_meta,
+        )
+        self.compaction_usage = self.compaction_usage + result.usage
+        if not result.changed:
+            if trigger != "auto":
+                self._notice("info", "; ".join(result.notes) or "nothing to compact")
+            return history
+        return self._record(trigger, before, result, time.monotonic() - start)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _run_hook(self, trigger: str, focus: str, state: ContextState, count: int) -> PreCompactDecision:
+        if not self.hooks.pre_compact.strip() and self.pre_compact is None:
+            return PreCompactDecision()
+        payload = PreCompactInput(trigger=trigger, tokens=state.total, window=self.window, message_count=count,
+                                  focus=focus, strategy=self.config.strategy)
+        decision = run_pre_compact(payload, command=self.hooks.pre_compact, callback=self.pre_compact,
+                                   cwd=self.root or Path.cwd(), timeout=self.hooks.timeout)
+        for warning in decision.warnings:
+            self._notice("warning", warning)
+        if decision.cancel and trigger == "overflow":
+            self._notice("warning", "the PreCompact hook asked to cancel, but the request does not fit the "
+                                    "model's window: compacting anyway")
+        return decision
+
+    def _params(self, trigger: str, focus: str, decision: PreCompactDecision) -> CompactionParams:
+        budget, to_local = self.budget, self.calibration.to_local
+        limit = budget.limit if trigger != "overflow" else int(budget.limit * OVERFLOW_TARGET)
+        count = self.counter
+        fixed = count.system(self.system) + count.system(self.memory) + count.tools(self.tools) + REPLY_PRIMING
+        summary_tokens = max(256, min(4_096, limit // 8, self.max_tokens))
+        return CompactionParams(
+            limit=to_local(limit), fixed=fixed, keep_recent=to_local(self.config.keep_recent_tokens),
+            strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
+            summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
+            prompt_head_tokens=max(200, min(2_000, limit // 10)), force=trigger != "auto",
+        )
+
+    def _learn_from_overflow(self) -> None:
+        """The provider rejected the last request, so its prompt was larger than window - max_tokens:
+        a proven lower bound for the calibration ratio."""
+        request = self._last_request
+        if request is None:
+            return
+        local = self.counter.request(request)
+        room = self.window - request.max_tokens
+        if local > 0 and room > 0:
+            self.calibration.at_least(room / local)
+
+    def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float) -> list[Message]:
+        after = self.state(result.history)
+        self.last_state = after
+        event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
+                               tokens_after=after.total, messages_compacted=result.messages_compacted,
+                               duration=duration, note="; ".join(result.notes))
+        self.compactions.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+        if after.over_threshold:
+            self._notice("warning", f"after compaction the context is still {after.percent:.0f}% of the window "
+                                    f"({'; '.join(result.notes) or 'the latest turn alone is too large'})")
+        return result.history
+
+    def _notice(self, level: str, text: str) -> None:
+        if self.on_event is not None:
+            self.on_event(Notice(level, text))
+        else:
+            log.warning("%s", text)
+
+
+def current_turn_start(history: Sequence[Message]) -> int:
+    """Index of the last user prompt: the current turn is from there on."""
+    for i in range(len(history) - 1, -1, -1):
+        if is_prompt(history[i]):
+            return i
+    return 0
+
+
+def has_open_calls(history: Sequence[Message]) -> bool:
+    """Whether the last assistant message still waits for some of its tool results."""
+    answered: set[str] = set()
+    for msg in reversed(history):
+        if isinstance(msg, ToolMessage):
+            answered.add(msg.tool_call_id)
+        elif isinstance(msg, AssistantMessage):
+            return any(call.id not in answered for call in msg.tool_calls)
+        else:
+            return False
+    return False

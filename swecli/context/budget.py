@@ -1,0 +1,148 @@
+"""The context budget: the window, the compaction threshold, and where the tokens go.
+
+Local counts (tiktoken) are calibrated against what the provider reports, so the meter matches what
+the provider bills and enforces even for tokenizers we cannot ship (Qwen, Llama, Claude). Both the
+raw and the calibrated figures are kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from swecli.messages import Usage
+
+MIN_RATIO, MAX_RATIO = 0.5, 2.5
+"""A provider/local ratio outside this range is a misreport (e.g. usage that excludes cached tokens
+in a way we did not recognize), not a different tokenizer: such samples are ignored."""
+
+
+def provider_prompt_tokens(usage: Usage) -> int:
+    """The full prompt size the provider saw.
+
+    OpenAI-style usage counts cached tokens inside `input_tokens`; Anthropic-style usage reports
+    cache reads and writes apart from `input_tokens`. When the cache figures alone exceed the input
+    figure they cannot be part of it, so they are added.
+    """
+    cached = usage.cache_read_tokens + usage.cache_write_tokens
+    if cached > usage.input_tokens:
+        return usage.input_tokens + cached
+    return usage.input_tokens
+
+
+@dataclass
+class Calibration:
+    """Smoothed ratio provider_prompt_tokens / local_count, applied to later estimates."""
+
+    ratio: float = 1.0
+    samples: int = 0
+    smoothing: float = 0.3
+    """Weight of a new sample; the first sample is taken as is."""
+    last_provider_tokens: int = 0
+    last_local_tokens: int = 0
+    rejected: int = 0
+
+    def observe(self, provider_tokens: int, local_tokens: int) -> bool:
+        """Record one request; False when the sample was implausible and ignored."""
+        if provider_tokens <= 0 or local_tokens <= 0:
+            return False
+        sample = provider_tokens / local_tokens
+        if not MIN_RATIO <= sample <= MAX_RATIO:
+            self.rejected += 1
+            return False
+        self.ratio = sample if self.samples == 0 else (1 - self.smoothing) * self.ratio + self.smoothing * sample
+        self.samples += 1
+        self.last_provider_tokens, self.last_local_tokens = provider_tokens, local_tokens
+        return True
+
+    def at_least(self, ratio: float) -> None:
+        """Raise the ratio to a proven lower bound (after a provider's context-length error)."""
+        self.ratio = min(MAX_RATIO, max(self.ratio, ratio))
+
+    def apply(self, local_tokens: int) -> int:
+        return math.ceil(local_tokens * self.ratio)
+
+    def to_local(self, provider_tokens: int) -> int:
+        return math.floor(provider_tokens / self.ratio)
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    """The window and what compaction aims for."""
+
+    window: int
+    threshold: float = 0.8
+    reserve_output: int = 8_192
+    """Output tokens the provider needs room for (prompt + max_tokens must fit the window)."""
+
+    @property
+    def reserve(self) -> int:
+        # A small window (a local model) cannot give a quarter of itself to one reply.
+        return min(self.reserve_output, self.window // 4)
+
+    @property
+    def limit(self) -> int:
+        """The prompt size above which the next request triggers compaction."""
+        return max(0, min(math.floor(self.window * self.threshold), self.window - self.reserve))
+
+    def should_compact(self, prompt_tokens: int) -> bool:
+        return prompt_tokens > self.limit
+
+
+@dataclass(frozen=True)
+class ContextState:
+    """What the next request would send, by component, in calibrated (provider) tokens.
+
+    `/context` prints `rows()` as a table plus `percent` as a bar; the REPL toolbar shows
+    `percent`, `total` and `budget.window` (`ctx 34% · 87.1k/256k`).
+    """
+
+    budget: ContextBudget
+    system: int
+    tools: int
+    memory: int
+    history: int
+    current_turn: int
+    tail: int = 0
+    raw_total: int = 0
+    """The same request in local tiktoken counts, before calibration."""
+    ratio: float = 1.0
+    calibrated: bool = False
+    """True once a provider usage report has been folded in."""
+    exact: bool = True
+    """False when local counts are the characters-based fallback (no tiktoken encoding loaded)."""
+    encoding: str = ""
+    messages: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tools + self.memory + self.history + self.current_turn + self.tail
+
+    @property
+    def free(self) -> int:
+        """Room left in the window after the prompt and the reserved reply."""
+        return max(0, self.budget.window - self.budget.reserve - self.total)
+
+    @property
+    def until_compaction(self) -> int:
+        return max(0, self.budget.limit - self.total)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.total / self.budget.window if self.budget.window else 0.0
+
+    @property
+    def over_threshold(self) -> bool:
+        return self.budget.should_compact(self.total)
+
+    def rows(self) -> list[tuple[str, int]]:
+        """(component, tokens) in prompt order, then the free space and the reserve."""
+        return [
+            ("system", self.system),
+            ("tools", self.tools),
+            ("memory", self.memory),
+            ("history", self.history),
+            ("current turn", self.current_turn + self.tail),
+            ("free", self.free),
+            ("reserved for reply", self.budget.reserve),
+        ]

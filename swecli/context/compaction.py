@@ -1,0 +1,617 @@
+"""Compaction: rewrite an over-full history into a smaller one that loses nothing for good.
+
+Pure functions over typed history; the only effects go through the two objects passed in: an
+`Archive` (where the full pre-compaction history and shortened texts are saved) and, for the
+summarize strategy, a `Provider`.
+
+The shape of a compacted history:
+
+    [every user prompt of the compacted span, verbatim and in order (a huge paste keeps its head
+     and points to a file with the full text)]
+    [one UserMessage(kind="summary"): marker + model summary + deterministic facts + archive path]
+    [the most recent turns, verbatim, chosen by a token budget]
+
+Cuts happen only at turn boundaries (see `boundaries`), so a tool call is never separated from its
+result. Strategies: `summarize` (an LLM writes the summary; chunked when the span does not fit one
+request, truncation when the model fails), `truncate` (no model call), `importance` (drop the
+lowest-value turns first, keep the rest verbatim).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from swecli.context.archive import Archive, ArchiveError
+from swecli.context.extract import FACTS_HEADING, Facts, extract_facts, render_facts
+from swecli.llm.base import Cancelled, ModelRequest, Provider, ProviderError, ResponseDone
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
+
+STRATEGIES = ("summarize", "truncate", "importance")
+SUMMARY_MARKER = "[swecli: compacted context]"
+SUMMARY_HEADING = "## Summary"
+
+Count = Callable[[Message], int]
+CountText = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class CompactionParams:
+    """Budgets are in local tokens (the manager converts from provider tokens with its calibration)."""
+
+    limit: int
+    """The whole request (fixed parts + messages) must end up at or under this."""
+    fixed: int = 0
+    """System prompt, memory, tool schemas and tail: sent with every request, never compacted."""
+    keep_recent: int = 12_000
+    strategy: str = "summarize"
+    focus: str = ""
+    instructions: str = ""
+    """Extra summary instructions (from the PreCompact hook)."""
+    summary_text: str = ""
+    """A summary supplied by the PreCompact hook: used as is, no model call."""
+    summary_tokens: int = 2_048
+    """max_tokens of the summary request, and the room reserved for the summary."""
+    request_window: int = 32_768
+    """Local tokens one summary request may use in all (its input plus `summary_tokens`)."""
+    prompt_head_tokens: int = 2_000
+    """A user prompt longer than this keeps its head verbatim; the whole text goes to a file."""
+    tool_clip_tokens: int = 1_500
+    """Tool results in the summary request are clipped to this (the archive has them in full)."""
+    max_chunks: int = 8
+    force: bool = False
+    """Compact even when nothing is over budget (a manual /compact)."""
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    history: list[Message]
+    changed: bool
+    strategy: str
+    messages_compacted: int = 0
+    notes: tuple[str, ...] = ()
+    archive: str = ""
+    tokens_after: int = 0
+    """Local tokens of the whole request after compaction (fixed parts included)."""
+    usage: Usage = field(default_factory=Usage)
+    """What the summary requests cost."""
+
+
+# --- structure ----------------------------------------------------------------------------------
+
+def boundaries(history: Sequence[Message]) -> list[int]:
+    """Indices where the history can be cut without separating a tool call from its result.
+
+    A cut may go before a user message, or before an assistant message once every answered call
+    issued before it has its result. Calls that are never answered (a dangling final call) do not
+    block cuts. The end of the history is always a boundary.
+    """
+    answered = {m.tool_call_id for m in history if isinstance(m, ToolMessage)}
+    open_ids: set[str] = set()
+    cuts: list[int] = []
+    for i, msg in enumerate(history):
+        if not open_ids and not isinstance(msg, ToolMessage):
+            cuts.append(i)
+        if isinstance(msg, AssistantMessage):
+            open_ids.update(c.id for c in msg.tool_calls if c.id in answered)
+        elif isinstance(msg, ToolMessage):
+            open_ids.discard(msg.tool_call_id)
+    cuts.append(len(history))
+    return cuts
+
+
+def segments(history: Sequence[Message]) -> list[tuple[int, int]]:
+    """The history split at every boundary: each (start, end) is an atomic unit for dropping."""
+    cuts = boundaries(history)
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
+
+
+def is_prompt(msg: Message) -> bool:
+    return isinstance(msg, UserMessage) and msg.kind == "prompt"
+
+
+def is_summary(msg: Message) -> bool:
+    return isinstance(msg, UserMessage) and msg.kind == "summary"
+
+
+def compactable(head: Sequence[Message]) -> bool:
+    """Whether a span holds anything compaction would shrink (kept prompts and earlier summaries
+    alone are already as small as compaction makes them)."""
+    return any(not is_prompt(m) and not is_summary(m) for m in head)
+
+
+def choose_cut(history: Sequence[Message], count: Count, keep_recent: int, room: Callable[[int], int]) -> int:
+    """The earliest boundary whose suffix fits both `keep_recent` and `room(cut)`; at least the last
+    segment is kept (the model must see its latest tool results)."""
+    cuts = boundaries(history)
+    if len(cuts) < 2:
+        return len(history)
+    cut = cuts[-2] if cuts[-2] < len(history) else len(history)
+    tail = sum(count(m) for m in history[cut:])
+    for candidate in reversed(cuts[:-2]):
+        extra = sum(count(m) for m in history[candidate:cut])
+        if tail + extra > min(keep_recent, room(candidate)):
+            break
+        cut, tail = candidate, tail + extra
+    return cut
+
+
+# --- the pipeline -------------------------------------------------------------------------------
+
+@dataclass
+class _Work:
+    history: Sequence[Message]
+    params: CompactionParams
+    count: Count
+    text_count: CountText
+    archive: Archive
+    provider: Provider | None = None
+    notes: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    archive_path: str = ""
+
+    def save_text(self, label: str, text: str) -> str:
+        try:
+            return self.archive.save_text(label, text)
+        except ArchiveError as exc:
+            self.notes.append(f"could not save {label} ({exc}); its full text is only in the archive")
+            return self.archive_path or "(unsaved)"
+
+    def total(self, history: Sequence[Message]) -> int:
+        return self.params.fixed + sum(self.count(m) for m in history)
+
+
+def compact_history(
+    history: Sequence[Message],
+    params: CompactionParams,
+    count: Count,
+    text_count: CountText,
+    archive: Archive,
+    provider: Provider | None = None,
+    meta: Mapping[str, Mapping[str, Any]] | None = None,
+) -> CompactionResult:
+    """Compact `history` under `params.limit`; unchanged (changed=False) when there is nothing to do.
+
+    `meta` maps tool-call ids to the `ToolResult.meta` the tools reported (exact exit codes, paths).
+    """
+    if params.strategy not in STRATEGIES:
+        raise ValueError(f"unknown compaction strategy {params.strategy!r}; use one of {', '.join(STRATEGIES)}")
+    work = _Work(history, params, count, text_count, archive, provider)
+    before = work.total(history)
+    if before <= params.limit and not params.force:
+        return CompactionResult(list(history), False, params.strategy, tokens_after=before,
+                                notes=("the history already fits",))
+    reserve = _summary_reserve(params, any(is_summary(m) for m in history))
+    head_prompt_cost = _prompt_costs(history, work)
+    cut = choose_cut(history, count, params.keep_recent,
+                     lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
+    head, tail = list(history[:cut]), list(history[cut:])
+    if not compactable(head):
+        return _fit_only(work, before)
+    _archive_history(work)
+    facts = extract_facts(head, meta).merged(Facts(archives=[work.archive_path] if work.archive_path else []))
+    prompts = {i: _keep_prompt(m, work) for i, m in enumerate(head) if is_prompt(m)}
+    strategy, body, kept = _run_strategy(work, head, tail, list(prompts.values()))
+    summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts))
+    # Prompts and the turns importance keeps stay in their original order, before the summary.
+    kept_head = [prompts.get(i, m) for i, m in enumerate(head) if i in prompts or i in kept]
+    result = _fit(work, [*kept_head, summary, *tail], summary)
+    kept = {id(m) for m in result}
+    return CompactionResult(
+        history=result, changed=True, strategy=strategy,
+        messages_compacted=sum(1 for m in history if id(m) not in kept),
+        notes=tuple(work.notes), archive=work.archive_path, tokens_after=work.total(result), usage=work.usage,
+    )
+
+
+def _summary_reserve(params: CompactionParams, has_summary: bool) -> int:
+    facts_budget = _facts_budget(params)
+    # Truncate and importance carry an earlier summary over, which is at most a summary long.
+    body = params.summary_tokens if params.strategy == "summarize" or has_summary else 0
+    return body + facts_budget + 120  # 120: the marker paragraph
+
+
+def _facts_budget(params: CompactionParams) -> int:
+    return max(150, min(2_000, params.limit // 10))
+
+
+def _prompt_costs(history: Sequence[Message], work: _Work) -> Callable[[int], int]:
+    """cost(cut): tokens the prompts before `cut` take once kept (huge pastes shortened)."""
+    cap = work.params.prompt_head_tokens + 60
+    costs = [min(work.count(m), cap) if is_prompt(m) else 0 for m in history]
+    prefix = [0]
+    for c in costs:
+        prefix.append(prefix[-1] + c)
+    return lambda cut: prefix[cut]
+
+
+def _archive_history(work: _Work) -> None:
+    try:
+        work.archive_path = work.archive.save_history(work.history)
+    except ArchiveError as exc:
+        work.notes.append(f"the pre-compaction history could not be archived ({exc})")
+
+
+def _fit_only(work: _Work, before: int) -> CompactionResult:
+    """Nothing older to compact: only shortening oversized recent messages can help."""
+    if before <= work.params.limit:
+        return CompactionResult(list(work.history), False, work.params.strategy, tokens_after=before,
+                                notes=("nothing to compact: the history is within the recent-turns budget",))
+    _archive_history(work)
+    result = _fit(work, list(work.history), None)
+    kept = {id(m) for m in result}
+    return CompactionResult(result, True, "clip", sum(1 for m in work.history if id(m) not in kept),
+                            tuple(work.notes), work.archive_path, work.total(result))
+
+
+def _run_strategy(
+    work: _Work, head: list[Message], tail: list[Message], prompts: list[UserMessage]
+) -> tuple[str, str, set[int]]:
+    """(strategy that ran, summary body, indices of head messages kept verbatim besides prompts)."""
+    params = work.params
+    if params.summary_text:
+        return "hook", params.summary_text.strip(), set()
+    if params.strategy == "summarize":
+        text = summarize_span(work, head)
+        if text is not None:
+            return "summarize", text, set()
+        work.notes.append("fell back to truncation")
+        return "truncate", _previous_summary_body(head), set()
+    if params.strategy == "importance":
+        kept = _importance_keep(work, head, tail, prompts)
+        if kept is not None:
+            return "importance", _previous_summary_body(head), kept
+    return "truncate", _previous_summary_body(head), set()
+
+
+def _previous_summary_body(head: Sequence[Message]) -> str:
+    """Without a new model summary, the newest earlier one is carried over rather than lost."""
+    for msg in reversed(head):
+        if is_summary(msg):
+            body = summary_body(msg.content).removesuffix(_CARRIED).rstrip()
+            if body:
+                return body + _CARRIED
+    return ""
+
+
+_CARRIED = "\n\n(Turns after this earlier summary were dropped without a new summary.)"
+
+
+def summary_body(content: str) -> str:
+    start = content.find(SUMMARY_HEADING + "\n")
+    if start < 0:
+        return ""
+    body = content[start + len(SUMMARY_HEADING) + 1:]
+    end = body.find("\n" + FACTS_HEADING)
+    return (body if end < 0 else body[:end]).strip()
+
+
+def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: str, facts: Facts) -> str:
+    replaced = sum(1 for m in head if not is_prompt(m))
+    where = (f"The full pre-compaction history is in `{work.archive_path}` (JSONL, one message per line): "
+             "read or grep it for anything not kept here." if work.archive_path
+             else "The pre-compaction history could not be archived.")
+    how = {"summarize": "summarized", "hook": "summarized (by the PreCompact hook)",
+           "truncate": "dropped (truncated, no summary written)",
+           "importance": "reduced to the turns that mattered most"}[strategy]
+    parts = [f"{SUMMARY_MARKER} {replaced} earlier messages were {how} to free context. "
+             f"The user's own messages from that span are kept verbatim above. {where}"]
+    if body:
+        parts.append(f"{SUMMARY_HEADING}\n{body}")
+    rendered = _bounded_facts(facts, _facts_budget(work.params), work.text_count)
+    if rendered:
+        parts.append(rendered)
+    return "\n\n".join(parts)
+
+
+def _bounded_facts(facts: Facts, budget: int, text_count: CountText) -> str:
+    """Render the facts, dropping the oldest items of the longest lists until they fit the budget."""
+    rendered = render_facts(facts)
+    while rendered and text_count(rendered) > budget:
+        lists = [getattr(facts, name) for name in facts.__dataclass_fields__ if name != "archives"]
+        longest = max(lists, key=len)
+        if not longest:
+            break
+        del longest[: max(1, len(longest) // 4)]
+        rendered = render_facts(facts)
+    return rendered
+
+
+# --- prompts and oversized messages -----------------------------------------------------------
+
+def _keep_prompt(msg: Message, work: _Work) -> UserMessage:
+    assert isinstance(msg, UserMessage)
+    if work.count(msg) <= work.params.prompt_head_tokens + 60:
+        return msg
+    return _shorten_prompt(msg, work, work.params.prompt_head_tokens)
+
+
+def _shorten_prompt(msg: UserMessage, work: _Work, head_tokens: int) -> UserMessage:
+    full = _original_text(msg)
+    path = work.save_text("prompt", full)
+    head = head_by_tokens(full, head_tokens, work.text_count)
+    note = (f"\n\n[swecli: this message was {work.text_count(full)} tokens; the first {head_tokens} are kept "
+            f"above, the full text is in `{path}`]")
+    return UserMessage(content=head + note, kind="prompt")
+
+
+_SHORTENED = "\n\n[swecli: this message was "
+
+
+def _original_text(msg: UserMessage) -> str:
+    # Shortening twice must not nest notes: the head already kept is what we shorten further.
+    cut = msg.content.rfind(_SHORTENED)
+    return msg.content[:cut] if cut >= 0 else msg.content
+
+
+def head_by_tokens(text: str, tokens: int, text_count: CountText) -> str:
+    """The longest prefix of `text` within `tokens` (binary search on characters)."""
+    if text_count(text) <= tokens:
+        return text
+    lo, hi = 0, min(len(text), tokens * 8)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text_count(text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
+def tail_by_tokens(text: str, tokens: int, text_count: CountText) -> str:
+    if text_count(text) <= tokens:
+        return text
+    lo, hi = 0, min(len(text), tokens * 8)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text_count(text[len(text) - mid:]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[len(text) - lo:] if lo else ""
+
+
+def _clip_tool(msg: ToolMessage, work: _Work, tokens: int) -> ToolMessage:
+    path = work.save_text(f"tool-{msg.name}-{msg.tool_call_id}", msg.content)
+    head = head_by_tokens(msg.content, tokens * 2 // 3, work.text_count)
+    tail = tail_by_tokens(msg.content[len(head):], tokens // 3, work.text_count)
+    lines = msg.content.count("\n") + 1
+    note = (f"\n[swecli: output shortened at compaction ({work.text_count(msg.content)} tokens, {lines} lines); "
+            f"the full text is in `{path}` (read it with offset/limit, or grep it)]\n")
+    return ToolMessage(tool_call_id=msg.tool_call_id, name=msg.name, content=head + note + tail,
+                       is_error=msg.is_error)
+
+
+def _fit(work: _Work, history: list[Message], summary: UserMessage | None) -> list[Message]:
+    """Last resort when the result is still over the limit: shorten the largest tool results, then
+    the prompts, then the summary. Pairing is untouched: messages are shortened, never removed."""
+    limit = work.params.limit
+    over = work.total(history) - limit
+    if over <= 0:
+        return history
+    preview = max(200, min(1_000, limit // 20))
+    for index in sorted((i for i, m in enumerate(history) if isinstance(m, ToolMessage)),
+                        key=lambda i: -work.count(history[i])):
+        if over <= 0:
+            break
+        msg = history[index]
+        if isinstance(msg, ToolMessage) and work.count(msg) > preview + 100:
+            clipped = _clip_tool(msg, work, preview)
+            over -= work.count(msg) - work.count(clipped)
+            history[index] = clipped
+    over = _fit_prompts(work, history, over, preview)
+    if over > 0 and summary is not None:
+        over = _fit_summary(work, history, summary, over)
+    if over > 0:
+        work.notes.append(f"still {over} tokens over the target: the system prompt, tools and the latest turn "
+                          "alone do not fit")
+    return history
+
+
+def _fit_prompts(work: _Work, history: list[Message], over: int, head_tokens: int) -> int:
+    for index in sorted((i for i, m in enumerate(history) if is_prompt(m)), key=lambda i: -work.count(history[i])):
+        msg = history[index]
+        if over <= 0 or not isinstance(msg, UserMessage) or work.count(msg) <= head_tokens + 100:
+            continue
+        shortened = _shorten_prompt(msg, work, head_tokens)
+        over -= work.count(msg) - work.count(shortened)
+        history[index] = shortened
+    return over
+
+
+def _fit_summary(work: _Work, history: list[Message], summary: UserMessage, over: int) -> int:
+    index = next(i for i, m in enumerate(history) if m is summary)
+    keep = max(50, work.count(summary) - over - 20)
+    text = head_by_tokens(summary.content, keep, work.text_count) + "\n[swecli: summary cut to fit the window]"
+    shortened = replace_content(summary, text)
+    work.notes.append("the summary was cut to fit the window")
+    history[index] = shortened
+    return over - (work.count(summary) - work.count(shortened))
+
+
+def replace_content(msg: UserMessage, content: str) -> UserMessage:
+    return UserMessage(content=content, kind=msg.kind)
+
+
+# --- importance ---------------------------------------------------------------------------------
+
+_MUTATING_HINTS = ("write", "edit", "create", "replace", "patch", "insert")
+_TEST_HINTS = ("pytest", "test", "tox", "cargo test", "go test", "npm test", "make check")
+
+
+def segment_score(span: Sequence[Message], position: float) -> float:
+    """Value of a turn segment: edits, failures, test runs and the model's own conclusions are
+    worth more than reads and listings; newer is worth more than older."""
+    score = 1.0
+    for msg in span:
+        if isinstance(msg, AssistantMessage):
+            if msg.content.strip() and not msg.tool_calls:
+                score += 3
+            for call in msg.tool_calls:
+                name, args = call.name.lower(), call.arguments.lower()
+                if any(h in name for h in _MUTATING_HINTS) or '"create"' in args or "str_replace" in args:
+                    score += 4
+                if any(h in args for h in _TEST_HINTS):
+                    score += 2
+        elif (isinstance(msg, ToolMessage) and msg.is_error) or (isinstance(msg, UserMessage) and not is_prompt(msg)):
+            score += 2  # a failure, or text swecli added (notes, earlier summaries)
+    return score * (1 + position)
+
+
+def _importance_keep(
+    work: _Work, head: list[Message], tail: list[Message], prompts: list[UserMessage]
+) -> set[int] | None:
+    """Head messages kept verbatim, best value per token first, within the room left; None when no
+    whole segment fits (plain truncation then)."""
+    marker = _facts_budget(work.params) + 120
+    room = work.params.limit - work.total([*prompts, *tail]) - marker
+    spans = [(a, b) for a, b in segments(head)
+             if any(not is_prompt(m) and not is_summary(m) for m in head[a:b])]
+    if room <= 0 or not spans:
+        return None
+    ranked = sorted(
+        spans,
+        key=lambda s: -segment_score(head[s[0]:s[1]], s[0] / max(1, len(head)))
+        / math.sqrt(1 + sum(work.count(m) for m in head[s[0]:s[1]]) / 200),
+    )
+    chosen: list[tuple[int, int]] = []
+    for a, b in ranked:
+        size = sum(work.count(m) for m in head[a:b] if not is_prompt(m))
+        if size <= room:
+            chosen.append((a, b))
+            room -= size
+    if not chosen:
+        return None
+    return {i for a, b in chosen for i in range(a, b) if not is_prompt(head[i]) and not is_summary(head[i])}
+
+
+# --- summarize ----------------------------------------------------------------------------------
+
+SUMMARY_SYSTEM = """You compact the history of a coding-agent session so the agent can continue the \
+work with a fresh context window. You write for the agent, not for a person. Be specific: exact file \
+paths, function names, commands, error messages. Do not invent anything that is not in the transcript. \
+Never address the user and never call tools."""
+
+SUMMARY_SECTIONS = """Write the summary with exactly these sections (markdown, `###` headings):
+### User instructions and constraints
+Every instruction, requirement, preference and constraint the user gave, quoted verbatim.
+### Current task and state
+What the agent is working on right now, what is finished, what is in progress, the next step.
+### Decisions and reasons
+Each decision taken (approach, design, trade-off) with the reason for it.
+### Files
+Files read, created and modified, with paths and what changed or what was learned in each.
+### Errors and resolutions
+Each error met, what caused it, and how it was resolved (or that it is still open).
+### Commands
+Commands that matter (build, test, run, install) and their outcome.
+### Open questions
+What is still unknown, pending, or needs the user's decision."""
+
+
+def render_transcript(span: Sequence[Message], clip_tokens: int, text_count: CountText) -> list[str]:
+    """One plain-text entry per message for the summary request; long tool results are clipped
+    (the archive keeps them in full)."""
+    entries = []
+    for msg in span:
+        if isinstance(msg, UserMessage):
+            label = {"prompt": "USER", "summary": "EARLIER SUMMARY"}.get(msg.kind, f"USER ({msg.kind})")
+            entries.append(f"[{label}]\n{msg.content}")
+        elif isinstance(msg, AssistantMessage):
+            lines = [msg.content] if msg.content else []
+            lines += [f"-> call {c.name}({c.arguments})" for c in msg.tool_calls]
+            entries.append("[ASSISTANT]\n" + "\n".join(lines or ["(no text)"]))
+        else:
+            content = msg.content
+            if text_count(content) > clip_tokens:
+                head = head_by_tokens(content, clip_tokens * 2 // 3, text_count)
+                tail = tail_by_tokens(content[len(head):], clip_tokens // 3, text_count)
+                content = f"{head}\n[... clipped for the summary ...]\n{tail}"
+            status = " (error)" if msg.is_error else ""
+            entries.append(f"[TOOL RESULT {msg.name}{status}]\n{content}")
+    return entries
+
+
+def summary_request(transcript: str, previous: str, focus: str, instructions: str, max_tokens: int) -> ModelRequest:
+    parts = []
+    if previous:
+        parts.append("The summary of the earlier part of this span (fold it into yours):\n"
+                     f"<summary>\n{previous}\n</summary>")
+    parts.append(f"The transcript to summarize:\n<transcript>\n{transcript}\n</transcript>")
+    parts.append(SUMMARY_SECTIONS)
+    if focus.strip():
+        parts.append(f"The user asked this compaction to focus on (keep these details above all):\n{focus.strip()}")
+    if instructions.strip():
+        parts.append(f"Additional instructions:\n{instructions.strip()}")
+    return ModelRequest(system=(SystemBlock(text=SUMMARY_SYSTEM),),
+                        messages=(UserMessage(content="\n\n".join(parts), kind="context"),),
+                        tools=(), max_tokens=max_tokens)
+
+
+def _chunk(entries: list[str], budget: int, text_count: CountText) -> list[str]:
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for entry in entries:
+        tokens = text_count(entry) + 2
+        if tokens > budget:
+            entry = head_by_tokens(entry, budget - 20, text_count) + "\n[... clipped ...]"
+            tokens = budget
+        if current and size + tokens > budget:
+            chunks.append("\n\n".join(current))
+            current, size = [], 0
+        current.append(entry)
+        size += tokens
+    if current:
+        chunks.append("\n\n".join(current))
+    return chunks
+
+
+def summarize_span(work: _Work, head: Sequence[Message]) -> str | None:
+    """The model's summary of `head`, in as many requests as the window needs; None on failure."""
+    provider = work.provider
+    if provider is None:
+        work.notes.append("no provider to summarize with")
+        return None
+    params = work.params
+    fixed = work.text_count(summary_request("", "", params.focus, params.instructions, 0).messages[0].content)
+    budget = params.request_window - params.summary_tokens - work.text_count(SUMMARY_SYSTEM) - fixed - 64
+    budget -= params.summary_tokens  # room for the running summary carried into the next chunk
+    if budget < 256:
+        work.notes.append("the window is too small for a summary request")
+        return None
+    chunks = _chunk(render_transcript(head, params.tool_clip_tokens, work.text_count), budget, work.text_count)
+    if len(chunks) > params.max_chunks:
+        work.notes.append(f"summarized the newest {params.max_chunks} of {len(chunks)} chunks; older ones are "
+                          "covered by the facts and the archive")
+        chunks = chunks[-params.max_chunks:]
+    elif len(chunks) > 1:
+        work.notes.append(f"summarized in {len(chunks)} chunks (the span did not fit one request)")
+    summary = ""
+    for chunk in chunks:
+        request = summary_request(chunk, summary, params.focus, params.instructions, params.summary_tokens)
+        answer = _ask(provider, request, work)
+        if answer is None:
+            return None
+        summary = answer
+    return summary
+
+
+def _ask(provider: Provider, request: ModelRequest, work: _Work) -> str | None:
+    try:
+        for event in provider.stream(request):
+            if isinstance(event, ResponseDone):
+                work.usage = work.usage + (event.usage or Usage(requests=1))
+                text = event.message.content.strip()
+                if not text:
+                    work.notes.append("the summary request returned no text")
+                    return None
+                return text
+    except (ProviderError, Cancelled, OSError, RuntimeError, ValueError) as exc:
+        work.notes.append(f"the summary request failed ({type(exc).__name__}: {exc})")
+        return None
+    work.notes.append("the summary stream ended without a response")
+    return None
