@@ -1,0 +1,361 @@
+"""Session notes: `.swecli/memory/session_notes.md`, the agent's working memory for the project.
+
+Plain Markdown with six `## ` sections (current goal, key decisions, files modified and why, current
+task, open issues, code patterns discovered). It is kept current three ways:
+- `NotesUpdater.handle(event)`: cheap rules fed by the agent's events, no model call (a prompt sets
+  the goal and the task, a successful write/edit records the file and the model's stated reason, a
+  compaction records a decision line, a finished turn marks the task's status);
+- the `notes` tool (`notes_tool()`), through which the model records decisions, issues and patterns;
+- a person editing the file: parsing keeps unknown sections and free text, and matches headings
+  loosely ("## Files modified (and why)", "## files changed", "## Code patterns" all work).
+Every write reads the file first and replaces it atomically (temp file + rename), so no edit is
+lost to a stale copy and a kill never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from swecli.events import CompactionDone, MessageAppended, ToolFinished, TurnFinished
+from swecli.memory.opencli import CountTokens, fit_to_budget
+from swecli.messages import AssistantMessage, UserMessage
+from swecli.session.log import modified_path
+from swecli.session.secrets import NO_REDACTION, Redactor
+from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+NOTES_RELPATH = ".swecli/memory/session_notes.md"
+
+SectionKey = Literal["current_goal", "key_decisions", "files_modified", "current_task", "open_issues",
+                     "code_patterns"]
+
+# key -> (heading written in new files, heading prefixes recognised when parsing human edits)
+SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "current_goal": ("Current goal", ("current goal", "goal")),
+    "key_decisions": ("Key decisions", ("key decisions", "decisions")),
+    "files_modified": ("Files modified (and why)", ("files modified", "modified files", "files changed", "files")),
+    "current_task": ("Current task", ("current task", "task")),
+    "open_issues": ("Open issues", ("open issues", "issues", "todo", "open questions")),
+    "code_patterns": ("Code patterns discovered", ("code patterns", "patterns", "conventions")),
+}
+LIST_SECTIONS = frozenset({"key_decisions", "files_modified", "open_issues", "code_patterns"})
+MAX_ITEMS = 30
+"""Rule-added bullets kept per list section; older ones are dropped so the notes stay prompt-sized."""
+PROMPT_CHARS = 300
+REASON_CHARS = 160
+
+PREAMBLE = """# Session notes
+
+<!-- swecli's working memory for this project, kept across sessions and compactions. swecli updates it
+after significant actions and the model edits it with the `notes` tool; edit it freely too (keep the
+"## " headings so each section is found again). -->"""
+
+
+def notes_path(root: Path) -> Path:
+    return root / NOTES_RELPATH
+
+
+def _normalize(heading: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower()).split())
+
+
+def section_key(heading: str) -> str | None:
+    normalized = _normalize(heading)
+    for key, (_, prefixes) in SECTIONS.items():
+        if any(normalized == p or normalized.startswith(p + " ") for p in prefixes):
+            return key
+    return None
+
+
+@dataclass
+class Section:
+    heading: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str | None:
+        return section_key(self.heading)
+
+    @property
+    def body(self) -> str:
+        return "\n".join(self.lines).strip()
+
+    def set_body(self, text: str) -> None:
+        self.lines = text.strip().splitlines()
+
+    def add_item(self, item: str, max_items: int | None = MAX_ITEMS) -> None:
+        self.lines = [line for line in self.lines if line.strip()]
+        self.lines.append(item if item.startswith("- ") else f"- {item}")
+        bullets = [i for i, line in enumerate(self.lines) if line.startswith("- ")]
+        if max_items is not None and len(bullets) > max_items:
+            drop = set(bullets[: len(bullets) - max_items])  # oldest bullets; free text stays
+            self.lines = [line for i, line in enumerate(self.lines) if i not in drop]
+
+    def remove_items_containing(self, marker: str) -> None:
+        self.lines = [line for line in self.lines if not (line.startswith("- ") and marker in line)]
+
+
+@dataclass
+class NotesDocument:
+    preamble: list[str] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+
+    @classmethod
+    def new(cls) -> NotesDocument:
+        return cls(PREAMBLE.splitlines(), [Section(heading) for heading, _ in SECTIONS.values()])
+
+    @classmethod
+    def parse(cls, text: str) -> NotesDocument:
+        doc = cls()
+        current: list[str] = doc.preamble
+        in_fence = False
+        for line in text.splitlines():
+            if line.lstrip().startswith("```"):
+                in_fence = not in_fence
+            if not in_fence and line.startswith("## "):
+                section = Section(line[3:].strip())
+                doc.sections.append(section)
+                current = section.lines
+            else:
+                current.append(line)
+        return doc
+
+    def find(self, key: str) -> Section | None:
+        return next((s for s in self.sections if s.key == key), None)
+
+    def section(self, key: str) -> Section:
+        """The section for `key`, added (with its standard heading) when a person removed it."""
+        found = self.find(key)
+        if found is None:
+            found = Section(SECTIONS[key][0])
+            self.sections.append(found)
+        return found
+
+    def render(self) -> str:
+        parts = ["\n".join(self.preamble).strip()]
+        for section in self.sections:
+            body = section.body
+            parts.append(f"## {section.heading}\n{body}" if body else f"## {section.heading}")
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    def has_content(self) -> bool:
+        return any(s.body for s in self.sections)
+
+
+def read_notes_document(root: Path) -> NotesDocument:
+    path = notes_path(root)
+    if not path.is_file():
+        return NotesDocument.new()
+    return NotesDocument.parse(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def update_notes(root: Path, change: Callable[[NotesDocument], None]) -> NotesDocument:
+    """Read the current file, apply `change`, write it back atomically (only if something changed)."""
+    path = notes_path(root)
+    before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    doc = NotesDocument.parse(before) if before is not None else NotesDocument.new()
+    change(doc)
+    text = doc.render()
+    if text != before:
+        write_atomically(path, text)
+    return doc
+
+
+def read_notes(root: Path) -> str:
+    """The notes file as it is, for `/notes` ("" when there is none yet)."""
+    path = notes_path(root)
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+
+
+def notes_prompt(root: Path, budget_tokens: int, count_tokens: CountTokens) -> str:
+    """The notes for the system prompt at session start ("" when there is nothing in them yet)."""
+    path = notes_path(root)
+    if not path.is_file():
+        return ""
+    doc = NotesDocument.parse(path.read_text(encoding="utf-8", errors="replace"))
+    if not doc.has_content():
+        return ""
+    text = re.sub(r"<!--.*?-->\s*", "", doc.render(), flags=re.DOTALL).strip()
+    fitted, _ = fit_to_budget(text, budget_tokens, count_tokens, NOTES_RELPATH)
+    return (f"# Session notes\n\nYour working notes from earlier in this project ({NOTES_RELPATH}); keep them "
+            f"current with the `notes` tool.\n\n{fitted}")
+
+
+# --- rule-based updates from events ---------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _first_line(text: str, limit: int) -> str:
+    line = next((s.strip() for s in text.splitlines() if s.strip()), "")
+    return _one_line(line, limit)
+
+
+class NotesUpdater:
+    """Feeds the notes from agent events; plug `handle` into the agent's on_event chain."""
+
+    def __init__(self, root: Path, *, resumed: bool = False, clock: Callable[[], datetime] = datetime.now,
+                 redactor: Redactor = NO_REDACTION) -> None:
+        self.root = root
+        self.path = notes_path(root)
+        self._clock = clock
+        self._redact = redactor.redact
+        self._goal_set = resumed  # a resumed session keeps the goal it had
+        self._reasons: dict[str, str] = {}
+
+    def _stamp(self) -> str:
+        return self._clock().strftime("%Y-%m-%d %H:%M")
+
+    def handle(self, event: object) -> None:
+        if isinstance(event, MessageAppended):
+            message = event.message
+            if isinstance(message, UserMessage) and message.kind == "prompt":
+                self.on_prompt(message.content)
+            elif isinstance(message, AssistantMessage) and message.tool_calls:
+                reason = _first_line(message.content, REASON_CHARS)
+                self._reasons.update({call.id: reason for call in message.tool_calls})
+        elif isinstance(event, ToolFinished):
+            self.on_tool(event)
+        elif isinstance(event, CompactionDone):
+            self.on_compaction(event)
+        elif isinstance(event, TurnFinished):
+            self.on_turn(event)
+
+    def on_prompt(self, prompt: str) -> None:
+        text = self._redact(_one_line(prompt, PROMPT_CHARS))
+        if not text:
+            return
+        set_goal = not self._goal_set
+        self._goal_set = True
+        stamp = self._stamp()
+
+        def change(doc: NotesDocument) -> None:
+            if set_goal:
+                doc.section("current_goal").set_body(text)
+            doc.section("current_task").set_body(f"{text}\nStatus: in progress (since {stamp})")
+
+        update_notes(self.root, change)
+
+    def on_tool(self, event: ToolFinished) -> None:
+        path = modified_path(event.call, event.result, self.root) if event.approved else None
+        reason = self._reasons.pop(event.call.id, "")
+        if not path:
+            return
+        item = self._redact(f"- `{path}` — {reason} ({self._stamp()})" if reason else f"- `{path}` ({self._stamp()})")
+
+        def change(doc: NotesDocument) -> None:
+            files = doc.section("files_modified")
+            files.remove_items_containing(f"`{path}`")  # one line per file: its latest change
+            files.add_item(item)
+
+        update_notes(self.root, change)
+
+    def on_compaction(self, event: CompactionDone) -> None:
+        line = (f"- {self._stamp()} — context compacted ({event.strategy}, {event.trigger}): "
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens, {event.messages_compacted} messages "
+                "summarized; these notes carry what must not be lost")
+        if event.note:
+            line += f" ({_one_line(event.note, REASON_CHARS)})"
+        update_notes(self.root, lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
+
+    def on_turn(self, event: TurnFinished) -> None:
+        status = {"done": "done", "interrupted": "interrupted"}.get(event.stop_reason, f"stopped: {event.stop_reason}")
+        stamp = self._stamp()
+
+        def change(doc: NotesDocument) -> None:
+            task = doc.section("current_task")
+            kept = [line for line in task.body.splitlines() if not line.strip().lower().startswith("status:")]
+            task.lines = [*kept, f"Status: {status} ({stamp})"]
+            if event.stop_reason not in ("done", "interrupted"):
+                problem = self._redact(_one_line(event.error or event.answer, REASON_CHARS))
+                doc.section("open_issues").add_item(f"- {stamp} — last task stopped ({event.stop_reason}): {problem}")
+
+        update_notes(self.root, change)
+
+
+# --- the `notes` tool ------------------------------------------------------------------------------
+
+
+class NotesArgs(BaseModel):
+    section: SectionKey | None = Field(
+        None, description="The section to change; leave empty with mode=rewrite.")
+    text: str = Field(description="The text: one item to append, a section's new body, or the whole file.")
+    mode: Literal["append", "replace", "rewrite"] = Field(
+        "append", description="append: add an item to the section; replace: set the section's text; "
+                              "rewrite: replace the whole file (keep the '## ' headings).")
+
+
+NOTES_DESCRIPTION = (
+    f"Update your session notes ({NOTES_RELPATH}), the working memory that survives compaction and is "
+    "loaded in later sessions. Record key decisions and why, open issues, and code patterns you discover "
+    "(with path:line); keep the current goal and task accurate. Sections: current_goal, key_decisions, "
+    "files_modified, current_task, open_issues, code_patterns. Read the file with read_file before a rewrite."
+)
+
+
+def _apply_notes_args(args: NotesArgs, root: Path, stamp: str) -> str:
+    if args.mode == "rewrite":
+        doc = NotesDocument.parse(args.text)
+        if not any(s.key for s in doc.sections):
+            headings = ", ".join(f"'## {h}'" for h, _ in SECTIONS.values())
+            raise ToolError(f"A rewrite must keep the section headings ({headings}); nothing was changed.")
+        write_atomically(notes_path(root), doc.render())
+        return "the whole file"
+    if args.section is None:
+        raise ToolError(f"mode={args.mode} needs a section: one of {', '.join(SECTIONS)}.")
+    if not args.text.strip():
+        raise ToolError("text is empty; nothing was changed.")
+    key, text = args.section, args.text.strip()
+
+    def change(doc: NotesDocument) -> None:
+        section = doc.section(key)
+        if args.mode == "replace" or (key not in LIST_SECTIONS and not section.body):
+            section.set_body(text)
+        elif key in LIST_SECTIONS:
+            item = text.removeprefix("- ")
+            section.add_item(f"{stamp} — {item}" if key == "key_decisions" else item, max_items=None)
+        else:
+            section.set_body(f"{section.body}\n{text}")
+
+    update_notes(root, change)
+    return SECTIONS[key][0]
+
+
+def notes_tool(clock: Callable[[], datetime] = datetime.now, redactor: Redactor | None = None) -> Tool[NotesArgs]:
+    """The `notes` tool. Secrets are masked in what it writes (by default those of the environment at
+    call time; pass `redactor` to include the settings' key)."""
+
+    def run(args: NotesArgs, ctx: ToolContext) -> ToolResult:
+        redact = redactor or Redactor.from_environment()
+        args = args.model_copy(update={"text": redact.redact(args.text)})
+        changed = _apply_notes_args(args, ctx.root, clock().strftime("%Y-%m-%d %H:%M"))
+        return ToolResult(f"Updated {changed} in {NOTES_RELPATH}.", summary=f"notes: {changed}",
+                          meta={"path": NOTES_RELPATH})
+
+    # Not mutating: the notes are swecli's own memory, not the project's files, so plan mode may use it.
+    return Tool("notes", NOTES_DESCRIPTION, NotesArgs, run, mutating=False)

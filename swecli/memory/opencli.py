@@ -1,0 +1,102 @@
+"""Project memory files loaded into the stable part of the system prompt at session start.
+
+Precedence: `OPENCLI.md` (swecli's own file, written by /init), then `AGENTS.md`, then `CLAUDE.md`
+(read for interoperability with other agents). Every file present at the project root is loaded, in
+that order, and the prompt says the earlier file wins where they disagree. A file identical to one
+already loaded (CLAUDE.md as a symlink to AGENTS.md, say) is loaded once. The files share one token
+budget, spent in order; a file that does not fit is cut at a line boundary and ends with a note
+telling the model how to read the rest (and the files after it are not loaded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+MEMORY_FILES = ("OPENCLI.md", "AGENTS.md", "CLAUDE.md")
+"""In precedence order: earlier files win where instructions conflict."""
+
+CountTokens = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    name: str
+    """The file's path relative to the project root, as the model can pass it to read_file."""
+    text: str
+    """What goes into the prompt (cut to the budget, with a note, when it did not fit)."""
+    truncated: bool = False
+    omitted_lines: int = 0
+
+
+def truncation_note(omitted_lines: int, path: str) -> str:
+    return f"[truncated: {omitted_lines} more lines in {path}; read_file it for the rest]"
+
+
+def fit_to_budget(text: str, budget_tokens: int, count_tokens: CountTokens, path: str) -> tuple[str, int]:
+    """(text, omitted line count): the longest prefix of whole lines that fits the budget together
+    with the truncation note, or the text itself when it fits whole."""
+    if budget_tokens <= 0:
+        return "", len(text.splitlines())
+    if count_tokens(text) <= budget_tokens:
+        return text, 0
+    lines = text.splitlines()
+    # A token is rarely longer than 8 characters: lines past that bound cannot fit, so a huge file
+    # costs a handful of token counts over a bounded prefix, not one count per line.
+    limit, chars = 0, 0
+    while limit < len(lines) and chars <= budget_tokens * 8:
+        chars += len(lines[limit]) + 1
+        limit += 1
+
+    def fits(n: int) -> bool:
+        kept = "\n".join(lines[:n])
+        return count_tokens(f"{kept}\n{truncation_note(len(lines) - n, path)}") <= budget_tokens
+
+    low, high = 0, limit  # invariant: fits(low) or low == 0
+    while low < high:
+        mid = (low + high + 1) // 2
+        if fits(mid):
+            low = mid
+        else:
+            high = mid - 1
+    omitted = len(lines) - low
+    note = truncation_note(omitted, path)
+    kept = "\n".join(lines[:low])
+    return (f"{kept}\n{note}" if kept else note), omitted
+
+
+def load_memory(root: Path, budget_tokens: int, count_tokens: CountTokens) -> list[MemoryFile]:
+    """The project's memory files, in precedence order, within `budget_tokens` in total."""
+    loaded: list[MemoryFile] = []
+    seen: set[str] = set()
+    remaining = budget_tokens
+    for name in MEMORY_FILES:
+        path = root / name
+        if not path.is_file() or remaining <= 0:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        fitted, omitted = fit_to_budget(text, remaining, count_tokens, name)
+        # A cut file spends the rest of the budget: scraps of a lower-precedence file would only add noise.
+        remaining = 0 if omitted else remaining - count_tokens(fitted)
+        loaded.append(MemoryFile(name, fitted, truncated=omitted > 0, omitted_lines=omitted))
+    return loaded
+
+
+def memory_prompt(files: list[MemoryFile]) -> str:
+    """The memory files as one block for the system prompt ("" when there are none)."""
+    if not files:
+        return ""
+    names = ", ".join(f.name for f in files)
+    header = (f"# Project memory\n\nInstructions and notes about this project, from {names} at the project "
+              "root. Where they disagree, the earlier file wins (precedence: OPENCLI.md, AGENTS.md, CLAUDE.md).")
+    blocks = [f'<memory file="{f.name}">\n{f.text}\n</memory>' for f in files]
+    return "\n\n".join([header, *blocks])
+
+
+def load_memory_prompt(root: Path, budget_tokens: int, count_tokens: CountTokens) -> str:
+    """`memory_prompt(load_memory(...))`: what the lead puts in the stable system prompt."""
+    return memory_prompt(load_memory(root, budget_tokens, count_tokens))

@@ -1,0 +1,274 @@
+"""Structured session logs: `<root>/.swecli/logs/<session_id>.jsonl`, one JSON object per line.
+
+Every record has `ts` (local ISO time) and `event`:
+  session_start  cwd, model, provider, config_digest (hash of the settings without secrets), resumed
+  user_input     text
+  llm_call       model, tokens_in, tokens_out, tokens_cached, cache_write, duration, finish_reason
+  tool           tool, call_id, args (summary, long values truncated), approved, is_error, exit_code,
+                 duration, summary, path (files a write/edit changed)
+  context        total_tokens, window, usage_percent
+  compaction     trigger, strategy, tokens_before, tokens_after, reduction_percent, messages_compacted
+  history_replaced reason, messages
+  turn_end       stop_reason, iterations, tool_calls, tokens, duration
+  error/warning  text
+  stats          (on close) turns, llm_calls, tools_executed, compactions, total_tokens, files_modified...
+Lines are appended as events happen (see `jsonl.AppendOnlyFile`), so a crash leaves every earlier
+line valid; the stats are recomputed from the whole file, so a resumed session's stats cover all of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from swecli.config import Settings
+from swecli.events import CompactionDone, TurnFinished
+from swecli.messages import ToolCall, Usage
+from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.secrets import NO_REDACTION, Redactor
+from swecli.session.store import SessionError, log_path, logs_dir
+from swecli.tools.base import ToolResult
+
+FILE_WRITING_TOOLS = frozenset({"write_file", "edit_file"})
+"""Tools whose successful calls count as "files modified" (the path comes from their arguments)."""
+ARG_VALUE_CHARS = 120
+ARGS_SUMMARY_CHARS = 1_000
+USER_INPUT_CHARS = 4_000
+
+
+def now_iso() -> str:
+    return datetime.now().astimezone().isoformat(timespec="milliseconds")
+
+
+def config_digest(settings: Settings) -> str:
+    """A short hash of every setting except the key: two logs with the same digest ran the same config."""
+    data = settings.model_dump(mode="json", exclude={"api_key"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def loose_args(raw: str) -> dict[str, Any]:
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def summarize_args(raw: str) -> dict[str, Any] | str:
+    """Tool arguments for the log: long strings cut (with their length), the whole bounded."""
+    data = loose_args(raw)
+    if not data and raw.strip() not in ("", "{}"):
+        return _cut(raw, ARG_VALUE_CHARS)  # malformed JSON from the model: keep a readable piece
+    summary = {key: _cut(value, ARG_VALUE_CHARS) if isinstance(value, str) else value for key, value in data.items()}
+    text = json.dumps(summary, ensure_ascii=False, default=str)
+    return summary if len(text) <= ARGS_SUMMARY_CHARS else _cut(text, ARGS_SUMMARY_CHARS)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 20]}… ({len(text):,} chars)"
+
+
+def modified_path(call: ToolCall, result: ToolResult, root: Path | None = None) -> str | None:
+    """The file a successful write/edit call changed, relative to root when it is inside it."""
+    if call.name not in FILE_WRITING_TOOLS or result.is_error:
+        return None
+    args = loose_args(call.arguments)
+    raw = result.meta.get("path") or args.get("path") or args.get("file_path")
+    if not isinstance(raw, str) or not raw:
+        return None
+    if root is not None and Path(raw).is_absolute():
+        try:
+            return Path(raw).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return raw
+    return raw
+
+
+class SessionLog:
+    """The writer for one session's JSON log; every method appends one record and flushes it."""
+
+    def __init__(self, root: Path, session_id: str, redactor: Redactor = NO_REDACTION, durable: bool = False,
+                 clock: Callable[[], str] = now_iso) -> None:
+        self.root = root
+        self.session_id = session_id
+        self.path = log_path(root, session_id)
+        self.redactor = redactor
+        self._clock = clock
+        self._file = AppendOnlyFile(self.path, durable=durable)
+
+    def write(self, event: str, **fields: Any) -> None:
+        record = {"ts": self._clock(), "event": event, **fields}
+        self._file.append(self.redactor.redact_obj(record))
+
+    def session_start(self, settings: Settings, cwd: Path, resumed: bool = False) -> None:
+        from swecli import __version__
+
+        self.write("session_start", session_id=self.session_id, cwd=str(cwd), model=settings.model,
+                   provider=settings.provider, base_url=settings.base_url, mode=settings.mode,
+                   context_window=settings.context_window, config_digest=config_digest(settings),
+                   resumed=resumed, version=__version__)
+
+    def user_input(self, text: str) -> None:
+        self.write("user_input", text=_cut(text, USER_INPUT_CHARS), chars=len(text))
+
+    def llm_call(self, usage: Usage, duration: float, model: str, finish_reason: str = "",
+                 reported: bool = True) -> None:
+        self.write("llm_call", model=model, tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
+                   tokens_cached=usage.cache_read_tokens, cache_write=usage.cache_write_tokens,
+                   duration=round(duration, 3), finish_reason=finish_reason, usage_reported=reported)
+
+    def tool(self, call: ToolCall, result: ToolResult, duration: float, approved: bool = True) -> None:
+        fields: dict[str, Any] = {
+            "tool": call.name, "call_id": call.id, "args": summarize_args(call.arguments), "approved": approved,
+            "is_error": result.is_error, "duration": round(duration, 3), "summary": result.summary,
+        }
+        if "exit_code" in result.meta:
+            fields["exit_code"] = result.meta["exit_code"]
+        path = modified_path(call, result, self.root) if approved else None
+        if path:
+            fields["path"] = path
+        self.write("tool", **fields)
+
+    def context(self, total_tokens: int, window: int) -> None:
+        percent = round(100 * total_tokens / window, 1) if window else 0.0
+        self.write("context", total_tokens=total_tokens, window=window, usage_percent=percent)
+
+    def compaction(self, done: CompactionDone) -> None:
+        self.write("compaction", trigger=done.trigger, strategy=done.strategy, tokens_before=done.tokens_before,
+                   tokens_after=done.tokens_after, reduction_percent=round(100 * done.reduction, 1),
+                   messages_compacted=done.messages_compacted, duration=round(done.duration, 3), note=done.note)
+
+    def history_replaced(self, reason: str, messages: int) -> None:
+        self.write("history_replaced", reason=reason, messages=messages)
+
+    def turn_end(self, turn: TurnFinished) -> None:
+        self.write("turn_end", stop_reason=turn.stop_reason, iterations=turn.iterations, tool_calls=turn.tool_calls,
+                   tokens=turn.usage.total_tokens, duration=round(turn.duration, 3), error=turn.error)
+
+    def error(self, text: str, level: str = "error") -> None:
+        self.write(level, text=text)
+
+    def stats(self) -> dict[str, Any]:
+        """Write (and return) the stats of the whole session, recomputed from this log."""
+        stats = stats_from_records(read_jsonl(self.path).records)
+        self.write("stats", **stats)
+        return stats
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+
+def stats_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    counts = {"user_input": 0, "llm_call": 0, "tool": 0, "compaction": 0, "error": 0, "session_start": 0}
+    tokens = {"tokens_in": 0, "tokens_out": 0, "tokens_cached": 0}
+    files: set[str] = set()
+    tool_errors = 0
+    for record in records:
+        event = record.get("event")
+        if event in counts:
+            counts[str(event)] += 1
+        if event == "llm_call":
+            for key in tokens:
+                tokens[key] += int(record.get(key) or 0)
+        elif event == "tool":
+            tool_errors += bool(record.get("is_error"))
+            if record.get("path"):
+                files.add(str(record["path"]))
+    return {
+        "turns": counts["user_input"], "llm_calls": counts["llm_call"], "tools_executed": counts["tool"],
+        "tool_errors": tool_errors, "compactions": counts["compaction"], "errors": counts["error"],
+        **tokens, "total_tokens": tokens["tokens_in"] + tokens["tokens_out"],
+        "files_modified": sorted(files), "runs": counts["session_start"],
+    }
+
+
+# --- reading: `swecli logs [SESSION]` -----------------------------------------------------------
+
+
+def find_log(root: Path, session: str | None = None) -> Path:
+    """The log of `session` (an id or unique prefix), or the most recently written one."""
+    folder = logs_dir(root)
+    logs = sorted(folder.glob("*.jsonl"), key=lambda p: (p.stat().st_mtime_ns, p.stem), reverse=True) \
+        if folder.is_dir() else []
+    if not logs:
+        raise SessionError(f"no session logs in {folder} yet; they are written as sessions run.")
+    if session is None:
+        return logs[0]
+    matches = [p for p in logs if p.stem == session] or [p for p in logs if p.stem.startswith(session)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise SessionError(f"no log for session {session!r} in {folder}; run `swecli sessions` to list them.")
+    raise SessionError(f"{session!r} matches {len(matches)} logs; give more of the session id.")
+
+
+def format_log(path: Path) -> list[str]:
+    """A session log as readable lines (plain text: the CLI may style it)."""
+    contents = read_jsonl(path)
+    lines = [f"Session {path.stem}  ({path})"]
+    day = ""
+    for record in contents.records:
+        ts = str(record.get("ts", ""))
+        if ts[:10] != day:
+            day = ts[:10]
+            lines.append(f"── {day} ──")
+        event = str(record.get("event", "?"))
+        lines.append(f"{ts[11:19]:8}  {event:<14} {_describe(event, record)}".rstrip())
+    if not any(r.get("event") == "stats" for r in contents.records[-1:]):
+        stats = stats_from_records(contents.records)
+        lines.append(f"(no final stats record: the session did not end cleanly) {_describe('stats', stats)}")
+    lines.extend(f"warning: {problem}" for problem in contents.problems)
+    return lines
+
+
+def _describe(event: str, r: dict[str, Any]) -> str:
+    describe = _DESCRIBERS.get(event)
+    if describe is not None:
+        try:
+            return describe(r)
+        except (KeyError, TypeError, ValueError):
+            pass  # a hand-edited or older record: fall back to its raw fields
+    return " ".join(f"{k}={v}" for k, v in r.items() if k not in ("ts", "event"))
+
+
+def _describe_tool(r: dict[str, Any]) -> str:
+    args = r.get("args")
+    shown = " ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else str(args or "")
+    status = "declined" if not r.get("approved", True) else ("error" if r.get("is_error") else "ok")
+    if "exit_code" in r:
+        status += f" (exit {r['exit_code']})"
+    return f"{r['tool']} {_cut(shown, 100)}  {status}  {r.get('duration', 0):.2f}s"
+
+
+def _describe_stats(r: dict[str, Any]) -> str:
+    files = r.get("files_modified") or []
+    return (f"{r['turns']} turns, {r['llm_calls']} llm calls, {r['tools_executed']} tools, "
+            f"{r['compactions']} compactions, {r['total_tokens']:,} tokens"
+            + (f", files modified: {', '.join(files)}" if files else ""))
+
+
+_DESCRIBERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "session_start": lambda r: (f"{'resumed ' if r.get('resumed') else ''}model={r['model']} "
+                                f"provider={r['provider']} cwd={r['cwd']} config={r['config_digest']}"),
+    "user_input": lambda r: repr(_cut(str(r["text"]), 100)),
+    "llm_call": lambda r: (f"{r['model']}  in {r['tokens_in']:,} (cached {r['tokens_cached']:,})  "
+                           f"out {r['tokens_out']:,}  {r['duration']:.2f}s"),
+    "tool": _describe_tool,
+    "context": lambda r: f"{r['total_tokens']:,} / {r['window']:,} tokens ({r['usage_percent']}%)",
+    "compaction": lambda r: (f"{r['strategy']} ({r['trigger']}): {r['tokens_before']:,} → {r['tokens_after']:,} "
+                             f"tokens (-{r['reduction_percent']}%), {r['messages_compacted']} messages"),
+    "history_replaced": lambda r: f"{r['reason']}: {r['messages']} messages",
+    "turn_end": lambda r: (f"{r['stop_reason']} after {r['iterations']} iterations, {r['tool_calls']} tool calls, "
+                           f"{r['tokens']:,} tokens, {r['duration']:.1f}s"),
+    "error": lambda r: str(r["text"]),
+    "warning": lambda r: str(r["text"]),
+    "stats": _describe_stats,
+}

@@ -1,0 +1,166 @@
+"""One session's files, fed by the agent's events: transcript, JSON log and session notes.
+
+    recorder = SessionRecorder.start(root, settings)                 # a new session
+    recorder, loaded = SessionRecorder.resume(root, settings, None)  # --continue (or an id: --resume ID)
+    agent.history = loaded.history
+    agent.on_event = chain(ui.handle, recorder.handle)
+    ...
+    recorder.close()                                                 # writes the stats record
+
+Writing must never break the agent loop: a failed write (disk full, permissions) is reported once per
+file through `on_error` and kept in `problems`, and the session goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from swecli.config import Settings
+from swecli.events import (
+    CompactionDone,
+    HistoryReplaced,
+    MessageAppended,
+    ModelCallFinished,
+    ModelCallStarted,
+    Notice,
+    ToolFinished,
+    TurnFinished,
+)
+from swecli.memory.notes import NotesUpdater
+from swecli.messages import UserMessage
+from swecli.session.log import SessionLog
+from swecli.session.secrets import Redactor
+from swecli.session.store import (
+    LoadedSession,
+    SessionError,
+    Transcript,
+    latest_session,
+    load_session,
+    new_session_id,
+    persist_closed_calls,
+    resolve_session_id,
+)
+
+ErrorSink = Callable[[str], None]
+
+
+class SessionRecorder:
+    def __init__(self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor,
+                 notes: bool = True, resumed: bool = False, cwd: Path | None = None, durable: bool = False,
+                 on_error: ErrorSink | None = None) -> None:
+        self.root = root
+        self.session_id = session_id
+        self.settings = settings
+        self.redactor = redactor
+        self.on_error = on_error
+        self.problems: list[str] = []
+        self._failed: set[str] = set()
+        self.transcript = Transcript(root, session_id, model=settings.model, cwd=cwd, redactor=redactor,
+                                     durable=durable)
+        self.log = SessionLog(root, session_id, redactor=redactor, durable=durable)
+        self.notes = NotesUpdater(root, resumed=resumed, redactor=redactor) if notes else None
+        self.stats: dict[str, Any] | None = None
+        self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
+
+    @classmethod
+    def start(cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
+              cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
+              on_error: ErrorSink | None = None) -> SessionRecorder:
+        """A new session. Pass `first_prompt` when it is known up front (`-p`) to write the transcript's
+        meta line at once; otherwise the file appears with the first message."""
+        recorder = cls(root, session_id or new_session_id(root), settings,
+                       redactor=Redactor.from_environment(settings, env), notes=settings.memory.session_notes,
+                       cwd=cwd, durable=durable, on_error=on_error)
+        if first_prompt is not None:
+            recorder._guard("transcript", lambda: recorder.transcript.write_meta(first_prompt))
+        return recorder
+
+    @classmethod
+    def resume(cls, root: Path, settings: Settings, session: str | None = None, *, cwd: Path | None = None,
+               env: Mapping[str, str] | None = None, durable: bool = False,
+               on_error: ErrorSink | None = None) -> tuple[SessionRecorder, LoadedSession]:
+        """Reopen a session (None: the latest, for --continue; else an id or unique prefix) to go on
+        appending to its transcript and log. Use `loaded.history` as the agent's history and show
+        `loaded.problems` as warnings. Raises SessionError when there is nothing to resume."""
+        if session is None:
+            session_id = latest_session(root)
+            if session_id is None:
+                raise SessionError("no session to continue in this project yet; start one without --continue.")
+        else:
+            session_id = resolve_session_id(root, session)
+        loaded = load_session(root, session_id)
+        recorder = cls(root, session_id, settings, redactor=Redactor.from_environment(settings, env),
+                       notes=settings.memory.session_notes, resumed=True, cwd=cwd, durable=durable,
+                       on_error=on_error)
+        for problem in loaded.problems:
+            recorder._guard("log", partial(recorder.log.error, problem, level="warning"))
+        recorder._guard("transcript", lambda: persist_closed_calls(recorder.transcript, loaded))
+        return recorder, loaded
+
+    def handle(self, event: object) -> None:
+        """The agent's on_event hook (chain it with the UI's)."""
+        self._record(event)
+        if self.notes is not None:
+            notes = self.notes
+            self._guard("notes", lambda: notes.handle(event))
+
+    def _record(self, event: object) -> None:
+        if isinstance(event, MessageAppended):
+            self._guard("transcript", lambda: self.transcript.append(event.message))
+            if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
+                self._guard("log", lambda: self.log.user_input(event.message.content))
+        elif isinstance(event, HistoryReplaced):
+            self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
+            self._guard("log", lambda: self.log.history_replaced(event.reason, len(event.history)))
+        else:
+            self._guard("log", lambda: self._log_event(event))
+
+    def _log_event(self, event: object) -> None:
+        if isinstance(event, ModelCallStarted) and event.context_tokens:
+            self.log.context(event.context_tokens, self.settings.context_window)
+        elif isinstance(event, ModelCallFinished):
+            self.log.llm_call(event.usage, event.duration, event.model, event.finish_reason, event.reported)
+        elif isinstance(event, ToolFinished):
+            self.log.tool(event.call, event.result, event.duration, event.approved)
+        elif isinstance(event, CompactionDone):
+            self.log.compaction(event)
+        elif isinstance(event, TurnFinished):
+            self.log.turn_end(event)
+        elif isinstance(event, Notice) and event.level in ("error", "warning"):
+            self.log.error(event.text, level=event.level)
+
+    def context_update(self, total_tokens: int, window: int | None = None) -> None:
+        """Log the context size (call it when the context engine recounts, e.g. after each request)."""
+        self._guard("log", lambda: self.log.context(total_tokens, window or self.settings.context_window))
+
+    def user_input(self, text: str) -> None:
+        """Log input that does not become a prompt message (a slash command, say)."""
+        self._guard("log", lambda: self.log.user_input(text))
+
+    def close(self) -> dict[str, Any] | None:
+        """Write the stats record (covering the whole session, resumed runs included) and close the
+        files. Safe to call twice; returns the stats (None if they could not be written)."""
+        if self.log.closed:
+            return self.stats
+
+        def finish() -> None:
+            self.stats = self.log.stats()
+
+        self._guard("log", finish)
+        self.log.close()
+        self.transcript.close()
+        return self.stats
+
+    def _guard(self, target: str, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except OSError as exc:
+            message = f"could not write the session {target} ({exc.strerror or exc}); the session goes on without it"
+            self.problems.append(message)
+            if target not in self._failed:
+                self._failed.add(target)
+                if self.on_error is not None:
+                    self.on_error(message)

@@ -1,0 +1,331 @@
+"""Session transcripts: `<root>/.swecli/sessions/<session_id>.jsonl`, appended one message at a time.
+
+File format (JSON Lines, one object per line):
+  {"type":"meta","session_id":...,"created":...,"cwd":...,"model":...,"first_prompt":...}   first line
+  {"type":"message","message":{...}}             a message appended to the history
+  {"type":"replace","reason":...,"messages":[...]}  the history was rewritten (compaction, /clear)
+Replaying the lines in order reproduces the current history, compacted state included. Each line is
+written with one write() as it happens, so a kill loses nothing written before it; a line torn by a
+kill mid-write is skipped on load, and tool calls left without a result are closed.
+
+Session ids are `YYYYMMDD-HHMMSS-xxxx` (local time, 4 random hex digits): they sort by creation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from swecli.messages import Message, UserMessage, close_dangling_tool_calls
+from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.secrets import NO_REDACTION, Redactor
+
+RESUME_CLOSE_REASON = "interrupted: the session ended before this tool call finished (result unknown)"
+_ID_FORMAT = "%Y%m%d-%H%M%S"
+
+_message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+class SessionError(Exception):
+    """A session that cannot be found, resumed or deleted; `str()` says which and what to do."""
+
+
+def swecli_dir(root: Path) -> Path:
+    return root / ".swecli"
+
+
+def sessions_dir(root: Path) -> Path:
+    return swecli_dir(root) / "sessions"
+
+
+def logs_dir(root: Path) -> Path:
+    return swecli_dir(root) / "logs"
+
+
+def transcript_path(root: Path, session_id: str) -> Path:
+    return sessions_dir(root) / f"{session_id}.jsonl"
+
+
+def log_path(root: Path, session_id: str) -> Path:
+    return logs_dir(root) / f"{session_id}.jsonl"
+
+
+def new_session_id(root: Path | None = None, now: datetime | None = None) -> str:
+    """A fresh id that sorts by creation time; unique among the project's sessions."""
+    stamp = (now or datetime.now()).strftime(_ID_FORMAT)
+    while True:
+        session_id = f"{stamp}-{secrets.token_hex(2)}"
+        if root is None or not (transcript_path(root, session_id).exists() or log_path(root, session_id).exists()):
+            return session_id
+
+
+def message_to_json(message: Message, redactor: Redactor = NO_REDACTION) -> dict[str, Any]:
+    data: dict[str, Any] = redactor.redact_obj(message.model_dump(mode="json"))
+    return data
+
+
+def message_from_json(data: object) -> Message:
+    return _message_adapter.validate_python(data)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+class Transcript:
+    """The append-only writer for one session's transcript.
+
+    The meta line is written just before the first message (or at once with `write_meta`), so a
+    session in which nothing was said leaves no file behind, and the meta line can carry the first
+    prompt of an interactive session.
+    """
+
+    def __init__(self, root: Path, session_id: str, *, model: str = "", cwd: Path | None = None,
+                 redactor: Redactor = NO_REDACTION, durable: bool = False) -> None:
+        self.root = root
+        self.session_id = session_id
+        self.path = transcript_path(root, session_id)
+        self.model = model
+        self.cwd = cwd or root
+        self.redactor = redactor
+        self.durable = durable
+        self._file: AppendOnlyFile | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._file is not None or self.path.exists()
+
+    def _open(self, first: Message | None) -> AppendOnlyFile:
+        if self._file is None:
+            fresh = not self.path.exists()
+            self._file = AppendOnlyFile(self.path, durable=self.durable)
+            if fresh:
+                prompt = first.content if isinstance(first, UserMessage) and first.kind == "prompt" else ""
+                self._file.append(self._meta(prompt))
+        return self._file
+
+    def _meta(self, first_prompt: str) -> dict[str, Any]:
+        return {
+            "type": "meta",
+            "session_id": self.session_id,
+            "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "cwd": self.redactor.redact(str(self.cwd)),
+            "model": self.model,
+            "first_prompt": self.redactor.redact(first_prompt),
+        }
+
+    def write_meta(self, first_prompt: str = "") -> None:
+        """Create the file now (headless runs know their prompt up front)."""
+        if self._file is None and not self.path.exists():
+            self._file = AppendOnlyFile(self.path, durable=self.durable)
+            self._file.append(self._meta(first_prompt))
+
+    def append(self, message: Message) -> None:
+        self._open(message).append({"type": "message", "message": message_to_json(message, self.redactor)})
+
+    def replace(self, history: Iterable[Message], reason: str) -> None:
+        messages = [message_to_json(m, self.redactor) for m in history]
+        self._open(None).append({"type": "replace", "reason": reason, "messages": messages})
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadedSession:
+    session_id: str
+    path: Path
+    meta: dict[str, Any]
+    history: list[Message]
+    """Valid for the next request: replayed, with tool calls left open by a kill closed."""
+    raw_history: list[Message]
+    """Exactly what the file replays to (before closing open tool calls)."""
+    problems: list[str] = field(default_factory=list)
+    """Lines that were skipped, one sentence each (show them as warnings)."""
+
+    @property
+    def closed_calls(self) -> int:
+        return len(self.history) - len(self.raw_history)
+
+
+def replay(records: Iterable[dict[str, Any]], problems: list[str], name: str = "transcript") -> list[Message]:
+    history: list[Message] = []
+    for index, record in enumerate(records, start=1):
+        kind = record.get("type")
+        try:
+            if kind == "message":
+                history.append(message_from_json(record.get("message")))
+            elif kind == "replace":
+                history = [message_from_json(m) for m in record.get("messages") or []]
+            elif kind != "meta":
+                problems.append(f"{name}: record {index} has unknown type {kind!r}; skipped")
+        except ValidationError as exc:
+            problems.append(f"{name}: record {index} ({kind}) is not a valid message "
+                            f"({exc.errors()[0]['msg']}); skipped")
+    return history
+
+
+def load_session(root: Path, session_id: str) -> LoadedSession:
+    path = transcript_path(root, session_id)
+    if not path.is_file():
+        raise SessionError(f"no session {session_id!r} in {sessions_dir(root)}; run `swecli sessions` to list them.")
+    contents = read_jsonl(path)
+    meta = next((r for r in contents.records if r.get("type") == "meta"), {})
+    raw = replay(contents.records, contents.problems, path.name)
+    history = close_dangling_tool_calls(raw, RESUME_CLOSE_REASON)
+    return LoadedSession(session_id, path, meta, history, raw, contents.problems)
+
+
+def persist_closed_calls(transcript: Transcript, loaded: LoadedSession) -> None:
+    """Write the results that closed dangling calls, so the file alone replays to the resumed history."""
+    if loaded.history == loaded.raw_history:
+        return
+    if loaded.history[: len(loaded.raw_history)] == loaded.raw_history:
+        for message in loaded.history[len(loaded.raw_history):]:
+            transcript.append(message)
+    else:
+        transcript.replace(loaded.history, "resume")
+
+
+# --- listing and deleting -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    session_id: str
+    created: str
+    updated: datetime
+    first_prompt: str
+    turns: int
+    """User prompts appended over the session's life (compaction does not change it)."""
+    tokens: int
+    """Tokens spent (input + output of every model call), from the session's JSON log; 0 without one."""
+    model: str
+    path: Path
+
+
+def _user_prompt_count(path: Path) -> tuple[int, str]:
+    """(prompts, first prompt) from appended message lines; cheap prefix test before parsing."""
+    count, first = 0, ""
+    prefix = b'{"type":"message","message":{"role":"user"'
+    with path.open("rb") as f:
+        for line in f:
+            if not line.startswith(prefix):
+                continue
+            try:
+                message = json.loads(line)["message"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if message.get("kind", "prompt") == "prompt":
+                count += 1
+                first = first or str(message.get("content", ""))
+    return count, first
+
+
+def _tokens_from_log(root: Path, session_id: str) -> int:
+    path = log_path(root, session_id)
+    if not path.is_file():
+        return 0
+    total = 0
+    for record in read_jsonl(path).records:
+        if record.get("event") == "llm_call":
+            total += int(record.get("tokens_in", 0) or 0) + int(record.get("tokens_out", 0) or 0)
+    return total
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    with path.open("rb") as f:
+        first = f.readline()
+    try:
+        meta = json.loads(first)
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) and meta.get("type") == "meta" else {}
+
+
+def session_info(root: Path, session_id: str) -> SessionInfo:
+    path = transcript_path(root, session_id)
+    meta = _read_meta(path)
+    turns, first_prompt = _user_prompt_count(path)
+    return SessionInfo(
+        session_id=session_id,
+        created=str(meta.get("created", "")),
+        updated=datetime.fromtimestamp(path.stat().st_mtime).astimezone(),
+        first_prompt=str(meta.get("first_prompt") or first_prompt),
+        turns=turns,
+        tokens=_tokens_from_log(root, session_id),
+        model=str(meta.get("model", "")),
+        path=path,
+    )
+
+
+def session_ids(root: Path) -> list[str]:
+    """Every session with a transcript, most recently active first (ties: newest id first)."""
+    folder = sessions_dir(root)
+    if not folder.is_dir():
+        return []
+    paths = [p for p in folder.glob("*.jsonl") if p.is_file()]
+    paths.sort(key=lambda p: (p.stat().st_mtime_ns, p.stem), reverse=True)
+    return [p.stem for p in paths]
+
+
+def list_sessions(root: Path) -> list[SessionInfo]:
+    """Sessions for `swecli sessions` / `--resume` pickers, most recently active first."""
+    return [session_info(root, sid) for sid in session_ids(root)]
+
+
+def latest_session(root: Path) -> str | None:
+    """The session `--continue` resumes: the most recently active one, or None."""
+    ids = session_ids(root)
+    return ids[0] if ids else None
+
+
+def resolve_session_id(root: Path, wanted: str) -> str:
+    """An exact id or a unique prefix of one (`20261122-1015`); a clear error otherwise."""
+    ids = session_ids(root)
+    if wanted in ids:
+        return wanted
+    matches = [sid for sid in ids if sid.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise SessionError(f"no session matches {wanted!r}; run `swecli sessions` to list them.")
+    shown = ", ".join(matches[:5]) + (" ..." if len(matches) > 5 else "")
+    raise SessionError(f"{wanted!r} matches {len(matches)} sessions ({shown}); give more of the id.")
+
+
+def sessions_older_than(root: Path, days: float, now: datetime | None = None) -> list[SessionInfo]:
+    """Sessions not active for `days` days: candidates for `swecli sessions --delete-old` (the caller
+    shows them and asks before deleting anything)."""
+    now = (now or datetime.now()).astimezone()
+    return [info for info in list_sessions(root) if (now - info.updated).total_seconds() > days * 86_400]
+
+
+def format_session_line(info: SessionInfo, prompt_chars: int = 60) -> str:
+    """One line for a session list: id, last activity, turns, tokens, first prompt."""
+    prompt = " ".join(info.first_prompt.split())
+    if len(prompt) > prompt_chars:
+        prompt = prompt[: prompt_chars - 1] + "…"
+    turns = f"{info.turns} turn{'s' if info.turns != 1 else ''}"
+    return f"{info.session_id}  {info.updated:%Y-%m-%d %H:%M}  {turns:>9}  {info.tokens:>10,} tokens  {prompt}"
+
+
+def delete_session(root: Path, session_id: str) -> list[Path]:
+    """Delete one session's transcript and log (only when asked explicitly); returns what was removed."""
+    paths = [p for p in (transcript_path(root, session_id), log_path(root, session_id)) if p.exists()]
+    if not paths:
+        raise SessionError(f"no session {session_id!r} to delete; run `swecli sessions` to list them.")
+    for path in paths:
+        os.remove(path)
+    return paths

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+
+
+def test_append_writes_one_object_per_line(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "log.jsonl"
+    f = AppendOnlyFile(path)
+    f.append({"n": 1, "text": "line\nbreak"})
+    f.append({"n": 2})
+    f.close()
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["n"] for line in lines] == [1, 2]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_torn_last_line_is_reported_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"n":1}\n{"n":2}\n{"n":3, "te')
+    contents = read_jsonl(path)
+    assert [r["n"] for r in contents.records] == [1, 2]
+    assert len(contents.problems) == 1 and "incomplete last line" in contents.problems[0]
+
+
+def test_reopening_after_a_torn_line_starts_a_clean_line(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"n":1}\n{"n":2, "te')
+    f = AppendOnlyFile(path)
+    f.append({"n": 3})
+    f.close()
+    contents = read_jsonl(path)
+    assert [r["n"] for r in contents.records] == [1, 3]
+    assert len(contents.problems) == 1 and ":2:" in contents.problems[0]
+
+
+def test_lines_written_before_a_sigkill_are_all_there(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from swecli.session.jsonl import AppendOnlyFile\n"
+        "f = AppendOnlyFile(Path(sys.argv[1]))\n"
+        "for n in range(50):\n"
+        "    f.append({'n': n, 'pad': 'x' * 1000})\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(path)], check=False)
+    assert proc.returncode == -signal.SIGKILL
+    contents = read_jsonl(path)
+    assert [r["n"] for r in contents.records] == list(range(50)) and not contents.problems
+
+
+def test_a_line_that_is_not_an_object_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"n":1}\n[1, 2]\nnot json\n{"n":2}\n')
+    contents = read_jsonl(path)
+    assert [r["n"] for r in contents.records] == [1, 2]
+    assert len(contents.problems) == 2
+
+
+def test_durable_mode_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    f = AppendOnlyFile(tmp_path / "d.jsonl", durable=True)
+    f.append({"n": 1})
+    f.close()
+    assert calls

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import json
+
+from swecli.config import Settings
+from swecli.session.secrets import REDACTED, Redactor
+
+KEY = "sk-test-0123456789abcdef"
+
+
+def test_secret_environment_values_are_redacted() -> None:
+    env = {"ACME_API_KEY": KEY, "GITHUB_TOKEN": "ghp_abcdefgh1234", "DB_SECRET": "hunter2hunter2",
+           "PATH": "/usr/bin:/bin", "EDITOR": "vim-editor-long"}
+    redactor = Redactor.from_environment(env=env)
+    text = f"key={KEY} token=ghp_abcdefgh1234 secret=hunter2hunter2 path=/usr/bin:/bin editor=vim-editor-long"
+    assert redactor.redact(text) == (
+        f"key={REDACTED} token={REDACTED} secret={REDACTED} path=/usr/bin:/bin editor=vim-editor-long")
+
+
+def test_settings_api_key_is_redacted_even_without_environment() -> None:
+    redactor = Redactor.from_environment(Settings(api_key=KEY), env={})
+    assert redactor.redact(f"Authorization: Bearer {KEY}") == f"Authorization: Bearer {REDACTED}"
+
+
+def test_short_values_are_not_treated_as_secrets() -> None:
+    redactor = Redactor.from_environment(Settings(api_key="ollama"), env={"X_TOKEN": "abc"})
+    assert not redactor
+    assert redactor.redact("ollama abc") == "ollama abc"
+
+
+def test_json_escaped_form_is_redacted_too() -> None:
+    secret = 'pa"ss\\word-123'
+    redactor = Redactor([secret])
+    arguments = json.dumps({"command": f"login {secret}"})  # how it sits inside a tool call's raw JSON
+    assert secret not in json.loads(redactor.redact(arguments))["command"]
+    assert REDACTED in redactor.redact(arguments)
+
+
+def test_redact_obj_walks_nested_structures_and_keeps_other_types() -> None:
+    redactor = Redactor([KEY])
+    data = {"a": [KEY, {"b": f"x{KEY}y"}], "n": 3, "ok": True, KEY: None}
+    assert redactor.redact_obj(data) == {"a": [REDACTED, {"b": f"x{REDACTED}y"}], "n": 3, "ok": True,
+                                         REDACTED: None}
+
+
+def test_longer_secret_containing_a_shorter_one_is_replaced_whole() -> None:
+    redactor = Redactor(["abcdefgh", "abcdefgh-ijklmnop"])
+    assert redactor.redact("abcdefgh-ijklmnop") == REDACTED
