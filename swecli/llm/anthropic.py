@@ -1,0 +1,274 @@
+"""Anthropic Messages over httpx.
+
+Request mapping:
+- system blocks become text blocks; a block marked `cache` gets `cache_control: ephemeral` (Anthropic
+  allows four breakpoints per request: at most three go to the system prompt, the last is for the
+  conversation), and the last content block of the history gets the conversation breakpoint, so each
+  request caches everything up to its newest message and the next request reads it back;
+- consecutive tool results (and any user text after them) form one user message, tool results first,
+  as the API requires; consecutive assistant messages are merged the same way;
+- an assistant turn is its text plus `tool_use` blocks with the parsed arguments. Arguments that are
+  not a JSON object (the model wrote malformed JSON, and the tool layer told it so) are sent as
+  `{"_raw_arguments": "<what it wrote>"}`, so the model can still see its mistake;
+- reasoning is not sent back: thinking blocks are only accepted with their signatures, which swecli
+  does not keep, and extended thinking is not requested;
+- `ModelRequest.tail` is an extra text block after the conversation breakpoint (in the last user
+  message, or a new one), so it is never part of the cached prefix.
+
+Usage: Anthropic counts `input_tokens` without the cached parts, so `Usage.input_tokens` is the whole
+prompt (input + cache read + cache creation), the same meaning as OpenAI's `prompt_tokens`; the
+cached parts are also reported separately. Stop reasons are normalised to OpenAI's names (`stop`,
+`tool_calls`, `length`) so the loop reads one vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from swecli.llm.base import (
+    CancelToken,
+    ModelRequest,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallStarted,
+    TransientError,
+)
+from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
+from swecli.llm.errors import classify_stream_error, non_stream_error
+from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, retry_stream
+from swecli.llm.sse import SSEEvent
+from swecli.llm.transport import Endpoint, make_client, stream_sse
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
+
+if TYPE_CHECKING:
+    import httpx
+
+API_VERSION = "2023-06-01"
+EPHEMERAL = {"type": "ephemeral"}
+MAX_SYSTEM_BREAKPOINTS = 3
+STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+
+
+class AnthropicProvider:
+    def __init__(self, *, model: str, base_url: str = "https://api.anthropic.com", api_key: str = "",
+                 name: str = "anthropic", key_env: str | None = "ANTHROPIC_API_KEY", timeout: float = 600.0,
+                 max_retries: int = 5, sleep: Callable[[float], None] | None = None,
+                 on_retry: Callable[[RetryNotice], None] | None = None, client: httpx.Client | None = None) -> None:
+        self.name = name
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.key_env = key_env
+        self._api_key = api_key
+        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
+        self._client = client or make_client(timeout)
+
+    @property
+    def url(self) -> str:
+        # Users configure the host (like the official SDK); tolerate a base URL that already ends in /v1.
+        return f"{self.base_url}/messages" if self.base_url.endswith("/v1") else f"{self.base_url}/v1/messages"
+
+    def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        body = self.request_body(request)
+        endpoint = Endpoint(self.name, self.key_env, self.url, self._headers())
+        taken = ids_in(request.messages)
+
+        def attempt() -> Iterator[StreamEvent]:
+            return stream_sse(self._client, endpoint, body, AnthropicStream(self.name, taken, self.model), cancel)
+
+        return retry_stream(attempt, self.retry, cancel)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "stream": True}
+        system = wire_system(request.system)
+        if system:
+            body["system"] = system
+        body["messages"] = wire_messages(request)
+        if request.tools:
+            body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
+                             for t in request.tools]
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+        return headers
+
+
+def wire_system(blocks: tuple[SystemBlock, ...]) -> list[dict[str, Any]]:
+    present = [b for b in blocks if b.text.strip()]  # the API rejects empty text blocks
+    cached = [i for i, b in enumerate(present) if b.cache][-MAX_SYSTEM_BREAKPOINTS:]
+    wire: list[dict[str, Any]] = []
+    for i, block in enumerate(present):
+        item: dict[str, Any] = {"type": "text", "text": block.text}
+        if i in cached:
+            item["cache_control"] = dict(EPHEMERAL)
+        wire.append(item)
+    return wire
+
+
+def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = []
+    for message in request.messages:
+        role = "assistant" if isinstance(message, AssistantMessage) else "user"
+        blocks = content_blocks(message)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] == "assistant":  # the API wants the conversation to open with a user turn
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": "(conversation continues)"}]})
+    if turns:
+        last = turns[-1]["content"]
+        last[-1] = {**last[-1], "cache_control": dict(EPHEMERAL)}
+    if request.tail:
+        tail = {"type": "text", "text": request.tail}
+        if turns and turns[-1]["role"] == "user":
+            turns[-1]["content"].append(tail)
+        else:
+            turns.append({"role": "user", "content": [tail]})
+    return turns
+
+
+def content_blocks(message: Message) -> list[dict[str, Any]]:
+    if isinstance(message, UserMessage):
+        return [{"type": "text", "text": message.content if message.content.strip() else "(empty message)"}]
+    if isinstance(message, ToolMessage):
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+        if message.content:
+            result["content"] = message.content
+        if message.is_error:
+            result["is_error"] = True
+        return [result]
+    blocks: list[dict[str, Any]] = []
+    if message.content.strip():
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call.arguments)})
+    return blocks or [{"type": "text", "text": "(no answer)"}]
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(arguments or "{}")
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
+
+
+class AnthropicStream:
+    """Assembles one streamed Messages response from its events."""
+
+    def __init__(self, provider: str, taken_ids: set[str], model: str = "") -> None:
+        self.provider = provider
+        self.done = False
+        self.model = model
+        self._ids = IdAllocator(taken_ids)
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, PendingCall] = {}  # by content block index
+        self._stop_reason = ""
+        self._usage: dict[str, int] = {}
+        self._events = 0
+
+    def handle(self, event: SSEEvent) -> list[StreamEvent]:
+        try:
+            data = json.loads(event.data) if event.data.strip() else {}
+        except ValueError:
+            raise Retryable(TransientError(f"{self.provider} sent a malformed event: {event.data[:200]}")) from None
+        if not isinstance(data, dict):
+            return []
+        kind = str(data.get("type") or event.event)
+        self._events += 1
+        if kind == "error":
+            error, retry = classify_stream_error(self.provider, data)
+            raise Retryable(error) if retry else error
+        if kind == "message_start":
+            self._message_start(data.get("message") or {})
+        elif kind == "content_block_start":
+            return self._block_start(int(data.get("index", 0)), data.get("content_block") or {})
+        elif kind == "content_block_delta":
+            return self._delta(int(data.get("index", 0)), data.get("delta") or {})
+        elif kind == "content_block_stop":
+            if int(data.get("index", 0)) in self._calls:
+                self._calls[int(data.get("index", 0))].complete = True
+        elif kind == "message_delta":
+            self._stop_reason = str((data.get("delta") or {}).get("stop_reason") or self._stop_reason)
+            self._add_usage(data.get("usage"))
+        elif kind == "message_stop":
+            self.done = True
+        return []
+
+    def _message_start(self, message: dict[str, Any]) -> None:
+        self.model = str(message.get("model") or self.model)
+        self._add_usage(message.get("usage"))
+
+    def _add_usage(self, usage: Any) -> None:
+        # message_delta repeats the counts cumulatively (output_tokens, and sometimes the input ones).
+        if isinstance(usage, dict):
+            self._usage.update({k: int(v) for k, v in usage.items() if isinstance(v, int)})
+
+    def _block_start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
+        kind = block.get("type")
+        if kind == "text":
+            return self._delta(index, {"type": "text_delta", "text": block.get("text", "")})
+        if kind == "thinking":
+            return self._delta(index, {"type": "thinking_delta", "thinking": block.get("thinking", "")})
+        if kind != "tool_use":
+            return []  # redacted thinking, server tools: nothing swecli shows or sends back
+        call = PendingCall(name=str(block.get("name", "")))
+        if block.get("input"):  # normally {} with the arguments streamed after it
+            call.arguments.append(json.dumps(block["input"]))
+        call.id, call.announced = self._ids.assign(str(block.get("id") or "")), True
+        self._calls[index] = call
+        return [ToolCallStarted(len(self._calls) - 1, call.id, call.name)]
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        kind = delta.get("type")
+        if kind == "text_delta" and delta.get("text"):
+            self._text.append(str(delta["text"]))
+            return [TextDelta(str(delta["text"]))]
+        if kind == "thinking_delta" and delta.get("thinking"):
+            self._reasoning.append(str(delta["thinking"]))
+            return [ReasoningDelta(str(delta["thinking"]))]
+        if kind == "input_json_delta" and index in self._calls:
+            self._calls[index].arguments.append(str(delta.get("partial_json", "")))
+        return []  # signature_delta, citations: not kept
+
+    def partial(self) -> AssistantMessage:
+        calls = [self._calls[i] for i in sorted(self._calls)]
+        return AssistantMessage(content="".join(self._text), reasoning="".join(self._reasoning),
+                                tool_calls=to_tool_calls([c for c in calls if c.complete], self._ids))
+
+    def finish(self, stray: str) -> list[StreamEvent]:
+        if not (self.done or self._stop_reason):
+            raise self._incomplete(stray)
+        calls = [self._calls[i] for i in sorted(self._calls)]
+        message = AssistantMessage(content="".join(self._text), reasoning="".join(self._reasoning),
+                                   tool_calls=to_tool_calls(calls, self._ids))
+        finish = STOP_REASONS.get(self._stop_reason, self._stop_reason or "stop")
+        return [ResponseDone(message, self.usage(), finish, self.model)]
+
+    def usage(self) -> Usage | None:
+        u = self._usage
+        cache_read = u.get("cache_read_input_tokens", 0)
+        cache_write = u.get("cache_creation_input_tokens", 0)
+        prompt = u.get("input_tokens", 0) + cache_read + cache_write
+        if prompt == 0:
+            return None  # not reported (a real prompt is never 0 tokens): the loop counts locally
+        return Usage(input_tokens=prompt, output_tokens=u.get("output_tokens", 0), cache_read_tokens=cache_read,
+                     cache_write_tokens=cache_write, requests=1)
+
+    def _incomplete(self, stray: str) -> Exception:
+        if stray:
+            error, retry = non_stream_error(self.provider, stray)
+            return Retryable(error) if retry else error
+        what = "an empty stream" if self._events == 0 else "a stream that ended before the message was complete"
+        return Retryable(TransientError(f"{self.provider} sent {what}"))

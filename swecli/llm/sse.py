@@ -1,0 +1,119 @@
+"""Incremental Server-Sent Events parser.
+
+Bytes arrive from the socket in pieces of any size: a piece may end inside a UTF-8 character, between
+the `\\r` and `\\n` of a line break, or in the middle of a field name. The parser buffers raw bytes and
+only decodes complete lines; line breaks are ASCII bytes, which never occur inside a multibyte UTF-8
+sequence, so a complete line is always a complete piece of text.
+
+Follows the WHATWG event-stream rules that matter for LLM APIs: `\\r\\n`, `\\n` and `\\r` line endings,
+`:` comments, `data` lines joined with `\\n`, `event` names, one optional space after the colon, and a
+blank line that dispatches the event. Lines that are not SSE at all (a server answering plain JSON
+with status 200: an error, or a whole answer from a server that ignores `stream`) are kept in `stray`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LINE_BREAK = re.compile(rb"[\r\n]")
+_STRAY_LIMIT = 4_000_000  # a whole non-streamed JSON answer must fit; SSE streams never fill it
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    event: str
+    """The `event:` name; "message" when the server sent none (OpenAI never does)."""
+    data: str
+    id: str = ""
+
+
+class SSEParser:
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._skip_lf = False  # the last piece ended with "\r": a "\n" starting the next one is the same break
+        self._started = False
+        self._event = ""
+        self._data: list[str] = []
+        self._id = ""
+        self._stray: list[str] = []
+        self._stray_size = 0
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Consume one piece of the body; returns the events it completed (possibly none)."""
+        if not chunk:
+            return []
+        if self._skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        self._skip_lf = False
+        self._buffer += chunk
+        events: list[SSEEvent] = []
+        pos = 0
+        while (match := _LINE_BREAK.search(self._buffer, pos)) is not None:
+            end = match.start()
+            line = bytes(self._buffer[pos:end])
+            pos = end + 1
+            if self._buffer[end] == 0x0D:  # "\r": swallow the "\n" of a "\r\n", even one not yet received
+                if pos < len(self._buffer):
+                    if self._buffer[pos] == 0x0A:
+                        pos += 1
+                else:
+                    self._skip_lf = True
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        del self._buffer[:pos]
+        return events
+
+    def close(self) -> list[SSEEvent]:
+        """End of body. Be lenient: a last line or event without its terminating blank line still counts."""
+        events: list[SSEEvent] = []
+        if self._buffer:
+            line = bytes(self._buffer)
+            self._buffer.clear()
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        if self._data:
+            events.append(self._dispatch())
+        return events
+
+    def _line(self, raw: bytes) -> SSEEvent | None:
+        if not self._started:
+            self._started = True
+            raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark before the first line
+        line = raw.decode("utf-8", errors="replace")
+        if not line:
+            if self._data:
+                return self._dispatch()
+            self._event = ""  # an event without data lines is not dispatched (per the spec)
+            return None
+        if line.startswith(":"):
+            return None  # a comment (keep-alive)
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            self._id = value
+        elif name != "retry":
+            self._keep_stray(line)
+        return None
+
+    def _dispatch(self) -> SSEEvent:
+        event = SSEEvent(self._event or "message", "\n".join(self._data), self._id)
+        self._event, self._data = "", []
+        return event
+
+    @property
+    def stray(self) -> str:
+        """The body's non-SSE lines, if any."""
+        return "\n".join(self._stray)
+
+    def _keep_stray(self, line: str) -> None:
+        if self._stray_size < _STRAY_LIMIT:
+            self._stray.append(line)
+            self._stray_size += len(line) + 1

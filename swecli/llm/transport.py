@@ -1,0 +1,204 @@
+"""One streamed HTTP request, read so that an interrupt is noticed within a fraction of a second.
+
+The request runs in a worker thread that hands raw byte pieces to the caller through a queue; the
+caller waits on the queue in short slices and checks the `CancelToken` between them. This covers
+every phase with one mechanism: connecting, a server thinking for minutes before its first byte
+(llama.cpp processing a long prompt), and a silent stall mid-stream. On cancel the caller stops at
+once, shuts the socket down so the server sees the disconnect and stops generating (and billing),
+and leaves the worker to finish on its own. A stall longer than the read timeout
+(`Settings.request_timeout`) fails the attempt like a dropped connection.
+
+`stream_sse` drives one attempt: it classifies HTTP errors, feeds bytes to the SSE parser and the
+wire-format handler, and turns transport failures into `Retryable` errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swecli.llm.base import (
+    AssistantMessage,
+    Cancelled,
+    CancelToken,
+    ContextOverflowError,
+    ProviderError,
+    StreamEvent,
+    TransientError,
+)
+from swecli.llm.errors import classify_status, is_retryable_status
+from swecli.llm.retry import Retryable, parse_retry_after
+from swecli.llm.sse import SSEEvent, SSEParser
+
+if TYPE_CHECKING:
+    import httpx
+
+POLL_SECONDS = 0.1
+"""How often a waiting caller looks at the cancel token."""
+
+
+class StreamHandler(Protocol):
+    """A wire format's view of one streamed response."""
+
+    done: bool
+    """True once the response is complete (`[DONE]`, `message_stop`): reading stops there."""
+
+    def handle(self, event: SSEEvent) -> list[StreamEvent]: ...
+
+    def finish(self, stray: str) -> list[StreamEvent]:
+        """Ends with the closing `ResponseDone`; raises (often `Retryable`) when the stream was cut short.
+        `stray` is the body's non-SSE text, if any."""
+        ...
+
+    def partial(self) -> AssistantMessage:
+        """What arrived so far, for `Cancelled`: only complete tool calls."""
+        ...
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    provider: str
+    key_env: str | None
+    url: str
+    headers: Mapping[str, str]
+
+
+def make_client(timeout: float) -> httpx.Client:
+    import httpx
+
+    return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(15.0, timeout)), follow_redirects=True)
+
+
+def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], handler: StreamHandler,
+               cancel: CancelToken | None) -> Iterator[StreamEvent]:
+    channel = _Channel(client, endpoint, body)
+    complete = False
+    try:
+        head = channel.next_item(cancel, None)
+        if isinstance(head, _Failed):
+            raise _transport_error(endpoint, head.error)
+        assert isinstance(head, _Head)
+        if head.status >= 400:
+            raise _http_error(endpoint, head)
+        parser = SSEParser()
+        while not handler.done:
+            item = channel.next_item(cancel, handler)
+            if isinstance(item, _Failed):
+                raise _transport_error(endpoint, item.error)
+            events = parser.close() if item is _END else parser.feed(item) if isinstance(item, bytes) else []
+            for event in events:
+                yield from handler.handle(event)
+                if handler.done:
+                    break
+            if item is _END:
+                break
+        closing = handler.finish(parser.stray)
+        complete = True
+        yield from closing
+    finally:
+        channel.close(complete)
+
+
+# -- the worker thread and what it hands over -----------------------------------------------------
+
+@dataclass(frozen=True)
+class _Head:
+    status: int
+    reason: str
+    headers: dict[str, str]
+    body: bytes
+    """Only for error statuses: the whole (small) error body."""
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: Exception
+
+
+_END = object()
+_Item = Any  # _Head | bytes | _Failed | _END
+
+
+class _Channel:
+    def __init__(self, client: httpx.Client, endpoint: Endpoint, body: dict[str, Any]) -> None:
+        self._items: queue.Queue[_Item] = queue.Queue()
+        self._stop = threading.Event()
+        self._quiet = threading.Event()
+        self._response: httpx.Response | None = None
+        self._thread = threading.Thread(target=self._pump, args=(client, endpoint, body), daemon=True,
+                                        name=f"swecli-{endpoint.provider}-stream")
+        self._thread.start()
+
+    def next_item(self, cancel: CancelToken | None, handler: StreamHandler | None) -> _Item:
+        while True:
+            if cancel is not None and cancel.cancelled:
+                raise Cancelled(handler.partial() if handler is not None else None)
+            try:
+                return self._items.get(timeout=POLL_SECONDS)
+            except queue.Empty:
+                continue
+
+    def close(self, complete: bool = False) -> None:
+        """After a complete response the worker reads the end of the body (a few bytes) so the connection
+        goes back to the pool; otherwise it is stopped, a blocked read woken by shutting the socket down."""
+        if complete:
+            self._quiet.set()
+            return
+        self._stop.set()
+        response = self._response
+        if response is None:
+            return
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            # The plain-socket shutdown, also for TLS: it wakes the reader without touching SSL state.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def _pump(self, client: httpx.Client, endpoint: Endpoint, body: dict[str, Any]) -> None:
+        try:
+            with client.stream("POST", endpoint.url, json=body, headers=dict(endpoint.headers)) as response:
+                self._response = response
+                if self._stop.is_set():
+                    return
+                if response.status_code >= 400:
+                    response.read()
+                    self._items.put(_Head(response.status_code, response.reason_phrase, dict(response.headers),
+                                          response.content))
+                    return
+                self._items.put(_Head(response.status_code, response.reason_phrase, {}, b""))
+                for piece in response.iter_bytes():
+                    if self._stop.is_set():
+                        return
+                    if not self._quiet.is_set():
+                        self._items.put(piece)
+            self._items.put(_END)
+        except Exception as exc:  # handed to the caller, who decides; nobody may be listening any more
+            if not self._stop.is_set():
+                self._items.put(_Failed(exc))
+
+
+def _http_error(endpoint: Endpoint, head: _Head) -> Exception:
+    error = classify_status(endpoint.provider, endpoint.key_env, head.status, head.body, head.reason)
+    if is_retryable_status(head.status) and not isinstance(error, ContextOverflowError):
+        return Retryable(error, retry_after=parse_retry_after(head.headers))
+    return error
+
+
+def _transport_error(endpoint: Endpoint, exc: Exception) -> Exception:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return Retryable(TransientError(f"{endpoint.provider} did not answer in time ({type(exc).__name__}) "
+                                        f"at {endpoint.url}"))
+    if isinstance(exc, httpx.TransportError):
+        detail = str(exc) or type(exc).__name__
+        return Retryable(TransientError(f"connection to {endpoint.provider} at {endpoint.url} failed: {detail}"))
+    if isinstance(exc, httpx.HTTPError):
+        return ProviderError(f"request to {endpoint.provider} failed: {exc}")
+    return exc

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import pytest
+
+from swecli.config import ConfigError, Settings
+from swecli.llm.discovery import LocalServer, discover, list_models
+from swecli.testing.server import ScriptedLLM
+
+NOWHERE = [LocalServer("ollama", "http://127.0.0.1:9/v1")]  # port 9 (discard): refused at once
+
+
+def test_configured_provider_is_kept() -> None:
+    settings = Settings(provider="openai", model="gpt-4.1", base_url="https://api.openai.com/v1", api_key="k")
+    assert discover(settings, env={"ANTHROPIC_API_KEY": "other"}, local_servers=NOWHERE) == settings
+
+
+def test_key_order_decides() -> None:
+    env = {"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"}
+    found = discover(Settings(), env=env, local_servers=NOWHERE)
+    assert (found.provider, found.api_key, found.base_url) == ("anthropic", "sk-a", "https://api.anthropic.com")
+    assert found.model == "claude-sonnet-4-5"
+
+
+def test_openai_key_with_base_url_and_chosen_model() -> None:
+    env = {"OPENAI_API_KEY": "sk-o", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
+    found = discover(Settings(model="gpt-4o"), env=env, local_servers=NOWHERE)
+    assert (found.provider, found.base_url, found.model) == ("openai", "http://127.0.0.1:1/v1", "gpt-4o")
+
+
+def test_local_server_and_its_model() -> None:
+    with ScriptedLLM(model="qwen2.5-coder:7b") as llm:
+        base_url = llm.base_url
+        found = discover(Settings(), env={}, local_servers=[*NOWHERE, LocalServer("llamacpp", base_url)])
+    assert (found.provider, found.base_url, found.model) == ("llamacpp", base_url, "qwen2.5-coder:7b")
+    assert found.api_key == ""
+
+
+def test_nothing_found_explains_how_to_configure() -> None:
+    with pytest.raises(ConfigError) as info:
+        discover(Settings(), env={}, local_servers=NOWHERE)
+    message = str(info.value)
+    assert "No LLM provider is configured" in message and "ollama http://127.0.0.1:9/v1" in message
+    assert "ANTHROPIC_API_KEY" in message and "--base-url" in message and "config.toml" in message
+    assert len(message.splitlines()) <= 8
+
+
+def test_base_url_alone_means_openai_compatible_and_asks_for_the_model() -> None:
+    with ScriptedLLM(model="served-model") as llm:
+        found = discover(Settings(base_url=llm.base_url), env={}, local_servers=NOWHERE)
+    assert (found.provider, found.model) == ("openai-compatible", "served-model")
+
+
+def test_configured_local_provider_without_model() -> None:
+    with ScriptedLLM(model="llama3.1") as llm:
+        found = discover(Settings(provider="ollama", base_url=llm.base_url), env={})
+    assert found.model == "llama3.1"
+    with pytest.raises(ConfigError, match=r"no model configured.*--model"):
+        discover(Settings(provider="ollama", base_url="http://127.0.0.1:9/v1"), env={})
+
+
+def test_list_models_tolerates_non_servers() -> None:
+    assert list_models("http://127.0.0.1:9/v1") is None
+    with ScriptedLLM() as llm:
+        assert list_models(llm.base_url) == ["scripted-model"]
