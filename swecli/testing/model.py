@@ -7,6 +7,7 @@ HTTP server in `swecli.testing.server` instead, so the real provider code runs.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -43,7 +44,13 @@ def say(text: str) -> AssistantMessage:
     return AssistantMessage(content=text)
 
 
+_ids = itertools.count(1)
+
+
 def calls(*specs: tuple[str, str], text: str = "") -> AssistantMessage:
-    """calls(("read_file", '{"path": "a"}'), ...) -> an assistant message with those tool calls."""
+    """calls(("read_file", '{"path": "a"}'), ...) -> an assistant message with those tool calls.
+
+    Ids are unique across the whole test run, as a real provider's are.
+    """
     return AssistantMessage(content=text, tool_calls=tuple(
-        ToolCall(id=f"call_{i}_{name}", name=name, arguments=args) for i, (name, args) in enumerate(specs)))
+        ToolCall(id=f"call_{next(_ids)}_{name}", name=name, arguments=args) for name, args in specs))
