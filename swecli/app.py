@@ -1,4 +1,9 @@
-"""Assembly: settings + project root -> a ready agent. Shared by the REPL and headless mode."""
+"""Assembly: settings + project root -> a ready agent session. Shared by the REPL and headless mode.
+
+    session = open_session(root, settings, approver=..., listeners=[renderer])
+    session.agent.run("task")
+    session.close()
+"""
 
 from __future__ import annotations
 
@@ -6,31 +11,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from swecli.agent import Agent
 from swecli.config import Settings
 from swecli.context.manager import ContextManager
-from swecli.events import Event
+from swecli.events import Event, Notice
 from swecli.llm.base import Provider
 from swecli.messages import SystemBlock
 from swecli.permissions import Approver, Policy
-from swecli.tools.base import ToolContext, ToolRegistry
+from swecli.tools.base import Tool, ToolContext, ToolRegistry
+
+if TYPE_CHECKING:
+    from swecli.session.recorder import SessionRecorder
 
 
 def system_prompt() -> str:
     return resources.files("swecli").joinpath("prompts/system.md").read_text(encoding="utf-8")
 
 
-def system_blocks(root: Path, memory: str = "") -> tuple[SystemBlock, ...]:
-    """The stable prefix: persona and rules, then session-stable memory (each a cache breakpoint).
+def system_blocks(root: Path) -> tuple[SystemBlock, ...]:
+    """The stable prefix: persona and rules. Nothing here may change from turn to turn (no
+    timestamps, no counters): it is the part of every request the provider's prompt cache reuses."""
+    return (SystemBlock(text=system_prompt() + f"\nThe project root is {root}.", cache=True),)
 
-    Nothing here may change from turn to turn (no timestamps, no counters): it is the part of every
-    request the provider's prompt cache reuses.
-    """
-    blocks = [SystemBlock(text=system_prompt() + f"\nThe project root is {root}.", cache=True)]
-    if memory.strip():
-        blocks.append(SystemBlock(text=memory, cache=True))
-    return tuple(blocks)
+
+def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int]) -> tuple[SystemBlock, ...]:
+    """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md) and
+    the session notes. One block, one cache breakpoint; it changes only when a session starts."""
+    from swecli.memory.notes import notes_prompt
+    from swecli.memory.opencli import load_memory_prompt
+
+    parts = [load_memory_prompt(root, settings.memory.memory_budget_tokens, count)]
+    if settings.memory.session_notes:
+        parts.append(notes_prompt(root, settings.memory.notes_budget_tokens, count))
+    text = "\n\n".join(p for p in parts if p.strip())
+    return (SystemBlock(text=text, cache=True),) if text else ()
 
 
 @dataclass
@@ -44,10 +60,10 @@ class EventBus:
             listener(event)
 
 
-def build_tools() -> ToolRegistry:
+def build_tools(extra: list[Tool[Any]] | None = None) -> ToolRegistry:
     from swecli.tools.builtin import default_tools
 
-    return ToolRegistry(default_tools())
+    return ToolRegistry([*default_tools(), *(extra or [])])
 
 
 def build_agent(
@@ -57,18 +73,68 @@ def build_agent(
     *,
     approver: Approver | None = None,
     bus: EventBus | None = None,
-    memory: str = "",
+    extra_tools: list[Tool[Any]] | None = None,
 ) -> Agent:
-    tools = build_tools()
-    context = ContextManager(system=system_blocks(root, memory), tools=tools.schemas(), max_tokens=settings.max_tokens)
+    bus = bus or EventBus()
+    tools = build_tools(extra_tools)
+    context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
+                                           on_event=bus)
+    context.memory = memory_blocks(root, settings, context.counter.text)
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars)
-    return Agent(
-        provider=provider,
-        tools=tools,
-        context=context,
-        tool_ctx=tool_ctx,
-        policy=Policy(mode=settings.mode, approver=approver),
-        on_event=bus or EventBus(),
-        max_iterations=settings.max_iterations,
-    )
+    return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
+                 policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
+                 max_iterations=settings.max_iterations)
+
+
+@dataclass
+class AgentSession:
+    root: Path
+    settings: Settings
+    provider: Provider
+    agent: Agent
+    bus: EventBus
+    recorder: SessionRecorder
+
+    @property
+    def session_id(self) -> str:
+        return self.recorder.session_id
+
+    def close(self) -> None:
+        self.recorder.close()
+        self.provider.close()
+
+
+def open_session(
+    root: Path,
+    settings: Settings,
+    *,
+    approver: Approver | None = None,
+    listeners: list[Callable[[Event], None]] | None = None,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    first_prompt: str | None = None,
+) -> AgentSession:
+    """A new or resumed session with its transcript, log and notes wired to the loop's events.
+
+    Raises SessionError (a one-sentence message) when there is nothing to resume.
+    """
+    from swecli.llm.factory import make_provider
+    from swecli.memory.notes import notes_tool
+    from swecli.session.recorder import SessionRecorder
+
+    bus = EventBus(list(listeners or []))
+    warn = lambda text: bus(Notice("warning", text))  # noqa: E731 - a one-line sink
+    if resume is not None or continue_latest:
+        recorder, loaded = SessionRecorder.resume(root, settings, resume or None, on_error=warn)
+    else:
+        recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
+    provider = make_provider(settings)
+    extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra)
+    bus.listeners.append(recorder.handle)
+    if loaded is not None:
+        agent.history = list(loaded.history)
+        for problem in loaded.problems:
+            warn(problem)
+    return AgentSession(root, settings, provider, agent, bus, recorder)

@@ -65,11 +65,12 @@ def init(
     provider: str = typer.Option(None, "--provider"),
     model: str = typer.Option(None, "--model", "-m"),
     base_url: str = typer.Option(None, "--base-url"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Apply an update to an existing OPENCLI.md without asking."),
 ) -> None:
     """Scan the project and write (or update) OPENCLI.md with the model's help."""
     from swecli.runner import run_init
 
-    raise typer.Exit(run_init(Path.cwd(), {"provider": provider, "model": model, "base_url": base_url}))
+    raise typer.Exit(run_init(Path.cwd(), {"provider": provider, "model": model, "base_url": base_url}, yes))
 
 
 @app.command()

@@ -55,6 +55,8 @@ class ToolsConfig(Section):
 
 class MemoryConfig(Section):
     memory_budget_tokens: int = Field(4_000, ge=0)
+    """OPENCLI.md / AGENTS.md / CLAUDE.md in the system prompt."""
+    notes_budget_tokens: int = Field(1_500, ge=0)
     session_notes: bool = True
     reflect_with_llm: bool = False
 

@@ -112,3 +112,11 @@ class Cancelled(Exception):
     def __init__(self, partial: AssistantMessage | None = None) -> None:
         super().__init__("interrupted by user")
         self.partial = partial
+
+
+def complete(provider: Provider, request: ModelRequest, cancel: CancelToken | None = None) -> ResponseDone:
+    """Run one request to its end and return the final response (for summaries, /init, reflection)."""
+    for event in provider.stream(request, cancel):
+        if isinstance(event, ResponseDone):
+            return event
+    raise ProviderError(f"{provider.name} ended the response without finishing it")

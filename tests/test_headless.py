@@ -1,0 +1,113 @@
+"""End to end: the real `swecli -p` process against the scripted LLM server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swecli.testing.server import Call, Fail, Reply, ScriptedLLM
+
+
+def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
+    provider = ["--provider", "openai-compatible"] if wire == "openai" else ["--provider", "anthropic"]
+    if wire == "anthropic":
+        env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
+    return subprocess.run(
+        [sys.executable, "-m", "swecli", *provider, "--base-url", llm.base_url, "--model", "scripted-model", *args],
+        cwd=project, env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def sample(project: Path) -> Path:
+    (project / "src").mkdir()
+    (project / "src" / "greet.py").write_text('def greet(name):\n    return "Helo, " + name\n')
+    (project / "README.md").write_text("# sample\n")
+    return project
+
+
+def coding_task(wire: str = "openai") -> list[Reply]:
+    return [
+        Reply(reasoning="Let me look around.", calls=[Call("list_files", {"path": "."})]),
+        Reply(calls=[Call("grep", {"pattern": "Helo"})]),
+        Reply(calls=[Call("read_file", {"path": "src/greet.py"})]),
+        Reply("Fixing the typo.", calls=[Call("edit_file", {"path": "src/greet.py", "old_string": '"Helo, "',
+                                                          "new_string": '"Hello, "'})]),
+        Reply(calls=[Call("bash", {"command": "python3 -c 'import sys; sys.path.insert(0, \"src\"); "
+                                              "from greet import greet; print(greet(\"Ada\"))'"})]),
+        Reply("Fixed the greeting typo in src/greet.py; it now prints `Hello, Ada`."),
+    ]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_auto_mode_completes_a_coding_task(sample: Path, wire: str) -> None:
+    with ScriptedLLM(coding_task(), wire=wire) as llm:  # type: ignore[arg-type]
+        out = run_swecli(sample, llm, "-p", "fix the greeting typo", "--mode", "auto", wire=wire)
+    assert out.returncode == 0, out.stderr
+    assert (sample / "src" / "greet.py").read_text() == 'def greet(name):\n    return "Hello, " + name\n'
+    assert "Fixed the greeting typo" in out.stdout
+    assert "> edit_file src/greet.py" in out.stderr  # progress goes to stderr
+    last = llm.requests[-1]
+    text = json.dumps(last["messages"])
+    assert "Hello, Ada" in text  # the bash result reached the model
+    assert "greet.py" in text and "Helo" in text  # grep and read results too
+
+
+def test_plan_mode_refuses_edits(sample: Path) -> None:
+    steps = [Reply(calls=[Call("edit_file", {"path": "src/greet.py", "old_string": "Helo", "new_string": "Hello"})]),
+             Reply("Plan: change Helo to Hello in src/greet.py.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "fix it", "--mode", "plan")
+    assert out.returncode == 0
+    assert "Helo" in (sample / "src" / "greet.py").read_text()
+    tool_msg = llm.requests[1]["messages"][-1]
+    assert tool_msg["role"] == "tool" and "plan mode" in tool_msg["content"]
+
+
+def test_default_mode_without_tty_refuses_instead_of_hanging(sample: Path) -> None:
+    steps = [Reply(calls=[Call("bash", {"command": "touch made-it"})]), Reply("I could not run it.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "touch a file")
+    assert out.returncode == 0
+    assert not (sample / "made-it").exists()
+    assert "--mode auto" in llm.requests[1]["messages"][-1]["content"]
+
+
+def test_json_output(sample: Path) -> None:
+    steps = [Reply(calls=[Call("read_file", {"path": "README.md"})]), Reply("It is a sample.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "what is this?", "--output-format", "json")
+    data = json.loads(out.stdout)
+    assert data["result"] == "It is a sample." and data["turns"] == 2 and data["tool_calls"] == 1
+    assert data["usage"]["input_tokens"] > 0 and data["error"] is None and out.returncode == 0
+    assert "session_id" in data
+
+
+def test_stream_json_output(sample: Path) -> None:
+    steps = [Reply(calls=[Call("read_file", {"path": "README.md"})]), Reply("Done reading.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "read it", "--output-format", "stream-json")
+    events = [json.loads(line) for line in out.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert "tool_started" in types and "tool_finished" in types and "text_delta" in types
+    assert events[-1]["type"] == "result" and events[-1]["result"] == "Done reading."
+
+
+def test_provider_error_exits_1_with_a_clear_message(sample: Path) -> None:
+    with ScriptedLLM([Fail.unauthorized()]) as llm:
+        out = run_swecli(sample, llm, "-p", "hi")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "rejected" in out.stderr.lower()
+
+
+def test_iteration_limit_exits_2(sample: Path) -> None:
+    steps = [Reply(calls=[Call("list_files", {})]), Reply(calls=[Call("list_files", {})])]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "loop", "--max-iterations", "2")
+    assert out.returncode == 2 and "2 iterations" in out.stderr

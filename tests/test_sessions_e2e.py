@@ -1,0 +1,108 @@
+"""Memory that outlives the process: transcripts, logs, resume after SIGKILL, /init, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from swecli.testing.server import Call, Reply, ScriptedLLM
+
+SECRET = "sk-test-SECRET-0123456789abcdef"
+
+
+def swecli_cmd(llm: ScriptedLLM, *args: str) -> list[str]:
+    return [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", llm.base_url,
+            "--model", "scripted-model", *args]
+
+
+def env() -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, "MY_SERVICE_API_KEY": SECRET}
+
+
+def run(project: Path, llm: ScriptedLLM, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(swecli_cmd(llm, *args), cwd=project, env=env(), text=True, capture_output=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+def all_text_under(path: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in path.rglob("*") if p.is_file())
+
+
+def test_session_files_and_no_secret_leak(project: Path) -> None:
+    (project / "config.py").write_text(f'API_KEY = "{SECRET}"\n')
+    steps = [Reply(calls=[Call("read_file", {"path": "config.py"})]), Reply(f"The key is {SECRET}.")]
+    with ScriptedLLM(steps) as llm:
+        out = run(project, llm, "-p", f"what is the key? it should be {SECRET}", "--output-format", "json")
+    assert out.returncode == 0, out.stderr
+    session_id = json.loads(out.stdout)["session_id"]
+    assert session_id
+    dot = project / ".swecli"
+    transcript = dot / "sessions" / f"{session_id}.jsonl"
+    log = dot / "logs" / f"{session_id}.jsonl"
+    assert transcript.is_file() and log.is_file()
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert events[0] == "session_start" and events[-1] == "stats"
+    assert {"user_input", "llm_call", "tool"} <= set(events)
+    assert SECRET not in all_text_under(dot)
+    assert "[REDACTED]" in transcript.read_text()
+
+
+def test_sigkill_mid_task_then_continue(project: Path) -> None:
+    (project / "notes.txt").write_text("hello\n")
+    first = [Reply(calls=[Call("read_file", {"path": "notes.txt"})]),
+             Reply("Running the slow step.", calls=[Call("bash", {"command": "sleep 60"})])]
+    with ScriptedLLM(first, strict=False) as llm:
+        proc = subprocess.Popen(swecli_cmd(llm, "-p", "do the long task", "--mode", "auto"), cwd=project,
+                                env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "sleep 60" not in _transcripts(project):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    log_file = next((project / ".swecli" / "logs").glob("*.jsonl"))
+    records = [json.loads(line) for line in log_file.read_text().splitlines()]  # every line parses
+    assert [r["event"] for r in records].count("llm_call") == 2
+
+    with ScriptedLLM([Reply("Picked up where we left off.")]) as llm:
+        out = run(project, llm, "--continue", "-p", "go on", "--mode", "auto")
+    assert out.returncode == 0, out.stderr
+    messages = llm.requests[0]["messages"]
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "user"]
+    assert messages[1]["content"] == "do the long task" and messages[-1]["content"] == "go on"
+    assert "hello" in messages[3]["content"]
+    assert messages[5]["tool_call_id"] == messages[4]["tool_calls"][0]["id"]
+    assert "interrupted" in messages[5]["content"]
+    # the resumed run appended to the same log
+    assert [json.loads(line)["event"] for line in log_file.read_text().splitlines()].count("llm_call") == 3
+
+
+def _transcripts(project: Path) -> str:
+    folder = project / ".swecli" / "sessions"
+    return all_text_under(folder) if folder.exists() else ""
+
+
+def test_init_writes_opencli_md_and_next_request_loads_it(project: Path) -> None:
+    (project / "pyproject.toml").write_text('[project]\nname = "demo"\ndependencies = ["httpx"]\n')
+    (project / "demo").mkdir()
+    (project / "demo" / "__init__.py").write_text("def main():\n    pass\n")
+    filled = "# OPENCLI.md\n\n## Overview\nDemo is a tiny package (demo/__init__.py:1).\n\n## Build & test\npytest\n"
+    with ScriptedLLM([Reply(filled)]) as llm:
+        out = subprocess.run([*swecli_cmd(llm)[:3], "init", *swecli_cmd(llm)[3:]], cwd=project, env=env(),
+                             text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    prompt = json.dumps(llm.requests[0])
+    assert "OPENCLI.md" in prompt and "pyproject.toml" in prompt  # the template and the scan were sent
+    assert "Demo is a tiny package" in (project / "OPENCLI.md").read_text()
+    with ScriptedLLM([Reply("ok")]) as llm:
+        run(project, llm, "-p", "hi")
+    system = llm.requests[0]["messages"][0]
+    assert system["role"] == "system" and "Demo is a tiny package" in system["content"]
