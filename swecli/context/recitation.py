@@ -1,0 +1,210 @@
+"""Goal recitation: the current goal, todo progress and next step, restated in the dynamic tail.
+
+Long tasks drift: after dozens of tool results the request the person made is far behind the
+model's attention. Restating it at the end of the prompt (Manus' todo.md trick) keeps it in view.
+It is not restated every turn (that is noise the model learns to ignore); it fires
+
+- every `every` iterations of a task,
+- sooner when the recent conversation drifts from the goal: the share of the goal's terms that
+  appear in the last few assistant and tool messages falls below `drift_threshold`,
+- sooner as the context fills (`fill_ratio` from the context engine), when compaction is near and
+  the original request is most at risk.
+
+`tail_text` returns "" when nothing is recited this turn; `last` says what was decided and why, so
+the decision can be logged and shown in `/context`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from swecli.context.todo import TodoState
+from swecli.messages import AssistantMessage, Message, ToolMessage, UserMessage
+
+GOAL_CHARS = 400
+"""The goal is truncated to this many characters in the recitation."""
+RECENT_CHARS = 4_000
+"""Per message, how much of the recent text is scanned for goal terms (tool outputs can be huge)."""
+
+_STOPWORD_TEXT = """
+    a about above after again all also am an and any are as at be because been before being below
+    between both but by can could did do does doing done down during each either else even ever every
+    few for from further had has have having here how however i if in into is it its itself just let
+    like make may me might more most must my need no nor not now of off on once only or other our out
+    over own please same see should so some still such than that the their them then there these they
+    this those through to too under until up use used using very via want was way we well were what
+    when where which while who why will with would yes you your
+    add change changes check fix get got help look new run show sure tell thing things try work
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def terms(text: str) -> set[str]:
+    """Content words of `text`: lowercased, identifiers split (snake_case, CamelCase) and kept whole,
+    short words and stopwords dropped, a plural `s` folded so `tests` meets `test`."""
+    out: set[str] = set()
+    for word in _WORD.findall(text):
+        word = word.rstrip("_")
+        parts = {word}
+        for piece in word.split("_"):
+            parts.update([piece, *_CAMEL.findall(piece)] if not piece.islower() else [piece])
+        for part in parts:
+            term = _fold(part.lower())
+            if len(term) >= 3 and term not in _STOPWORDS:
+                out.add(term)
+    return out
+
+
+def _fold(word: str) -> str:
+    if "_" in word or len(word) <= 4 or not word.endswith("s") or word.endswith("ss"):
+        return word  # identifiers stay exact
+    return word[:-1]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the recitation decided for one iteration (for logs and `/context`)."""
+
+    iteration: int
+    fired: bool
+    reason: str
+    """Why it fired (`interval`, `drift`, `context`), or why not (`no goal`, `not due (2/5)`)."""
+    overlap: float | None
+    """Share of goal terms seen in the recent messages; None when not measurable."""
+    interval: int
+    """The refresh interval in effect (shrinks on drift and as the context fills)."""
+
+
+class Recitation:
+    def __init__(
+        self,
+        todo: TodoState | None = None,
+        every: int = 5,
+        drift_threshold: float = 0.2,
+        window: int = 6,
+        fill_mid: float = 0.5,
+        fill_high: float = 0.75,
+    ) -> None:
+        if every < 1:
+            raise ValueError("recitation interval `every` must be at least 1")
+        if not 0.0 <= drift_threshold <= 1.0:
+            raise ValueError("drift_threshold must be between 0 and 1")
+        self.todo = todo if todo is not None else TodoState()
+        self.every = every
+        self.drift_threshold = drift_threshold
+        self.window = window
+        self.fill_mid = fill_mid
+        self.fill_high = fill_high
+        self.goal = ""
+        self.last: Decision | None = None
+        self.fired_count = 0
+        self._last_fired = 0
+        self._last_iteration = 0
+        self._text = ""
+
+    def tail_text(
+        self, iteration: int, history: Sequence[Message], fill_ratio: float = 0.0, findings: Sequence[str] = ()
+    ) -> str:
+        """The recitation block for this iteration's tail, or "" when it is not due.
+
+        Asking twice for the same iteration (a retry after a context overflow) gives the same answer.
+        `findings` are short lines worth keeping in view (e.g. compaction references); optional.
+        """
+        goal = goal_of(history)
+        if self.last is not None and (iteration, goal or self.goal) == (self._last_iteration, self.goal):
+            return self._text
+        if iteration < self._last_iteration or (goal and goal != self.goal):
+            self._last_fired = 1  # a new task: the prompt itself was the latest statement of the goal
+        if goal:
+            self.goal = goal  # kept when compaction drops the prompt: that is when it matters most
+        self._last_iteration = iteration
+        decision = self._decide(iteration, history, fill_ratio)
+        self.last = decision
+        self._text = self._render(decision, findings) if decision.fired else ""
+        if decision.fired:
+            self._last_fired = iteration
+            self.fired_count += 1
+        return self._text
+
+    def _decide(self, iteration: int, history: Sequence[Message], fill_ratio: float) -> Decision:
+        if not self.goal:
+            return Decision(iteration, False, "no goal", None, self.every)
+        overlap = self._overlap(history)
+        drifting = overlap is not None and overlap < self.drift_threshold
+        candidates = [(self.every, f"interval: every {self.every} iterations")]
+        if drifting:
+            candidates.append((max(1, self.every // 2),
+                               f"drift: goal-term overlap {overlap:.2f} < {self.drift_threshold:.2f}"))
+        if fill_ratio >= self.fill_high:
+            candidates.append((1, f"context: {fill_ratio:.0%} full"))
+        elif fill_ratio >= self.fill_mid:
+            candidates.append((max(1, self.every // 2), f"context: {fill_ratio:.0%} full"))
+        interval, reason = min(candidates, key=lambda c: c[0])
+        since = iteration - max(self._last_fired, 1)
+        if since < interval or iteration <= 1:
+            return Decision(iteration, False, f"not due ({since}/{interval})", overlap, interval)
+        return Decision(iteration, True, reason, overlap, interval)
+
+    def _overlap(self, history: Sequence[Message]) -> float | None:
+        goal_terms = terms(self.goal)
+        recent = _recent_text(history, self.window)
+        if len(goal_terms) < 2 or recent is None:
+            return None  # too little to measure: never call a two-word goal "drifted"
+        return len(goal_terms & terms(recent)) / len(goal_terms)
+
+    def _render(self, decision: Decision, findings: Sequence[str]) -> str:
+        lines = ["[Reminder: current goal and progress]", "Goal: " + _clip(self.goal, GOAL_CHARS)]
+        lines.append(self._progress())
+        rest = [item.content for item in self.todo.open_items()][1:6]
+        if rest:
+            lines.append("Then: " + "; ".join(rest))
+        if findings:
+            lines.append("Key findings so far:")
+            lines.extend("- " + _clip(f, 200) for f in list(findings)[:8])
+        if decision.reason.startswith("drift"):
+            lines.append("The last steps look unrelated to the goal: check they serve it, or get back to it.")
+        return "\n".join(lines)
+
+    def _progress(self) -> str:
+        if not self.todo.items:
+            return "Progress: no todo list (for multi-step work, write one with the todo tool)."
+        step = self.todo.next_step()
+        line = f"Progress: {self.todo.done}/{self.todo.total} done."
+        return line + (f" Next step: {step.content}" if step else " All items done: verify and answer.")
+
+
+def goal_of(history: Sequence[Message]) -> str:
+    """The latest prompt the person typed; a short follow-up (`yes, go on`) keeps the prompt before it."""
+    prompts = [m.content.strip() for m in history if isinstance(m, UserMessage) and m.kind == "prompt"]
+    prompts = [p for p in prompts if p]
+    if not prompts:
+        return ""
+    latest = prompts[-1]
+    if len(terms(latest)) < 3 and len(prompts) > 1:
+        return prompts[-2] + "\nThen: " + latest
+    return latest
+
+
+def _recent_text(history: Sequence[Message], window: int) -> str | None:
+    """Text of the last `window` assistant/tool messages after the latest prompt; None if fewer than 2."""
+    recent: list[str] = []
+    for msg in reversed(history):
+        if isinstance(msg, UserMessage) and msg.kind == "prompt":
+            break
+        if isinstance(msg, AssistantMessage):
+            calls = " ".join(c.name + " " + c.arguments for c in msg.tool_calls)
+            recent.append((msg.content + " " + calls)[:RECENT_CHARS])
+        elif isinstance(msg, ToolMessage):
+            recent.append(msg.content[:RECENT_CHARS])
+        if len(recent) >= window:
+            break
+    return " ".join(recent) if len(recent) >= 2 else None
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
