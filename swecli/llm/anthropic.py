@@ -64,7 +64,7 @@ class AnthropicProvider:
         self.key_env = key_env
         self._api_key = api_key
         self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
-        self._client = client or make_client(timeout)
+        self._client = client or make_client(timeout, self.base_url)
 
     @property
     def url(self) -> str:

@@ -44,7 +44,7 @@ from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, json_object, non_stream_error
 from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, retry_stream
 from swecli.llm.sse import SSEEvent
-from swecli.llm.think import Piece, ThinkSplitter
+from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
 from swecli.llm.transport import Endpoint, make_client, stream_sse
 from swecli.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
 
@@ -66,7 +66,7 @@ class OpenAIProvider:
         self.key_env = key_env
         self._api_key = api_key
         self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
-        self._client = client or make_client(timeout)
+        self._client = client or make_client(timeout, self.base_url)
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         body = self.request_body(request)
@@ -171,10 +171,11 @@ class OpenAIStream:
     def _choice(self, choice: dict[str, Any]) -> list[StreamEvent]:
         delta = choice.get("delta") or {}
         events: list[StreamEvent] = []
-        for key in ("reasoning_content", "reasoning"):
-            if isinstance(delta.get(key), str) and delta[key]:
-                self._reasoning.append(delta[key])
-                events.append(ReasoningDelta(delta[key]))
+        # One of the two names: servers that send both (for compatibility) send the same text twice.
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._reasoning.append(reasoning)
+            events.append(ReasoningDelta(reasoning))
         if isinstance(delta.get("content"), str) and delta["content"]:
             events.extend(self._content(self._think.feed(delta["content"])))
         for fragment in delta.get("tool_calls") or []:
@@ -243,7 +244,11 @@ class OpenAIStream:
         events.extend(self._content(self._think.flush()))
         for call in self._calls.values():
             call.complete = True
-        message = AssistantMessage(content="".join(self._text), reasoning="".join(self._reasoning),
+        content, reasoning = "".join(self._text), "".join(self._reasoning)
+        if not self._think.saw_block and (split := split_bare_close(content)) is not None:
+            reasoning = "\n".join(part for part in (reasoning, split[0]) if part)
+            content = split[1]
+        message = AssistantMessage(content=content, reasoning=reasoning,
                                    tool_calls=to_tool_calls([self._calls[i] for i in sorted(self._calls)], self._ids))
         return [*events, ResponseDone(message, self._usage, self._finish, self.model)]
 

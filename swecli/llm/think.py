@@ -40,6 +40,11 @@ class ThinkSplitter:
                 break
         return out
 
+    @property
+    def saw_block(self) -> bool:
+        """A reasoning block was opened in the content."""
+        return self._seen_reasoning or bool(self._close_tag)
+
     def flush(self) -> list[Piece]:
         """The stream ended: whatever is held back is what it looked like (an unclosed block stays reasoning)."""
         out: list[Piece] = []
@@ -121,6 +126,20 @@ class ThinkSplitter:
             text, self._held_space = self._held_space + text, ""
         self._seen_text = True
         out.append(("text", text))
+
+
+def split_bare_close(text: str) -> tuple[str, str] | None:
+    """(reasoning, answer) for content that closes a block it never opened, else None.
+
+    Some chat templates put `<think>` into the prompt, so the model's output starts inside the block
+    and only `</think>` shows up. Streaming cannot know that until the tag arrives (the text before it
+    was already shown as answer), but the stored message can still be right.
+    """
+    for close in _TAGS.values():
+        end = text.find(close)
+        if end >= 0 and "<" + close[2:] not in text[:end]:
+            return text[:end].strip(), text[end + len(close):].lstrip()
+    return None
 
 
 def _partial_suffix(text: str, tags: tuple[str, ...]) -> int:

@@ -68,10 +68,26 @@ class Endpoint:
     headers: Mapping[str, str]
 
 
-def make_client(timeout: float) -> httpx.Client:
+def make_client(timeout: float, base_url: str = "") -> httpx.Client:
+    """Read/write timeouts are the stall limit; connecting gets less. A server on this machine is reached
+    directly even when HTTP(S)_PROXY is set for the internet."""
     import httpx
 
-    return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(15.0, timeout)), follow_redirects=True)
+    return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(15.0, timeout)), follow_redirects=True,
+                        trust_env=not is_loopback_url(base_url))
+
+
+def is_loopback_url(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], handler: StreamHandler,
@@ -92,7 +108,7 @@ def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], h
                 raise _transport_error(endpoint, item.error)
             events = parser.close() if item is _END else parser.feed(item) if isinstance(item, bytes) else []
             for event in events:
-                yield from handler.handle(event)
+                yield from _handle(endpoint, handler, event)
                 if handler.done:
                     break
             if item is _END:
@@ -102,6 +118,14 @@ def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], h
         yield from closing
     finally:
         channel.close(complete)
+
+
+def _handle(endpoint: Endpoint, handler: StreamHandler, event: SSEEvent) -> list[StreamEvent]:
+    try:
+        return handler.handle(event)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # a chunk of an unexpected shape
+        raise Retryable(TransientError(f"{endpoint.provider} sent a stream event swecli cannot read "
+                                       f"({type(exc).__name__}: {exc}): {event.data[:200]}")) from None
 
 
 # -- the worker thread and what it hands over -----------------------------------------------------
@@ -196,6 +220,11 @@ def _transport_error(endpoint: Endpoint, exc: Exception) -> Exception:
     if isinstance(exc, httpx.TimeoutException):
         return Retryable(TransientError(f"{endpoint.provider} did not answer in time ({type(exc).__name__}) "
                                         f"at {endpoint.url}"))
+    if isinstance(exc, httpx.ConnectError):
+        # Nothing listens there (a local server not started, a wrong port): a couple of quick retries
+        # cover a restart, more would only keep the user waiting for the inevitable message.
+        return Retryable(TransientError(f"cannot connect to {endpoint.provider} at {endpoint.url} ({exc}); "
+                                        "is the server running and base_url right?"), max_retries=2)
     if isinstance(exc, httpx.TransportError):
         detail = str(exc) or type(exc).__name__
         return Retryable(TransientError(f"connection to {endpoint.provider} at {endpoint.url} failed: {detail}"))

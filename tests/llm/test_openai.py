@@ -273,9 +273,12 @@ def test_refused_request_keeps_the_server_message() -> None:
 
 
 def test_unreachable_server_is_a_clear_transient_error() -> None:
-    p = OpenAIProvider(model="m", base_url="http://127.0.0.1:9/v1", max_retries=1, sleep=lambda s: None)
-    with pytest.raises(TransientError, match=r"connection to openai at http://127.0.0.1:9/v1.*gave up after 2"):
+    slept: list[float] = []
+    p = OpenAIProvider(model="m", base_url="http://127.0.0.1:9/v1", sleep=slept.append)
+    with pytest.raises(TransientError, match=r"cannot connect to openai at http://127.0.0.1:9/v1.*is the server "
+                                             r"running and base_url right\? \(gave up after 3 attempts\)"):
         list(p.stream(request()))
+    assert len(slept) == 2
 
 
 def test_cancel_mid_stream_returns_what_arrived() -> None:
@@ -395,3 +398,43 @@ def test_server_that_ignores_stream_sends_one_json_answer() -> None:
 def test_html_instead_of_a_stream_points_at_the_base_url() -> None:
     with pytest.raises(ProviderError, match=r"did not answer with an event stream \(check base_url\): <html>"):
         parse([b"<html>\n<body>Welcome to the web UI</body>\n</html>\n"])
+
+
+def test_unreadable_event_shape_is_retried() -> None:
+    import httpx
+
+    bodies = [b'data: {"choices": [{"index": 0, "delta": "not an object"}]}\n\n',
+              (chunk({"content": "fine"}) + chunk({}, "stop")).encode()]
+    seen: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bodies[len(seen) - 1])
+
+    client = httpx.Client(transport=httpx.MockTransport(answer))
+    p = OpenAIProvider(model="m", base_url="http://api.test/v1", client=client, sleep=lambda s: None)
+    _, done = collect(p)
+    assert done.message.content == "fine" and len(seen) == 2
+
+
+def test_reasoning_sent_under_both_names_counts_once() -> None:
+    stream = (chunk({"reasoning_content": "think", "reasoning": "think"}) + chunk({}, "stop")).encode()
+    done = parse([stream])[-1]
+    assert isinstance(done, ResponseDone) and done.message.reasoning == "think"
+
+
+def test_loopback_detection() -> None:
+    from swecli.llm.transport import is_loopback_url
+
+    assert is_loopback_url("http://127.0.0.1:8080/v1") and is_loopback_url("http://localhost:11434/v1")
+    assert is_loopback_url("http://[::1]:1234/v1")
+    assert not is_loopback_url("https://api.openai.com/v1") and not is_loopback_url("")
+
+
+def test_content_that_only_closes_a_block_is_stored_as_reasoning() -> None:
+    # The chat template opened <think> in the prompt: only the closing tag appears in the output.
+    stream = (chunk({"content": "Greeting, so greet.</th"}) + chunk({"content": "ink>\n\nHello!"})
+              + chunk({}, "stop")).encode()
+    done = parse([stream])[-1]
+    assert isinstance(done, ResponseDone)
+    assert (done.message.content, done.message.reasoning) == ("Hello!", "Greeting, so greet.")

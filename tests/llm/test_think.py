@@ -63,3 +63,11 @@ def test_text_streams_before_the_block_closes() -> None:
     splitter = ThinkSplitter()
     assert splitter.feed("Hello wor") == [("text", "Hello wor")]
     assert splitter.feed("ld\n<think>abc") == [("text", "ld\n"), ("reasoning", "abc")]
+
+
+def test_bare_closing_tag() -> None:
+    from swecli.llm.think import split_bare_close
+
+    assert split_bare_close("I should greet.\n</think>\n\nHello!") == ("I should greet.", "Hello!")
+    assert split_bare_close("<think>a</think>b") is None
+    assert split_bare_close("no tags") is None
