@@ -1,0 +1,224 @@
+"""bash: run a shell command in the project root, bounded in time and output, killable at any moment.
+
+The command runs in its own session (its own process group), so a timeout or an interrupt can stop
+everything it started (pipelines, `&` jobs, subshells) with one signal to the group. Output is read
+with `select` in the same thread that watches the clock and the cancel token, so a quiet command and
+a flood of output are both interruptible within ~0.1s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+
+from swecli.llm.base import CancelToken
+from swecli.tools.base import Tool, ToolContext, ToolResult
+
+MAX_TIMEOUT = 600.0
+POLL_SECONDS = 0.1
+TERM_GRACE = 0.5
+"""After SIGTERM, how long the process group gets to exit before SIGKILL."""
+PIPE_GRACE = 0.5
+"""After the shell exits, how long background jobs may keep the output pipe open before being stopped."""
+
+# No pagers or credential prompts: nobody can answer them, and stdin is /dev/null.
+_ENV_OVERRIDES = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+
+
+class BashArgs(BaseModel):
+    command: str = Field(min_length=1, description="The bash command line to run.")
+    timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT,
+                                  description="Seconds before the command is killed (default set by the user).")
+
+
+class OutputBuffer:
+    """Keeps the first and last `limit // 2` bytes of a stream of any size, and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = max(limit // 2, 1)
+        self.tail_limit = max(limit - self.head_limit, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.total_newlines = 0
+
+    def write(self, data: bytes) -> None:
+        self.total += len(data)
+        self.total_newlines += data.count(b"\n")
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > self.tail_limit:
+            del self.tail[: len(self.tail) - self.tail_limit]
+
+    def text(self) -> str:
+        if self.total == len(self.head) + len(self.tail):
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        head, tail = bytes(self.head), bytes(self.tail)
+        # Cut at line boundaries when one is near, so the model never sees half a line.
+        newline = head.rfind(b"\n")
+        if newline >= len(head) // 2:
+            head = head[: newline + 1]
+        newline = tail.find(b"\n")
+        if 0 <= newline < len(tail) // 2:
+            tail = tail[newline + 1:]
+        cut = self.total - len(head) - len(tail)
+        cut_lines = self.total_newlines - head.count(b"\n") - tail.count(b"\n")
+        note = (f"\n... [{cut:,} bytes ({cut_lines:,} lines) cut from the middle of the output; to see all of "
+                "it, redirect the output to a file and grep or read_file it] ...\n")
+        # errors="ignore": a character split by the cut is dropped rather than shown mangled.
+        return head.decode("utf-8", errors="ignore") + note + tail.decode("utf-8", errors="ignore")
+
+
+@dataclass
+class _Outcome:
+    exit_code: int | None = None
+    stopped: str = ""
+    """Why swecli stopped the command: "timeout", "cancel", "background" or ""."""
+    duration: float = 0.0
+    output: OutputBuffer = field(default_factory=lambda: OutputBuffer(30_000))
+
+
+def run_command(command: str, ctx: ToolContext, timeout: float) -> _Outcome:
+    outcome = _Outcome(output=OutputBuffer(ctx.max_output_chars))
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["/bin/bash", "-c", command], cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **_ENV_OVERRIDES},
+    )
+    assert proc.stdout is not None
+    stream = _Stream(proc, proc.stdout.fileno(), outcome.output)
+    try:
+        outcome.stopped = _supervise(stream, ctx.cancel, start + timeout)
+        if outcome.stopped:
+            _kill_group(stream)
+    finally:
+        proc.stdout.close()
+        if proc.poll() is None:  # only if something above failed: never leave the group running
+            _signal_group(proc.pid, signal.SIGKILL)
+        outcome.exit_code = proc.wait()
+    outcome.duration = time.monotonic() - start
+    return outcome
+
+
+@dataclass
+class _Stream:
+    """The running shell and its output pipe."""
+
+    proc: subprocess.Popen[bytes]
+    fd: int
+    out: OutputBuffer
+    eof: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """The shell has exited and nothing holds its output open any more."""
+        return self.eof and self.proc.poll() is not None
+
+    def wait(self, seconds: float) -> None:
+        """Read whatever output arrives within `seconds` (or just wait for the exit once output ended)."""
+        if self.eof:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(seconds)
+            return
+        ready, _, _ = select.select([self.fd], [], [], seconds)
+        if ready:
+            data = os.read(self.fd, 65536)
+            self.eof = not data
+            self.out.write(data)
+
+
+def _supervise(stream: _Stream, cancel: CancelToken, deadline: float) -> str:
+    """Pump output until the command is done; returns why it must be stopped instead, or ""."""
+    exited_at: float | None = None
+    while True:
+        stream.wait(POLL_SECONDS)
+        if stream.finished:
+            return ""
+        now = time.monotonic()
+        if cancel.cancelled:
+            return "cancel"
+        if now >= deadline:
+            return "timeout"
+        if exited_at is None and stream.proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at >= PIPE_GRACE:
+            return "background"  # the shell is done, but jobs it left behind still hold the output open
+
+
+def _kill_group(stream: _Stream) -> None:
+    """SIGTERM the whole group, then SIGKILL whatever ignored it; keep reading their last words."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not _signal_group(stream.proc.pid, sig):
+            return
+        deadline = time.monotonic() + TERM_GRACE
+        while time.monotonic() < deadline and not stream.finished:
+            stream.wait(POLL_SECONDS)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    """Signal every process in the group; False when the group no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # a member changed identity (setuid); keep trying the rest of the escalation
+    return True
+
+
+def _format(outcome: _Outcome, timeout: float) -> tuple[str, str]:
+    """(content for the model, one-line summary for the person)."""
+    output = outcome.output.text().rstrip("\n")
+    status = [output or "(no output)"]
+    if outcome.stopped == "timeout":
+        status.append(f"timed out after {timeout:g}s (the command and everything it started were killed)")
+    elif outcome.stopped == "cancel":
+        status.append("interrupted by user")
+    elif outcome.stopped == "background":
+        status.append("background jobs still holding the output were stopped; redirect their output (e.g. "
+                      "`cmd > log 2>&1 &`) to keep them running")
+    status.append(f"exit code {outcome.exit_code}")
+    elapsed = f"{outcome.duration:.1f}s"
+    label = {"timeout": "timed out", "cancel": "interrupted"}.get(outcome.stopped, f"exit {outcome.exit_code}")
+    return "\n".join(status), f"{label} · {elapsed}"
+
+
+def bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
+    timeout = args.timeout if args.timeout is not None else ctx.bash_timeout
+    outcome = run_command(args.command, ctx, timeout)
+    content, summary = _format(outcome, timeout)
+    failed = outcome.exit_code != 0 or outcome.stopped in ("timeout", "cancel")
+    meta = {"exit_code": outcome.exit_code, "duration": round(outcome.duration, 3), "command": args.command,
+            "timed_out": outcome.stopped == "timeout", "interrupted": outcome.stopped == "cancel",
+            "output_bytes": outcome.output.total}
+    return ToolResult(content, is_error=failed, summary=summary, meta=meta)
+
+
+def preview_bash(args: BashArgs, ctx: ToolContext) -> str:
+    return args.command
+
+
+BASH = Tool(
+    name="bash",
+    description=(
+        "Run a command with /bin/bash -c in the project root and return its combined stdout+stderr and exit "
+        "code. No stdin and no terminal: use non-interactive flags (e.g. `-y`, `--no-pager`). Each call is a "
+        "fresh shell (cd and variables do not persist). Killed after `timeout` seconds (max "
+        f"{MAX_TIMEOUT:g}). Long output keeps its head and tail. Prefer read_file/grep/list_files for "
+        "reading and searching, and edit_file/write_file for changing files."
+    ),
+    args=BashArgs,
+    fn=bash,
+    mutating=True,
+    preview=preview_bash,
+)

@@ -1,0 +1,304 @@
+"""grep: regex search over the project, with ripgrep when installed and a pure-Python engine otherwise.
+
+Both engines see the same files (walk.py's rules, which mirror ripgrep's flags below), visit them in
+the same order (sorted by path) and feed the same collector, so the model gets identical output
+whichever one ran.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from swecli.llm.base import CancelToken
+from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.paths import display_path, resolve_in_root
+from swecli.tools.text import BINARY_SNIFF_BYTES, looks_binary, suggest_similar
+from swecli.tools.walk import ALWAYS_SKIP, GlobFilter, IgnoreRules, walk
+
+MAX_MATCHES = 200
+"""Matching lines shown to the model."""
+COUNT_LIMIT = 100_000
+"""Matching lines counted before giving up on an exact total."""
+LINE_CHARS = 300
+
+Engine = Literal["auto", "rg", "python"]
+
+
+class GrepArgs(BaseModel):
+    pattern: str = Field(min_length=1, description="Regular expression to search for (one line at a time).")
+    path: str = Field(".", description="File or directory to search, relative to the project root.")
+    glob: str | None = Field(None, description="Only search files matching this pattern, relative to `path` "
+                                               "(e.g. `*.py`, `src/**/*.ts`, `*.{js,jsx}`).")
+    case_insensitive: bool = Field(False, description="Match regardless of case.")
+
+
+@dataclass
+class Hit:
+    path: str
+    line: int
+    text: str
+
+
+@dataclass
+class Matches:
+    hits: list[Hit] = field(default_factory=list)
+    total: int = 0
+    files: int = 0
+    complete: bool = True
+    """False when counting stopped early (COUNT_LIMIT or an interrupt), so `total` is a lower bound."""
+    engine: str = ""
+    _last_path: str = ""
+
+    @property
+    def full(self) -> bool:
+        return self.total >= COUNT_LIMIT
+
+    def add(self, path: str, line: int, text: str) -> None:
+        self.total += 1
+        if path != self._last_path:
+            self.files += 1
+            self._last_path = path
+        if len(self.hits) < MAX_MATCHES:
+            if len(text) > LINE_CHARS:
+                text = f"{text[:LINE_CHARS]}… [+{len(text) - LINE_CHARS:,} chars]"
+            self.hits.append(Hit(path, line, text))
+        if self.full:
+            self.complete = False
+
+
+class RegexError(Exception):
+    """ripgrep rejected the pattern; the Python engine may still accept it (look-around, backreferences)."""
+
+
+def find_ripgrep() -> str | None:
+    return shutil.which("rg")
+
+
+def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches:
+    root = ctx.root.resolve()
+    target = resolve_in_root(root, args.path)
+    shown = display_path(root, target)
+    if not target.exists():
+        raise ToolError(f"Path not found: {shown}.{suggest_similar(target, shown)}")
+    if not target.is_file() and not target.is_dir():
+        raise ToolError(f"{shown} is not a regular file or directory.")
+    if target.is_file() and _file_is_binary(target):
+        raise ToolError(f"{shown} is a binary file; grep searches text files only.")
+    rg = find_ripgrep() if engine != "python" else None
+    if engine == "rg" and rg is None:
+        raise ToolError("ripgrep (rg) is not installed.")
+    if rg is not None:
+        try:
+            return _search_rg(rg, root, target, args, ctx.cancel)
+        except RegexError:
+            pass  # fall through: Python reports the error, or handles what ripgrep's engine lacks
+    return _search_python(root, target, args, ctx.cancel)
+
+
+def compile_pattern(args: GrepArgs, flags: int = 0) -> re.Pattern[str]:
+    try:
+        return re.compile(args.pattern, flags | (re.IGNORECASE if args.case_insensitive else 0))
+    except re.error as exc:
+        where = f" at position {exc.pos}" if exc.pos is not None else ""
+        raise ToolError(f"Invalid regex {args.pattern!r}: {exc.msg}{where}. Escape special characters "
+                        r"(e.g. `\(`, `\.`, `\[`) to match them literally.") from None
+
+
+# ------------------------------------------------------------------------------------------------ engines
+
+# Constructs whose meaning changes when the pattern runs over a whole file instead of one line.
+_LINE_SENSITIVE = re.compile(r"\\[AZz]|\(\?<?[=!]")
+
+
+@dataclass(frozen=True)
+class _PyMatcher:
+    line: re.Pattern[str]
+    file: re.Pattern[str] | None
+    """A whole-file test that never misses a matching line: files that fail it are skipped unread."""
+
+
+def _search_python(root: Path, target: Path, args: GrepArgs, cancel: CancelToken) -> Matches:
+    line = compile_pattern(args)
+    whole = None if _LINE_SENSITIVE.search(args.pattern) else compile_pattern(args, re.MULTILINE)
+    matcher = _PyMatcher(line, whole)
+    matches = Matches(engine="python")
+    if target.is_file():
+        files = iter([target])
+    else:
+        glob = GlobFilter(args.glob, target) if args.glob else None
+        files = (e.path for e in walk(target, IgnoreRules(root), glob) if e.is_file)
+    for path in files:
+        if cancel.cancelled or matches.full:
+            matches.complete = False
+            break
+        _search_file(path, display_path(root, path), matcher, matches)
+    return matches
+
+
+def _search_file(path: Path, shown: str, matcher: _PyMatcher, matches: Matches) -> None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return  # unreadable files are skipped, as ripgrep does
+    if not data or b"\0" in data:
+        return
+    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    # Line ends as ripgrep's --crlf sees them: \r\n, \n, and a lone \r at the very end.
+    text = text.replace("\r\n", "\n").removesuffix("\n").removesuffix("\r")
+    if matcher.file is not None and not matcher.file.search(text):
+        return
+    for number, line in enumerate(text.split("\n"), 1):
+        if matcher.line.search(line):
+            matches.add(shown, number, line)
+            if matches.full:
+                return
+
+
+# Flags that make ripgrep see exactly the files walk.py sees.
+_RG_FLAGS = [
+    "--no-config", "--hidden", "--no-require-git", "--no-ignore-dot", "--no-ignore-global", "--sort", "path",
+    "--crlf",  # `$` matches before \r\n too: lines are matched without their CR, as in the Python engine
+    # One `path\0LINE:text` record per matching line: cheaper to parse than --json, and raw bytes.
+    "--no-heading", "--with-filename", "--line-number", "--null", "--color", "never",
+]
+
+
+def _search_rg(rg: str, root: Path, target: Path, args: GrepArgs, cancel: CancelToken) -> Matches:
+    # Search a directory from inside it so `glob` is relative to it, as in the Python engine.
+    cwd, where = (target, ".") if target.is_dir() else (target.parent, target.name)
+    command = [rg, *_RG_FLAGS, *(["-i"] if args.case_insensitive else [])]
+    if args.glob:
+        command += ["--glob", args.glob]
+    command += [arg for name in sorted(ALWAYS_SKIP) for arg in ("--glob", f"!{name}/")]
+    command += ["-e", args.pattern, "--", where]
+    # In ripgrep a glob whitelists files even when they are gitignored; drop those so both engines agree.
+    rules = IgnoreRules(root) if args.glob and target.is_dir() else None
+    matches = Matches(engine="rg")
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        threading.Thread(target=_kill_on_cancel, args=(proc, cancel), daemon=True).start()
+        try:
+            _read_rg_stream(proc, cwd, root, rules, matches, cancel)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            errors.seek(0)
+            stderr = errors.read().decode("utf-8", errors="replace")
+    if cancel.cancelled:
+        matches.complete = False
+    if proc.returncode == 2 and matches.total == 0 and "regex" in stderr.lower():
+        raise RegexError(stderr.strip())
+    return matches
+
+
+def _kill_on_cancel(proc: subprocess.Popen[bytes], cancel: CancelToken) -> None:
+    """An interrupt must stop a search that is busy but quiet (a huge tree with few matches)."""
+    while proc.poll() is None:
+        if cancel.wait(0.1):
+            proc.kill()
+            return
+
+
+def _read_rg_stream(proc: subprocess.Popen[bytes], cwd: Path, root: Path, rules: IgnoreRules | None,
+                    matches: Matches, cancel: CancelToken) -> None:
+    assert proc.stdout is not None
+    current, shown = b"", ""  # matches arrive grouped by file: resolve each file's path once
+    for raw in proc.stdout:
+        if cancel.cancelled or matches.full:
+            matches.complete = False
+            return
+        # `path\0LINE:text\n`; anything else (e.g. a "binary file matches" notice) is not a match.
+        name, null, rest = raw.partition(b"\0")
+        number, colon, text = rest.partition(b":")
+        if not null or not colon or not number.isdigit():
+            continue
+        if name != current:
+            path = cwd / os.fsdecode(name)
+            skipped = rules is not None and rules.ignored(path, is_dir=False)
+            current, shown = name, "" if skipped else display_path(root, path)
+        if shown:
+            # Drop the terminator ripgrep prints (\r\n in --crlf mode, added if the file's last line had none).
+            line = text.removesuffix(b"\n").removesuffix(b"\r").removesuffix(b"\r").decode("utf-8", errors="replace")
+            matches.add(shown, int(number), line)
+
+
+def _file_is_binary(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return looks_binary(fh.read(BINARY_SNIFF_BYTES))
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+def render(matches: Matches, max_chars: int) -> tuple[str, int]:
+    """The grouped listing (`path` then `  line: text` lines) within `max_chars`; returns it and hits shown."""
+    lines: list[str] = []
+    size = 0
+    shown = 0
+    last_path = ""
+    for hit in matches.hits:
+        block = []
+        if hit.path != last_path:
+            block = ["", hit.path] if lines else [hit.path]
+        block.append(f"  {hit.line}: {hit.text}")
+        cost = sum(len(line) + 1 for line in block)
+        if shown and size + cost > max_chars:
+            break
+        lines.extend(block)
+        size += cost
+        shown += 1
+        last_path = hit.path
+    return "\n".join(lines), shown
+
+
+def summarize(matches: Matches) -> str:
+    if matches.total == 0:
+        return "No matches" if matches.complete else "Search interrupted"
+    total = f"{matches.total:,}{'' if matches.complete else '+'}"
+    noun = "match" if matches.total == 1 else "matches"
+    files = f"{matches.files:,} file{'' if matches.files == 1 else 's'}"
+    return f"Found {total} {noun} {'in' if matches.files == 1 else 'across'} {files}"
+
+
+def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
+    matches = search(args, ctx)
+    summary = summarize(matches)
+    meta = {"pattern": args.pattern, "path": args.path, "matches": matches.total, "files": matches.files,
+            "engine": matches.engine, "complete": matches.complete}
+    if matches.total == 0:
+        where = f" in files matching {args.glob!r}" if args.glob else ""
+        return ToolResult(f"No matches for {args.pattern!r} under {args.path}{where}.", summary=summary, meta=meta)
+    body, shown = render(matches, ctx.max_output_chars)
+    content = f"{summary}\n\n{body}"
+    if shown < matches.total:
+        content += (f"\n\n(Showing the first {shown} of {matches.total:,}{'' if matches.complete else '+'} matching "
+                    "lines. Narrow the search with path, glob or a more specific pattern.)")
+    meta["shown"] = shown
+    return ToolResult(content, summary=summary, meta=meta)
+
+
+GREP = Tool(
+    name="grep",
+    description=(
+        "Search file contents with a regular expression (Python/ripgrep syntax, matched line by line). "
+        "Results are grouped by file with line numbers, sorted by path; at most "
+        f"{MAX_MATCHES} lines are shown, with the total count. Respects .gitignore and skips binary files. "
+        "Narrow with `path` (a directory or file) and `glob` (e.g. `*.py`)."
+    ),
+    args=GrepArgs,
+    fn=grep,
+)

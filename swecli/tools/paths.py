@@ -1,0 +1,41 @@
+"""Confinement: every path a file tool touches must resolve inside the project root.
+
+Paths are resolved with symlinks followed, so a link inside the project that points elsewhere
+cannot be used to read or write outside it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from swecli.tools.base import ToolError
+
+
+def resolve_in_root(root: Path, path: str | os.PathLike[str]) -> Path:
+    """The real location of `path` (relative to `root`, or absolute inside it); ToolError if outside."""
+    real_root = Path(root).resolve()
+    raw = os.fspath(path)
+    if "\0" in raw:
+        raise ToolError(f"path {raw!r} contains a NUL byte; pass a plain file path.")
+    candidate = Path(raw).expanduser()
+    target = (candidate if candidate.is_absolute() else real_root / candidate).resolve()
+    if target == real_root or target.is_relative_to(real_root):
+        return target
+    via_link = "" if _lexically_outside(Path(root), real_root, candidate) else (
+        f" (it resolves to {target} through a symlink)")
+    raise ToolError(f"path {raw!r} is outside the project root {real_root}{via_link}; the file tools only work "
+                    "inside the project. Use a path relative to the project root.")
+
+
+def display_path(root: Path, path: Path) -> str:
+    """How a resolved path is shown to the model: relative to the root, `.` for the root itself."""
+    rel = path.relative_to(Path(root).resolve())
+    return rel.as_posix() if rel.parts else "."
+
+
+def _lexically_outside(root: Path, real_root: Path, candidate: Path) -> bool:
+    """True when the path itself points outside (`..`, `/etc`), as opposed to a symlink inside the root."""
+    joined = candidate if candidate.is_absolute() else real_root / candidate
+    normalized = Path(os.path.normpath(joined))
+    return not any(normalized == base or normalized.is_relative_to(base) for base in (root.absolute(), real_root))

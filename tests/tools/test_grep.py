@@ -1,0 +1,224 @@
+"""grep: both engines (ripgrep and pure Python) on real files, and proof they give identical results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swecli.messages import ToolCall
+from swecli.tools import grep as grep_module
+from swecli.tools.base import ToolContext, ToolResult
+from swecli.tools.builtin import default_registry
+from swecli.tools.grep import MAX_MATCHES, GrepArgs, search
+
+HAVE_RG = grep_module.find_ripgrep() is not None
+ENGINES = [pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")),
+           "python"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Run the test once per engine; the Python one is forced by hiding rg, as on a machine without it."""
+    if request.param == "python":
+        monkeypatch.setattr(grep_module, "find_ripgrep", lambda: None)
+    yield request.param
+
+
+def run_grep(ctx: ToolContext, **args: object) -> ToolResult:
+    return default_registry().run(ToolCall(id="c1", name="grep", arguments=json.dumps(args)), ctx)
+
+
+@pytest.fixture
+def tree(project: Path) -> Path:
+    files = {
+        "README.md": "# Demo\nCall handle_request() to start.\n",
+        "src/app.py": "def handle_request(req):\n    return route(req)\n\n\ndef route(req):\n    return req\n",
+        "src/util/helpers.py": "import os\n\ndef handle_request_later():\n    pass\n",
+        "src/web/index.ts": "export function handleRequest() {}\n",
+        "src/web/view.tsx": "const handle_request = () => null;\n",
+        "tests/test_app.py": "from src.app import handle_request\n\nassert handle_request(1) == 1\n",
+        ".github/workflows/ci.yml": "run: pytest  # handle_request smoke\n",
+        "build/gen.py": "handle_request = 'generated'\n",
+        "secret.py": "handle_request = 'ignored by name'\n",
+        "notes.txt": "crlf line handle_request\r\nnext\r\n",
+    }
+    for name, text in files.items():
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode())
+    (project / ".gitignore").write_text("build/\nsecret.py\n")
+    (project / "data.bin").write_bytes(b"\0\0handle_request\0")
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("handle_request in git internals\n")
+    return project
+
+
+def test_results_are_grouped_by_file_with_line_numbers(tree: Path, ctx: ToolContext, engine: str) -> None:
+    result = run_grep(ctx, pattern="handle_request")
+    assert not result.is_error
+    assert result.summary == "Found 8 matches across 7 files"
+    assert result.content == "\n".join([
+        "Found 8 matches across 7 files",
+        "",
+        ".github/workflows/ci.yml",
+        "  1: run: pytest  # handle_request smoke",
+        "",
+        "README.md",
+        "  2: Call handle_request() to start.",
+        "",
+        "notes.txt",
+        "  1: crlf line handle_request",
+        "",
+        "src/app.py",
+        "  1: def handle_request(req):",
+        "",
+        "src/util/helpers.py",
+        "  3: def handle_request_later():",
+        "",
+        "src/web/view.tsx",
+        "  1: const handle_request = () => null;",
+        "",
+        "tests/test_app.py",
+        "  1: from src.app import handle_request",
+        "  3: assert handle_request(1) == 1",
+    ])
+    assert result.meta["engine"] == engine
+
+
+def test_gitignored_binary_and_git_files_are_skipped(tree: Path, ctx: ToolContext, engine: str) -> None:
+    content = run_grep(ctx, pattern="handle_request").content
+    for hidden in ("build/gen.py", "secret.py", "data.bin", ".git/config"):
+        assert hidden not in content
+
+
+def test_glob_and_path_narrow_the_search(tree: Path, ctx: ToolContext, engine: str) -> None:
+    py = run_grep(ctx, pattern="handle_request", glob="*.py")
+    assert py.summary == "Found 4 matches across 3 files"
+    assert "secret.py" not in py.content  # a glob does not resurrect gitignored files
+    web = run_grep(ctx, pattern="handle", path="src/web", glob="*.{ts,tsx}")
+    assert web.summary == "Found 2 matches across 2 files"
+    single = run_grep(ctx, pattern="route", path="src/app.py")
+    assert single.content.splitlines()[2:] == ["src/app.py", "  2:     return route(req)", "  5: def route(req):"]
+
+
+def test_case_insensitive(tree: Path, ctx: ToolContext, engine: str) -> None:
+    assert run_grep(ctx, pattern="HANDLEREQUEST").summary == "No matches"
+    assert run_grep(ctx, pattern="HANDLEREQUEST", case_insensitive=True).summary == "Found 1 match in 1 file"
+
+
+def test_no_matches_is_not_an_error(tree: Path, ctx: ToolContext, engine: str) -> None:
+    result = run_grep(ctx, pattern="no_such_identifier_anywhere")
+    assert not result.is_error
+    assert result.summary == "No matches"
+    assert "No matches for 'no_such_identifier_anywhere'" in result.content
+
+
+def test_invalid_regex_is_a_clear_error(tree: Path, ctx: ToolContext, engine: str) -> None:
+    result = run_grep(ctx, pattern="handle_request(")
+    assert result.is_error
+    assert "Invalid regex 'handle_request('" in result.content
+    assert "missing ), unterminated subpattern" in result.content
+
+
+def test_python_only_syntax_still_works(tree: Path, ctx: ToolContext, engine: str) -> None:
+    # ripgrep's default engine has no look-around; the search falls back to Python instead of failing.
+    result = run_grep(ctx, pattern=r"(?<=def )handle_request\b")
+    assert result.summary == "Found 1 match in 1 file"
+    assert "src/app.py" in result.content
+
+
+def test_matches_are_capped_with_the_total(project: Path, ctx: ToolContext, engine: str) -> None:
+    for n in range(3):
+        (project / f"f{n}.txt").write_text("".join(f"hit {i}\n" for i in range(100)))
+    result = run_grep(ctx, pattern="hit")
+    assert result.summary == "Found 300 matches across 3 files"
+    assert result.meta["shown"] == MAX_MATCHES
+    assert "(Showing the first 200 of 300 matching lines." in result.content
+    assert "  100: hit 99" in result.content  # f1.txt is complete
+    assert "f2.txt" not in result.content
+
+
+def test_output_is_capped_by_characters(project: Path, engine: str) -> None:
+    (project / "wide.txt").write_text("".join(f"match {'x' * 400} {i}\n" for i in range(50)))
+    ctx = ToolContext(root=project, max_output_chars=2000)
+    result = run_grep(ctx, pattern="match")
+    assert len(result.content) < 2600
+    assert "Found 50 matches in 1 file" in result.content
+    assert f"(Showing the first {result.meta['shown']} of 50 matching lines." in result.content
+    assert "… [+" in result.content  # lines longer than 300 characters are cut
+
+
+def test_non_utf8_and_bom_lines(project: Path, ctx: ToolContext, engine: str) -> None:
+    (project / "latin.txt").write_bytes(b"caf\xe9 needle\n")
+    (project / "bom.txt").write_bytes(b"\xef\xbb\xbfneedle first\n")
+    result = run_grep(ctx, pattern="needle")
+    assert "  1: needle first" in result.content
+    assert "  1: caf\ufffd needle" in result.content
+
+
+def test_errors(tree: Path, ctx: ToolContext, engine: str) -> None:
+    assert "outside the project root" in run_grep(ctx, pattern="x", path="../").content
+    assert "Path not found: nope" in run_grep(ctx, pattern="x", path="nope").content
+    assert "binary file" in run_grep(ctx, pattern="x", path="data.bin").content
+    assert run_grep(ctx, pattern="").is_error
+
+
+PARITY_CASES = [
+    {"pattern": "handle_request"},
+    {"pattern": "handle", "case_insensitive": True},
+    {"pattern": r"^\s+return"},
+    {"pattern": r"req\)$"},
+    {"pattern": "def", "path": "src"},
+    {"pattern": "def", "path": "src", "glob": "util/*.py"},
+    {"pattern": ".", "glob": "!*.py"},
+    {"pattern": "e", "glob": "**/*.{ts,tsx,yml}"},
+    {"pattern": "[", "path": "src"},
+    {"pattern": "(?i)import"},
+    {"pattern": "nothing-here"},
+    {"pattern": "handle_request$"},  # CRLF lines match `$` without their CR
+    {"pattern": "^$"},  # blank lines, but an empty file has none
+    {"pattern": r"\Aexport"},
+    {"pattern": r"req\)\s*$", "glob": "*.py"},
+]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize("args", PARITY_CASES, ids=lambda a: ",".join(f"{k}={v}" for k, v in a.items()))
+def test_both_engines_give_identical_results(tree: Path, ctx: ToolContext, args: dict[str, object]) -> None:
+    (tree / "src" / "util" / "extra.py").write_text("def late():\n  import sys\n")
+    (tree / "src" / "empty.py").write_text("")
+    (tree / "src" / "no_newline.txt").write_bytes(b"ends with req)\r")
+    grep_args = GrepArgs.model_validate(args)
+    try:
+        rg = search(grep_args, ctx, engine="rg")
+        python = search(grep_args, ctx, engine="python")
+    except Exception as exc:  # an invalid pattern must fail the same way in both
+        with pytest.raises(type(exc), match="Invalid regex"):
+            search(grep_args, ctx, engine="python")
+        return
+    assert rg.engine == "rg"
+    assert (rg.hits, rg.total, rg.files) == (python.hits, python.total, python.files)
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+def test_engines_agree_on_a_real_source_tree(ctx: ToolContext) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    real = ToolContext(root=repo)
+    for args in ({"pattern": r"def \w+\(", "path": "swecli/tools"}, {"pattern": "import", "glob": "*.toml"}):
+        grep_args = GrepArgs.model_validate(args)
+        rg, python = search(grep_args, real, engine="rg"), search(grep_args, real, engine="python")
+        assert rg.total > 0
+        assert (rg.hits, rg.total, rg.files) == (python.hits, python.total, python.files)
+
+
+def test_an_interrupted_search_stops_and_says_so(project: Path, engine: str) -> None:
+    for n in range(50):
+        (project / f"f{n:02}.txt").write_text("needle\n")
+    ctx = ToolContext(root=project)
+    ctx.cancel.cancel()
+    matches = search(GrepArgs(pattern="needle"), ctx)
+    assert matches.complete is False
+    assert matches.total < 50
