@@ -99,9 +99,9 @@ def load(root: Path, flags: dict[str, Any]) -> Settings:
     from swecli.config import load_settings
 
     settings = load_settings(root, flags)
-    if settings.provider:
+    if settings.provider and settings.model:
         return settings
-    from swecli.llm.discovery import discover
+    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
     return discover(settings)
 
