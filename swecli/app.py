@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any
 from swecli.agent import Agent
 from swecli.config import Settings
 from swecli.context.manager import ContextManager
-from swecli.events import Event, Notice
+from swecli.context.todo import TodoState, todo_tool
+from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import Provider
-from swecli.messages import SystemBlock
+from swecli.memory.playbook import Playbook
+from swecli.memory.reflector import Reflector
+from swecli.messages import SystemBlock, UserMessage
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -36,15 +39,19 @@ def system_blocks(root: Path) -> tuple[SystemBlock, ...]:
     return (SystemBlock(text=system_prompt() + f"\nThe project root is {root}.", cache=True),)
 
 
-def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int]) -> tuple[SystemBlock, ...]:
-    """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md) and
-    the session notes. One block, one cache breakpoint; it changes only when a session starts."""
+def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
+                  playbook: Playbook | None = None) -> tuple[SystemBlock, ...]:
+    """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md), the
+    session notes and the learned playbook. One block, one cache breakpoint; it changes only when a
+    session starts."""
     from swecli.memory.notes import notes_prompt
     from swecli.memory.opencli import load_memory_prompt
 
     parts = [load_memory_prompt(root, settings.memory.memory_budget_tokens, count)]
     if settings.memory.session_notes:
         parts.append(notes_prompt(root, settings.memory.notes_budget_tokens, count))
+    if playbook is not None:
+        parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
     text = "\n\n".join(p for p in parts if p.strip())
     return (SystemBlock(text=text, cache=True),) if text else ()
 
@@ -74,12 +81,13 @@ def build_agent(
     approver: Approver | None = None,
     bus: EventBus | None = None,
     extra_tools: list[Tool[Any]] | None = None,
+    playbook: Playbook | None = None,
 ) -> Agent:
     bus = bus or EventBus()
     tools = build_tools(extra_tools)
     context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
                                            on_event=bus)
-    context.memory = memory_blocks(root, settings, context.counter.text)
+    context.memory = memory_blocks(root, settings, context.counter.text, playbook)
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars)
     return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
@@ -96,9 +104,37 @@ class AgentSession:
     bus: EventBus
     recorder: SessionRecorder
 
+    playbook: Playbook | None = None
+    reflector: Reflector | None = None
+
     @property
     def session_id(self) -> str:
         return self.recorder.session_id
+
+    def run(self, prompt: str, attachments: Sequence[str] = ()) -> TurnFinished:
+        """One user task: just-in-time context for what the prompt names, the loop, then reflection.
+
+        `attachments` are root-relative paths already attached by the caller (`@path` mentions).
+        """
+        self._attach_named_context(prompt, attachments)
+        turn = self.agent.run(prompt)
+        if turn.stop_reason == "done" and self.reflector is not None:
+            reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
+            self.bus(Notice("info", reflection.summary()))
+            for warning in reflection.warnings:
+                self.bus(Notice("warning", warning))
+        return turn
+
+    def _attach_named_context(self, prompt: str, attachments: Sequence[str]) -> None:
+        if not self.settings.context.just_in_time:
+            return
+        from swecli.context.retrieval import retrieve
+
+        found = retrieve(prompt, self.root, budget_tokens=self.settings.context.just_in_time_tokens,
+                         count_tokens=self.agent.context.counter.text, already_attached=attachments)
+        if found is not None and found.text:
+            self.agent.append(UserMessage(content=found.text, kind="context"))
+            self.bus(Notice("info", found.summary()))
 
     def close(self) -> None:
         self.recorder.close()
@@ -130,11 +166,19 @@ def open_session(
     else:
         recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
     provider = make_provider(settings)
-    extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
-    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra)
+    extra: list[Tool[Any]] = [todo_tool(TodoState())]
+    if settings.memory.session_notes:
+        extra.append(notes_tool(redactor=recorder.redactor))
+    playbook = Playbook.for_project(root) if settings.context.playbook else None
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook)
     bus.listeners.append(recorder.handle)
     if loaded is not None:
         agent.history = list(loaded.history)
         for problem in loaded.problems:
             warn(problem)
-    return AgentSession(root, settings, provider, agent, bus, recorder)
+    reflector = None
+    if playbook is not None:
+        for problem in playbook.warnings:
+            warn(problem)
+        reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
+    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector)

@@ -46,6 +46,8 @@ class ContextConfig(Section):
     failure_evidence: bool = True
     playbook: bool = True
     just_in_time: bool = True
+    just_in_time_tokens: int = Field(4_000, ge=0)
+    """Budget for files and symbols a prompt names, attached before the first model call."""
 
 
 class ToolsConfig(Section):
@@ -57,6 +59,7 @@ class MemoryConfig(Section):
     memory_budget_tokens: int = Field(4_000, ge=0)
     """OPENCLI.md / AGENTS.md / CLAUDE.md in the system prompt."""
     notes_budget_tokens: int = Field(1_500, ge=0)
+    playbook_budget_tokens: int = Field(1_000, ge=0)
     session_notes: bool = True
     reflect_with_llm: bool = False
 

@@ -33,7 +33,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     name = type(event).__name__
     kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     data: dict[str, Any] = {"type": kind}
-    for f in dataclasses.fields(event):  # type: ignore[arg-type]
+    for f in dataclasses.fields(event):
         data[f.name] = _jsonable(getattr(event, f.name))
     return data
 

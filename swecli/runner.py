@@ -58,7 +58,7 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: str
                            continue_latest=continue_latest, first_prompt=prompt)
     fmt: Any = output_format
     try:
-        turn = session.agent.run(prompt)
+        turn = session.run(prompt)
     except ProviderError as exc:
         session.recorder.log.error(str(exc))
         return finish(fmt, None, session.session_id, str(exc))
