@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from swecli.context.failures import SHELL_TOOLS, FailureKind, FailureTracker, classify, evidence_line
-from swecli.llm.base import CancelToken, ModelRequest, Provider, ResponseDone
+from swecli.llm.base import CancelToken, ModelRequest, Provider, complete
 from swecli.memory.playbook import MAX_CONTENT_CHARS, Change, Playbook, PlaybookError, normalize_section, similarity
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, UserMessage
 
@@ -377,15 +377,10 @@ def _delta_from(item: object) -> tuple[Delta | None, str]:
 def llm_deltas(provider: Provider, request: ModelRequest, cancel: CancelToken | None = None) -> tuple[
         list[Delta], list[str]]:
     """Ask the model; any provider failure becomes a warning and no deltas (reflection is optional)."""
-    done: ResponseDone | None = None
     try:
-        for event in provider.stream(request, cancel):
-            if isinstance(event, ResponseDone):
-                done = event
+        done = complete(provider, request, cancel)
     except Exception as exc:  # ProviderError, Cancelled, a bug in a provider: never break the session
         return [], ["LLM reflection failed: " + type(exc).__name__ + ": " + str(exc)]
-    if done is None:
-        return [], ["LLM reflection got no response"]
     return parse_deltas(done.message.content)
 
 
