@@ -188,6 +188,7 @@ def compact_history(
     head_prompt_cost = _prompt_costs(history, work)
     cut = choose_cut(history, count, params.keep_recent,
                      lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
+    cut = max(cut, _after_last_summary(history))
     head, tail = list(history[:cut]), list(history[cut:])
     if not compactable(head):
         return _fit_only(work, before)
@@ -205,6 +206,13 @@ def compact_history(
         messages_compacted=sum(1 for m in history if id(m) not in kept),
         notes=tuple(work.notes), archive=work.archive_path, tokens_after=work.total(result), usage=work.usage,
     )
+
+
+def _after_last_summary(history: Sequence[Message]) -> int:
+    """An earlier summary always goes into the compacted span (its facts and text are folded into the
+    new one), so a history never holds two summaries."""
+    last = max((i for i, m in enumerate(history) if is_summary(m)), default=-1)
+    return last + 1
 
 
 def _summary_reserve(params: CompactionParams, has_summary: bool) -> int:

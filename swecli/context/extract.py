@@ -104,6 +104,7 @@ _LOCATION = re.compile(
     r"(?P<path>(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)\b"
 )
 _REDIRECT = re.compile(r"(?<![0-9&>])>>?\s*([^\s;&|<>()]+)")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)\w+\1")
 _SED_INPLACE = re.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
 
 
@@ -206,7 +207,8 @@ def _exit_code(result: ToolMessage, meta: Mapping[str, Any]) -> str:
 
 def _shell_writes(command: str) -> list[str]:
     """Files a shell command writes: redirections, `sed -i`, `tee`. Heredoc bodies are skipped."""
-    first = command.split("<<", 1)[0] if "<<" in command else command
+    first = (command.splitlines() or [""])[0] if "<<" in command else command
+    first = _HEREDOC.sub(" ", first)
     targets = [t for t in _REDIRECT.findall(first) if not t.startswith(("/dev/", "&"))]
     if _SED_INPLACE.search(first) or re.search(r"\btee\b", first):
         targets.extend(_last_word_targets(first))

@@ -1,0 +1,103 @@
+"""Builders and hypothesis strategies for typed histories, and the invariants every compaction keeps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from swecli.llm.base import CancelToken, ModelRequest, ResponseDone, StreamEvent
+from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, Usage, UserMessage
+
+WORDS = ("alpha", "beta", "parser", "token", "def", "return", "self.value", "import os", "x = 1", "{}", "[]",
+         "error", "ok", "src/app.py:12", "path/to/file.txt", "ünïcode", "漢字", "\n", "    ", "'quoted'")
+
+
+def text_of(words: Sequence[str]) -> str:
+    return " ".join(words)
+
+
+texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=40).map(text_of)
+big_texts = st.integers(min_value=50, max_value=1500).map(
+    lambda n: "\n".join(f"line {i}: value = compute({i}) # {WORDS[i % len(WORDS)]}" for i in range(n)))
+
+
+@st.composite
+def turns(draw: st.DrawFn, turn_index: int) -> list[Message]:
+    """One user turn: a prompt, some tool rounds (assistant with calls, then every result), an answer."""
+    out: list[Message] = [UserMessage(content=f"prompt {turn_index}: " + draw(texts))]
+    for step in range(draw(st.integers(0, 4))):
+        n_calls = draw(st.integers(1, 3))
+        calls = tuple(
+            ToolCall(id=f"t{turn_index}s{step}c{i}", name=draw(st.sampled_from(["bash", "read_file", "edit_file"])),
+                     arguments=json.dumps({"command": draw(texts), "path": f"src/m{i}.py"}))
+            for i in range(n_calls)
+        )
+        # Tool-call-only assistant messages with empty content are the normal OpenAI shape.
+        content = draw(st.one_of(st.just(""), texts))
+        out.append(AssistantMessage(content=content, tool_calls=calls))
+        for call in calls:
+            body = draw(st.one_of(texts, big_texts))
+            out.append(ToolMessage(tool_call_id=call.id, name=call.name, content=body,
+                                   is_error=draw(st.booleans())))
+    if draw(st.booleans()):
+        out.append(AssistantMessage(content=draw(texts)))
+    return out
+
+
+@st.composite
+def histories(draw: st.DrawFn, min_turns: int = 1, max_turns: int = 12) -> list[Message]:
+    history: list[Message] = []
+    for i in range(draw(st.integers(min_turns, max_turns))):
+        history.extend(draw(turns(i)))
+    return history
+
+
+# --- invariants -----------------------------------------------------------------------------------
+
+def assert_pairing(history: Sequence[Message]) -> None:
+    """Every tool call is followed, before any other user/assistant message, by exactly its results;
+    every result belongs to the assistant message right before its block."""
+    i = 0
+    while i < len(history):
+        msg = history[i]
+        assert not isinstance(msg, ToolMessage), f"orphan tool result at {i}: {msg.tool_call_id}"
+        i += 1
+        if isinstance(msg, AssistantMessage) and msg.tool_calls:
+            expected = {c.id for c in msg.tool_calls}
+            seen = set()
+            while i < len(history) and isinstance(history[i], ToolMessage):
+                result = history[i]
+                assert isinstance(result, ToolMessage)
+                assert result.tool_call_id in expected, f"result {result.tool_call_id} not for the call before it"
+                seen.add(result.tool_call_id)
+                i += 1
+            assert seen == expected, f"calls without results: {expected - seen}"
+
+
+def prompts(history: Sequence[Message]) -> list[str]:
+    return [m.content for m in history if isinstance(m, UserMessage) and m.kind == "prompt"]
+
+
+# --- fake summarizers -----------------------------------------------------------------------------
+
+@dataclass
+class EchoSummarizer:
+    """A Provider answering every summary request with a short deterministic text (for property
+    tests, where the number of calls depends on the drawn history)."""
+
+    name: str = "echo"
+    model: str = "echo-model"
+    requests: list[ModelRequest] = field(default_factory=list)
+    words: int = 40
+
+    def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        self.requests.append(request)
+        text = f"### Current task and state\nsummary {len(self.requests)} " + "word " * self.words
+        yield ResponseDone(AssistantMessage(content=text.strip()), Usage(input_tokens=100, output_tokens=50,
+                                                                         requests=1))
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,307 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from swecli.context.archive import MemoryArchive
+from swecli.context.compaction import (
+    SUMMARY_MARKER,
+    CompactionParams,
+    boundaries,
+    choose_cut,
+    compact_history,
+    head_by_tokens,
+    segments,
+    summary_body,
+)
+from swecli.context.extract import parse_facts
+from swecli.context.tokens import TokenCounter
+from swecli.llm.base import ProviderError
+from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.testing.model import ScriptedModel, say
+from tests.context.histories import EchoSummarizer, assert_pairing, histories, prompts
+
+COUNTER = TokenCounter()
+FIXED = 500
+
+
+def run(history: list[Message], provider: object = None, archive: MemoryArchive | None = None, **overrides: object):
+    params = CompactionParams(**{"limit": 4_000, "fixed": FIXED, "keep_recent": 1_000, "summary_tokens": 300,
+                                 "request_window": 200_000, **overrides})  # type: ignore[arg-type]
+    return compact_history(history, params, COUNTER.message, COUNTER.text, archive or MemoryArchive(),
+                           provider)  # type: ignore[arg-type]
+
+
+def total(history: list[Message]) -> int:
+    return FIXED + COUNTER.messages(history)
+
+
+def call(cid: str, name: str = "bash", **args: object) -> ToolCall:
+    return ToolCall(id=cid, name=name, arguments=json.dumps(args))
+
+
+def tool_round(cid: str, output: str, name: str = "bash", content: str = "", **args: object) -> list[Message]:
+    c = call(cid, name, **args)
+    return [AssistantMessage(content=content, tool_calls=(c,)),
+            ToolMessage(tool_call_id=cid, name=name, content=output)]
+
+
+def long_session(turns: int = 3, rounds: int = 6, size: int = 400) -> list[Message]:
+    history: list[Message] = []
+    for t in range(turns):
+        history.append(UserMessage(content=f"task {t}: keep the public API unchanged"))
+        for r in range(rounds):
+            history += tool_round(f"c{t}_{r}", "<returncode>0</returncode>\n" + "data line\n" * size,
+                                  command=f"cat src/file{r}.py")
+        history.append(AssistantMessage(content=f"done with task {t}"))
+    return history
+
+
+# --- structure --------------------------------------------------------------------------------
+
+def test_boundaries_never_fall_between_a_call_and_its_results() -> None:
+    a = AssistantMessage(content="", tool_calls=(call("1"), call("2")))
+    history: list[Message] = [
+        UserMessage(content="hi"), a,
+        ToolMessage(tool_call_id="1", name="bash", content="x"),
+        ToolMessage(tool_call_id="2", name="bash", content="y"),
+        AssistantMessage(content="answer"), UserMessage(content="next"),
+    ]
+    assert boundaries(history) == [0, 1, 4, 5, 6]
+    assert segments(history) == [(0, 1), (1, 4), (4, 5), (5, 6)]
+
+
+def test_a_dangling_call_does_not_block_cuts() -> None:
+    # Trajectories end with a submit call that never got a result.
+    history: list[Message] = [UserMessage(content="go"), *tool_round("1", "out"),
+                              AssistantMessage(content="", tool_calls=(call("end", "submit"),))]
+    assert boundaries(history) == [0, 1, 3, 4]
+
+
+def test_choose_cut_keeps_at_least_the_last_segment() -> None:
+    history = [UserMessage(content="go"), *tool_round("1", "word " * 5000)]
+    assert choose_cut(history, COUNTER.message, keep_recent=10, room=lambda c: 10) == 1
+
+
+def test_choose_cut_takes_recent_turns_by_token_budget() -> None:
+    history = long_session(turns=1, rounds=10, size=50)
+    cut = choose_cut(history, COUNTER.message, keep_recent=600, room=lambda c: 10_000)
+    assert COUNTER.messages(history[cut:]) <= 600
+    assert COUNTER.messages(history[cut - 2:]) > 600  # one more round would not fit
+    assert cut in boundaries(history)
+
+
+# --- invariants over random histories ---------------------------------------------------------
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(0, 6_000),
+       st.floats(0.1, 1.2))
+def test_compaction_invariants(history: list[Message], strategy: str, keep_recent: int, fraction: float) -> None:
+    limit = max(4_000, int(total(history) * fraction))
+    summarizer = EchoSummarizer()
+    result = run(history, summarizer, strategy=strategy, keep_recent=keep_recent, limit=limit)
+    assert_pairing(result.history)
+    assert prompts(result.history) == prompts(history)
+    assert result.tokens_after == total(result.history)
+    assert result.tokens_after <= limit, result.notes
+    event(f"{strategy}: {result.strategy if result.changed else 'unchanged'}")
+    if not result.changed:
+        assert result.history == history
+    else:
+        summaries = [m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary"]
+        assert len(summaries) <= 1
+    # Compacting what is already small changes nothing.
+    again = run(result.history, summarizer, strategy=strategy, keep_recent=keep_recent, limit=limit)
+    assert not again.changed and again.history == result.history
+    # A forced (manual) compaction of a compacted history keeps every invariant too.
+    forced = run(result.history, summarizer, strategy=strategy, keep_recent=keep_recent, limit=limit, force=True)
+    assert_pairing(forced.history)
+    assert prompts(forced.history) == prompts(history)
+    assert forced.tokens_after <= limit
+    assert sum(1 for m in forced.history if isinstance(m, UserMessage) and m.kind == "summary") <= 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories(max_turns=4))
+def test_small_history_is_left_alone(history: list[Message]) -> None:
+    result = run(history, ScriptedModel([]), limit=total(history) + 10, force=False)
+    assert not result.changed and result.history == history
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories(max_turns=3))
+def test_forced_compaction_of_a_history_within_the_recent_budget_is_a_no_op(history: list[Message]) -> None:
+    result = run(history, ScriptedModel([]), keep_recent=total(history), limit=total(history) + 5_000, force=True)
+    assert not result.changed and result.history == history
+
+
+# --- summarize --------------------------------------------------------------------------------
+
+def test_summarize_sends_one_structured_request_and_keeps_prompts_and_recent_turns() -> None:
+    history = long_session()
+    model = ScriptedModel([say("### Current task and state\nrefactoring the parser")])
+    archive = MemoryArchive()
+    result = run(history, model, archive, focus="the parser refactor", force=True, request_window=100_000)
+    model.assert_done()
+    request = model.requests[0]
+    assert request.tools == ()
+    body = request.messages[0].content
+    assert "task 0: keep the public API unchanged" in body
+    assert "the parser refactor" in body
+    for section in ("User instructions and constraints", "Decisions and reasons", "Errors and resolutions",
+                    "Open questions", "Files"):
+        assert section in body
+    assert result.strategy == "summarize"
+    assert prompts(result.history) == prompts(history)
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    assert summary.content.startswith(SUMMARY_MARKER)
+    assert summary_body(summary.content) == "### Current task and state\nrefactoring the parser"
+    assert result.archive in summary.content
+    assert archive.histories == [tuple(history)]
+    assert result.history[-1] == history[-1]  # the most recent turn stays verbatim
+    assert_pairing(result.history)
+
+
+def test_summary_facts_are_extracted_deterministically() -> None:
+    history: list[Message] = [
+        UserMessage(content="fix it"),
+        *tool_round("1", "Traceback (most recent call last):\n  File \"src/app.py\", line 7, in f\nKeyError: 'x'",
+                    command="python -m app"),
+        *tool_round("2", "ok", name="edit_file", path="src/app.py"),
+        *tool_round("3", "===== 3 passed in 0.12s =====\nexit code 0", command="pytest -q"),
+        AssistantMessage(content="fixed"),
+        UserMessage(content="thanks"),
+    ]
+    result = run(history, ScriptedModel([say("summary")]), keep_recent=0, force=True)
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    facts = parse_facts(summary.content)
+    assert facts.files_modified == ["src/app.py"]
+    assert facts.commands == ["[exit ?] python -m app", "[exit 0] pytest -q"]
+    assert "KeyError: 'x'" in facts.errors
+    assert facts.test_results == ["===== 3 passed in 0.12s ====="]
+    assert facts.locations == ["src/app.py:7"]
+    assert facts.archives == [result.archive]
+
+
+def test_summary_request_too_large_for_one_call_is_chunked() -> None:
+    history = long_session(turns=2, rounds=8, size=300)
+    model = EchoSummarizer()
+    result = run(history, model, request_window=3_000, tool_clip_tokens=800, force=True)
+    assert len(model.requests) >= 2
+    for i, request in enumerate(model.requests[1:], start=1):  # each chunk folds in the summary so far
+        assert f"<summary>\n### Current task and state\nsummary {i} " in request.messages[0].content
+        assert COUNTER.request(request) + request.max_tokens <= 3_000
+    assert any(f"summarized in {len(model.requests)} chunks" in note for note in result.notes)
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    assert f"summary {len(model.requests)} " in summary.content
+    assert result.strategy == "summarize"
+    assert_pairing(result.history)
+
+
+def test_provider_failure_falls_back_to_truncation_and_says_so() -> None:
+    model = ScriptedModel([ProviderError("the server had an error")])
+    result = run(long_session(), model, force=True)
+    model.assert_done()
+    assert result.strategy == "truncate"
+    assert any("summary request failed" in n and "server had an error" in n for n in result.notes)
+    assert any("fell back to truncation" in n for n in result.notes)
+    assert result.tokens_after <= 4_000
+    assert_pairing(result.history)
+
+
+def test_summary_from_the_hook_skips_the_model() -> None:
+    result = run(long_session(), ScriptedModel([]), summary_text="hand-written summary", force=True)
+    assert result.strategy == "hook"
+    assert any("hand-written summary" in m.content for m in result.history if isinstance(m, UserMessage))
+
+
+def test_no_provider_means_truncation() -> None:
+    result = run(long_session(), None, force=True)
+    assert result.strategy == "truncate" and any("no provider" in n for n in result.notes)
+
+
+# --- truncate / importance ---------------------------------------------------------------------
+
+def test_truncate_makes_no_model_call_and_keeps_every_prompt() -> None:
+    history = long_session()
+    result = run(history, ScriptedModel([]), strategy="truncate", force=True)
+    assert result.strategy == "truncate"
+    assert prompts(result.history) == prompts(history)
+    assert result.messages_compacted > 0
+
+
+def test_truncate_carries_an_earlier_summary_forward() -> None:
+    first = run(long_session(), ScriptedModel([say("EARLIER FINDINGS: the bug is in lexer.py")]), force=True)
+    grown = first.history + long_session(turns=2)
+    second = run(grown, ScriptedModel([]), strategy="truncate", force=True)
+    summary = next(m for m in second.history if isinstance(m, UserMessage) and m.kind == "summary")
+    assert "EARLIER FINDINGS: the bug is in lexer.py" in summary.content
+    # Facts of the first compaction survive the second (both archives are listed).
+    assert first.archive in summary.content and second.archive in summary.content
+
+
+def test_importance_keeps_edits_and_failures_over_reads() -> None:
+    history: list[Message] = [UserMessage(content="fix the bug")]
+    for i in range(8):
+        history += tool_round(f"r{i}", "source line\n" * 120, name="read_file", path=f"src/m{i}.py")
+    history += tool_round("e", "edited", name="edit_file", path="src/core.py")
+    for i in range(8):
+        history += tool_round(f"s{i}", "listing\n" * 120, name="read_file", path=f"docs/d{i}.md")
+    history.append(AssistantMessage(content="done"))
+    result = run(history, ScriptedModel([]), strategy="importance", keep_recent=200, limit=3_000, force=True)
+    assert result.strategy == "importance"
+    kept_ids = {m.tool_call_id for m in result.history if isinstance(m, ToolMessage)}
+    assert "e" in kept_ids
+    assert len(kept_ids) < 17
+    assert_pairing(result.history)
+
+
+def test_unknown_strategy_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown compaction strategy 'magic'"):
+        run(long_session(), strategy="magic")
+
+
+# --- oversized messages -------------------------------------------------------------------------
+
+def test_a_huge_pasted_prompt_keeps_its_head_and_the_full_text_is_saved() -> None:
+    paste = "\n".join(f"log line {i}: something happened" for i in range(3_000))
+    history: list[Message] = [UserMessage(content="analyze this:\n" + paste), *long_session(turns=2)]
+    archive = MemoryArchive()
+    result = run(history, ScriptedModel([say("s")]), archive, prompt_head_tokens=300, limit=6_000, force=True)
+    first = result.history[0]
+    assert isinstance(first, UserMessage) and first.kind == "prompt"
+    assert first.content.startswith("analyze this:\nlog line 0: something happened")
+    saved = [name for name, text in archive.texts.items() if text == "analyze this:\n" + paste]
+    assert saved and saved[0] in first.content
+    assert COUNTER.message(first) < 450
+
+
+def test_a_giant_latest_tool_result_is_shortened_not_dropped() -> None:
+    history: list[Message] = [UserMessage(content="read it"),
+                              *tool_round("big", "row\n" * 20_000, name="read_file", path="data.csv")]
+    archive = MemoryArchive()
+    result = run(history, ScriptedModel([]), archive, limit=3_000)
+    assert result.changed and result.tokens_after <= 3_000
+    assert_pairing(result.history)
+    clipped = result.history[-1]
+    assert isinstance(clipped, ToolMessage) and clipped.tool_call_id == "big"
+    assert "full text is in" in clipped.content
+    assert "row\n" * 20_000 in archive.texts.values()
+
+
+def test_assistant_messages_with_empty_content_and_tool_calls_are_fine() -> None:
+    history: list[Message] = [UserMessage(content="go")]
+    for i in range(30):
+        history += tool_round(str(i), "x " * 200)
+    result = run(history, EchoSummarizer(), limit=2_000, keep_recent=300)
+    assert result.changed
+    assert_pairing(result.history)
+
+
+def test_head_by_tokens_respects_the_budget() -> None:
+    text = "word " * 1000
+    head = head_by_tokens(text, 100, COUNTER.text)
+    assert COUNTER.text(head) <= 100 < COUNTER.text(text[: len(head) + 10])

@@ -1,0 +1,292 @@
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from swecli.agent import Agent
+from swecli.config import ContextConfig, HookConfig, Settings
+from swecli.context.archive import MemoryArchive
+from swecli.context.compaction import SUMMARY_SYSTEM
+from swecli.context.extract import parse_facts
+from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
+from swecli.events import CompactionDone, Event, Notice
+from swecli.llm.base import ContextOverflowError, ModelRequest
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
+from swecli.permissions import Policy
+from swecli.testing.model import ScriptedModel, calls, say
+from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+from tests.context.histories import EchoSummarizer, assert_pairing, prompts, turns
+
+SYSTEM = (SystemBlock(text="You are swecli, a coding agent.", cache=True),)
+MEMORY = (SystemBlock(text="# OPENCLI.md\nUse pytest. Never push.", cache=True),)
+
+
+class DumpArgs(BaseModel):
+    lines: int = 200
+
+
+def dump(args: DumpArgs, ctx: ToolContext) -> ToolResult:
+    body = "\n".join(f"src/pkg/module.py:{i}: value_{i} = compute({i})" for i in range(args.lines))
+    return ToolResult(body, summary=f"{args.lines} lines", meta={"exit_code": 0})
+
+
+TOOLS = ToolRegistry([Tool("dump", "Print lines.", DumpArgs, dump)])
+
+
+def manager(window: int = 7_000, **config: object) -> ContextManager:
+    cfg = ContextConfig(**{"keep_recent_tokens": 1_500, **config})
+    return ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, config=cfg, memory=MEMORY,
+                          archive=MemoryArchive())
+
+
+def agent(model: ScriptedModel, context: ContextManager, project: Path, events: list[Event]) -> Agent:
+    context.on_event = events.append
+    return Agent(model, TOOLS, context, ToolContext(root=project), Policy("auto"), on_event=events.append)
+
+
+def dump_call(lines: int = 100) -> AssistantMessage:
+    return calls(("dump", json.dumps({"lines": lines})))
+
+
+def is_summary_request(request: ModelRequest) -> bool:
+    return request.system[0].text == SUMMARY_SYSTEM
+
+
+def assert_valid_request(request: ModelRequest) -> None:
+    assert request.system == SYSTEM + MEMORY
+    assert_pairing(request.messages)
+
+
+# --- the loop -----------------------------------------------------------------------------------
+
+def test_auto_compaction_fires_at_the_turn_boundary_in_the_real_loop(project: Path) -> None:
+    context = manager()
+    model = ScriptedModel([dump_call(), dump_call(), dump_call(), dump_call(),
+                           say("### Current task and state\ndumping files"), say("finished")])
+    events: list[Event] = []
+    turn = agent(model, context, project, events).run("dump the module four times")
+    model.assert_done()
+    assert turn.answer == "finished"
+    assert [is_summary_request(r) for r in model.requests] == [False] * 4 + [True, False]
+    for request in model.requests:
+        if not is_summary_request(request):
+            assert_valid_request(request)
+    after = model.requests[5].messages
+    assert prompts(after) == ["dump the module four times"]
+    summary = next(m for m in after if isinstance(m, UserMessage) and m.kind == "summary")
+    assert "dumping files" in summary.content
+    assert parse_facts(summary.content).commands == []  # dump is not a shell tool
+    done = [e for e in events if isinstance(e, CompactionDone)]
+    assert len(done) == 1 and done[0].trigger == "auto" and done[0].strategy == "summarize"
+    assert done[0].tokens_before > context.budget.limit >= done[0].tokens_after
+    assert context.compactions == done
+    assert context.state(after).total < context.budget.limit
+
+
+def test_overflow_compacts_and_retries_the_same_step_once(project: Path) -> None:
+    context = manager(window=100_000)
+    model = ScriptedModel([dump_call(), dump_call(), dump_call(),
+                           ContextOverflowError("maximum context length exceeded"),
+                           say("summary after overflow"), say("recovered")])
+    events: list[Event] = []
+    turn = agent(model, context, project, events).run("go")
+    model.assert_done()
+    assert turn.answer == "recovered"
+    assert is_summary_request(model.requests[4])
+    retry = model.requests[5]
+    assert_valid_request(retry)
+    assert any(isinstance(m, UserMessage) and m.kind == "summary" for m in retry.messages)
+    done = [e for e in events if isinstance(e, CompactionDone)]
+    assert [d.trigger for d in done] == ["overflow"]
+    assert context.calibration.ratio > 1.0  # the provider proved our count low
+
+
+def test_no_compaction_while_the_history_fits(project: Path) -> None:
+    context = manager(window=100_000)
+    history: list[Message] = [UserMessage(content="hi")]
+    assert context.prepare(history, ScriptedModel([])) is history
+    assert context.compactions == []
+
+
+def test_no_compaction_while_a_tool_call_waits_for_its_result() -> None:
+    context = manager()
+    call = ToolCall(id="1", name="dump")
+    history: list[Message] = [UserMessage(content="x " * 5_000), AssistantMessage(tool_calls=(call,))]
+    assert has_open_calls(history)
+    assert context.prepare(history, ScriptedModel([])) is history
+
+
+def test_auto_compact_can_be_switched_off() -> None:
+    context = manager(auto_compact=False)
+    history: list[Message] = [UserMessage(content="x " * 10_000)]
+    assert context.prepare(history, ScriptedModel([])) is history
+
+
+# --- manual /compact, hooks ---------------------------------------------------------------------
+
+def long_history(rounds: int = 6) -> list[Message]:
+    history: list[Message] = [UserMessage(content="refactor the parser; keep the public API")]
+    for i in range(rounds):
+        call = ToolCall(id=f"c{i}", name="dump", arguments="{}")
+        history += [AssistantMessage(tool_calls=(call,)),
+                    ToolMessage(tool_call_id=f"c{i}", name="dump", content="row\n" * 400)]
+    return [*history, AssistantMessage(content="parser refactored")]
+
+
+def test_manual_compact_with_focus_steers_the_summary() -> None:
+    context = manager(window=200_000, keep_recent_tokens=200)
+    model = ScriptedModel([say("focused summary")])
+    events: list[Event] = []
+    context.on_event = events.append
+    history = long_history()
+    result = context.compact(history, model, trigger="manual", focus="the tokenizer changes")
+    model.assert_done()
+    assert "the tokenizer changes" in model.requests[0].messages[0].content
+    assert result is not history and prompts(result) == prompts(history)
+    done = [e for e in events if isinstance(e, CompactionDone)]
+    assert done[0].trigger == "manual" and done[0].messages_compacted > 0 and done[0].reduction > 0.5
+
+
+def test_manual_compact_of_a_small_history_says_there_is_nothing_to_do() -> None:
+    context = manager(window=200_000)
+    events: list[Event] = []
+    context.on_event = events.append
+    history: list[Message] = [UserMessage(content="hi"), AssistantMessage(content="hello")]
+    assert context.compact(history, ScriptedModel([]), trigger="manual") is history
+    assert any(isinstance(e, Notice) and "nothing to compact" in e.text for e in events)
+    assert context.compactions == []
+
+
+def test_hook_command_can_cancel_an_auto_compaction_but_not_an_overflow(tmp_path: Path) -> None:
+    context = manager(window=200_000, keep_recent_tokens=200)
+    context.hooks = HookConfig(pre_compact="echo '{\"cancel\": true}'")
+    context.root = tmp_path
+    events: list[Event] = []
+    context.on_event = events.append
+    history = long_history()
+    assert context.compact(history, ScriptedModel([]), trigger="auto") is history
+    assert any(isinstance(e, Notice) and "cancelled by the PreCompact hook" in e.text for e in events)
+    compacted = context.compact(history, ScriptedModel([say("s")]), trigger="overflow")
+    assert compacted is not history
+    assert any(isinstance(e, Notice) and "compacting anyway" in e.text for e in events)
+
+
+def test_hook_command_receives_the_state_and_can_supply_the_summary(tmp_path: Path) -> None:
+    hook = tmp_path / "hook.py"
+    hook.write_text("import json, sys, pathlib\nd = json.load(sys.stdin)\n"
+                    "pathlib.Path('payload.json').write_text(json.dumps(d))\n"
+                    "print(json.dumps({'summary': 'summary from the hook'}))\n", encoding="utf-8")
+    context = manager(window=200_000, keep_recent_tokens=200)
+    context.hooks = HookConfig(pre_compact=f"{sys.executable} {hook}")
+    context.root = tmp_path
+    history = long_history()
+    result = context.compact(history, ScriptedModel([]), trigger="manual", focus="f")
+    payload = json.loads((tmp_path / "payload.json").read_text())
+    assert payload["trigger"] == "manual" and payload["focus"] == "f"
+    assert payload["message_count"] == len(history) and payload["tokens"] == context.state(history).total
+    assert any("summary from the hook" in m.content for m in result if isinstance(m, UserMessage))
+    assert context.compactions[-1].strategy == "hook"
+
+
+def test_python_callback_hook_adds_instructions() -> None:
+    context = manager(window=200_000, keep_recent_tokens=200)
+    context.pre_compact = lambda payload: {"instructions": f"mention {payload.trigger}"}
+    model = ScriptedModel([say("s")])
+    context.compact(long_history(), model, trigger="manual")
+    assert "mention manual" in model.requests[0].messages[0].content
+
+
+def test_archive_is_written_to_the_project_and_named_in_the_summary(project: Path) -> None:
+    context = ContextManager(SYSTEM, (), window=200_000, root=project,
+                             config=ContextConfig(keep_recent_tokens=200, strategy="truncate"))
+    history = long_history()
+    result = context.compact(history, ScriptedModel([]), trigger="manual")
+    summary = next(m for m in result if isinstance(m, UserMessage) and m.kind == "summary")
+    archive = parse_facts(summary.content).archives[0]
+    assert archive.startswith(".swecli/compactions/")
+    lines = (project / archive).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(history)
+
+
+def test_tool_meta_gives_exact_exit_codes_to_the_facts() -> None:
+    context = manager(window=200_000, keep_recent_tokens=0, strategy="truncate")
+    call = ToolCall(id="b1", name="bash", arguments='{"command": "make test"}')
+    content = context.tool_content(call, ToolResult("ok", meta={"exit_code": 2, "duration": 1.0}))
+    history: list[Message] = [UserMessage(content="run"), AssistantMessage(tool_calls=(call,)),
+                              ToolMessage(tool_call_id="b1", name="bash", content=content),
+                              AssistantMessage(content="done"), UserMessage(content="next")]
+    result = context.compact(history, ScriptedModel([]), trigger="manual")
+    summary = next(m for m in result if isinstance(m, UserMessage) and m.kind == "summary")
+    assert parse_facts(summary.content).commands == ["[exit 2] make test"]
+
+
+# --- accounting -----------------------------------------------------------------------------------
+
+def test_state_breaks_the_request_down_by_component() -> None:
+    context = manager(window=100_000)
+    history: list[Message] = [UserMessage(content="first task"), AssistantMessage(content="done"),
+                              UserMessage(content="second task"), AssistantMessage(content="working")]
+    state = context.state(history)
+    counter = context.counter
+    assert state.system == counter.system(SYSTEM) and state.memory == counter.system(MEMORY)
+    assert state.tools == counter.tools(TOOLS.schemas())
+    assert state.history == counter.messages(history[:2])
+    assert state.total == state.raw_total == counter.request(context.request(history))
+    assert state.exact and state.encoding == "o200k_base" and not state.calibrated
+    assert current_turn_start(history) == 2
+
+
+def test_observe_calibrates_later_estimates_and_keeps_the_raw_figure() -> None:
+    context = manager(window=100_000)
+    history: list[Message] = [UserMessage(content="hello " * 300)]
+    request = context.request(history)
+    local = context.counter.request(request)
+    context.observe(request, Usage(input_tokens=int(local * 1.25), output_tokens=10))
+    state = context.state(history)
+    assert state.calibrated and abs(state.ratio - 1.25) < 0.01
+    assert state.raw_total == local
+    assert abs(state.total - local * 1.25) <= 6  # per-component rounding
+    context.observe(request, None)  # a server without usage leaves it alone
+    assert context.calibration.samples == 1
+
+
+def test_from_settings_uses_the_window_and_sections() -> None:
+    settings = Settings(model="gpt-4", context_limit=50_000, max_tokens=2_000,
+                        context=ContextConfig(threshold=0.5), hooks=HookConfig(pre_compact="true"))
+    context = ContextManager.from_settings(settings, system=SYSTEM, tools=(), root=Path("/tmp"))
+    assert context.window == 50_000 and context.budget.limit == 25_000 and context.budget.reserve == 2_000
+    assert context.counter.encoding_name == "cl100k_base" and context.hooks.pre_compact == "true"
+
+
+# --- a whole session through prepare(), like the loop -----------------------------------------------
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(6_000, 30_000))
+def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(
+    data: st.DataObject, strategy: str, window: int
+) -> None:
+    context = manager(window=window, strategy=strategy, keep_recent_tokens=window // 5)
+    summarizer = EchoSummarizer()
+    history: list[Message] = []
+    typed: list[str] = []
+    for index in range(data.draw(st.integers(2, 10))):
+        turn = data.draw(turns(index))
+        typed.append(turn[0].content)
+        for message in turn:
+            history.append(message)
+            if isinstance(message, AssistantMessage) and message.tool_calls:
+                continue  # mid tool call: the loop does not call prepare here
+            if isinstance(message, ToolMessage) and has_open_calls(history):
+                continue
+            history = context.prepare(history, summarizer)
+            request = context.request(history)
+            assert request.system == SYSTEM + MEMORY
+            assert_pairing(request.messages)
+            assert prompts(history) == typed
+            assert context.state(history).total <= context.budget.limit
+    event(f"compactions: {min(len(context.compactions), 3)}{'+' if len(context.compactions) > 3 else ''}")

@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from swecli.context import tokens
+from swecli.context.tokens import (
+    MESSAGE_OVERHEAD,
+    REPLY_PRIMING,
+    TOOL_CALL_OVERHEAD,
+    TOOL_SCHEMA_OVERHEAD,
+    TokenCounter,
+    encoding_for_model,
+    load_encoding,
+    serialize_tool,
+)
+from swecli.llm.base import ModelRequest
+from swecli.messages import AssistantMessage, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage
+
+# The names tiktoken's own loader caches these files under: sha1 of the download URL.
+CACHE_NAMES = {
+    "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+    "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
+}
+
+SAMPLES = [
+    "hello world",
+    "def f(x):\n    return x ** 2  # square\n\n\n",
+    '{"path":"src/app.py","lines":[1,2,3],"ok":true}',
+    "Ünïcödé, 漢字, emoji 🎉 and Ελληνικά",
+    "text with <|endoftext|> and <|endofprompt|> inside",
+    "   leading and trailing spaces   \r\n\ttabs",
+    "1234567890 3.14159 -42",
+    "I'm sure they'll say it's fine, we've done it",
+]
+
+
+@pytest.fixture(scope="module")
+def real_tiktoken(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """tiktoken's own `get_encoding`, reading the same vocabularies from a pre-filled cache (it checks
+    the sha256 itself), so our encodings are compared with tiktoken's real constructors."""
+    import tiktoken
+    import tiktoken.registry
+
+    cache = tmp_path_factory.mktemp("tiktoken-cache")
+    for name, key in CACHE_NAMES.items():
+        with gzip.open(tokens.vocabulary_path(name), "rb") as src:
+            (cache / key).write_bytes(src.read())
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    mp.setattr(tiktoken.registry, "ENCODINGS", {})
+    yield tiktoken
+    mp.undo()
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_offline_encodings_match_tiktoken_token_for_token(real_tiktoken: object, name: str) -> None:
+    ours = load_encoding(name)
+    theirs = real_tiktoken.get_encoding(name)  # type: ignore[attr-defined]
+    assert ours is not None
+    assert ours._pat_str == theirs._pat_str
+    assert ours._special_tokens == theirs._special_tokens
+    assert ours.n_vocab == theirs.n_vocab
+    source = Path(tokens.__file__).read_text(encoding="utf-8")
+    for text in [*SAMPLES, source]:
+        assert ours.encode_ordinary(text) == theirs.encode_ordinary(text)
+        assert ours.encode(text, disallowed_special=()) == theirs.encode(text, disallowed_special=())
+
+
+def test_counts_equal_raw_tiktoken_on_the_same_text(real_tiktoken: object) -> None:
+    theirs = real_tiktoken.get_encoding("o200k_base")  # type: ignore[attr-defined]
+    counter = TokenCounter("o200k_base")
+    for text in SAMPLES:
+        assert counter.text(text) == len(theirs.encode_ordinary(text))
+
+
+def test_loading_reads_nothing_from_tiktoken_cache_or_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tiktoken.load
+
+    def forbidden(*args: object, **kwargs: object) -> bytes:
+        raise AssertionError("tiktoken's downloader/cache was used")
+
+    monkeypatch.setattr(tiktoken.load, "read_file_cached", forbidden)
+    monkeypatch.setattr(tiktoken.load, "read_file", forbidden)
+    monkeypatch.setattr(tokens, "_loaded", {})
+    assert load_encoding("cl100k_base") is not None
+
+
+def test_loading_is_once_and_thread_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "_loaded", {})
+    builds = []
+    real_build = tokens._build
+
+    def counting_build(name: str) -> object:
+        builds.append(name)
+        return real_build(name)
+
+    monkeypatch.setattr(tokens, "_build", counting_build)
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(load_encoding("cl100k_base"))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert builds == ["cl100k_base"]
+    assert len({id(r) for r in results}) == 1
+
+
+def test_missing_or_corrupt_vocabulary_falls_back_to_a_character_estimate(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    corrupt = tmp_path / "o200k_base.tiktoken.gz"
+    corrupt.write_bytes(gzip.compress(b"bm90IHRoZSByZWFsIGZpbGU= 0\n"))
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "vocabulary_path", lambda name: str(corrupt))
+    counter = TokenCounter("o200k_base")
+    assert counter.text("x" * 300) == 100
+    assert not counter.exact
+    assert "sha256" in tokens.encoding_error("o200k_base")
+
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "vocabulary_path", lambda name: str(tmp_path / "missing.gz"))
+    assert load_encoding("o200k_base") is None
+    assert "cannot read" in tokens.encoding_error("o200k_base")
+
+
+def test_importing_the_module_loads_nothing() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, swecli.context.manager, swecli.context.tokens as t; "
+            "assert t._loaded == {}, t._loaded; assert 'tiktoken' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("model", "encoding"), [
+    ("gpt-4", "cl100k_base"), ("gpt-4-turbo", "cl100k_base"), ("gpt-3.5-turbo", "cl100k_base"),
+    ("gpt-4o", "o200k_base"), ("gpt-4.1-mini", "o200k_base"), ("openai/gpt-4-0613", "cl100k_base"),
+    ("claude-sonnet-4-5", "o200k_base"), ("qwen3-coder", "o200k_base"), ("", "o200k_base"),
+])
+def test_encoding_for_model(model: str, encoding: str) -> None:
+    assert encoding_for_model(model) == encoding
+
+
+def test_message_counts_cover_everything_that_is_sent() -> None:
+    counter = TokenCounter()
+    text = counter.text
+    call = ToolCall(id="call_abc", name="read_file", arguments='{"path": "src/app.py"}')
+    assistant = AssistantMessage(content="", reasoning="long private thoughts " * 20, tool_calls=(call,))
+    assert counter.message(assistant) == (MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD + text("read_file")
+                                          + text('{"path": "src/app.py"}'))
+    result = ToolMessage(tool_call_id="call_abc", name="read_file", content="print('hi')\n")
+    assert counter.message(result) == MESSAGE_OVERHEAD + text("read_file") + text("print('hi')\n")
+    user = UserMessage(content="fix it")
+    assert counter.message(user) == MESSAGE_OVERHEAD + text("fix it")
+    with_reasoning = TokenCounter(include_reasoning=True)
+    assert with_reasoning.message(assistant) == counter.message(assistant) + text(assistant.reasoning)
+
+
+def test_request_count_adds_system_tools_tail_and_priming() -> None:
+    counter = TokenCounter()
+    schema = ToolSchema(name="bash", description="Run a command",
+                        parameters={"type": "object", "properties": {"command": {"type": "string"}}})
+    system = (SystemBlock(text="You are swecli."),)
+    messages = (UserMessage(content="hello"),)
+    request = ModelRequest(system=system, messages=messages, tools=(schema,), tail="goal: x")
+    expected = (counter.system(system) + TOOL_SCHEMA_OVERHEAD + counter.text(serialize_tool(schema))
+                + counter.messages(messages) + MESSAGE_OVERHEAD + counter.text("goal: x") + REPLY_PRIMING)
+    assert counter.request(request) == expected
+
+
+def test_tool_schemas_serialize_deterministically() -> None:
+    a = ToolSchema(name="t", description="d", parameters={"b": 1, "a": {"z": 1, "y": 2}})
+    b = ToolSchema(name="t", description="d", parameters={"a": {"y": 2, "z": 1}, "b": 1})
+    assert serialize_tool(a) == serialize_tool(b)
+    assert json.loads(serialize_tool(a))["parameters"] == {"a": {"y": 2, "z": 1}, "b": 1}
+
+
+class CountingTokenizer:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def __call__(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text)
+
+
+def test_each_message_is_counted_once() -> None:
+    counter = TokenCounter()
+    spy = CountingTokenizer()
+    counter.text = spy  # type: ignore[assignment]
+    history = [UserMessage(content=f"message {i}") for i in range(50)]
+    first = counter.messages(history)
+    calls_after_first = len(spy.texts)
+    history.append(UserMessage(content="new"))
+    assert counter.messages(history) == first + MESSAGE_OVERHEAD + 3
+    assert len(spy.texts) == calls_after_first + 1  # only the new message was tokenized
+
+
+def test_the_cache_forgets_dead_messages_and_never_returns_a_stale_count() -> None:
+    counter = TokenCounter()
+    counter.message(UserMessage(content="short"))
+    assert counter.cached_messages() == 0  # the temporary died and its entry went with it
+    keep = [UserMessage(content="x " * n) for n in range(1, 200)]
+    counts = [counter.message(m) for m in keep]
+    assert counts == sorted(counts) and len(set(counts)) == len(counts)
+    assert counter.cached_messages() == len(keep)
