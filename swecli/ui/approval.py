@@ -1,0 +1,110 @@
+"""Approvals in the REPL: the agent asks on its worker thread, the person answers on the main thread.
+
+The agent's `Policy` calls the approver from the worker thread that runs the loop. Only the main
+thread may touch the terminal (it owns the key watcher and the live region), so `ApprovalBridge`
+queues the request and blocks the worker until the main thread has asked and answered it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rich.console import Console
+from rich.text import Text
+
+from swecli.permissions import ApprovalRequest, Decision
+from swecli.ui.keys import CTRL_C, ESC
+from swecli.ui.render import approval_preview
+
+QUESTION = "Allow? [y]es / [n]o / [a]lways this session"
+QUESTION_DANGEROUS = "Allow? [y]es / [n]o"
+REASON_PROMPT = "  Reason for the model (optional, Enter to skip): "
+ANSWERS: dict[str, Literal["yes", "no", "always"]] = {"y": "yes", "n": "no", "a": "always"}
+
+
+@dataclass
+class PendingApproval:
+    request: ApprovalRequest
+    decision: Decision | None = None
+    _done: threading.Event = field(default_factory=threading.Event)
+
+    def answer(self, decision: Decision) -> None:
+        self.decision = decision
+        self._done.set()
+
+    def wait(self) -> Decision:
+        self._done.wait()
+        assert self.decision is not None
+        return self.decision
+
+
+class ApprovalBridge:
+    """The `Approver` handed to the agent: thread-safe, answered by whoever calls `next()`."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[PendingApproval] = queue.Queue()
+        self._closed = False
+
+    def __call__(self, request: ApprovalRequest) -> Decision:
+        if self._closed:
+            return Decision("no", "swecli is shutting down")
+        pending = PendingApproval(request)
+        self._queue.put(pending)
+        return pending.wait()
+
+    def next(self, timeout: float = 0.0) -> PendingApproval | None:
+        """The oldest unanswered request, waiting up to `timeout` seconds for one."""
+        try:
+            return self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """Decline whatever is still waiting, and everything asked from now on."""
+        self._closed = True
+        while (pending := self.next()) is not None:
+            pending.answer(Decision("no", "swecli is shutting down"))
+
+
+@dataclass
+class Answer:
+    decision: Decision
+    interrupt: bool = False
+    """Esc or Ctrl-C at the prompt: decline and stop the turn."""
+
+
+def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str | None],
+        read_line: Callable[[str], str]) -> Answer:
+    """Show what the call will do, ask `Allow?`, and for a no, ask for an optional reason.
+
+    `read_key` returns the next key (blocking); `read_line` reads a line with normal editing.
+    """
+    console.print(approval_preview(request))
+    console.print(Text((QUESTION_DANGEROUS if request.danger else QUESTION) + " ", style="bold"), end="")
+    while True:
+        key = read_key()
+        if key in (ESC, CTRL_C):
+            console.print(Text("no (interrupted)", style="yellow"))
+            return Answer(Decision("no", "the user interrupted"), interrupt=True)
+        verdict = ANSWERS.get((key or "").strip().lower()[:1])
+        if verdict is not None:
+            break
+    console.print(Text(verdict, style="green" if verdict != "no" else "yellow"))
+    if verdict == "no":
+        return Answer(Decision("no", _reason(read_line)))
+    if verdict == "always" and not request.danger:
+        scope = f"the command `{request.args.get('command', '')}`" if request.call.name == "bash" else \
+            f"{request.call.name}"
+        console.print(Text(f"  Allowed for the rest of this session: {scope}", style="dim"))
+    return Answer(Decision(verdict))
+
+
+def _reason(read_line: Callable[[str], str]) -> str:
+    try:
+        return read_line(REASON_PROMPT).strip()
+    except (EOFError, KeyboardInterrupt):
+        return ""

@@ -1,0 +1,176 @@
+"""The input line: a prompt-toolkit session with history, completion, key bindings and the toolbar.
+
+- History persists per project in `.swecli/history` (Up/Down, Ctrl-R search).
+- Enter sends; Alt-Enter or Esc Enter inserts a newline; a paste with newlines stays one message
+  (prompt-toolkit's bracketed paste inserts it whole).
+- Tab completes slash commands, their arguments, and `@path` mentions.
+- Shift-Tab cycles the mode; Ctrl-C clears a non-empty line, and on an empty one asks to leave.
+- The bottom toolbar shows provider/model, mode and the context meter.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import CompleteEvent, Completion
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.formatted_text import StyleAndTextTuples
+
+    from swecli.ui.repl import Repl
+
+PROMPT = "❯ "
+MAX_PATH_COMPLETIONS = 200
+SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+STYLE = {
+    "bottom-toolbar": "noreverse bg:#222222 #bbbbbb",
+    "toolbar.model": "bold #dddddd",
+    "toolbar.mode.default": "#88aaff",
+    "toolbar.mode.auto": "bold #ffaa44",
+    "toolbar.mode.plan": "bold #66cc66",
+    "toolbar.meter.ok": "#88cc88",
+    "toolbar.meter.near": "bold #eeee44",
+    "toolbar.meter.over": "bold #ff5555",
+    "toolbar.hint": "#777777",
+    "prompt": "bold #66aaff",
+}
+
+
+def history_path(root: Path) -> Path:
+    return root / ".swecli" / "history"
+
+
+def command_candidates(repl: Repl, text: str) -> list[tuple[str, str, str]]:
+    """Completions for a line starting with `/`: (replacement, display, help), for the command name
+    while it is being typed, else for its argument."""
+    if " " not in text:
+        typed = text[1:]
+        return [(f"/{c.name}", f"/{c.name}", c.help) for c in repl.commands.commands() if c.name.startswith(typed)]
+    name, _, argument = text[1:].partition(" ")
+    command = repl.commands.get(name)
+    if command is None or command.complete is None:
+        return []
+    return [(c, c, "") for c in command.complete(repl, argument.lstrip())]
+
+
+def path_candidates(root: Path, typed: str) -> list[str]:
+    """Project paths starting with `typed` (directories end in `/`); hidden entries only when asked for."""
+    directory, _, prefix = typed.rpartition("/")
+    base = (root / directory) if directory else root
+    try:
+        base = base.resolve()
+        if not (base == root.resolve() or base.is_relative_to(root.resolve())) or not base.is_dir():
+            return []
+        entries = sorted(os.scandir(base), key=lambda e: e.name)
+    except OSError:
+        return []
+    out: list[str] = []
+    for entry in entries:
+        if not entry.name.startswith(prefix) or entry.name in SKIP_DIRS:
+            continue
+        if entry.name.startswith(".") and not prefix.startswith("."):
+            continue
+        is_dir = entry.is_dir()
+        out.append(f"{directory + '/' if directory else ''}{entry.name}{'/' if is_dir else ''}")
+        if len(out) >= MAX_PATH_COMPLETIONS:
+            break
+    return out
+
+
+def _completer(repl: Repl) -> Any:
+    from prompt_toolkit.completion import Completer, Completion
+
+    class ReplCompleter(Completer):
+        def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+            before = document.text_before_cursor
+            if before.startswith("/") and "\n" not in before:
+                yield from self._commands(before)
+                return
+            word = before.split()[-1] if before and not before[-1].isspace() else ""
+            if word.startswith("@"):
+                for path in path_candidates(repl.root, word[1:]):
+                    yield Completion("@" + path, start_position=-len(word), display=path)
+
+        def _commands(self, before: str) -> Iterable[Completion]:
+            if " " not in before:
+                for replacement, display, meta in command_candidates(repl, before):
+                    yield Completion(replacement, start_position=-len(before), display=display, display_meta=meta)
+                return
+            argument = before.partition(" ")[2].lstrip()
+            for replacement, display, _ in command_candidates(repl, before):
+                yield Completion(replacement, start_position=-len(argument), display=display)
+
+    return ReplCompleter()
+
+
+def _key_bindings(repl: Repl) -> Any:
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @bindings.add("s-tab")
+    def _cycle_mode(event: KeyPressEvent) -> None:
+        repl.cycle_mode()
+        event.app.invalidate()
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return bindings
+
+
+def toolbar_fragments(repl: Repl) -> StyleAndTextTuples:
+    settings = repl.settings
+    meter = repl.context_meter()
+    return [
+        ("", " "),
+        ("class:toolbar.model", f"{settings.provider or 'auto'}/{settings.model or '?'}"),
+        ("", " · "),
+        (f"class:toolbar.mode.{repl.mode}", f"{repl.mode} mode"),
+        ("", " · "),
+        (f"class:toolbar.meter.{meter.level}", meter.label),
+        ("class:toolbar.hint", "  ·  shift-tab mode · /help · ctrl-d exit"),
+    ]
+
+
+def build_session(repl: Repl) -> PromptSession[str]:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+    from prompt_toolkit.styles import Style
+
+    history: History
+    try:
+        path = history_path(repl.root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass  # fails now (a directory, no permission) rather than on the first saved line
+        history = FileHistory(str(path))
+    except OSError as exc:
+        repl.warn(f"input history is not saved ({exc}); it lasts for this session only.")
+        history = InMemoryHistory()
+    return PromptSession(
+        message=[("class:prompt", PROMPT)],
+        history=history,
+        completer=_completer(repl),
+        complete_while_typing=True,
+        key_bindings=_key_bindings(repl),
+        bottom_toolbar=lambda: toolbar_fragments(repl),
+        style=Style.from_dict(STYLE),
+        multiline=False,
+        enable_history_search=False,
+        mouse_support=False,
+    )

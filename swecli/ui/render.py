@@ -1,0 +1,546 @@
+"""Rich rendering of the agent's events for the REPL.
+
+Layout: everything finished (reasoning lines, action lines, results, diffs, answer paragraphs) is
+printed once, in order, above a small live region at the bottom of the screen. The live region holds
+only what is still changing: the partial line of a stream and a spinner with the elapsed time and
+`esc to interrupt`. So the scrollback reads like a clean log, however long the stream.
+
+Events arrive on the agent's worker thread; the REPL's main thread pauses the live region for
+approval prompts. A lock keeps the two from interleaving.
+
+Text that came from the model or the user is always wrapped in `rich.text.Text` (or rendered as
+Markdown) and never interpreted as console markup, so `[brackets]` print as they are.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group, RenderableType
+from rich.markdown import Markdown
+from rich.spinner import Spinner
+from rich.text import Text
+
+from swecli.events import (
+    CompactionDone,
+    Event,
+    MessageAppended,
+    ModelCallStarted,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from swecli.messages import AssistantMessage
+from swecli.ui.meter import format_tokens
+
+if TYPE_CHECKING:
+    from rich.live import Live
+
+    from swecli.permissions import ApprovalRequest
+    from swecli.tools.base import ToolResult
+
+ICONS = {
+    "list_files": "📁",
+    "read_file": "📖",
+    "grep": "🔍",
+    "write_file": "📝",
+    "edit_file": "✏️",
+    "bash": "⚡",
+}
+VERBS = {
+    "list_files": "list",
+    "read_file": "read",
+    "grep": "grep",
+    "write_file": "write",
+    "edit_file": "edit",
+    "bash": "bash",
+}
+OTHER_ICON = "🔧"
+RESULT_MARK = "  ⎿  "
+PREVIEW_INDENT = "     "
+REASONING_INDENT = "  "
+CODE_THEME = "monokai"
+TAIL_LINES = 6
+"""Lines of a streaming answer shown in the live region before its paragraph is complete."""
+
+# Which end of a tool's output is worth previewing: the last lines of a command (errors, test
+# summaries), the first lines of a listing or a search.
+PREVIEW_FROM_END = {"bash"}
+NO_PREVIEW = {"read_file", "write_file", "edit_file"}
+QUIET_OUTCOMES = ("declined", "refused", "interrupted by user")
+"""Summaries that are the whole story: no preview, shown in yellow rather than as an error."""
+
+
+# -- formatting helpers (pure; tested with exact text) --------------------------------------------
+
+def format_duration(seconds: float) -> str:
+    """`0.4s`, `3.2s`, `12s`, `2m 05s`, `1h 02m`."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def _one_line(value: Any, limit: int = 100) -> str:
+    text = str(value)
+    lines = text.splitlines() or [""]
+    first = lines[0]
+    more = len(lines) > 1
+    if len(first) > limit:
+        first, more = first[: limit - 1], True
+    return first + (" …" if more else "")
+
+
+def key_argument(name: str, args: dict[str, Any]) -> str:
+    """The argument that says what a call does: the path read, the pattern searched, the command run."""
+    if name == "bash":
+        return _one_line(args.get("command", ""), 160)
+    if name == "grep":
+        parts = [f"'{_one_line(args.get('pattern', ''))}'"]
+        if args.get("path") not in (None, "", "."):
+            parts.append(str(args["path"]))
+        if args.get("glob"):
+            parts.append(f"({args['glob']})")
+        return " ".join(parts)
+    if name == "list_files":
+        parts = [str(args.get("path") or ".")]
+        if args.get("glob") or args.get("pattern"):
+            parts.append(f"'{args.get('glob') or args.get('pattern')}'")
+        return " ".join(parts)
+    if name == "read_file":
+        return str(args.get("path", "")) + _line_range(args)
+    if "path" in args:
+        return str(args["path"])
+    return _compact_args(args)
+
+
+def _line_range(args: dict[str, Any]) -> str:
+    offset, limit = args.get("offset"), args.get("limit")
+    if isinstance(offset, int) and isinstance(limit, int) and limit > 0:
+        return f":{offset}-{offset + limit - 1}"
+    if isinstance(offset, int) and offset > 1:
+        return f":{offset}-"
+    if isinstance(limit, int) and limit > 0:
+        return f":1-{limit}"
+    return ""
+
+
+def _compact_args(args: dict[str, Any]) -> str:
+    return _one_line(" ".join(f"{k}={v!r}" for k, v in args.items()), 100)
+
+
+def action_line(name: str, args: dict[str, Any]) -> Text:
+    """`🔍 grep 'login' src/`, `⚡ bash pytest -q`: one line per tool call."""
+    icon = ICONS.get(name, OTHER_ICON)
+    line = Text(f"{icon} ")
+    line.append(VERBS.get(name, name), style="bold")
+    argument = key_argument(name, args)
+    if argument:
+        line.append(" " + argument, style="cyan" if name != "bash" else "")
+    return line
+
+
+def result_text(name: str, result: ToolResult, preview_lines: int = 3, width: int = 100) -> Text:
+    """The one-line summary under an action line, then a few lines of preview."""
+    summary = result.summary or (_first_line(result.content) if result.is_error else "") or \
+        ("error" if result.is_error else "done")
+    style = "red" if result.is_error else ""
+    if result.summary in QUIET_OUTCOMES:
+        style = "yellow"
+    text = Text(RESULT_MARK)
+    text.append(_one_line(summary, width), style=style)
+    for line in _preview(name, result, summary, preview_lines):
+        text.append("\n" + PREVIEW_INDENT + _clip(line, width), style="dim")
+    return text
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[str]:
+    if result.summary in QUIET_OUTCOMES or count <= 0:
+        return []
+    if name in NO_PREVIEW and not result.is_error:
+        return []
+    lines = result.content.strip("\n").splitlines()
+    if lines and lines[0].strip() == summary.strip():
+        lines = lines[1:]  # the summary already said it
+    if len(lines) <= count:
+        return lines
+    hidden = _plural(len(lines) - count, "line")
+    if name in PREVIEW_FROM_END:
+        return [f"… +{hidden}", *lines[-count:]]
+    return [*lines[:count], f"… +{hidden}"]
+
+
+def _clip(line: str, width: int) -> str:
+    line = line.expandtabs(4)
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def diff_text(diff: str, max_lines: int = 80, indent: str = "    ") -> Text:
+    """A unified diff, coloured: additions green, removals red, hunk headers cyan."""
+    lines = diff.rstrip("\n").splitlines()
+    hidden = max(0, len(lines) - max_lines)
+    text = Text()
+    for i, line in enumerate(lines[:max_lines]):
+        if i:
+            text.append("\n")
+        text.append(indent + line, style=_diff_style(line))
+    if hidden:
+        text.append(f"\n{indent}… +{hidden} more diff lines", style="dim")
+    return text
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "cyan"
+    return ""
+
+
+def looks_like_diff(text: str) -> bool:
+    return any(line.startswith(("@@", "--- ", "+++ ")) for line in text.splitlines()[:20])
+
+
+def completion_line(turn: TurnFinished) -> Text:
+    """`⏺ done in 12s · ↑ 3.2k ↓ 450 tokens` after each turn."""
+    words = {
+        "done": ("done in", "green"),
+        "interrupted": ("interrupted after", "yellow"),
+        "iteration_limit": ("stopped at the iteration limit after", "yellow"),
+        "error": ("failed after", "red"),
+    }
+    phrase, colour = words.get(turn.stop_reason, (f"{turn.stop_reason} after", "yellow"))
+    text = Text("⏺ ", style=colour)
+    text.append(f"{phrase} {format_duration(turn.duration)}")
+    text.append(f" · ↑ {format_tokens(turn.usage.input_tokens)} ↓ {format_tokens(turn.usage.output_tokens)} tokens",
+                style="dim")
+    return text
+
+
+def compaction_line(event: CompactionDone) -> Text:
+    """`⟳ compacted 42 messages: 120k → 30k tokens (-75%, summarize, auto)`."""
+    what = f"compacted {_plural(event.messages_compacted, 'message')}" if event.messages_compacted else "compacted"
+    text = Text("⟳ ", style="magenta")
+    text.append(f"{what}: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} tokens")
+    text.append(f" (-{event.reduction:.0%}, {event.strategy}, {event.trigger})", style="dim")
+    if event.note:
+        text.append(f"\n  {event.note}", style="dim")
+    return text
+
+
+def notice_line(event: Notice) -> Text:
+    marks = {"info": ("ℹ ", "blue"), "warning": ("⚠ ", "yellow"), "error": ("✗ ", "red")}
+    mark, colour = marks.get(event.level, ("• ", ""))
+    text = Text(mark, style=colour)
+    text.append(event.text, style=colour if event.level == "error" else "")
+    return text
+
+
+def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> RenderableType:
+    """What will happen if the user says yes: the diff of an edit, the full command of bash."""
+    parts: list[RenderableType] = []
+    if request.call.name == "bash":
+        command = str(request.args.get("command", "")) or request.preview
+        text = Text("    $ ", style="dim")
+        text.append(command, style="bold")
+        parts.append(text)
+    elif looks_like_diff(request.preview):
+        parts.append(diff_text(request.preview, max_diff_lines))
+    elif request.preview:
+        parts.append(Text(request.preview, style=""))
+    if request.danger:
+        parts.append(Text(f"    ⚠ {request.danger}", style="bold red"))
+    return Group(*parts)
+
+
+# -- streaming buffers ----------------------------------------------------------------------------
+
+class LineStream:
+    """Turns a stream of fragments into finished lines, word-wrapped to `width` so that no line
+    waits forever in the live region when the model writes one long paragraph."""
+
+    def __init__(self, width: int) -> None:
+        self.width = max(20, width)
+        self.partial = ""
+
+    def feed(self, fragment: str) -> list[str]:
+        self.partial += fragment
+        done: list[str] = []
+        while "\n" in self.partial:
+            line, self.partial = self.partial.split("\n", 1)
+            done.extend(self._wrap(line, final=True))
+        done.extend(self._wrap(self.partial, final=False))
+        return done
+
+    def _wrap(self, line: str, final: bool) -> list[str]:
+        out: list[str] = []
+        while len(line) > self.width:
+            cut = line.rfind(" ", 0, self.width + 1)
+            cut = cut if cut > 0 else self.width
+            out.append(line[:cut].rstrip())
+            line = line[cut:].lstrip(" ")
+        if final:
+            out.append(line)
+        else:
+            self.partial = line
+        return out
+
+    def flush(self) -> list[str]:
+        rest, self.partial = self.partial, ""
+        return [rest] if rest.strip() else []
+
+
+class BlockStream:
+    """Splits streamed Markdown into finished blocks (at blank lines outside code fences), so each
+    paragraph or code block is rendered as Markdown once it is complete."""
+
+    def __init__(self) -> None:
+        self.pending = ""
+
+    def feed(self, fragment: str) -> list[str]:
+        self.pending += fragment
+        cut = self._last_safe_break()
+        if cut < 0:
+            return []
+        block, self.pending = self.pending[:cut].rstrip("\n"), self.pending[cut:].lstrip("\n")
+        return [block] if block.strip() else []
+
+    def _last_safe_break(self) -> int:
+        """The end of the last blank line that is not inside a fenced code block (-1 if none)."""
+        position, in_fence, cut = 0, False, -1
+        for line in self.pending.splitlines(keepends=True):
+            stripped = line.strip()
+            if stripped.startswith(("```", "~~~")):
+                in_fence = not in_fence
+            position += len(line)
+            if not stripped and not in_fence and line.endswith("\n"):
+                cut = position
+        return cut
+
+    def flush(self) -> list[str]:
+        rest, self.pending = self.pending.rstrip("\n"), ""
+        return [rest] if rest.strip() else []
+
+
+# -- the event listener ---------------------------------------------------------------------------
+
+class Renderer:
+    """Listens to the agent's events and draws them (see the module docstring for the layout)."""
+
+    def __init__(self, console: Console, *, live: bool | None = None, preview_lines: int = 3,
+                 diff_lines: int = 80) -> None:
+        self.console = console
+        self.live_enabled = console.is_terminal if live is None else live
+        self.preview_lines = preview_lines
+        self.diff_lines = diff_lines
+        self._lock = threading.RLock()
+        self._live: Live | None = None
+        self._spinner = Spinner("dots", style="cyan")
+        self._turn_started = time.monotonic()
+        self._activity = "Thinking"
+        self._reasoning = LineStream(self._text_width(REASONING_INDENT))
+        self._answer = BlockStream()
+        self._in_reasoning = False
+        self._answer_blocks = 0
+        self._after_code = False
+        self._streamed = False
+        self._approved_diffs: set[str] = set()
+        self.interrupting = False
+
+    # the REPL's side ------------------------------------------------------------------------------
+    def begin_turn(self) -> None:
+        with self._lock:
+            self._turn_started = time.monotonic()
+            self.interrupting = False
+            self._activity = "Thinking"
+            self._start_live()
+
+    def pause(self) -> None:
+        """Stop the live region (before an approval prompt takes the terminal)."""
+        with self._lock:
+            self._stop_live()
+
+    def resume(self) -> None:
+        with self._lock:
+            self._start_live()
+
+    def end_turn(self) -> None:
+        with self._lock:
+            self._finish_streams()
+            self._stop_live()
+
+    def mark_interrupting(self) -> None:
+        with self._lock:
+            self.interrupting = True
+
+    def note_diff_shown(self, call_id: str) -> None:
+        """The approval prompt showed this call's diff already; do not repeat it under the result."""
+        with self._lock:
+            self._approved_diffs.add(call_id)
+
+    def print(self, renderable: RenderableType = "") -> None:
+        with self._lock:
+            self.console.print(renderable)
+
+    # the agent's side -----------------------------------------------------------------------------
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            self._dispatch(event)
+
+    def _dispatch(self, event: Event) -> None:
+        if isinstance(event, ReasoningDelta):
+            self._on_reasoning(event.text)
+        elif isinstance(event, TextDelta):
+            self._on_text(event.text)
+        elif isinstance(event, ModelCallStarted):
+            self._streamed = False
+            self._activity = "Thinking"
+            self._start_live()
+        elif isinstance(event, MessageAppended) and isinstance(event.message, AssistantMessage):
+            self._on_assistant(event.message)
+        elif isinstance(event, ToolStarted):
+            self._finish_streams()
+            self.console.print(action_line(event.call.name, event.args))
+            self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
+        elif isinstance(event, ToolFinished):
+            self._on_tool_finished(event)
+        elif isinstance(event, CompactionDone):
+            self._finish_streams()
+            self.console.print(compaction_line(event))
+        elif isinstance(event, Notice):
+            self._finish_streams()
+            self.console.print(notice_line(event))
+        elif isinstance(event, TurnFinished):
+            self._on_turn_finished(event)
+
+    def _on_reasoning(self, fragment: str) -> None:
+        self._streamed = True
+        if not self._in_reasoning:
+            self._finish_answer()
+            self.console.print(Text("💭 Reasoning:", style="dim italic"))
+            self._in_reasoning = True
+            self._activity = "Reasoning"
+        for line in self._reasoning.feed(fragment):
+            self._print_reasoning(line)
+
+    def _print_reasoning(self, line: str) -> None:
+        self.console.print(Text(REASONING_INDENT + line, style="dim italic"))
+
+    def _on_text(self, fragment: str) -> None:
+        self._streamed = True
+        self._finish_reasoning()
+        self._activity = "Writing"
+        for block in self._answer.feed(fragment):
+            self._print_block(block)
+
+    def _print_block(self, block: str) -> None:
+        # Blocks are separated by a blank line, as in a whole-document render; a code block's own
+        # padding already provides it.
+        if self._answer_blocks and not self._after_code:
+            self.console.print()
+        self.console.print(Markdown(block, code_theme=CODE_THEME))
+        self._answer_blocks += 1
+        self._after_code = block.rstrip().endswith(("```", "~~~"))
+
+    def _on_assistant(self, message: AssistantMessage) -> None:
+        if not self._streamed:  # a provider that answered in one piece: show it the same way
+            if message.reasoning:
+                self._on_reasoning(message.reasoning)
+            if message.content:
+                self._on_text(message.content)
+        self._finish_streams()
+        self._streamed = False
+
+    def _on_tool_finished(self, event: ToolFinished) -> None:
+        self._finish_streams()
+        width = self._text_width(PREVIEW_INDENT)
+        self.console.print(result_text(event.call.name, event.result, self.preview_lines, width))
+        if event.result.diff and not event.result.is_error and event.call.id not in self._approved_diffs:
+            self.console.print(diff_text(event.result.diff, self.diff_lines))
+        self._approved_diffs.discard(event.call.id)
+        self._activity = "Thinking"
+
+    def _on_turn_finished(self, turn: TurnFinished) -> None:
+        self._finish_streams()
+        self._stop_live()
+        if turn.stop_reason == "iteration_limit" or (turn.stop_reason == "error" and turn.error):
+            self.console.print(Text(turn.error or turn.answer, style="yellow"))
+        self.console.print(completion_line(turn))
+
+    def _finish_streams(self) -> None:
+        self._finish_reasoning()
+        self._finish_answer()
+
+    def _finish_reasoning(self) -> None:
+        if self._in_reasoning:
+            for line in self._reasoning.flush():
+                self._print_reasoning(line)
+            self._in_reasoning = False
+
+    def _finish_answer(self) -> None:
+        for block in self._answer.flush():
+            self._print_block(block)
+        self._answer_blocks = 0
+
+    # the live region ------------------------------------------------------------------------------
+    def _start_live(self) -> None:
+        if not self.live_enabled or self._live is not None:
+            return
+        from rich.live import Live
+
+        self._live = Live(console=self.console, get_renderable=self._live_view, refresh_per_second=10,
+                          transient=True, redirect_stdout=False, redirect_stderr=False)
+        self._live.start()
+
+    def _stop_live(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def _live_view(self) -> RenderableType:
+        # Called by rich's refresh thread: read the buffers without the lock (a torn read only
+        # shows a frame one fragment old).
+        parts: list[RenderableType] = []
+        if self._in_reasoning and self._reasoning.partial:
+            parts.append(Text(REASONING_INDENT + self._reasoning.partial, style="dim italic", overflow="ellipsis",
+                              no_wrap=True))
+        pending = self._answer.pending
+        if pending.strip():
+            tail = pending.rstrip("\n").splitlines()[-TAIL_LINES:]
+            parts.append(Text("\n".join(tail), overflow="ellipsis", no_wrap=True))
+        parts.append(self.status_line())
+        return Group(*parts)
+
+    def status_line(self, now: float | None = None) -> Text:
+        now = time.monotonic() if now is None else now
+        frame = self._spinner.render(now)
+        line = frame.copy() if isinstance(frame, Text) else Text("·")
+        label = "Interrupting" if self.interrupting else self._activity
+        line.append(f" {label}… ", style="bold")
+        line.append(f"{format_duration(now - self._turn_started)} · esc to interrupt", style="dim")
+        return line
+
+    def _text_width(self, indent: str) -> int:
+        return max(20, self.console.width - len(indent) - 1)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

@@ -1,0 +1,367 @@
+"""The interactive REPL: read a request, run the agent on it, show what happens, repeat.
+
+Threads: the agent's loop runs on a worker thread for each request. The main thread owns the
+terminal: it reads keys (Esc / Ctrl-C cancel the agent's token), answers the agent's approval
+requests (queued by `ApprovalBridge`), and returns to the prompt when the worker ends. Events reach
+the renderer (and any other listener on the bus) directly from the worker thread.
+
+The session itself (provider, agent, transcript, log, notes, resume) comes from
+`swecli.app.open_session`. Hooks for the rest of swecli (`ReplHooks`): extra event listeners, extra
+slash commands, and an override for the context meter's data source.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console, RenderableType
+from rich.text import Text
+
+from swecli import __version__
+from swecli.config import ConfigError, Settings
+from swecli.events import Event, ModelCallFinished, Notice, TurnFinished
+from swecli.llm.base import Provider, ProviderError
+from swecli.messages import Usage, UserMessage
+from swecli.permissions import MODES, Decision
+from swecli.ui import mentions
+from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
+from swecli.ui.commands import Command, CommandRegistry, builtin_commands, is_command
+from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
+from swecli.ui.meter import Meter, format_tokens
+from swecli.ui.render import Renderer, completion_line, format_duration
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
+
+    from swecli.agent import Agent
+    from swecli.app import AgentSession, EventBus
+    from swecli.llm.retry import RetryNotice
+
+POLL = 0.05
+"""Seconds between checks for keys and approval requests while the agent works."""
+
+
+@dataclass
+class ReplHooks:
+    """What the rest of swecli plugs into the REPL (all optional)."""
+
+    listeners: Sequence[Callable[[Event], None]] = ()
+    """Added to the session's EventBus after the renderer (the transcript and log are wired by
+    `open_session` already)."""
+    commands: Sequence[Command] = ()
+    """Extra slash commands (/compact, /context, /init, /resume, /notes, /playbook); same name replaces."""
+    context_meter: Callable[[Repl], Meter] | None = None
+    """Overrides the toolbar meter's data source (the default asks the context engine)."""
+    banner: str = ""
+    """An extra line under the welcome line."""
+
+
+@dataclass
+class _Turn:
+    result: TurnFinished | None = None
+    error: BaseException | None = None
+
+
+@dataclass
+class Repl:
+    root: Path
+    settings: Settings
+    hooks: ReplHooks = field(default_factory=ReplHooks)
+    console: Console = field(default_factory=lambda: Console(highlight=False))
+    resume: str | None = None
+    """Session ID to resume ('' for the latest), as `swecli --resume`."""
+    continue_latest: bool = False
+
+    def __post_init__(self) -> None:
+        from swecli.app import open_session
+
+        self.renderer = Renderer(self.console)
+        self.commands: CommandRegistry = builtin_commands()
+        for command in self.hooks.commands:
+            self.commands.register(command, replace=True)
+        self.session_usage = Usage()
+        self.approvals = ApprovalBridge()
+        self.session: AgentSession = open_session(
+            self.root, self.settings, approver=self.approvals,
+            listeners=[self.renderer, self._track, *self.hooks.listeners],
+            resume=self.resume, continue_latest=self.continue_latest)
+        _announce_retries(self.session.provider, self._on_retry)
+        self._exit = False
+        self._meter = self._measure()
+
+    @property
+    def agent(self) -> Agent:
+        return self.session.agent
+
+    @property
+    def provider(self) -> Provider:
+        return self.session.provider
+
+    @property
+    def bus(self) -> EventBus:
+        return self.session.bus
+
+    # -- state the commands and the toolbar use -----------------------------------------------------
+    @property
+    def mode(self) -> str:
+        return self.agent.policy.mode
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        self._set_mode(mode)
+        self.print(Text(f"Mode: {mode}", style="bold"))
+
+    def cycle_mode(self) -> None:
+        """Shift-Tab: the next mode, silently (the toolbar shows it)."""
+        self._set_mode(MODES[(MODES.index(self.mode) + 1) % len(MODES)])
+
+    def _set_mode(self, mode: str) -> None:
+        self.agent.policy.mode = mode
+        self.settings = self.settings.model_copy(update={"mode": mode})
+
+    def clear(self) -> None:
+        """A new conversation with the same settings, mode and session approvals."""
+        self.agent.replace_history([], "clear")
+        self.refresh_meter()
+        self.print(Text("Started a new conversation.", style="dim"))
+
+    def switch_model(self, name: str) -> None:
+        from swecli.llm.factory import make_provider
+
+        settings = self.settings.model_copy(update={"model": name})
+        try:
+            provider = make_provider(settings, on_retry=self._on_retry)
+        except (ProviderError, ConfigError, ValueError) as exc:
+            self.print(Text(f"Could not switch to {name}: {exc}", style="red"))
+            return
+        old = self.session.provider
+        self.session.provider = self.agent.provider = provider
+        self.session.settings = self.settings = settings
+        self.agent.context.window = settings.context_window  # the new model's window drives compaction
+        old.close()
+        self.refresh_meter()
+        self.print(Text(f"Model: {name} (context window {format_tokens(settings.context_window)})"))
+
+    def context_meter(self) -> Meter:
+        """The toolbar's numbers (read on every keystroke, so computed once per prompt)."""
+        return self._meter
+
+    def refresh_meter(self) -> None:
+        self._meter = self._measure()
+
+    def _measure(self) -> Meter:
+        """The one place the meter's numbers come from: the context engine's count of the next request."""
+        if self.hooks.context_meter is not None:
+            return self.hooks.context_meter(self)
+        state = self.agent.context.state(self.agent.history)
+        window = state.budget.window
+        return Meter(state.total, window, state.budget.limit / window if window else 1.0)
+
+    def request_exit(self) -> None:
+        self._exit = True
+
+    def print(self, renderable: RenderableType = "") -> None:
+        self.renderer.print(renderable)
+
+    def warn(self, text: str) -> None:
+        self.print(Text(f"⚠ {text}", style="yellow"))
+
+    def _track(self, event: Event) -> None:
+        """Session totals for /tokens (across /clear, unlike the agent's own count)."""
+        if isinstance(event, ModelCallFinished):
+            self.session_usage = self.session_usage + event.usage
+
+    def _on_retry(self, notice: RetryNotice) -> None:
+        # Called on the worker thread before a retry wait: say why nothing seems to happen.
+        self.bus(Notice("warning", f"{notice.error} Retrying in {format_duration(notice.delay)} "
+                                   f"(attempt {notice.attempt + 1} of {notice.max_attempts})."))
+
+    # -- the loop -----------------------------------------------------------------------------------
+    def run(self) -> int:
+        self._welcome()
+        session = self._session()
+        armed = False  # Ctrl-C pressed once on an empty prompt
+        try:
+            while not self._exit:
+                self.refresh_meter()
+                try:
+                    text = session.prompt() if session is not None else input("> ")
+                except KeyboardInterrupt:
+                    if armed:
+                        break
+                    armed = True
+                    self.print(Text("Press Ctrl-C again to exit (or Ctrl-D).", style="dim"))
+                    continue
+                except EOFError:
+                    break
+                armed = False
+                self.submit(text)
+        finally:
+            self.close()
+        return 0
+
+    def _session(self) -> PromptSession[str] | None:
+        import sys
+
+        if not sys.stdin.isatty():
+            return None  # piped input: plain lines, no editing
+        from swecli.ui.input import build_session
+
+        return build_session(self)
+
+    def _welcome(self) -> None:
+        line = Text("swecli ", style="bold")
+        line.append(__version__, style="dim")
+        line.append(f" · {self.settings.provider or 'auto'}/{self.settings.model} · {self.mode} mode · {self.root}")
+        self.print(line)
+        if self.resume is not None or self.continue_latest:
+            self.print(Text(f"Resumed session {self.session.session_id} · {len(self.agent.history)} messages",
+                            style="dim"))
+        if self.hooks.banner:
+            self.print(Text(self.hooks.banner, style="dim"))
+        self.print(Text("/help for commands · @path attaches a file · esc interrupts · ctrl-d exits", style="dim"))
+
+    def close(self) -> None:
+        self.approvals.close()
+        self.session.close()
+
+    def submit(self, text: str) -> None:
+        """One line from the prompt: a slash command or a request for the agent."""
+        if not text.strip():
+            return
+        if is_command(text):
+            try:
+                self.commands.dispatch(self, text)
+            except Exception as exc:  # a broken command must not take the session down
+                self.print(Text(f"/{text.split()[0].lstrip('/')} failed: {type(exc).__name__}: {exc}", style="red"))
+            return
+        self.run_task(text)
+
+    def run_task(self, text: str) -> TurnFinished | None:
+        attached = mentions.collect(self.root, text)
+        for problem in attached.problems:
+            self.warn(problem)
+        for a in attached.attachments:
+            note = " (truncated)" if a.truncated else ""
+            self.print(Text(f"📎 {a.path} · {a.lines} lines · ~{format_tokens(a.tokens)} tokens{note}", style="dim"))
+        turn = _Turn()
+        worker = threading.Thread(target=self._work, args=(UserMessage(content=text), attached.message(), turn),
+                                  name="swecli-agent", daemon=True)
+        self.renderer.begin_turn()
+        worker.start()
+        self._supervise(worker)
+        self.renderer.end_turn()
+        if turn.error is not None:
+            self._report(turn.error)
+        return turn.result
+
+    def _work(self, prompt: UserMessage, context: UserMessage | None, turn: _Turn) -> None:
+        try:
+            if context is not None:
+                self.agent.append(context)
+            turn.result = self.agent.run(prompt)
+        except BaseException as exc:  # reported by the main thread; the session goes on
+            turn.error = exc
+            self.agent.close_open_calls()
+
+    def _report(self, error: BaseException) -> None:
+        if isinstance(error, ProviderError):
+            self.print(Text(f"✗ {error}", style="red"))
+        else:
+            detail = "".join(traceback.format_exception(error)).rstrip()
+            self.print(Text(f"✗ internal error: {type(error).__name__}: {error}", style="red"))
+            self.print(Text(detail, style="dim"))
+        self.print(completion_line(TurnFinished("", 0, Usage(), 0.0, "error", str(error))))
+
+    # -- while the agent works ----------------------------------------------------------------------
+    def _supervise(self, worker: threading.Thread) -> None:
+        """Wait for the worker while answering approvals and watching for Esc / Ctrl-C."""
+        keys = KeyWatcher.for_stream()
+        self._keys = keys
+        try:
+            if keys is not None:
+                keys.start()
+            while worker.is_alive():
+                try:
+                    self._poll(worker, keys)
+                except KeyboardInterrupt:  # no key watcher (not a terminal): SIGINT still interrupts
+                    self._interrupt()
+        finally:
+            if keys is not None:
+                keys.drain()
+                keys.stop()
+            self._keys = None
+
+    def _poll(self, worker: threading.Thread, keys: KeyWatcher | None) -> None:
+        pending = self.approvals.next()
+        if pending is not None:
+            self._answer(pending, keys)
+            return
+        if keys is None:
+            worker.join(POLL)
+            return
+        if keys.read_key(POLL) in (ESC, CTRL_C):
+            self._interrupt()
+
+    def _interrupt(self) -> None:
+        if not self.agent.cancel.cancelled:
+            self.agent.cancel.cancel()
+            self.renderer.mark_interrupting()
+
+    def _answer(self, pending: PendingApproval, keys: KeyWatcher | None) -> None:
+        self.renderer.pause()
+        try:
+            answer = ask(pending.request, self.console, lambda: self._read_key(keys),
+                         lambda prompt: self._read_line(prompt, keys))
+        except BaseException:
+            pending.answer(_declined())
+            raise
+        if answer.decision.verdict != "no" and pending.request.call.name != "bash":
+            self.renderer.note_diff_shown(pending.request.call.id)
+        pending.answer(answer.decision)
+        if answer.interrupt:
+            self._interrupt()
+        self.renderer.resume()
+
+    def _read_key(self, keys: KeyWatcher | None) -> str | None:
+        if keys is None:
+            return input()
+        key = None
+        while key is None:
+            key = keys.read_key(1.0)
+        return key
+
+    def _read_line(self, prompt: str, keys: KeyWatcher | None) -> str:
+        self.console.print(Text(prompt, style="bold"), end="")
+        if keys is None:
+            return input()
+        with keys.paused():
+            return input()
+
+
+def _declined() -> Decision:
+    return Decision("no", "the approval prompt failed")
+
+
+def _announce_retries(provider: Provider, on_retry: Callable[[RetryNotice], None]) -> None:
+    """Have the provider say when it waits to retry (its RetryPolicy's hook), so a rate limit never
+    looks like a frozen screen. Providers without a retry policy are left alone."""
+    policy = getattr(provider, "retry", None)
+    if policy is not None and hasattr(policy, "on_retry") and policy.on_retry is None:
+        policy.on_retry = on_retry
+
+
+def run_repl(root: Path, settings: Settings, *, resume: str | None = None, continue_latest: bool = False,
+             hooks: ReplHooks | None = None) -> int:
+    """The `swecli` command without -p: run the REPL in `root` until the user leaves.
+
+    ConfigError and SessionError (nothing to resume) propagate: the runner prints them as one line.
+    """
+    repl = Repl(root, settings, hooks or ReplHooks(), resume=resume, continue_latest=continue_latest)
+    return repl.run()

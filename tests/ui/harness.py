@@ -1,0 +1,130 @@
+"""A pseudo-terminal driver for the REPL tests: the real `swecli` process, seen as a person sees it.
+
+Output is matched on text with the terminal's escape sequences removed, moving forward through the
+output (each `expect` starts where the last one matched), so a test reads as a sequence of things
+that must appear in order. Cursor position requests are answered as a real terminal would, so
+prompt-toolkit draws its bottom toolbar.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78MDEc]")
+CURSOR_POSITION_REQUEST = "\x1b[6n"
+ROWS, COLS = 50, 160
+TIMEOUT = 30.0
+"""Generous: the machine is shared and slow at times; no test asserts on timing."""
+
+ESC = "\x1b"
+ALT_ENTER = "\x1b\r"
+SHIFT_TAB = "\x1b[Z"
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+class Terminal:
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(cwd), env=env, dimensions=(ROWS, COLS),
+                                   encoding="utf-8", codec_errors="replace", timeout=TIMEOUT)
+        self.raw = ""
+        self.pos = 0
+
+    @property
+    def text(self) -> str:
+        return strip_ansi(self.raw)
+
+    def _pump(self, wait: float) -> None:
+        try:
+            data = self.child.read_nonblocking(65536, wait)
+        except pexpect.TIMEOUT:
+            return
+        if CURSOR_POSITION_REQUEST in data:
+            self.child.send(f"\x1b[{ROWS};1R")
+        self.raw += data
+
+    def expect(self, needle: str | re.Pattern[str], timeout: float = TIMEOUT) -> str:
+        """Wait until `needle` appears after the previous match; return the text it matched."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.text
+            if isinstance(needle, str):
+                at = text.find(needle, self.pos)
+                if at >= 0:
+                    self.pos = at + len(needle)
+                    return needle
+            else:
+                match = needle.search(text, self.pos)
+                if match:
+                    self.pos = match.end()
+                    return match.group(0)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never saw {needle!r}; output since the last match:\n{text[self.pos:][-3000:]}")
+            try:
+                self._pump(0.1)
+            except pexpect.EOF:
+                if time.monotonic() > deadline or not self.child.isalive():
+                    raise AssertionError(f"swecli exited before showing {needle!r}; output since the last "
+                                         f"match:\n{self.text[self.pos:][-3000:]}") from None
+
+    def prompt(self) -> None:
+        """Wait for the input prompt to be ready for typing."""
+        self.expect("❯ ")
+        self.settle()
+
+    def settle(self, quiet: float = 0.3) -> None:
+        """Read until the output has been quiet a moment (prompt-toolkit finished drawing)."""
+        deadline = time.monotonic() + TIMEOUT
+        last = len(self.raw)
+        while time.monotonic() < deadline:
+            try:
+                self._pump(quiet)
+            except pexpect.EOF:
+                return
+            if len(self.raw) == last:
+                return
+            last = len(self.raw)
+
+    def since(self) -> str:
+        """Everything shown after the last match (for negative checks)."""
+        return self.text[self.pos:]
+
+    def send(self, keys: str) -> None:
+        self.child.send(keys)
+
+    def line(self, text: str) -> None:
+        self.child.send(text)
+        self.settle(0.2)
+        self.child.send("\r")
+
+    def exit_status(self, timeout: float = TIMEOUT) -> int:
+        deadline = time.monotonic() + timeout
+        while self.child.isalive() and time.monotonic() < deadline:
+            try:
+                self._pump(0.2)
+            except pexpect.EOF:
+                break
+        self.child.close()
+        assert self.child.exitstatus is not None, f"swecli did not exit: {self.text[-2000:]}"
+        return int(self.child.exitstatus)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+def spawn_swecli(base_url: str, project: Path, home: Path, *extra: str) -> Terminal:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_") and not k.endswith("_API_KEY")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), TERM="xterm-256color",
+               COLUMNS=str(COLS), LINES=str(ROWS))
+    argv = [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", base_url,
+            "--model", "scripted-model", *extra]
+    return Terminal(argv, project, env)

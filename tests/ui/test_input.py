@@ -1,0 +1,93 @@
+"""The input line: completion, toolbar and history file."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory, InMemoryHistory
+from rich.console import Console
+
+from swecli.config import Settings
+from swecli.testing.server import ScriptedLLM
+from swecli.ui.input import (
+    _completer,
+    build_session,
+    command_candidates,
+    history_path,
+    path_candidates,
+    toolbar_fragments,
+)
+from swecli.ui.meter import Meter
+from swecli.ui.repl import Repl, ReplHooks
+
+
+@pytest.fixture
+def repl(project: Path) -> Iterator[Repl]:
+    with ScriptedLLM([], strict=False) as llm:
+        settings = Settings(provider="openai-compatible", model="scripted-model", base_url=llm.base_url)
+        console = Console(file=io.StringIO(), width=100, color_system=None, force_terminal=False)
+        yield Repl(project, settings, ReplHooks(), console)
+
+
+def completions(repl: Repl, text: str) -> list[str]:
+    document = Document(text, len(text))
+    return [c.text for c in _completer(repl).get_completions(document, CompleteEvent(completion_requested=True))]
+
+
+def test_slash_commands_and_their_arguments_complete(repl: Repl) -> None:
+    assert completions(repl, "/mo") == ["/mode", "/model"]
+    assert completions(repl, "/") == ["/clear", "/exit", "/help", "/mode", "/model", "/tokens"]
+    assert completions(repl, "/mode p") == ["plan"]
+    assert completions(repl, "/mode ") == ["default", "auto", "plan"]
+    assert completions(repl, "/tokens ") == []
+    assert [c[2] for c in command_candidates(repl, "/cl")] == ["Start a new conversation (same settings)"]
+
+
+def test_path_mentions_complete_inside_the_project(repl: Repl, project: Path) -> None:
+    (project / "src" / "api").mkdir(parents=True)
+    (project / "src" / "api" / "auth.py").write_text("")
+    (project / "src" / "app.py").write_text("")
+    (project / ".env").write_text("")
+    (project / ".git").mkdir()
+    assert completions(repl, "fix @sr") == ["@src/"]
+    assert completions(repl, "fix @src/a") == ["@src/api/", "@src/app.py"]
+    assert completions(repl, "fix @src/api/") == ["@src/api/auth.py"]
+    assert completions(repl, "see @.") == ["@.env", "@.swecli/"]  # hidden entries only when asked for
+    assert completions(repl, "see @../") == []  # never outside the project
+    assert completions(repl, "plain words") == []
+    assert path_candidates(project, "nothing-here") == []
+
+
+def test_toolbar_shows_model_mode_and_a_coloured_meter(repl: Repl) -> None:
+    fragments = toolbar_fragments(repl)
+    text = "".join(fragment[1] for fragment in fragments)
+    assert text.startswith(" openai-compatible/scripted-model · default mode · ctx ")
+    assert "/32.8k" in text
+    repl.hooks = ReplHooks(context_meter=lambda r: Meter(87_100, 100_000, 0.8))
+    repl.refresh_meter()
+    repl.cycle_mode()
+    fragments = toolbar_fragments(repl)
+    assert ("class:toolbar.meter.over", "ctx 87% · 87.1k/100k") in fragments
+    assert ("class:toolbar.mode.auto", "auto mode") in fragments
+    repl.hooks = ReplHooks(context_meter=lambda r: Meter(75_000, 100_000, 0.8))
+    repl.refresh_meter()
+    assert ("class:toolbar.meter.near", "ctx 75% · 75k/100k") in toolbar_fragments(repl)
+
+
+def test_history_is_kept_per_project(repl: Repl, project: Path) -> None:
+    session = build_session(repl)
+    assert isinstance(session.history, FileHistory)
+    assert history_path(project).is_file()
+
+
+def test_an_unwritable_history_falls_back_to_memory(repl: Repl, project: Path) -> None:
+    history_path(project).parent.mkdir(exist_ok=True)
+    history_path(project).mkdir()  # a directory where the file should be
+    session = build_session(repl)
+    assert isinstance(session.history, InMemoryHistory)
+    assert "input history is not saved" in repl.console.file.getvalue()  # type: ignore[attr-defined]

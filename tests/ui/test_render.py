@@ -1,0 +1,266 @@
+"""Rendering, checked as text on a fixed-width console without colour."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, RenderableType
+
+from swecli.events import (
+    CompactionDone,
+    Event,
+    MessageAppended,
+    ModelCallStarted,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+)
+from swecli.messages import AssistantMessage, ToolCall, Usage
+from swecli.permissions import ApprovalRequest
+from swecli.tools.base import ToolResult
+from swecli.ui.render import (
+    BlockStream,
+    LineStream,
+    Renderer,
+    action_line,
+    approval_preview,
+    completion_line,
+    diff_text,
+    format_duration,
+    result_text,
+)
+
+DIFF = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,2 @@\n def main():\n-    return 41\n+    return 42\n"
+
+
+def capture_console() -> Console:
+    return Console(file=io.StringIO(), width=80, color_system=None, force_terminal=False, highlight=False)
+
+
+def plain(console: Console) -> str:
+    """What was printed, with the padding rich adds at line ends removed."""
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    return "\n".join(line.rstrip() for line in file.getvalue().splitlines())
+
+
+def render(renderable: RenderableType) -> str:
+    console = capture_console()
+    console.print(renderable)
+    return plain(console)
+
+
+def call(name: str, call_id: str = "c1") -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments="{}")
+
+
+def test_action_lines_show_an_icon_and_the_key_argument() -> None:
+    assert render(action_line("grep", {"pattern": "login", "path": "src/"})) == "🔍 grep 'login' src/"
+    assert render(action_line("grep", {"pattern": "def ", "path": ".", "glob": "*.py"})) == "🔍 grep 'def ' (*.py)"
+    assert render(action_line("read_file", {"path": "src/api/auth.py"})) == "📖 read src/api/auth.py"
+    assert render(action_line("read_file", {"path": "a.py", "offset": 10, "limit": 20})) == "📖 read a.py:10-29"
+    assert render(action_line("edit_file", {"path": "src/api/auth.py", "old_string": "x"})) == \
+        "✏️ edit src/api/auth.py"
+    assert render(action_line("write_file", {"path": "notes.md", "content": "..."})) == "📝 write notes.md"
+    assert render(action_line("bash", {"command": "pytest -q"})) == "⚡ bash pytest -q"
+    assert render(action_line("list_files", {})) == "📁 list ."
+    assert render(action_line("list_files", {"path": "src", "glob": "*.py"})) == "📁 list src '*.py'"
+
+
+def test_action_lines_keep_model_text_literal_and_on_one_line() -> None:
+    assert render(action_line("bash", {"command": "echo [bold]hi[/bold]\nrm x"})) == "⚡ bash echo [bold]hi[/bold] …"
+    assert render(action_line("custom_tool", {"query": "[red]x"})) == "🔧 custom_tool query='[red]x'"
+
+
+def test_result_summary_with_a_preview_from_the_start_of_a_search() -> None:
+    result = ToolResult("a.py:1: login\nb.py:2: login\nc.py:3: login\nd.py:9: login",
+                        summary="Found 4 matches across 4 files")
+    assert render(result_text("grep", result)) == (
+        "  ⎿  Found 4 matches across 4 files\n"
+        "     a.py:1: login\n"
+        "     b.py:2: login\n"
+        "     c.py:3: login\n"
+        "     … +1 line"
+    )
+
+
+def test_command_results_preview_the_end_where_failures_are() -> None:
+    result = ToolResult("collected 9\n.....\n....F\nFAILED test_x\n1 failed, 8 passed\nexit code 1",
+                        is_error=True, summary="exit 1 · 3.2s")
+    assert render(result_text("bash", result)) == (
+        "  ⎿  exit 1 · 3.2s\n"
+        "     … +3 lines\n"
+        "     FAILED test_x\n"
+        "     1 failed, 8 passed\n"
+        "     exit code 1"
+    )
+
+
+def test_reads_show_only_the_summary_and_errors_do_not_repeat_it() -> None:
+    assert render(result_text("read_file", ToolResult("1\tx\n2\ty", summary="2 lines"))) == "  ⎿  2 lines"
+    error = ToolResult("No such file: a.py\nDid you mean b.py?", is_error=True)
+    assert render(result_text("read_file", error)) == "  ⎿  No such file: a.py\n     Did you mean b.py?"
+    declined = ToolResult("The user declined this bash call.", is_error=True, summary="declined")
+    assert render(result_text("bash", declined)) == "  ⎿  declined"
+
+
+def test_diffs_are_indented_and_capped() -> None:
+    assert render(diff_text(DIFF)) == (
+        "    --- a/src/app.py\n"
+        "    +++ b/src/app.py\n"
+        "    @@ -1,2 +1,2 @@\n"
+        "     def main():\n"
+        "    -    return 41\n"
+        "    +    return 42"
+    )
+    assert render(diff_text(DIFF, max_lines=2)).splitlines()[-1] == "    … +4 more diff lines"
+
+
+def test_diff_colours() -> None:
+    text = diff_text(DIFF)
+    styles = {text.plain[span.start:span.end].strip(): str(span.style) for span in text.spans}
+    assert styles["+    return 42"] == "green"
+    assert styles["-    return 41"] == "red"
+    assert styles["@@ -1,2 +1,2 @@"] == "cyan"
+
+
+def test_completion_line() -> None:
+    turn = TurnFinished("ok", 3, Usage(input_tokens=3200, output_tokens=450), 12.3)
+    assert render(completion_line(turn)) == "⏺ done in 12s · ↑ 3.2k ↓ 450 tokens"
+    stopped = TurnFinished("interrupted by user", 1, Usage(input_tokens=80), 1.24, "interrupted")
+    assert render(completion_line(stopped)) == "⏺ interrupted after 1.2s · ↑ 80 ↓ 0 tokens"
+
+
+def test_durations() -> None:
+    assert [format_duration(s) for s in (0.42, 3.25, 12.4, 59.6, 125, 3725)] == \
+        ["0.4s", "3.2s", "12s", "60s", "2m 05s", "1h 02m"]
+
+
+def test_approval_preview_shows_the_full_command_or_the_diff() -> None:
+    bash = ApprovalRequest(call("bash"), {"command": "rm -rf build && make [all]"}, "rm -rf build && make [all]")
+    assert render(approval_preview(bash)) == "    $ rm -rf build && make [all]"
+    edit = ApprovalRequest(call("edit_file"), {"path": "src/app.py"}, DIFF)
+    assert render(approval_preview(edit)).splitlines()[-1] == "    +    return 42"
+    danger = ApprovalRequest(call("bash"), {"command": "rm -rf /"}, "rm -rf /", danger="deletes the filesystem root")
+    assert render(approval_preview(danger)) == "    $ rm -rf /\n    ⚠ deletes the filesystem root"
+
+
+def test_line_stream_wraps_long_paragraphs_at_spaces() -> None:
+    stream = LineStream(width=20)
+    assert stream.feed("one two three four five six") == ["one two three four"]
+    assert stream.partial == "five six"
+    assert stream.feed(" seven\nnext") == ["five six seven"]
+    assert stream.flush() == ["next"]
+    assert stream.flush() == []
+
+
+def test_block_stream_never_splits_a_code_fence() -> None:
+    stream = BlockStream()
+    assert stream.feed("Intro para") == []
+    assert stream.feed("graph.\n\n```py\nx = 1\n\n") == ["Intro paragraph."]
+    assert stream.feed("y = 2\n```\n\nAfter") == ["```py\nx = 1\n\ny = 2\n```"]
+    assert stream.flush() == ["After"]
+
+
+def test_a_turn_renders_in_order_with_brackets_kept() -> None:
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    grep = ToolCall(id="c1", name="grep", arguments="{}")
+    edit = ToolCall(id="c2", name="edit_file", arguments="{}")
+    renderer.begin_turn()
+    events: list[Event] = [
+        ModelCallStarted(1, 0),
+        ReasoningDelta("The user wants [bold]login[/bold] "), ReasoningDelta("fixed.\nFirst find it."),
+        TextDelta("Searching for "), TextDelta("**login**."),
+        MessageAppended(AssistantMessage(content="Searching for **login**.", tool_calls=(grep, edit))),
+        ToolStarted(grep, {"pattern": "login", "path": "src/"}),
+        ToolFinished(grep, ToolResult("src/a.py:3: def login(", summary="Found 1 match in 1 file"), 0.1),
+        ToolStarted(edit, {"path": "src/a.py"}),
+        ToolFinished(edit, ToolResult("Edited src/a.py", summary="1 replacement", diff=DIFF), 0.1),
+        ModelCallStarted(2, 0),
+        TextDelta("Fixed `login` in [src/a.py]."),
+        MessageAppended(AssistantMessage(content="Fixed `login` in [src/a.py].")),
+        TurnFinished("Fixed `login` in [src/a.py].", 2, Usage(input_tokens=3200, output_tokens=450), 12.0),
+    ]
+    for event in events:
+        renderer(event)
+    renderer.end_turn()
+    assert plain(console) == (
+        "💭 Reasoning:\n"
+        "  The user wants [bold]login[/bold] fixed.\n"
+        "  First find it.\n"
+        "Searching for login.\n"
+        "🔍 grep 'login' src/\n"
+        "  ⎿  Found 1 match in 1 file\n"
+        "     src/a.py:3: def login(\n"
+        "✏️ edit src/a.py\n"
+        "  ⎿  1 replacement\n"
+        "    --- a/src/app.py\n"
+        "    +++ b/src/app.py\n"
+        "    @@ -1,2 +1,2 @@\n"
+        "     def main():\n"
+        "    -    return 41\n"
+        "    +    return 42\n"
+        "Fixed login in [src/a.py].\n"
+        "⏺ done in 12s · ↑ 3.2k ↓ 450 tokens"
+    )
+
+
+def test_a_diff_already_approved_is_not_repeated() -> None:
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    edit = ToolCall(id="c9", name="edit_file", arguments="{}")
+    renderer.note_diff_shown("c9")
+    renderer(ToolFinished(edit, ToolResult("ok", summary="1 replacement", diff=DIFF), 0.1))
+    assert plain(console) == "  ⎿  1 replacement"
+
+
+def test_an_answer_without_streaming_is_shown_whole() -> None:
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    renderer(ModelCallStarted(1, 0))
+    renderer(MessageAppended(AssistantMessage(content="# Title\n\nBody text.", reasoning="Short thought.")))
+    assert plain(console) == "💭 Reasoning:\n  Short thought.\n" + render_markdown("# Title\n\nBody text.")
+
+
+def render_markdown(text: str) -> str:
+    from rich.markdown import Markdown
+
+    return render(Markdown(text))
+
+
+def test_markdown_streamed_in_blocks_matches_a_whole_render() -> None:
+    text = "Here is the fix:\n\n```python\ndef f():\n\n    return 1\n```\n\n1. first\n2. second\n\nDone."
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    for i in range(0, len(text), 5):
+        renderer(TextDelta(text[i:i + 5]))
+    renderer(MessageAppended(AssistantMessage(content=text)))
+    assert plain(console) == render_markdown(text)
+
+
+def test_notices_compactions_and_limits() -> None:
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    renderer(Notice("warning", "Rate limited [429]. Retrying in 2.0s."))
+    renderer(CompactionDone("auto", "summarize", 120_000, 30_000, 42, 3.0))
+    renderer(TurnFinished("Stopped after 5 iterations.", 5, Usage(), 61, "iteration_limit"))
+    assert plain(console) == (
+        "⚠ Rate limited [429]. Retrying in 2.0s.\n"
+        "⟳ compacted 42 messages: 120k → 30k tokens (-75%, summarize, auto)\n"
+        "Stopped after 5 iterations.\n"
+        "⏺ stopped at the iteration limit after 1m 01s · ↑ 0 ↓ 0 tokens"
+    )
+
+
+def test_status_line_shows_elapsed_time_and_how_to_interrupt() -> None:
+    renderer = Renderer(capture_console(), live=False)
+    renderer.begin_turn()
+    start = renderer._turn_started
+    assert render(renderer.status_line(start + 3.0))[1:] == " Thinking… 3.0s · esc to interrupt"
+    renderer(ToolStarted(call("bash"), {"command": "make"}))
+    renderer.mark_interrupting()
+    assert render(renderer.status_line(start + 14.0))[1:] == " Interrupting… 14s · esc to interrupt"

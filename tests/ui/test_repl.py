@@ -1,0 +1,336 @@
+"""The real `swecli` REPL in a pseudo-terminal against the scripted LLM server.
+
+Every test waits for what a person would wait for (the prompt, the approval question) before
+typing, with generous timeouts; none asserts on how long anything took.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from tests.ui.harness import ALT_ENTER, ESC, SHIFT_TAB, Terminal, spawn_swecli
+
+pytest.importorskip("pexpect")
+pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+
+APPROVAL = "Allow? [y]es / [n]o / [a]lways this session"
+METER = re.compile(r"ctx \d+% · [\d.]+k?/32\.8k")
+
+
+def meter_tokens(label: str) -> float:
+    used = label.split(" · ")[1].split("/")[0]
+    return float(used[:-1]) * 1000 if used.endswith("k") else float(used)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def start(project: Path, home: Path) -> Iterator[Any]:
+    terminals: list[Terminal] = []
+
+    def _start(llm: ScriptedLLM, *extra: str) -> Terminal:
+        term = spawn_swecli(llm.base_url, project, home, *extra)
+        terminals.append(term)
+        term.prompt()
+        return term
+
+    yield _start
+    for term in terminals:
+        term.close()
+
+
+def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+def assert_history_valid(request: dict[str, Any]) -> None:
+    """Every tool call in the request is answered by a tool message before the next turn."""
+    messages = request["messages"]
+    for i, message in enumerate(messages):
+        for call in message.get("tool_calls") or []:
+            answers = [m for m in messages[i + 1:] if m["role"] == "tool" and m["tool_call_id"] == call["id"]]
+            assert answers, f"tool call {call['id']} has no result in {json.dumps(messages)[:2000]}"
+
+
+def leave(term: Terminal) -> None:
+    term.send("\x04")  # Ctrl-D
+    assert term.exit_status() == 0
+
+
+def test_task_streams_reasoning_actions_answer_and_approved_write(start: Any, project: Path) -> None:
+    steps: list[Step] = [
+        Reply(reasoning="I will look at the project first.", calls=[Call("list_files", {"path": "."})]),
+        Reply(calls=[Call("write_file", {"path": "hello.txt", "content": "hello [world]\n"})]),
+        Reply(text="Created **hello.txt** with a greeting."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("create hello.txt")
+        term.expect("💭 Reasoning:")
+        term.expect("I will look at the project first.")
+        term.expect("📁 list .")
+        term.expect("📝 write hello.txt")
+        term.expect("+hello [world]")  # the diff, shown before asking; brackets printed as they are
+        term.expect(APPROVAL)
+        term.send("y")
+        term.expect("yes")
+        term.expect("⎿  ")
+        term.expect("Created hello.txt with a greeting.")  # Markdown rendered: no asterisks
+        term.expect("⏺ done in")
+        term.expect(" tokens")
+        term.prompt()
+        assert (project / "hello.txt").read_text() == "hello [world]\n"
+        leave(term)
+    history = (project / ".swecli" / "history").read_text()
+    assert "create hello.txt" in history
+
+
+def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> None:
+    (project / "data.txt").write_text("precious\n")
+    steps: list[Step] = [
+        Reply(calls=[Call("bash", {"command": "rm data.txt"})]),
+        Reply(text="Understood, I left data.txt alone."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("clean up the data file")
+        term.expect("⚡ bash rm data.txt")
+        term.expect("$ rm data.txt")
+        term.expect(APPROVAL)
+        term.send("n")
+        term.expect("Reason for the model")
+        term.settle()
+        term.line("we still need it")
+        term.expect("declined")
+        term.expect("Understood, I left data.txt alone.")
+        term.expect("⏺ done in")
+        term.prompt()
+        leave(term)
+    assert (project / "data.txt").read_text() == "precious\n"
+    (answer,) = tool_messages(llm.requests[1])
+    assert "declined" in answer["content"]
+    assert "we still need it" in answer["content"]
+
+
+def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(start: Any, project: Path) -> None:
+    (project / "notes.txt").write_text("alpha\nbeta\n")
+    steps: list[Step] = [
+        Reply(calls=[Call("edit_file", {"path": "notes.txt", "old_string": "alpha", "new_string": "ALPHA"})]),
+        Reply(calls=[Call("edit_file", {"path": "notes.txt", "old_string": "beta", "new_string": "BETA"})]),
+        Reply(calls=[Call("bash", {"command": "echo first >> log.txt"})]),
+        Reply(calls=[Call("bash", {"command": "echo first >> log.txt"})]),
+        Reply(calls=[Call("bash", {"command": "echo second >> log.txt"})]),
+        Reply(text="All done."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("shout the notes and log twice")
+        term.expect("✏️ edit notes.txt")
+        term.expect("+ALPHA")
+        term.expect(APPROVAL)
+        term.send("a")
+        term.expect("Allowed for the rest of this session: edit_file")
+        term.expect("✏️ edit notes.txt")
+        term.expect("⚡ bash echo first >> log.txt")
+        assert APPROVAL not in term.since()  # the second edit did not ask
+        term.expect(APPROVAL)
+        term.send("a")
+        term.expect("Allowed for the rest of this session: the command `echo first >> log.txt`")
+        term.expect("⚡ bash echo first >> log.txt")
+        term.expect("⚡ bash echo second >> log.txt")
+        assert APPROVAL not in term.since()  # the same command again did not ask
+        term.expect(APPROVAL)  # a different command does, even with the same first word
+        term.send("y")
+        term.expect("All done.")
+        term.expect("⏺ done in")
+        term.prompt()
+        leave(term)
+    assert (project / "notes.txt").read_text() == "ALPHA\nBETA\n"
+    assert (project / "log.txt").read_text() == "first\nfirst\nsecond\n"
+
+
+def test_plan_mode_refuses_changes_and_shift_tab_cycles_modes(start: Any, project: Path) -> None:
+    steps: list[Step] = [
+        Reply(calls=[Call("write_file", {"path": "plan.txt", "content": "x\n"})]),
+        Reply(text="Plan: 1. write plan.txt."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.expect("default mode")  # the toolbar
+        term.line("/mode plan")
+        term.expect("Mode: plan")
+        term.prompt()
+        term.expect("plan mode")  # the toolbar, drawn under the new prompt
+        term.line("make plan.txt")
+        term.expect("📝 write plan.txt")
+        term.expect(re.compile(r"⎿  (refused|declined)"))  # the agent's summary word for a policy refusal
+        term.expect("Plan: 1. write plan.txt.")
+        term.expect("⏺ done in")
+        assert APPROVAL not in term.since()
+        term.prompt()
+        term.send(SHIFT_TAB)
+        term.expect("default mode")
+        term.send(SHIFT_TAB)
+        term.expect("auto mode")
+        term.settle()
+        leave(term)
+    assert not (project / "plan.txt").exists()
+    (answer,) = tool_messages(llm.requests[1])
+    assert "plan mode" in answer["content"]
+
+
+def _sleep_running(marker: str) -> bool:
+    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=False).stdout
+    return any(line.strip() == f"sleep {marker}" for line in listing.splitlines())
+
+
+def test_esc_interrupts_a_long_command_and_the_next_request_is_valid(start: Any) -> None:
+    steps: list[Step] = [
+        Reply(text="Running the slow command.", calls=[Call("bash", {"command": "sleep 37.25"})]),
+        Reply(text="It was interrupted; tell me how to go on."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm, "--mode", "auto")
+        term.line("run the slow thing")
+        term.expect("⚡ bash sleep 37.25")
+        term.expect("Running bash")  # the spinner: the command is under way
+        term.send(ESC)
+        term.expect("interrupted by user")
+        term.expect("⏺ interrupted after")
+        term.prompt()  # within the pexpect timeout, far below the command's 37 s
+        assert not _sleep_running("37.25"), "the interrupted command's process is still running"
+        term.line("what happened?")
+        term.expect("It was interrupted; tell me how to go on.")
+        term.prompt()
+        leave(term)
+    follow_up = llm.requests[1]
+    assert_history_valid(follow_up)
+    (answer,) = tool_messages(follow_up)
+    assert "interrupted by user" in answer["content"]
+    assert follow_up["messages"][-1] == {"role": "user", "content": "what happened?"}
+
+
+def test_esc_at_the_approval_prompt_declines_and_interrupts(start: Any, project: Path) -> None:
+    steps: list[Step] = [Reply(calls=[Call("write_file", {"path": "x.txt", "content": "x\n"})]), Reply(text="ok")]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("write x")
+        term.expect(APPROVAL)
+        term.send(ESC)
+        term.expect("no (interrupted)")
+        term.expect("⏺ interrupted after")
+        term.prompt()
+        term.line("never mind")
+        term.expect("ok")
+        term.prompt()
+        leave(term)
+    assert not (project / "x.txt").exists()
+    assert_history_valid(llm.requests[1])
+
+
+def test_slash_commands_and_the_context_meter(start: Any) -> None:
+    long_answer = "Hi there. " + "Here is a long explanation. " * 150  # enough to move the meter
+    steps: list[Step] = [Reply(text=long_answer, usage={"prompt_tokens": 1234, "completion_tokens": 56})]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("/hepl")
+        term.expect("Unknown command /hepl. Did you mean /help?")
+        term.prompt()
+        term.line("/help")
+        for name in ("/clear", "/exit", "/help", "/mode [default|auto|plan]", "/model [NAME]", "/tokens"):
+            term.expect(name)
+        term.prompt()
+        term.line("hello")
+        term.expect("Hi there.")
+        term.expect("⏺ done in")
+        term.expect("↑ 1.2k ↓ 56 tokens")
+        term.prompt()
+        before = meter_tokens(term.expect(METER))  # the toolbar, counted by the context engine
+        term.line("/tokens")
+        term.expect("Session usage · 1 request")
+        term.expect("1.2k  (1,234)")
+        term.expect("56  (56)")
+        term.prompt()
+        term.line("/model")
+        term.expect("Model: scripted-model")
+        term.prompt()
+        term.line("/clear")
+        term.expect("Started a new conversation.")
+        term.prompt()
+        assert meter_tokens(term.expect(METER)) < before  # only the system prompt and tools remain
+        term.line("/exit")
+        assert term.exit_status() == 0
+
+
+def test_mentions_multiline_input_and_tab_completion(start: Any, project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "app.py").write_text("def main():\n    return 42\n")
+    steps: list[Step] = [Reply(text="It returns 42."), Reply(text="Two lines received.")]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.send("what does @src/ap")
+        term.settle()
+        term.send("\t")
+        term.settle()
+        term.line(" return?")
+        term.expect("📎 src/app.py · 2 lines")
+        term.expect("It returns 42.")
+        term.prompt()
+        term.send("line one")
+        term.send(ALT_ENTER)
+        term.line("line two")
+        term.expect("Two lines received.")
+        term.prompt()
+        leave(term)
+    first = llm.requests[0]["messages"]
+    assert first[-1] == {"role": "user", "content": "what does @src/app.py return?"}
+    assert "def main():\n    return 42" in first[-2]["content"]
+    assert 'path="src/app.py"' in first[-2]["content"]
+    assert llm.requests[1]["messages"][-1]["content"] == "line one\nline two"
+
+
+def test_ctrl_c_on_an_empty_prompt_asks_once_more_then_leaves(start: Any) -> None:
+    with ScriptedLLM([]) as llm:
+        term = start(llm)
+        term.send("some text")
+        term.settle()
+        term.send("\x03")  # clears the line, does not leave
+        term.settle()
+        term.send("\x03")
+        term.expect("Press Ctrl-C again to exit")
+        term.prompt()
+        term.send("\x03")
+        assert term.exit_status() == 0
+
+
+def test_ctrl_c_interrupts_a_streaming_answer_and_keeps_what_arrived(start: Any) -> None:
+    slow = Reply(text="First words arrive. " + "More words keep coming. " * 200, chunk=12, delay=0.05)
+    with ScriptedLLM([slow, Reply(text="Picking up again.")]) as llm:
+        term = start(llm)
+        term.line("tell me a long story")
+        term.expect("First words arrive.")  # streaming: shown in the live region
+        term.send("\x03")
+        term.expect("⏺ interrupted after")
+        term.prompt()
+        term.line("go on")
+        term.expect("Picking up again.")
+        term.prompt()
+        leave(term)
+    messages = llm.requests[1]["messages"]
+    kept = [m for m in messages if m["role"] == "assistant"]
+    assert kept and kept[-1]["content"].startswith("First words arrive.")
+    assert len(kept[-1]["content"]) < len(slow.text)
+    assert messages[-1] == {"role": "user", "content": "go on"}
