@@ -1,0 +1,273 @@
+"""Progressive, cache-aware decay: old tool outputs fold into one-line digests, in rare batches.
+
+The history has three zones. The newest (`keep_recent_tokens` of messages, counted back from the
+end, widened to a whole step) stays verbatim. Before it, tool results whose policy allows it are
+replaced by a digest: tool, key argument, outcome, size, and where the full text is (the offload
+file, or whatever `reference_for` answers). The oldest part is compaction's business (its summary).
+
+Why batched: rewriting an old message invalidates the provider's prompt cache from that message
+on, so re-sending everything after it costs full price. Folding a little every turn (a peer clears
+old outputs on every turn) sends fewer tokens but loses the cache on almost every request. `decay`
+therefore acts only when the folds it would make save at least `min_savings_tokens` together, and
+then folds everything eligible at once; otherwise it returns the very same history object, and
+the prefix stays byte-identical. The next event comes only after that much new foldable output
+has aged out of the newest zone.
+
+Per-tool policies: a listing, a grep or a file read is cheap to redo and folds as soon as it leaves
+the newest zone; a test run's output (bash) lives a few steps longer; an edit's result (the diff
+that shows what changed) lives much longer; todo/notes results are never folded.
+
+What is never touched: user and assistant messages. In particular the tool-call arguments of old
+assistant messages stay verbatim, even a large write_file `content`: they are what the model did,
+and a model imitates its own context, so placeholders in its past calls invite placeholder
+arguments in its next ones; they must also stay valid JSON for the Anthropic wire. In the sessions
+measured, arguments are a small share of the prompt next to outputs.
+
+Invariants: same length, same order, every ToolMessage keeps its tool_call_id, name and is_error
+(only `content` changes), so tool-call/result pairing can never break; a digest is never digested
+again; the function is pure except through `reference_for`, which is called only for results that
+are actually folded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from swecli.context.offload import OffloadError, offload_path_in, save_output, split_lines
+from swecli.context.tokens import TokenCounter
+from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+
+DIGEST_MARKER = "[swecli: decayed]"
+MIN_FOLD_TOKENS = 150
+"""A result folds only if that saves at least this much: small outputs are worth their tokens."""
+KEY_ARGS = ("pattern", "command", "path", "file_path", "glob", "query", "url", "name")
+ARG_CHARS = 100
+REFERENCE_PLACEHOLDER = ".swecli/tool_results/call_0000000000000000000000.txt"
+"""Stands in for the real reference while estimating savings, so no file is written for a batch
+that does not happen."""
+NO_REFERENCE = "not saved; run the call again to see it"
+
+ReferenceFor = Callable[[ToolMessage], str]
+
+
+@dataclass(frozen=True)
+class DecayPolicy:
+    min_age: int = 0
+    """Steps (assistant messages after the one that made the call) before the result may fold."""
+    keep: bool = False
+    """Never fold (the result is small and stays relevant: a todo list, a note)."""
+
+
+DEFAULT_POLICIES: Mapping[str, DecayPolicy] = {
+    "list_files": DecayPolicy(min_age=0),
+    "grep": DecayPolicy(min_age=0),
+    "read_file": DecayPolicy(min_age=0),
+    "bash": DecayPolicy(min_age=4),
+    "edit_file": DecayPolicy(min_age=20),
+    "write_file": DecayPolicy(min_age=20),
+    "todo": DecayPolicy(keep=True),
+    "notes": DecayPolicy(keep=True),
+    "*": DecayPolicy(min_age=4),
+}
+"""`*` applies to tools not listed."""
+
+
+@dataclass(frozen=True)
+class DecayResult:
+    history: list[Message]
+    """The input object itself when nothing was folded."""
+    saved_tokens: int
+    folded: int
+    pending_tokens: int = 0
+    """When nothing was folded: what folding now would have saved (below the batch threshold)."""
+
+    @property
+    def changed(self) -> bool:
+        return self.folded > 0
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    index: int
+    message: ToolMessage
+    call: ToolCall | None
+    saving: int
+
+
+def decay(
+    history: list[Message],
+    counter: TokenCounter,
+    keep_recent_tokens: int,
+    min_savings_tokens: int,
+    policies: Mapping[str, DecayPolicy] | None = None,
+    reference_for: ReferenceFor | None = None,
+) -> DecayResult:
+    """Fold old tool results into digests when that saves at least `min_savings_tokens` in total."""
+    rules = DEFAULT_POLICIES if policies is None else policies
+    candidates = _candidates(history, counter, keep_recent_tokens, rules)
+    pending = sum(c.saving for c in candidates)
+    if not candidates or pending < min_savings_tokens:
+        return DecayResult(history, 0, 0, pending)
+    out = list(history)
+    saved = 0
+    for cand in candidates:
+        reference = reference_for(cand.message) if reference_for is not None else default_reference(cand.message)
+        folded = fold(cand.message, cand.call, reference, counter)
+        saved += counter.message(cand.message) - counter.message(folded)
+        out[cand.index] = folded
+    return DecayResult(out, saved, len(candidates))
+
+
+def _candidates(
+    history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int, rules: Mapping[str, DecayPolicy]
+) -> list[_Candidate]:
+    zone = newest_zone_start(history, counter, keep_recent_tokens)
+    calls, steps_after = _call_index(history[:zone])
+    newer_steps = sum(1 for m in history[zone:] if isinstance(m, AssistantMessage))
+    found = []
+    for index in range(zone):
+        msg = history[index]
+        if not isinstance(msg, ToolMessage) or is_digest(msg):
+            continue
+        policy = rules.get(msg.name) or rules.get("*") or DecayPolicy()
+        call = calls.get(msg.tool_call_id)
+        age = steps_after.get(msg.tool_call_id, 0) + newer_steps
+        if policy.keep or age < policy.min_age:
+            continue
+        estimate = fold(msg, call, REFERENCE_PLACEHOLDER, counter)
+        saving = counter.message(msg) - counter.message(estimate)
+        if saving >= MIN_FOLD_TOKENS:
+            found.append(_Candidate(index, msg, call, saving))
+    return found
+
+
+def newest_zone_start(history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int) -> int:
+    """Index where the verbatim zone begins: the newest messages within the budget, widened back to
+    the assistant message whose results it would otherwise split."""
+    used = 0
+    start = len(history)
+    while start > 0:
+        cost = counter.message(history[start - 1])
+        if used + cost > keep_recent_tokens:
+            break
+        used += cost
+        start -= 1
+    while 0 < start < len(history) and isinstance(history[start], ToolMessage):
+        start -= 1
+    return start
+
+
+def _call_index(head: Sequence[Message]) -> tuple[dict[str, ToolCall], dict[str, int]]:
+    """Each call by id, and how many assistant messages of `head` come after the one that made it."""
+    calls: dict[str, ToolCall] = {}
+    step_of: dict[str, int] = {}
+    steps = 0
+    for msg in head:
+        if isinstance(msg, AssistantMessage):
+            steps += 1
+            for call in msg.tool_calls:
+                calls[call.id] = call
+                step_of[call.id] = steps
+    return calls, {cid: steps - step for cid, step in step_of.items()}
+
+
+# --- digests ------------------------------------------------------------------------------------
+
+def is_digest(msg: ToolMessage) -> bool:
+    return msg.content.startswith(DIGEST_MARKER)
+
+
+def fold(msg: ToolMessage, call: ToolCall | None, reference: str, counter: TokenCounter) -> ToolMessage:
+    """The digest that replaces `msg`: same id, name and error flag, one line of content."""
+    return ToolMessage(tool_call_id=msg.tool_call_id, name=msg.name, content=digest(msg, call, reference, counter),
+                       is_error=msg.is_error)
+
+
+def digest(msg: ToolMessage, call: ToolCall | None, reference: str, counter: TokenCounter) -> str:
+    lines, tokens = _size(msg, counter)
+    return (f"{DIGEST_MARKER} {msg.name}({key_arguments(call)}) -> {outcome(msg)}; {lines:,} lines, "
+            f"{tokens:,} tokens; full output: {_where(reference)}")
+
+
+def _where(reference: str) -> str:
+    if reference and " " not in reference:  # a path: say how to open it
+        return f"`{reference}` (read_file with offset/limit, or grep it)"
+    return reference or NO_REFERENCE
+
+
+_OFFLOAD_SIZE = re.compile(r"returned ([\d,]+) lines, [\d,]+ characters, ([\d,]+) tokens")
+
+
+def _size(msg: ToolMessage, counter: TokenCounter) -> tuple[int, int]:
+    """The size of the output the model originally got (an offload preview names the full size)."""
+    if offload_path_in(msg.content):
+        match = _OFFLOAD_SIZE.search(msg.content.split("\n", 1)[0])
+        if match:
+            return int(match.group(1).replace(",", "")), int(match.group(2).replace(",", ""))
+    return len(split_lines(msg.content)), counter.text(msg.content)
+
+
+def key_arguments(call: ToolCall | None) -> str:
+    """The arguments that identify the call (path, pattern, command...), each cut to a short JSON string."""
+    if call is None:
+        return ""
+    try:
+        args = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return _clip(call.arguments)
+    if not isinstance(args, dict):
+        return _clip(call.arguments)
+    keys = [k for k in KEY_ARGS if isinstance(args.get(k), (str, int, float))][:2]
+    if not keys:
+        keys = [k for k, v in args.items() if isinstance(v, str) and len(v) <= ARG_CHARS][:1]
+    return ", ".join(f"{k}={_clip(json.dumps(args[k], ensure_ascii=False))}" for k in keys)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= ARG_CHARS else text[:ARG_CHARS] + "…"
+
+
+_EXIT = re.compile(r"^exit code (-?\d+|None)$")
+
+
+def outcome(msg: ToolMessage) -> str:
+    """`ok`, `exit code N`, or `error: <first line>`."""
+    body = msg.content
+    if offload_path_in(body):
+        body = body.split("\n", 1)[1] if "\n" in body else ""
+    for line in body.rstrip().rsplit("\n", 3)[-3:]:  # bash ends with it (a preview may add a footer)
+        exit_match = _EXIT.match(line.strip())
+        if exit_match:
+            return f"exit code {exit_match.group(1)}"
+    if not msg.is_error:
+        return "ok"
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    return f"error: {_clip(first)}" if first else "error"
+
+
+# --- references ---------------------------------------------------------------------------------
+
+def default_reference(msg: ToolMessage) -> str:
+    """The offload file when the result was offloaded; otherwise nothing on disk is known to hold it."""
+    return offload_path_in(msg.content) or NO_REFERENCE
+
+
+def saving_reference(root: Path) -> ReferenceFor:
+    """A `reference_for` that makes every folded output reachable: the offload file when there is one,
+    else the output is saved now under `.swecli/tool_results/` (only results actually folded are)."""
+
+    def reference(msg: ToolMessage) -> str:
+        existing = offload_path_in(msg.content)
+        if existing:
+            return existing
+        try:
+            return save_output(root, msg.tool_call_id, msg.content)
+        except OffloadError:
+            return NO_REFERENCE
+
+    return reference

@@ -1,0 +1,271 @@
+"""Reversible offload of large tool outputs: the full text goes to a file, the context gets a preview.
+
+A tool result over the threshold (tokens, or more than `MAX_LINES` lines) is saved in full under
+`<root>/.swecli/tool_results/<call id>.txt` (atomic write; the file's lines are the output's lines,
+so line numbers in the preview are line numbers in the file) and the history gets a head+tail
+preview instead: the size (lines, characters, tokens), the omitted line range and the exact calls
+that fetch it (`read_file` with offset/limit, or `grep`). Nothing the model saw becomes unreachable.
+
+`.swecli/` is inside the project root, so swecli's own read_file and grep reach these files (the
+walk skips `.swecli/` when listing or searching a directory, never when a file is named).
+
+Loops. Paging through an offload file with read_file must never produce another offload file (the
+model would chase copies forever). A read_file whose path is inside `.swecli/tool_results/` is
+therefore never saved again; when such a page is itself over the threshold (read_file returns up
+to 2,000 lines / 100k characters by default) it is clipped at a line boundary to the threshold and
+ends with the exact `offset`/`limit` that continues it: the source is already on disk, so nothing is
+lost and every page the model gets is bounded. A grep or a bash `cat` of an offload file is a new,
+different output: it follows the normal rule (and grep's output is bounded by its match limit).
+
+Effects: only `offload()` writes (one file per offloaded result). Failures raise `OffloadError`;
+the caller then keeps the full output in the context (nothing lost) and reports the message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+OFFLOAD_DIR = ".swecli/tool_results"
+"""Relative to the project root; always written with forward slashes in previews."""
+MAX_LINES = 400
+"""An output with more lines than this is offloaded even below the token threshold: a long listing or
+log is mostly noise the model skims, and the preview's line ranges make the rest easy to page."""
+PREVIEW_LINE_CHARS = 300
+"""Lines of the preview are cut at this many characters (the file keeps them whole)."""
+READ_LINE_CHARS = 2_000
+"""read_file cuts lines longer than this; the preview says how to see such lines in full."""
+PAGE_LINES = 200
+"""The `limit` suggested for paging through an offload file: a page stays well under the threshold."""
+OFFLOAD_MARKER = "[swecli: output offloaded"
+_PATH_IN_PREVIEW = re.compile(r"full text: `([^`]+)`")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+CountTokens = Callable[[str], int]
+
+
+class OffloadError(Exception):
+    """The offload file could not be written; the caller keeps the full output in the context."""
+
+
+@dataclass(frozen=True)
+class Offloaded:
+    content: str
+    """What enters the context instead of the full output."""
+    path: str
+    """The offload file, relative to the project root (forward slashes)."""
+    lines: int
+    chars: int
+    tokens: int
+    """Of the full output."""
+    saved: bool = True
+    """False for a clipped page of an existing offload file (nothing new was written)."""
+
+
+def offload(
+    root: Path,
+    call_id: str,
+    tool_name: str,
+    content: str,
+    count_tokens: CountTokens,
+    threshold_tokens: int,
+    preview_lines: int,
+    *,
+    arguments: str = "",
+    max_lines: int = MAX_LINES,
+) -> Offloaded | None:
+    """The preview to put in the context, or None when `content` is small enough to keep as is.
+
+    `arguments` is the tool call's raw JSON arguments: it tells a read_file of an offload file apart
+    (clipped, never saved again; see the module docstring). Raises OffloadError when the file cannot
+    be written.
+    """
+    paging = _offload_file_read(root, tool_name, arguments)
+    if paging is not None:
+        return clip_page(paging, content, count_tokens, threshold_tokens)
+    lines = split_lines(content)
+    # A token is at least one character, so a short text cannot be over the threshold: skip the count.
+    if len(lines) <= max_lines and len(content) <= threshold_tokens:
+        return None
+    tokens = count_tokens(content)
+    if tokens <= threshold_tokens and len(lines) <= max_lines:
+        return None
+    path = save_output(root, call_id, content)
+    preview = render_preview(tool_name, path, lines, len(content), tokens, preview_lines)
+    return Offloaded(preview, path, len(lines), len(content), tokens)
+
+
+def split_lines(content: str) -> list[str]:
+    """Lines as read_file numbers them: split on \\n only, a final newline ends the last line."""
+    lines = content.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def safe_name(call_id: str) -> str:
+    """A file name for a call id: ids come from the model's provider and may hold any character."""
+    name = _UNSAFE.sub("_", call_id).strip("._")[:80]
+    if name != call_id or not name:
+        name = f"{name or 'call'}-{hashlib.sha256(call_id.encode()).hexdigest()[:8]}"
+    return name
+
+
+def save_output(root: Path, call_id: str, content: str) -> str:
+    """Write `content` under the offload folder (atomically) and return its root-relative path.
+
+    Call ids repeat across sessions (and some providers reuse them within one), so an existing file
+    with different content is never overwritten: the new one gets a content-hash suffix.
+    """
+    data = content.replace("\0", "\u2400").encode("utf-8", errors="replace")
+    name = safe_name(call_id)
+    folder = Path(root) / OFFLOAD_DIR
+    target = folder / f"{name}.txt"
+    if target.exists() and not _same_bytes(target, data):
+        target = folder / f"{name}-{hashlib.sha256(data).hexdigest()[:10]}.txt"
+    if not (target.exists() and _same_bytes(target, data)):
+        _write(target, data)
+    return f"{OFFLOAD_DIR}/{target.name}"
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
+
+
+def _write(target: Path, data: bytes) -> None:
+    from swecli.tools.base import ToolError
+    from swecli.tools.text import write_atomically
+
+    try:
+        write_atomically(target, data, str(target))
+    except (ToolError, OSError) as exc:
+        detail = getattr(exc, "strerror", None) or str(exc)
+        raise OffloadError(f"could not save a large tool output to {target} ({detail}); it stays in the "
+                           "context in full") from None
+
+
+# --- the preview ----------------------------------------------------------------------------------
+
+def render_preview(tool_name: str, path: str, lines: list[str], chars: int, tokens: int, preview_lines: int) -> str:
+    """Head and tail of the output, its size, and the calls that fetch the omitted lines."""
+    total = len(lines)
+    head_n, tail_n = _split_preview(total, preview_lines)
+    header = (f"{OFFLOAD_MARKER}: {tool_name} returned {total:,} lines, {chars:,} characters, {tokens:,} tokens; "
+              f"full text: `{path}`]")
+    parts = [header, *(_cut(line) for line in lines[:head_n])]
+    if head_n + tail_n < total:
+        parts.append(_omitted_note(path, head_n + 1, total - tail_n))
+    parts.extend(_cut(line) for line in lines[total - tail_n:] if tail_n)
+    footer = _footer(path, lines, head_n, tail_n)
+    if footer:
+        parts.append(footer)
+    return "\n".join(parts)
+
+
+def _split_preview(total: int, preview_lines: int) -> tuple[int, int]:
+    if total <= preview_lines:
+        return total, 0
+    head = (preview_lines + 1) // 2
+    return head, preview_lines - head
+
+
+def _omitted_note(path: str, first: int, last: int) -> str:
+    count = last - first + 1
+    return (f"[... lines {first:,}-{last:,} omitted ({count:,} lines). Read them with read_file(path=\"{path}\", "
+            f"offset={first}, limit={min(PAGE_LINES, count)}) and go on by offset, or search them with "
+            f"grep(pattern=..., path=\"{path}\") ...]")
+
+
+def _footer(path: str, lines: list[str], head_n: int, tail_n: int) -> str:
+    shown = lines[:head_n] + (lines[len(lines) - tail_n:] if tail_n else [])
+    notes = []
+    if any(len(line) > PREVIEW_LINE_CHARS for line in shown):
+        notes.append(f"lines longer than {PREVIEW_LINE_CHARS} characters are cut in this preview")
+    if any(len(line) > READ_LINE_CHARS for line in lines):
+        notes.append(f"read_file cuts lines over {READ_LINE_CHARS:,} characters; see those with bash, e.g. "
+                     f"`sed -n 'Np' {path} | fold -w {READ_LINE_CHARS}`")
+    return f"[swecli: {'; '.join(notes)}; `{path}` has the output in full]" if notes else ""
+
+
+def _cut(line: str) -> str:
+    line = line.replace("\0", "\u2400")
+    if len(line) <= PREVIEW_LINE_CHARS:
+        return line
+    return f"{line[:PREVIEW_LINE_CHARS]}… [+{len(line) - PREVIEW_LINE_CHARS:,} chars]"
+
+
+def offload_path_in(content: str) -> str | None:
+    """The offload file a preview names (for decay's digests), or None if `content` is no preview."""
+    if not content.startswith(OFFLOAD_MARKER):
+        return None
+    match = _PATH_IN_PREVIEW.search(content.split("\n", 1)[0])
+    return match.group(1) if match else None
+
+
+# --- paging through an offload file -------------------------------------------------------------
+
+def _offload_file_read(root: Path, tool_name: str, arguments: str) -> str | None:
+    """The root-relative path when this call is a read_file of an offload file, else None."""
+    if tool_name != "read_file" or not arguments:
+        return None
+    try:
+        args = json.loads(arguments)
+    except json.JSONDecodeError:
+        return None
+    raw = args.get("path") if isinstance(args, dict) else None
+    if not isinstance(raw, str) or not raw or "\0" in raw:
+        return None
+    real_root = Path(root).resolve()
+    try:
+        target = (real_root / Path(raw).expanduser()).resolve()
+        rel = target.relative_to(real_root / OFFLOAD_DIR)
+    except (ValueError, OSError, RuntimeError):
+        return None
+    return f"{OFFLOAD_DIR}/{rel.as_posix()}"
+
+
+_NUMBERED = re.compile(r"^\s*(\d+)\t")
+
+
+def clip_page(path: str, content: str, count_tokens: CountTokens, threshold_tokens: int) -> Offloaded | None:
+    """A read_file page of an offload file, cut at a line boundary to `threshold_tokens`, ending with
+    the read_file call that continues it. None when the page fits (it enters the context as is)."""
+    if len(content) <= threshold_tokens:
+        return None
+    tokens = count_tokens(content)
+    if tokens <= threshold_tokens:
+        return None
+    lines = split_lines(content)
+    kept: list[str] = []
+    budget = threshold_tokens - 80  # room for the note
+    used = 0
+    for line in lines:
+        cost = count_tokens(line) + 1
+        if kept and used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    last = _line_number(kept)
+    if last is None:
+        note = (f"[swecli: this page was {tokens:,} tokens, over the {threshold_tokens:,}-token limit for one "
+                f"result; read `{path}` with a smaller limit (e.g. limit={PAGE_LINES // 4})]")
+    else:
+        note = (f"[swecli: page clipped after line {last:,} to stay under {threshold_tokens:,} tokens; continue "
+                f"with read_file(path=\"{path}\", offset={last + 1}, limit={PAGE_LINES})]")
+    clipped = "\n".join([*kept, note])
+    return Offloaded(clipped, path, len(lines), len(content), tokens, saved=False)
+
+
+def _line_number(kept: list[str]) -> int | None:
+    for line in reversed(kept):
+        match = _NUMBERED.match(line)
+        if match:
+            return int(match.group(1))
+    return None

@@ -1,0 +1,238 @@
+"""The append-only check and prefix-reuse accounting for outgoing requests.
+
+Providers cache the longest prompt prefix a request shares with an earlier one: tool schemas, then
+the system prompt (and session memory), then the history. swecli keeps that prefix byte-identical
+between requests; only a compaction or a decay event may rewrite it (each one costs a cache miss
+from the first changed message on). `PrefixMonitor` watches every request the loop sends:
+
+- it measures how much of the request (in local tokens) is the prefix shared with the previous
+  request, and keeps totals: reuse ratio and effective input (uncached + 0.1 x cached, what a
+  caching provider bills in uncached-token equivalents);
+- between two requests with no `mark_rewrite(reason)` call in between, the earlier request's tool
+  schemas, system blocks and messages must be an exact prefix of the later one's; otherwise
+  `observe` returns a warning (the caller shows it as a Notice). The dynamic tail is exempt: it is
+  sent after the history and may change every request.
+
+Comparison is by a deterministic serialization (`json.dumps(sort_keys=True)` of each part), hashed
+once per object: messages are immutable, so each one is serialized the first time it is seen and
+its key cached by identity (as `TokenCounter` caches counts). A request then costs O(new messages)
+serialization plus one dictionary lookup per message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from swecli.context.tokens import MESSAGE_OVERHEAD, TOOL_SCHEMA_OVERHEAD, TokenCounter, serialize_tool
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema, UserMessage
+
+if TYPE_CHECKING:
+    from swecli.llm.base import ModelRequest
+
+CACHED_PRICE = 0.1
+"""What a cached prompt token costs relative to an uncached one (OpenAI and Anthropic read price)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One cacheable piece of a request, in wire order."""
+
+    kind: str
+    """`tool`, `system`, `message` or `tail`."""
+    key: bytes
+    tokens: int
+    label: str
+
+
+@dataclass(frozen=True)
+class PrefixReport:
+    number: int
+    """1 for the first request observed."""
+    total_tokens: int
+    shared_tokens: int
+    """Tokens of the prefix this request shares with the previous one (what a provider can serve cached)."""
+    shared_units: int
+    rewrite: str = ""
+    """The reasons passed to `mark_rewrite` since the previous request."""
+    warning: str = ""
+    """Set when the prefix changed without a marked rewrite (an append-only violation)."""
+
+    @property
+    def reuse_ratio(self) -> float:
+        return self.shared_tokens / self.total_tokens if self.total_tokens else 0.0
+
+    @property
+    def effective_tokens(self) -> float:
+        return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
+
+
+@dataclass
+class PrefixStats:
+    requests: int = 0
+    total_tokens: int = 0
+    shared_tokens: int = 0
+    rewrites: int = 0
+    """Requests preceded by a marked rewrite (compaction, decay, ...)."""
+    breaks: int = 0
+    """Requests that did not reuse all of the previous request's prefix (marked or not)."""
+    violations: int = 0
+
+    @property
+    def reuse_ratio(self) -> float:
+        return self.shared_tokens / self.total_tokens if self.total_tokens else 0.0
+
+    @property
+    def effective_tokens(self) -> float:
+        return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
+
+
+class _KeyCache:
+    """Units cached per object identity, dropped when the object dies (a recycled id never hits)."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[object], Unit]] = {}
+
+    def get(self, obj: object) -> Unit | None:
+        entry = self._entries.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        return None
+
+    def put(self, obj: object, unit: Unit) -> None:
+        key = id(obj)
+        entries = self._entries
+
+        def forget(ref: weakref.ref[object], key: int = key) -> None:
+            current = entries.get(key)
+            if current is not None and current[0] is ref:
+                del entries[key]
+
+        entries[key] = (weakref.ref(obj, forget), unit)
+
+
+def serialize_message(msg: Message | SystemBlock) -> str:
+    """The deterministic byte form compared between requests: every field, sorted keys."""
+    return json.dumps(msg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _hash(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).digest()
+
+
+def describe(msg: Message) -> str:
+    if isinstance(msg, ToolMessage):
+        return f"the {msg.name} result {msg.tool_call_id}"
+    if isinstance(msg, AssistantMessage):
+        names = ", ".join(c.name for c in msg.tool_calls)
+        return f"an assistant message{f' calling {names}' if names else ''}"
+    assert isinstance(msg, UserMessage)
+    return f"a user message ({msg.kind})"
+
+
+@dataclass
+class PrefixMonitor:
+    counter: TokenCounter
+    stats: PrefixStats = field(default_factory=PrefixStats)
+    serialized: int = 0
+    """Objects serialized so far (each once): the cost of the check grows with new messages only."""
+    _cache: _KeyCache = field(default_factory=_KeyCache, repr=False)
+    _previous: list[Unit] = field(default_factory=list, repr=False)
+    _rewrites: list[str] = field(default_factory=list, repr=False)
+
+    def mark_rewrite(self, reason: str) -> None:
+        """The next request may differ from the previous one anywhere (compaction, decay, resume)."""
+        self._rewrites.append(reason or "rewrite")
+
+    def observe(self, request: ModelRequest) -> PrefixReport:
+        units = self.units(request)
+        previous, rewrites = self._previous, self._rewrites
+        shared = shared_prefix(previous, units)
+        report = PrefixReport(
+            number=self.stats.requests + 1, total_tokens=sum(u.tokens for u in units),
+            shared_tokens=sum(u.tokens for u in units[:shared]), shared_units=shared, rewrite="; ".join(rewrites),
+            warning="" if rewrites or not previous else self._violation(previous, units, shared),
+        )
+        self._account(report, previous, shared)
+        self._previous, self._rewrites = units, []
+        return report
+
+    def units(self, request: ModelRequest) -> list[Unit]:
+        """The request's cacheable pieces in wire order: tool schemas, system blocks, messages, tail."""
+        out = [self._tool(t) for t in request.tools]
+        out += [self._cached(b) for b in request.system]
+        out += [self._cached(m) for m in request.messages]
+        if request.tail:
+            out.append(Unit("tail", _hash(request.tail), MESSAGE_OVERHEAD + self.counter.text(request.tail), "tail"))
+        return out
+
+    def _cached(self, obj: Message | SystemBlock) -> Unit:
+        unit = self._cache.get(obj)
+        if unit is None:
+            self.serialized += 1
+            text = serialize_message(obj)
+            if isinstance(obj, SystemBlock):
+                unit = Unit("system", _hash(text), self.counter.message(obj), "the system prompt")
+            else:
+                unit = Unit("message", _hash(text), self.counter.message(obj), describe(obj))
+            self._cache.put(obj, unit)
+        return unit
+
+    def _tool(self, schema: ToolSchema) -> Unit:
+        unit = self._cache.get(schema)
+        if unit is None:
+            self.serialized += 1
+            text = serialize_tool(schema)
+            unit = Unit("tool", _hash(text), TOOL_SCHEMA_OVERHEAD + self.counter.text(text), f"tool {schema.name}")
+            self._cache.put(schema, unit)
+        return unit
+
+    def _violation(self, previous: list[Unit], units: list[Unit], shared: int) -> str:
+        """Why the previous request (its tail aside) is not a prefix of this one, or ""."""
+        stable = [u for u in previous if u.kind != "tail"]
+        if shared >= len(stable):
+            return ""
+        lost = sum(u.tokens for u in units[shared:] if u.kind != "tail")
+        where = self._where(stable, units, shared)
+        return (f"append-only check: {where} changed between two requests with no compaction or decay event; "
+                f"the provider's prompt cache is lost from there ({lost:,} tokens re-sent uncached)")
+
+    def _where(self, stable: list[Unit], units: list[Unit], shared: int) -> str:
+        old = stable[shared]
+        if old.kind == "tool":
+            return old.label
+        if old.kind == "system":
+            return "the system prompt"
+        position = shared - sum(1 for u in stable if u.kind != "message")
+        new = units[shared] if shared < len(units) else None
+        if new is None or new.kind != "message":
+            return f"the history (message {position + 1} of {self._count(stable)} was removed)"
+        return f"message {position + 1} of {self._count(stable)} ({old.label})"
+
+    @staticmethod
+    def _count(units: Sequence[Unit]) -> int:
+        return sum(1 for u in units if u.kind == "message")
+
+    def _account(self, report: PrefixReport, previous: list[Unit], shared: int) -> None:
+        stats = self.stats
+        stats.requests += 1
+        stats.total_tokens += report.total_tokens
+        stats.shared_tokens += report.shared_tokens
+        stats.rewrites += bool(report.rewrite)
+        stats.violations += bool(report.warning)
+        stable = sum(1 for u in previous if u.kind != "tail")
+        stats.breaks += bool(previous) and shared < stable
+
+
+def shared_prefix(previous: Sequence[Unit], current: Sequence[Unit]) -> int:
+    """How many leading units the two requests have in common."""
+    n = 0
+    for old, new in zip(previous, current, strict=False):
+        if old.key != new.key or old.kind != new.kind:
+            break
+        n += 1
+    return n

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import pytest
+
+from swecli.context.prefix import PrefixMonitor, serialize_message
+from swecli.context.tokens import TokenCounter
+from swecli.llm.base import ModelRequest
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage
+
+SYSTEM = (SystemBlock(text="You are swecli.", cache=True),)
+TOOLS = (ToolSchema(name="read_file", description="Read a file.", parameters={"type": "object", "properties": {}}),)
+
+
+def request(history: list[Message], tail: str = "", system: tuple[SystemBlock, ...] = SYSTEM) -> ModelRequest:
+    return ModelRequest(system=system, messages=tuple(history), tools=TOOLS, tail=tail)
+
+
+def step(n: int, output: str = "") -> list[Message]:
+    call = ToolCall(id=f"c{n}", name="read_file", arguments=f'{{"path": "f{n}.py"}}')
+    return [AssistantMessage(tool_calls=(call,)),
+            ToolMessage(tool_call_id=call.id, name="read_file", content=output or f"contents of f{n}\n" * 50)]
+
+
+@pytest.fixture
+def monitor() -> PrefixMonitor:
+    return PrefixMonitor(TokenCounter())
+
+
+def test_pure_appends_reuse_the_whole_previous_request(monitor: PrefixMonitor) -> None:
+    history: list[Message] = [UserMessage(content="read everything")]
+    first = monitor.observe(request(history, tail="goal: read"))
+    assert first.number == 1 and first.shared_tokens == 0 and not first.warning
+    previous = first.total_tokens - (4 + monitor.counter.text("goal: read"))  # all but the tail
+    for n in range(5):
+        history += step(n)
+        report = monitor.observe(request(history, tail=f"goal: read, step {n}"))
+        assert not report.warning, report.warning
+        assert report.shared_tokens == previous
+        previous = report.total_tokens - (4 + monitor.counter.text(f"goal: read, step {n}"))
+        assert 0 < report.reuse_ratio < 1
+    stats = monitor.stats
+    assert (stats.requests, stats.breaks, stats.violations, stats.rewrites) == (6, 0, 0, 0)
+    assert stats.effective_tokens < stats.total_tokens
+
+
+def test_a_rewritten_old_message_is_reported(monitor: PrefixMonitor) -> None:
+    history: list[Message] = [UserMessage(content="go"), *step(0), *step(1), *step(2)]
+    monitor.observe(request(history))
+    old = history[2]
+    assert isinstance(old, ToolMessage)
+    history[2] = ToolMessage(tool_call_id=old.tool_call_id, name=old.name, content="(cleared)")
+    history += step(3)
+    report = monitor.observe(request(history))
+    assert "message 3 of 7" in report.warning and "read_file result c0" in report.warning
+    assert "append-only" in report.warning
+    assert report.shared_units == len(TOOLS) + len(SYSTEM) + 2
+    assert monitor.stats.violations == 1 and monitor.stats.breaks == 1
+
+
+def test_an_equal_copy_of_a_message_is_no_violation(monitor: PrefixMonitor) -> None:
+    """Byte identity is what the cache sees: a rebuilt but identical message (e.g. a resumed
+    transcript) keeps the prefix."""
+    history: list[Message] = [UserMessage(content="go"), *step(0)]
+    monitor.observe(request(history))
+    copy = [m.model_copy() for m in history]
+    report = monitor.observe(request([*copy, *step(1)]))
+    assert not report.warning and report.shared_units == len(TOOLS) + len(SYSTEM) + 3
+
+
+def test_marked_rewrites_are_counted_not_warned(monitor: PrefixMonitor) -> None:
+    history: list[Message] = [UserMessage(content="go"), *step(0), *step(1)]
+    monitor.observe(request(history))
+    monitor.mark_rewrite("decay")
+    monitor.mark_rewrite("compaction")
+    shorter: list[Message] = [UserMessage(content="go"), UserMessage(content="summary", kind="summary"), *step(1)]
+    report = monitor.observe(request(shorter))
+    assert not report.warning and report.rewrite == "decay; compaction"
+    assert (monitor.stats.rewrites, monitor.stats.breaks, monitor.stats.violations) == (1, 1, 0)
+    # the mark applies to one request only
+    shorter.pop()
+    assert "was removed" in monitor.observe(request(shorter)).warning
+
+
+def test_system_prompt_changes_are_violations(monitor: PrefixMonitor) -> None:
+    history: list[Message] = [UserMessage(content="go")]
+    monitor.observe(request(history))
+    report = monitor.observe(request(history, system=(SystemBlock(text="You are swecli. It is 10:42."),)))
+    assert "the system prompt changed" in report.warning
+    assert report.shared_units == len(TOOLS)
+
+
+def test_the_tail_may_change_freely(monitor: PrefixMonitor) -> None:
+    history: list[Message] = [UserMessage(content="go")]
+    monitor.observe(request(history, tail="todo 0/3"))
+    report = monitor.observe(request(history, tail="todo 1/3"))
+    assert not report.warning and monitor.stats.breaks == 0
+
+
+def test_serialization_cost_grows_with_new_messages_only(monitor: PrefixMonitor) -> None:
+    history: list[Message] = [UserMessage(content="go")]
+    monitor.observe(request(history))
+    base = monitor.serialized
+    assert base == len(TOOLS) + len(SYSTEM) + 1
+    for n in range(20):
+        before = monitor.serialized
+        history += step(n)
+        monitor.observe(request(history))
+        assert monitor.serialized - before == 2  # the two new messages, nothing else
+    assert monitor.serialized == base + 40
+
+
+def test_serialization_is_deterministic_and_complete() -> None:
+    a = ToolMessage(tool_call_id="x", name="bash", content="out", is_error=True)
+    b = ToolMessage(tool_call_id="x", name="bash", content="out", is_error=False)
+    assert serialize_message(a) == serialize_message(a.model_copy())
+    assert serialize_message(a) != serialize_message(b)
+    assert serialize_message(a).index('"content"') < serialize_message(a).index('"tool_call_id"')
