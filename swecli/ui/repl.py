@@ -33,7 +33,7 @@ from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, builtin_commands, is_command
 from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
 from swecli.ui.meter import Meter, format_tokens
-from swecli.ui.render import Renderer, completion_line, format_duration
+from swecli.ui.render import Renderer, completion_line, format_duration, looks_like_diff
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -322,7 +322,7 @@ class Repl:
         except BaseException:
             pending.answer(_declined())
             raise
-        if answer.decision.verdict != "no" and pending.request.call.name != "bash":
+        if answer.decision.verdict != "no" and looks_like_diff(pending.request.preview):
             self.renderer.note_diff_shown(pending.request.call.id)
         pending.answer(answer.decision)
         if answer.interrupt:

@@ -264,6 +264,10 @@ def test_slash_commands_and_the_context_meter(start: Any) -> None:
         term.expect("1.2k  (1,234)")
         term.expect("56  (56)")
         term.prompt()
+        term.send("\x1b[A")  # Up recalls the last entry
+        term.line("")
+        term.expect("Session usage · 1 request")
+        term.prompt()
         term.line("/model")
         term.expect("Model: scripted-model")
         term.prompt()
@@ -278,7 +282,8 @@ def test_slash_commands_and_the_context_meter(start: Any) -> None:
 def test_mentions_multiline_input_and_tab_completion(start: Any, project: Path) -> None:
     (project / "src").mkdir()
     (project / "src" / "app.py").write_text("def main():\n    return 42\n")
-    steps: list[Step] = [Reply(text="It returns 42."), Reply(text="Two lines received.")]
+    steps: list[Step] = [Reply(text="It returns 42."), Reply(text="Two lines received."),
+                         Reply(text="Paste received.")]
     with ScriptedLLM(steps) as llm:
         term = start(llm)
         term.send("what does @src/ap")
@@ -294,12 +299,17 @@ def test_mentions_multiline_input_and_tab_completion(start: Any, project: Path) 
         term.line("line two")
         term.expect("Two lines received.")
         term.prompt()
+        term.send("\x1b[200~pasted one\rpasted two\x1b[201~")  # a bracketed paste, as terminals send it
+        term.line("")
+        term.expect("Paste received.")
+        term.prompt()
         leave(term)
     first = llm.requests[0]["messages"]
     assert first[-1] == {"role": "user", "content": "what does @src/app.py return?"}
     assert "def main():\n    return 42" in first[-2]["content"]
     assert 'path="src/app.py"' in first[-2]["content"]
     assert llm.requests[1]["messages"][-1]["content"] == "line one\nline two"
+    assert llm.requests[2]["messages"][-1]["content"] == "pasted one\npasted two"
 
 
 def test_ctrl_c_on_an_empty_prompt_asks_once_more_then_leaves(start: Any) -> None:
@@ -334,3 +344,21 @@ def test_ctrl_c_interrupts_a_streaming_answer_and_keeps_what_arrived(start: Any)
     assert kept and kept[-1]["content"].startswith("First words arrive.")
     assert len(kept[-1]["content"]) < len(slow.text)
     assert messages[-1] == {"role": "user", "content": "go on"}
+
+
+def test_continue_resumes_the_last_conversation(start: Any) -> None:
+    with ScriptedLLM([Reply(text="The answer is 42.")]) as llm:
+        term = start(llm)
+        term.line("what is the answer?")
+        term.expect("The answer is 42.")
+        term.prompt()
+        leave(term)
+    with ScriptedLLM([Reply(text="You asked about the answer.")]) as llm:
+        term = start(llm, "--continue")
+        assert "Resumed session" in term.text
+        term.line("what did I ask?")
+        term.expect("You asked about the answer.")
+        term.prompt()
+        leave(term)
+    contents = [m.get("content") for m in llm.requests[0]["messages"]]
+    assert contents[-3:] == ["what is the answer?", "The answer is 42.", "what did I ask?"]
