@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from swecli.context.archive import Archive, ArchiveError
-from swecli.context.extract import FACTS_HEADING, Facts, extract_facts, render_facts
-from swecli.llm.base import Cancelled, ModelRequest, Provider, ProviderError, ResponseDone
+from swecli.context.extract import Facts, extract_facts, render_facts
+from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, ResponseDone
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
 
 STRATEGIES = ("summarize", "truncate", "importance")
@@ -36,6 +37,9 @@ SUMMARY_HEADING = "## Summary"
 
 Count = Callable[[Message], int]
 CountText = Callable[[str], int]
+SummarySection = Callable[[Sequence[Message], str, int], str]
+"""An extra section for the summary message: (compacted span, archive path, token budget) -> markdown
+starting with a `## ` heading (or "" for none). Used by later mechanisms (e.g. reference lists)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class CompactionParams:
     tool_clip_tokens: int = 1_500
     """Tool results in the summary request are clipped to this (the archive has them in full)."""
     max_chunks: int = 8
+    sections: tuple[SummarySection, ...] = ()
     force: bool = False
     """Compact even when nothing is over budget (a manual /compact)."""
 
@@ -149,6 +154,7 @@ class _Work:
     text_count: CountText
     archive: Archive
     provider: Provider | None = None
+    cancel: CancelToken | None = None
     notes: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     archive_path: str = ""
@@ -172,14 +178,16 @@ def compact_history(
     archive: Archive,
     provider: Provider | None = None,
     meta: Mapping[str, Mapping[str, Any]] | None = None,
+    cancel: CancelToken | None = None,
 ) -> CompactionResult:
     """Compact `history` under `params.limit`; unchanged (changed=False) when there is nothing to do.
 
-    `meta` maps tool-call ids to the `ToolResult.meta` the tools reported (exact exit codes, paths).
+    `meta` maps tool-call ids to the `ToolResult.meta` the tools reported (exact exit codes, paths);
+    `cancel` interrupts a summary request (the compaction then falls back to truncation).
     """
     if params.strategy not in STRATEGIES:
         raise ValueError(f"unknown compaction strategy {params.strategy!r}; use one of {', '.join(STRATEGIES)}")
-    work = _Work(history, params, count, text_count, archive, provider)
+    work = _Work(history, params, count, text_count, archive, provider, cancel)
     before = work.total(history)
     if before <= params.limit and not params.force:
         return CompactionResult(list(history), False, params.strategy, tokens_after=before,
@@ -219,7 +227,7 @@ def _summary_reserve(params: CompactionParams, has_summary: bool) -> int:
     facts_budget = _facts_budget(params)
     # Truncate and importance carry an earlier summary over, which is at most a summary long.
     body = params.summary_tokens if params.strategy == "summarize" or has_summary else 0
-    return body + facts_budget + 120  # 120: the marker paragraph
+    return body + facts_budget * (1 + len(params.sections)) + 120  # 120: the marker paragraph
 
 
 def _facts_budget(params: CompactionParams) -> int:
@@ -293,8 +301,13 @@ def summary_body(content: str) -> str:
     if start < 0:
         return ""
     body = content[start + len(SUMMARY_HEADING) + 1:]
-    end = body.find("\n" + FACTS_HEADING)
+    end = body.find("\n## ")  # the next section swecli wrote (the body's own headings are demoted)
     return (body if end < 0 else body[:end]).strip()
+
+
+def demote_headings(text: str) -> str:
+    """`#`/`##` headings in a model's summary become `###`, so the body never opens a new section."""
+    return re.sub(r"(?m)^#{1,2}(?=\s)", "###", text)
 
 
 def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: str, facts: Facts) -> str:
@@ -308,11 +321,27 @@ def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: 
     parts = [f"{SUMMARY_MARKER} {replaced} earlier messages were {how} to free context. "
              f"The user's own messages from that span are kept verbatim above. {where}"]
     if body:
-        parts.append(f"{SUMMARY_HEADING}\n{body}")
+        parts.append(f"{SUMMARY_HEADING}\n{demote_headings(body)}")
     rendered = _bounded_facts(facts, _facts_budget(work.params), work.text_count)
     if rendered:
         parts.append(rendered)
+    parts.extend(_extra_sections(work, head))
     return "\n\n".join(parts)
+
+
+def _extra_sections(work: _Work, head: Sequence[Message]) -> list[str]:
+    budget = _facts_budget(work.params)
+    out = []
+    for section in work.params.sections:
+        try:
+            text = section(head, work.archive_path, budget).strip()
+        except Exception as exc:  # an extension's bug must not lose the compaction
+            work.notes.append(f"summary section {getattr(section, '__name__', section)!r} failed: "
+                              f"{type(exc).__name__}: {exc}")
+            continue
+        if text:
+            out.append(text if work.text_count(text) <= budget else head_by_tokens(text, budget, work.text_count))
+    return out
 
 
 def _bounded_facts(facts: Facts, budget: int, text_count: CountText) -> str:
@@ -424,7 +453,9 @@ def _fit_prompts(work: _Work, history: list[Message], over: int, head_tokens: in
         msg = history[index]
         if over <= 0 or not isinstance(msg, UserMessage) or work.count(msg) <= head_tokens + 100:
             continue
-        shortened = _shorten_prompt(msg, work, head_tokens)
+        # What the person typed loses only what must go: keep as much of the head as the room allows.
+        keep = max(head_tokens, work.count(msg) - over - 150)
+        shortened = _shorten_prompt(msg, work, keep)
         over -= work.count(msg) - work.count(shortened)
         history[index] = shortened
     return over
@@ -610,7 +641,7 @@ def summarize_span(work: _Work, head: Sequence[Message]) -> str | None:
 
 def _ask(provider: Provider, request: ModelRequest, work: _Work) -> str | None:
     try:
-        for event in provider.stream(request):
+        for event in provider.stream(request, work.cancel):
             if isinstance(event, ResponseDone):
                 work.usage = work.usage + (event.usage or Usage(requests=1))
                 text = event.message.content.strip()
@@ -618,7 +649,10 @@ def _ask(provider: Provider, request: ModelRequest, work: _Work) -> str | None:
                     work.notes.append("the summary request returned no text")
                     return None
                 return text
-    except (ProviderError, Cancelled, OSError, RuntimeError, ValueError) as exc:
+    except Cancelled:
+        work.notes.append("the summary request was interrupted")
+        return None
+    except (ProviderError, OSError, RuntimeError, ValueError) as exc:
         work.notes.append(f"the summary request failed ({type(exc).__name__}: {exc})")
         return None
     work.notes.append("the summary stream ended without a response")

@@ -90,7 +90,7 @@ _EXIT_PATTERNS = [
     re.compile(r"\breturn ?code[:=]?\s*(-?\d+)\b", re.IGNORECASE),
 ]
 _ERROR_LINE = re.compile(
-    r"^\s*(?:Traceback \(most recent call last\)|[\w.]*(?:Error|Exception|Fault)\b(?::|$)|E\s{2,}\S|"
+    r"^\s*(?:[\w.]*(?:Error|Exception|Fault)\b(?::|$)|E\s{2,}\S|"
     r"(?:fatal|error|ERROR|FATAL)(?:\[\w+\])?:|.*\bcommand not found\b|.*\bNo such file or directory\b|"
     r"SyntaxError|Segmentation fault)"
 )
@@ -103,7 +103,10 @@ _LOCATION = re.compile(
     r"(?:File \"(?P<pyfile>[^\"\n]+)\", line (?P<pyline>\d+))|"
     r"(?P<path>(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)\b"
 )
-_REDIRECT = re.compile(r"(?<![0-9&>])>>?\s*([^\s;&|<>()]+)")
+# `> file` / `>> file`, not `2>&1`, `>=1.0` (a version pin) or `->` (an arrow in inline code).
+_REDIRECT = re.compile(r"(?<![0-9&>=<-])>>?\s*(['\"]?)([\w./~][\w./~+-]*)\1(?![=\w])")
+# Frames in installed libraries and pseudo-files say little about the project being worked on.
+_THIRD_PARTY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<|^/usr/")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)\w+\1")
 _SED_INPLACE = re.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
 
@@ -148,7 +151,7 @@ def _scan_line(facts: Facts, line: str) -> None:
     for match in _LOCATION.finditer(line):
         path = match.group("pyfile") or match.group("path")
         number = match.group("pyline") or match.group("line")
-        if path and number and not path[0].isdigit():
+        if path and number and not path[0].isdigit() and not _THIRD_PARTY.search(path):
             facts.locations.append(f"{path}:{number}")
 
 
@@ -209,7 +212,7 @@ def _shell_writes(command: str) -> list[str]:
     """Files a shell command writes: redirections, `sed -i`, `tee`. Heredoc bodies are skipped."""
     first = (command.splitlines() or [""])[0] if "<<" in command else command
     first = _HEREDOC.sub(" ", first)
-    targets = [t for t in _REDIRECT.findall(first) if not t.startswith(("/dev/", "&"))]
+    targets = [m.group(2) for m in _REDIRECT.finditer(first) if not m.group(2).startswith("/dev/")]
     if _SED_INPLACE.search(first) or re.search(r"\btee\b", first):
         targets.extend(_last_word_targets(first))
     return [t for t in targets if "$" not in t and "*" not in t]

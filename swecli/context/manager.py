@@ -26,11 +26,17 @@ from typing import TYPE_CHECKING, Any
 from swecli.config import ContextConfig, HookConfig
 from swecli.context.archive import Archive, DiskArchive
 from swecli.context.budget import Calibration, ContextBudget, ContextState, provider_prompt_tokens
-from swecli.context.compaction import CompactionParams, CompactionResult, compact_history, is_prompt
+from swecli.context.compaction import (
+    CompactionParams,
+    CompactionResult,
+    SummarySection,
+    compact_history,
+    is_prompt,
+)
 from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.tokens import REPLY_PRIMING, TokenCounter, encoding_for_model
 from swecli.events import CompactionDone, Event, Notice
-from swecli.llm.base import ModelRequest, Provider
+from swecli.llm.base import CancelToken, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.tools.base import ToolResult
@@ -68,6 +74,10 @@ class ContextManager:
     """Library PreCompact hook, run after the configured command."""
     archive: Archive | None = None
     """Where compaction saves what it removes; a fresh `DiskArchive(root)` per compaction when None."""
+    summary_sections: list[SummarySection] = field(default_factory=list)
+    """Extra sections for the summary message (e.g. a reference list), see `compaction.SummarySection`."""
+    cancel: CancelToken | None = None
+    """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
     counter: TokenCounter = field(default=None)  # type: ignore[assignment]  # set in __post_init__
     calibration: Calibration = field(default_factory=Calibration)
     compaction_usage: Usage = field(default_factory=Usage)
@@ -95,6 +105,16 @@ class ContextManager:
         return cls(system=system, tools=tools, max_tokens=settings.max_tokens, window=settings.context_window,
                    config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
                    on_event=on_event)
+
+    def use_model(self, model: str, window: int) -> None:
+        """After /model: the new window drives compaction, the new model's tokenizer family picks the
+        encoding, and the calibration starts over (it described the old model's tokenizer)."""
+        self.window = window
+        if model != self.model:
+            self.model = model
+            self.calibration = Calibration()
+            if encoding_for_model(model) != self.counter.encoding_name:
+                self.counter = TokenCounter(encoding_for_model(model), self.counter.include_reasoning)
 
     # --- budget and accounting ------------------------------------------------------------------
 
@@ -167,7 +187,7 @@ class ContextManager:
             self._learn_from_overflow()
         result = compact_history(
             history, self._params(trigger, focus, decision), self.counter.message, self.counter.text,
-            self.archive or DiskArchive(self.root or Path.cwd()), provider, self._tool_meta,
+            self.archive or DiskArchive(self.root or Path.cwd()), provider, self._tool_meta, self.cancel,
         )
         self.compaction_usage = self.compaction_usage + result.usage
         if not result.changed:
@@ -202,7 +222,8 @@ class ContextManager:
             limit=to_local(limit), fixed=fixed, keep_recent=to_local(self.config.keep_recent_tokens),
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
             summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
-            prompt_head_tokens=max(200, min(2_000, limit // 10)), force=trigger != "auto",
+            prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=tuple(self.summary_sections),
+            force=trigger != "auto",
         )
 
     def _learn_from_overflow(self) -> None:

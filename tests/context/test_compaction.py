@@ -305,3 +305,46 @@ def test_head_by_tokens_respects_the_budget() -> None:
     text = "word " * 1000
     head = head_by_tokens(text, 100, COUNTER.text)
     assert COUNTER.text(head) <= 100 < COUNTER.text(text[: len(head) + 10])
+
+
+def test_a_paste_that_alone_overflows_loses_only_what_must_go() -> None:
+    paste = "\n".join(f"row {i}: some pasted data" for i in range(4_000))
+    history: list[Message] = [UserMessage(content=paste)]
+    archive = MemoryArchive()
+    result = run(history, ScriptedModel([]), archive, limit=10_000, prompt_head_tokens=300)
+    assert result.changed and result.tokens_after <= 10_000
+    kept = result.history[0]
+    assert isinstance(kept, UserMessage) and kept.kind == "prompt"
+    assert COUNTER.message(kept) > 8_000  # far more than the 300-token head of an old paste
+    assert paste in archive.texts.values()
+
+
+def test_model_headings_cannot_open_a_section_of_their_own() -> None:
+    result = run(long_session(), ScriptedModel([say("## Summary of work\n# Files\n- a.py")]), force=True)
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    assert summary_body(summary.content) == "### Summary of work\n### Files\n- a.py"
+
+
+def test_extra_summary_sections_are_added_and_their_failures_noted() -> None:
+    seen: list[tuple[int, str, int]] = []
+
+    def references(span: object, archive: str, budget: int) -> str:
+        seen.append((len(span), archive, budget))  # type: ignore[arg-type]
+        return "## References to compacted history\n- src/app.py:3"
+
+    def broken(span: object, archive: str, budget: int) -> str:
+        raise KeyError("oops")
+
+    result = run(long_session(), ScriptedModel([say("s")]), force=True, sections=(references, broken))
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    assert summary.content.endswith("## References to compacted history\n- src/app.py:3")
+    assert seen and seen[0][1] == result.archive
+    assert any("'broken' failed: KeyError" in n for n in result.notes)
+    assert summary_body(summary.content) == "s"
+
+
+def test_an_interrupted_summary_falls_back_to_truncation() -> None:
+    from swecli.llm.base import Cancelled
+
+    result = run(long_session(), ScriptedModel([Cancelled()]), force=True)
+    assert result.strategy == "truncate" and any("interrupted" in n for n in result.notes)

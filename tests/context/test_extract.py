@@ -106,3 +106,22 @@ def test_earlier_summary_facts_are_carried_forward() -> None:
     facts = extract_facts([earlier, *exchange("1", "write_file", {"path": "second.py"}, "ok")])
     assert facts.files_created == ["first.py", "second.py"]
     assert facts.archives == [".swecli/compactions/1.jsonl"]
+
+
+def test_version_pins_arrows_and_fd_redirects_are_not_files() -> None:
+    history = [
+        *exchange("1", "bash", {"command": 'pip install "astroid>=2.9" && python x.py 2>&1 > /dev/null'}, ""),
+        *exchange("2", "bash", {"command": 'python -c "def f() -> int: return 1" >> out/log.txt'}, ""),
+    ]
+    assert extract_facts(history).files_modified == ["out/log.txt"]
+
+
+def test_library_frames_are_not_reported_as_locations() -> None:
+    trace = "\n".join([
+        '  File "/usr/lib/python3.11/socket.py", line 706, in readinto',
+        '  File "/venv/lib/python3.11/site-packages/pip/x.py", line 3, in f',
+        '  File "<frozen posixpath>", line 76, in join',
+        '  File "/testbed/astroid/builder.py", line 121, in file_build',
+    ])
+    assert extract_facts(exchange("1", "bash", {"command": "pylint src"}, trace)).locations == [
+        "/testbed/astroid/builder.py:121"]

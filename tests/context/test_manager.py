@@ -290,3 +290,11 @@ def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(
             assert prompts(history) == typed
             assert context.state(history).total <= context.budget.limit
     event(f"compactions: {min(len(context.compactions), 3)}{'+' if len(context.compactions) > 3 else ''}")
+
+
+def test_use_model_switches_window_encoding_and_resets_calibration() -> None:
+    context = manager(window=100_000)
+    context.calibration.observe(1_300, 1_000)
+    context.use_model("gpt-4-turbo", 128_000)
+    assert context.window == 128_000 and context.counter.encoding_name == "cl100k_base"
+    assert context.calibration.samples == 0 and context.state([]).ratio == 1.0

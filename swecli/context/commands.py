@@ -1,0 +1,97 @@
+"""The context engine's slash commands for the REPL: `/context` and `/compact [focus]`.
+
+Plugged in through `ReplHooks(commands=context_commands())` (or `registry.register(...)`); both use
+only the public state of the REPL (`repl.agent`, `repl.provider`, `repl.print`, `repl.refresh_meter`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from swecli.context.budget import ContextState
+from swecli.ui.commands import Command
+from swecli.ui.meter import format_tokens
+
+if TYPE_CHECKING:
+    from swecli.context.manager import ContextManager
+    from swecli.ui.repl import Repl
+
+BAR_WIDTH = 60
+_STYLES = {"system": "cyan", "tools": "blue", "memory": "magenta", "history": "green", "current turn": "yellow",
+           "free": "grey50", "reserved for reply": "grey35"}
+_GLYPHS = {"free": "░", "reserved for reply": "▒"}
+
+
+def context_handler(repl: Repl, args: str) -> None:
+    context = repl.agent.context
+    repl.print(context_report(context.state(repl.agent.history), context))
+
+
+def compact_handler(repl: Repl, args: str) -> None:
+    agent = repl.agent
+    if not agent.history:
+        repl.print(Text("Nothing to compact: the conversation is empty.", style="dim"))
+        return
+    repl.print(Text("Compacting the conversation…" + (f" (focus: {args})" if args else ""), style="dim"))
+    # The CompactionDone line (or the notice saying why nothing changed) arrives through the event bus.
+    agent.replace_history(agent.context.compact(agent.history, repl.provider, trigger="manual", focus=args),
+                          "compaction")
+    repl.refresh_meter()
+
+
+def context_commands() -> list[Command]:
+    return [
+        Command("context", "Show what fills the context window: system, tools, memory, history, current turn",
+                context_handler),
+        Command("compact", "Compact the conversation now; the focus text steers what the summary keeps",
+                compact_handler, usage="/compact [focus instructions]"),
+    ]
+
+
+def context_report(state: ContextState, context: ContextManager | None = None) -> Group:
+    """The breakdown as a table, a bar, and how the numbers were obtained."""
+    window = state.budget.window or 1
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
+    table.add_column("component")
+    table.add_column("tokens", justify="right")
+    table.add_column("% of window", justify="right")
+    for label, tokens in state.rows():
+        table.add_row(Text(label, style=_STYLES.get(label, "")), f"{tokens:,}", f"{100 * tokens / window:.1f}%")
+    head = Text(f"Context: {format_tokens(state.total)} of {format_tokens(state.budget.window)} tokens "
+                f"({state.percent:.0f}%) · {state.messages} messages", style="bold")
+    return Group(head, context_bar(state), table, _footer(state, context))
+
+
+def context_bar(state: ContextState, width: int = BAR_WIDTH) -> Text:
+    window = state.budget.window or 1
+    bar = Text()
+    used = 0
+    for label, tokens in state.rows():
+        cells = round(width * tokens / window)
+        cells = max(0, min(cells, width - used))
+        bar.append(_GLYPHS.get(label, "█") * cells, style=_STYLES.get(label, ""))
+        used += cells
+    marker = min(width - 1, round(width * state.budget.limit / window))
+    bar.append("\n" + " " * marker + "▲ compaction at " + format_tokens(state.budget.limit), style="dim")
+    return bar
+
+
+def _footer(state: ContextState, context: ContextManager | None) -> Text:
+    lines = []
+    if state.calibrated:
+        lines.append(f"calibrated to the provider: ×{state.ratio:.3f} (local {state.encoding} count "
+                     f"{state.raw_total:,})")
+    else:
+        lines.append(f"local {state.encoding} count; calibrates after the provider's first usage report")
+    if not state.exact:
+        lines.append("no tokenizer could be loaded: counts are estimates from characters")
+    if context is not None:
+        cfg = context.config
+        auto = "auto-compaction on" if cfg.auto_compact else "auto-compaction off"
+        lines.append(f"{auto} · strategy {cfg.strategy} · keeps the last {format_tokens(cfg.keep_recent_tokens)} "
+                     f"tokens verbatim · {len(context.compactions)} compaction(s) this session")
+    return Text("\n".join(lines), style="dim")

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from rich.console import Console
+
+from swecli.config import ContextConfig
+from swecli.context.archive import MemoryArchive
+from swecli.context.commands import compact_handler, context_commands, context_handler, context_report
+from swecli.context.manager import ContextManager
+from swecli.events import CompactionDone, Event
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
+from swecli.testing.model import ScriptedModel, say
+
+
+@dataclass
+class FakeAgent:
+    context: ContextManager
+    history: list[Message]
+    replaced: list[str] = field(default_factory=list)
+
+    def replace_history(self, history: list[Message], reason: str) -> None:
+        if history is not self.history:
+            self.history = list(history)
+            self.replaced.append(reason)
+
+
+@dataclass
+class FakeRepl:
+    agent: FakeAgent
+    provider: Any
+    console: Console = field(default_factory=lambda: Console(record=True, width=110, color_system=None))
+    meter_refreshed: int = 0
+
+    def print(self, renderable: Any = "") -> None:
+        self.console.print(renderable)
+
+    def refresh_meter(self) -> None:
+        self.meter_refreshed += 1
+
+    def output(self) -> str:
+        return self.console.export_text()
+
+
+def history() -> list[Message]:
+    out: list[Message] = [UserMessage(content="[bold]fix[/bold] the parser")]
+    for i in range(6):
+        call = ToolCall(id=f"c{i}", name="bash", arguments='{"command": "pytest -q"}')
+        out += [AssistantMessage(tool_calls=(call,)), ToolMessage(tool_call_id=f"c{i}", name="bash",
+                                                                 content="FAILED test_x\n" * 300)]
+    return [*out, AssistantMessage(content="done")]
+
+
+def make(events: list[Event], provider: Any = None) -> FakeRepl:
+    context = ContextManager((SystemBlock(text="system prompt"),), (), window=200_000, archive=MemoryArchive(),
+                             memory=(SystemBlock(text="memory"),), on_event=events.append,
+                             config=ContextConfig(keep_recent_tokens=300))
+    return FakeRepl(FakeAgent(context, history()), provider)
+
+
+def test_context_prints_the_breakdown_table_and_bar() -> None:
+    repl = make([])
+    context_handler(cast(Any, repl), "")
+    text = repl.output()
+    state = repl.agent.context.state(repl.agent.history)
+    for label in ("system", "tools", "memory", "history", "current turn", "free", "reserved for reply"):
+        assert label in text
+    assert f"{state.current_turn:,}" in text
+    assert "▲ compaction at 160k" in text and "█" in text
+    assert "calibrates after the provider's first usage report" in text
+
+
+def test_context_report_mentions_calibration_once_known() -> None:
+    repl = make([])
+    context = repl.agent.context
+    request = context.request(repl.agent.history)
+    context.observe(request, Usage(input_tokens=int(context.counter.request(request) * 1.1)))
+    console = Console(record=True, width=110, color_system=None)
+    console.print(context_report(context.state(repl.agent.history), context))
+    assert "calibrated to the provider: ×1.1" in console.export_text()
+
+
+def test_compact_replaces_the_history_and_reports_through_events() -> None:
+    events: list[Event] = []
+    model = ScriptedModel([say("summary of the parser work")])
+    repl = make(events, model)
+    before = repl.agent.history
+    compact_handler(cast(Any, repl), "keep the failing test names")
+    model.assert_done()
+    assert "keep the failing test names" in model.requests[0].messages[0].content
+    assert repl.agent.replaced == ["compaction"] and len(repl.agent.history) < len(before)
+    assert repl.agent.history[0] == before[0]  # the prompt, markup-looking text and all
+    assert [type(e) for e in events if isinstance(e, CompactionDone)] == [CompactionDone]
+    assert repl.meter_refreshed == 1
+
+
+def test_compact_on_an_empty_conversation_says_so() -> None:
+    repl = make([], ScriptedModel([]))
+    repl.agent.history = []
+    compact_handler(cast(Any, repl), "")
+    assert "conversation is empty" in repl.output()
+
+
+def test_commands_are_registrable() -> None:
+    assert [c.name for c in context_commands()] == ["context", "compact"]
+    assert context_commands()[1].signature == "/compact [focus instructions]"
