@@ -78,21 +78,40 @@ class Repl:
     continue_latest: bool = False
 
     def __post_init__(self) -> None:
-        from swecli.app import open_session
-
         self.renderer = Renderer(self.console)
         self.commands: CommandRegistry = builtin_commands()
         for command in self.hooks.commands:
             self.commands.register(command, replace=True)
         self.session_usage = Usage()
         self.approvals = ApprovalBridge()
-        self.session: AgentSession = open_session(
-            self.root, self.settings, approver=self.approvals,
-            listeners=[self.renderer, self._track, *self.hooks.listeners],
-            resume=self.resume, continue_latest=self.continue_latest)
-        _announce_retries(self.session.provider, self._on_retry)
+        self.session: AgentSession = self._open(self.resume, self.continue_latest)
         self._exit = False
         self._meter = self._measure()
+
+    def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
+        from swecli.app import open_session
+
+        session = open_session(self.root, self.settings, approver=self.approvals,
+                               listeners=[self.renderer, self._track, *self.hooks.listeners],
+                               resume=resume, continue_latest=continue_latest)
+        _announce_retries(session.provider, self._on_retry)
+        return session
+
+    def reopen(self, resume: str | None = None) -> None:
+        """Switch to another session (`/resume ID`; '' for the latest) or, with None, a fresh one.
+
+        The current session is closed first; the mode and the session's "always" approvals carry over.
+        Raises SessionError (one sentence) when there is nothing to resume; the current session then
+        stays open.
+        """
+        policy = self.agent.policy
+        session = self._open(resume, continue_latest=False)
+        session.agent.policy.mode = policy.mode
+        session.agent.policy.always_tools |= policy.always_tools
+        session.agent.policy.always_commands |= policy.always_commands
+        old, self.session = self.session, session
+        old.close()
+        self.refresh_meter()
 
     @property
     def agent(self) -> Agent:

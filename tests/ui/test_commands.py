@@ -127,3 +127,18 @@ def test_clear_model_tokens_and_exit(project: Path, llm: ScriptedLLM) -> None:
     assert "Model: other-model · provider openai-compatible" in output(repl)
     repl.submit("/exit")
     assert repl._exit
+
+
+def test_reopen_switches_sessions_and_keeps_mode_and_approvals(project: Path, llm: ScriptedLLM) -> None:
+    repl = make_repl(project, llm)
+    llm.add(Reply("First answer."))
+    repl.submit("first question")
+    first_id, first_history = repl.session.session_id, list(repl.agent.history)
+    repl.set_mode("auto")
+    repl.agent.policy.always_commands.add("make test")
+    repl.reopen(None)
+    assert repl.session.session_id != first_id and repl.agent.history == []
+    repl.reopen(first_id)
+    assert repl.session.session_id == first_id
+    assert [m.content for m in repl.agent.history] == [m.content for m in first_history]
+    assert repl.mode == "auto" and "make test" in repl.agent.policy.always_commands
