@@ -159,7 +159,7 @@ class Agent:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
         result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
-            verdict.message, is_error=True, summary="declined" if self.policy.approver else "refused")
+            verdict.message, is_error=True, summary=verdict.summary)
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
                                 meta=result.meta)

@@ -26,6 +26,7 @@ from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
+    from swecli.llm.retry import RetryNotice
     from swecli.session.recorder import SessionRecorder
 
 
@@ -93,6 +94,17 @@ def build_agent(
     return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
                  policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
                  max_iterations=settings.max_iterations)
+
+
+def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
+    """Say why nothing seems to happen while a provider waits to retry (called on the loop's thread)."""
+
+    def announce(notice: RetryNotice) -> None:
+        delay = f"{notice.delay:.1f}s" if notice.delay < 60 else f"{notice.delay / 60:.1f}min"
+        bus(Notice("warning", f"{notice.error} Retrying in {delay} "
+                              f"(attempt {notice.attempt + 1} of {notice.max_attempts})."))
+
+    return announce
 
 
 @dataclass
@@ -165,7 +177,7 @@ def open_session(
         recorder, loaded = SessionRecorder.resume(root, settings, resume or None, on_error=warn)
     else:
         recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
-    provider = make_provider(settings)
+    provider = make_provider(settings, on_retry=retry_notices(bus))
     extra: list[Tool[Any]] = [todo_tool(TodoState())]
     if settings.memory.session_notes:
         extra.append(notes_tool(redactor=recorder.redactor))

@@ -41,6 +41,8 @@ class Verdict:
     allowed: bool
     message: str = ""
     """When refused: what the model is told."""
+    summary: str = ""
+    """When refused: one line for the person (`declined`, `refused in plan mode`)."""
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Policy:
         if self.mode == "plan":
             return Verdict(False, f"{call.name} is not available in plan mode (read-only). Explore with the "
                                   "read-only tools and finish by proposing a plan; the user will switch modes "
-                                  "to carry it out.")
+                                  "to carry it out.", "refused in plan mode")
         from swecli.tools.guard import dangerous_reason
 
         command = str(args.get("command", "")) if call.name == "bash" else ""
@@ -77,7 +79,7 @@ class Policy:
             why = f" ({request.danger})" if request.danger else ""
             return Verdict(False, f"{request.call.name} needs the user's approval{why}, and no one is there to "
                                   "approve it (non-interactive run). The user can re-run with --mode auto to allow "
-                                  "changes without approval.")
+                                  "changes without approval.", "refused: needs approval (use --mode auto)")
         decision = self.approver(request)
         if decision.verdict == "always" and not request.danger:
             if command:
@@ -87,5 +89,5 @@ class Policy:
         if decision.verdict == "no":
             reason = f" Their reason: {decision.reason}" if decision.reason else ""
             return Verdict(False, f"The user declined this {request.call.name} call.{reason} Do not retry it "
-                                  "unchanged; adjust your approach or ask the user.")
+                                  "unchanged; adjust your approach or ask the user.", "declined by user")
         return Verdict(True)

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from swecli import __version__
 from swecli.config import ConfigError, Settings
-from swecli.events import Event, ModelCallFinished, Notice, TurnFinished
+from swecli.events import Event, ModelCallFinished, TurnFinished
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import Usage, UserMessage
 from swecli.permissions import MODES, Decision
@@ -33,14 +33,13 @@ from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, builtin_commands, is_command
 from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
 from swecli.ui.meter import Meter, format_tokens
-from swecli.ui.render import Renderer, completion_line, format_duration, looks_like_diff
+from swecli.ui.render import Renderer, completion_line, looks_like_diff
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
     from swecli.agent import Agent
     from swecli.app import AgentSession, EventBus
-    from swecli.llm.retry import RetryNotice
 
 POLL = 0.05
 """Seconds between checks for keys and approval requests while the agent works."""
@@ -94,7 +93,6 @@ class Repl:
         session = open_session(self.root, self.settings, approver=self.approvals,
                                listeners=[self.renderer, self._track, *self.hooks.listeners],
                                resume=resume, continue_latest=continue_latest)
-        _announce_retries(session.provider, self._on_retry)
         return session
 
     def reopen(self, resume: str | None = None) -> None:
@@ -151,11 +149,12 @@ class Repl:
         self.print(Text("Started a new conversation.", style="dim"))
 
     def switch_model(self, name: str) -> None:
+        from swecli.app import retry_notices
         from swecli.llm.factory import make_provider
 
         settings = self.settings.model_copy(update={"model": name})
         try:
-            provider = make_provider(settings, on_retry=self._on_retry)
+            provider = make_provider(settings, on_retry=retry_notices(self.bus))
         except (ProviderError, ConfigError, ValueError) as exc:
             self.print(Text(f"Could not switch to {name}: {exc}", style="red"))
             return
@@ -195,11 +194,6 @@ class Repl:
         """Session totals for /tokens (across /clear, unlike the agent's own count)."""
         if isinstance(event, ModelCallFinished):
             self.session_usage = self.session_usage + event.usage
-
-    def _on_retry(self, notice: RetryNotice) -> None:
-        # Called on the worker thread before a retry wait: say why nothing seems to happen.
-        self.bus(Notice("warning", f"{notice.error} Retrying in {format_duration(notice.delay)} "
-                                   f"(attempt {notice.attempt + 1} of {notice.max_attempts})."))
 
     # -- the loop -----------------------------------------------------------------------------------
     def run(self) -> int:
@@ -270,7 +264,8 @@ class Repl:
             note = " (truncated)" if a.truncated else ""
             self.print(Text(f"📎 {a.path} · {a.lines} lines · ~{format_tokens(a.tokens)} tokens{note}", style="dim"))
         turn = _Turn()
-        worker = threading.Thread(target=self._work, args=(UserMessage(content=text), attached.message(), turn),
+        paths = [str(a.path) for a in attached.attachments]
+        worker = threading.Thread(target=self._work, args=(text, attached.message(), paths, turn),
                                   name="swecli-agent", daemon=True)
         self.renderer.begin_turn()
         worker.start()
@@ -280,11 +275,11 @@ class Repl:
             self._report(turn.error)
         return turn.result
 
-    def _work(self, prompt: UserMessage, context: UserMessage | None, turn: _Turn) -> None:
+    def _work(self, prompt: str, context: UserMessage | None, attached: list[str], turn: _Turn) -> None:
         try:
             if context is not None:
                 self.agent.append(context)
-            turn.result = self.agent.run(prompt)
+            turn.result = self.session.run(prompt, attachments=attached)
         except BaseException as exc:  # reported by the main thread; the session goes on
             turn.error = exc
             self.agent.close_open_calls()
@@ -366,14 +361,6 @@ class Repl:
 
 def _declined() -> Decision:
     return Decision("no", "the approval prompt failed")
-
-
-def _announce_retries(provider: Provider, on_retry: Callable[[RetryNotice], None]) -> None:
-    """Have the provider say when it waits to retry (its RetryPolicy's hook), so a rate limit never
-    looks like a frozen screen. Providers without a retry policy are left alone."""
-    policy = getattr(provider, "retry", None)
-    if policy is not None and hasattr(policy, "on_retry") and policy.on_retry is None:
-        policy.on_retry = on_retry
 
 
 def run_repl(root: Path, settings: Settings, *, resume: str | None = None, continue_latest: bool = False,
