@@ -138,7 +138,7 @@ class ContextManager:
         return ContextState(
             budget=self.budget, **{k: scale(v) for k, v in raw.items()}, raw_total=sum(raw.values()),
             ratio=self.calibration.ratio, calibrated=self.calibration.samples > 0, exact=count.exact,
-            encoding=count.encoding_name, messages=len(history),
+            encoding=count.encoding_in_use, messages=len(history),
         )
 
     def observe(self, request: ModelRequest, usage: Usage | None) -> None:
@@ -151,11 +151,11 @@ class ContextManager:
 
     def prepare(self, history: list[Message], provider: Provider) -> list[Message]:
         """Auto-compaction at a turn boundary: never while a tool call waits for its result."""
-        if not self.config.auto_compact or not history or has_open_calls(history):
+        if not history:
             return history
         state = self.state(history)
-        self.last_state = state
-        if not state.over_threshold:
+        self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
+        if not self.config.auto_compact or not state.over_threshold or has_open_calls(history):
             return history
         return self.compact(history, provider, trigger="auto")
 
@@ -213,13 +213,17 @@ class ContextManager:
         return decision
 
     def _params(self, trigger: str, focus: str, decision: PreCompactDecision) -> CompactionParams:
-        budget, to_local = self.budget, self.calibration.to_local
+        budget, to_local, count = self.budget, self.calibration.to_local, self.counter
         limit = budget.limit if trigger != "overflow" else int(budget.limit * OVERFLOW_TARGET)
-        count = self.counter
+        local_limit = to_local(limit)
+        if trigger == "overflow" and self._last_request is not None:
+            # The rejected request did not fit, whatever our numbers said (a wrong window, a very
+            # different tokenizer): the result must be clearly smaller than it.
+            local_limit = min(local_limit, int(count.request(self._last_request) * OVERFLOW_TARGET))
         fixed = count.system(self.system) + count.system(self.memory) + count.tools(self.tools) + REPLY_PRIMING
         summary_tokens = max(256, min(4_096, limit // 8, self.max_tokens))
         return CompactionParams(
-            limit=to_local(limit), fixed=fixed, keep_recent=to_local(self.config.keep_recent_tokens),
+            limit=local_limit, fixed=fixed, keep_recent=to_local(self.config.keep_recent_tokens),
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
             summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
             prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=tuple(self.summary_sections),

@@ -190,12 +190,19 @@ class Tokenizer:
 
     def __init__(self, encoding: str = "o200k_base") -> None:
         self.encoding_name = encoding
+        self.loaded_name = ""
+        """The encoding actually in use ("" for the characters-based fallback)."""
         self._encode: Callable[[str], list[int]] | None = None
         self._resolved = False
 
     def _resolve(self) -> None:
-        enc = load_encoding(self.encoding_name)
-        self._encode = enc.encode_ordinary if enc is not None else None
+        # The other shipped vocabulary is a far better estimate than characters if ours will not load.
+        for name in (self.encoding_name, *[n for n in ENCODING_NAMES if n != self.encoding_name]):
+            enc = load_encoding(name)
+            if enc is not None:
+                self._encode = enc.encode_ordinary
+                self.loaded_name = name
+                break
         self._resolved = True
 
     @property
@@ -266,6 +273,11 @@ class TokenCounter:
     @property
     def exact(self) -> bool:
         return self.text.exact
+
+    @property
+    def encoding_in_use(self) -> str:
+        """The encoding counts come from (another one if the requested one failed), or "chars"."""
+        return self.text.loaded_name if self.text.exact else "chars"
 
     def message(self, msg: Message | SystemBlock) -> int:
         cached = self._messages.get(msg)

@@ -298,3 +298,21 @@ def test_use_model_switches_window_encoding_and_resets_calibration() -> None:
     context.use_model("gpt-4-turbo", 128_000)
     assert context.window == 128_000 and context.counter.encoding_name == "cl100k_base"
     assert context.calibration.samples == 0 and context.state([]).ratio == 1.0
+
+
+def test_overflow_shrinks_the_history_even_when_our_count_says_it_fits() -> None:
+    # A server whose real window is far smaller than the one configured.
+    context = manager(window=1_000_000, keep_recent_tokens=500)
+    history = long_history(rounds=4)
+    request = context.request(history)
+    before = context.counter.request(request)
+    result = context.compact(history, ScriptedModel([say("short summary")]), trigger="overflow")
+    assert context.counter.request(context.request(result)) <= before * 0.85
+    assert context.compactions[-1].trigger == "overflow"
+
+
+def test_prepare_records_the_state_even_with_auto_compaction_off() -> None:
+    context = manager(auto_compact=False)
+    history: list[Message] = [UserMessage(content="hello")]
+    context.prepare(history, ScriptedModel([]))
+    assert context.last_state is not None and context.last_state.total == context.state(history).total

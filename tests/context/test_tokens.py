@@ -119,13 +119,25 @@ def test_missing_or_corrupt_vocabulary_falls_back_to_a_character_estimate(
     monkeypatch.setattr(tokens, "vocabulary_path", lambda name: str(corrupt))
     counter = TokenCounter("o200k_base")
     assert counter.text("x" * 300) == 100
-    assert not counter.exact
+    assert not counter.exact and counter.encoding_in_use == "chars"
     assert "sha256" in tokens.encoding_error("o200k_base")
 
     monkeypatch.setattr(tokens, "_loaded", {})
     monkeypatch.setattr(tokens, "vocabulary_path", lambda name: str(tmp_path / "missing.gz"))
     assert load_encoding("o200k_base") is None
     assert "cannot read" in tokens.encoding_error("o200k_base")
+
+
+def test_a_broken_vocabulary_falls_back_to_the_other_one_before_characters(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real = tokens.vocabulary_path
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "vocabulary_path",
+                        lambda name: str(tmp_path / "gone.gz") if name == "o200k_base" else real(name))
+    counter = TokenCounter("o200k_base")
+    assert counter.exact and counter.encoding_in_use == "cl100k_base"
+    assert counter.text("hello world") == 2
 
 
 def test_importing_the_module_loads_nothing() -> None:
