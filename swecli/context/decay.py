@@ -56,16 +56,17 @@ ReferenceFor = Callable[[ToolMessage], str]
 
 @dataclass(frozen=True)
 class DecayPolicy:
-    min_age: int = 0
-    """Steps (assistant messages after the one that made the call) before the result may fold."""
+    min_age: int = 1
+    """Steps (assistant messages after the one that made the call) before the result may fold; at
+    least 1 whatever is set: a result folds only after the model has answered it once."""
     keep: bool = False
     """Never fold (the result is small and stays relevant: a todo list, a note)."""
 
 
 DEFAULT_POLICIES: Mapping[str, DecayPolicy] = {
-    "list_files": DecayPolicy(min_age=0),
-    "grep": DecayPolicy(min_age=0),
-    "read_file": DecayPolicy(min_age=0),
+    "list_files": DecayPolicy(min_age=1),
+    "grep": DecayPolicy(min_age=1),
+    "read_file": DecayPolicy(min_age=1),
     "bash": DecayPolicy(min_age=4),
     "edit_file": DecayPolicy(min_age=20),
     "write_file": DecayPolicy(min_age=20),
@@ -136,7 +137,7 @@ def _candidates(
         policy = rules.get(msg.name) or rules.get("*") or DecayPolicy()
         call = calls.get(msg.tool_call_id)
         age = steps_after.get(msg.tool_call_id, 0) + newer_steps
-        if policy.keep or age < policy.min_age:
+        if policy.keep or age < max(1, policy.min_age):
             continue
         estimate = fold(msg, call, REFERENCE_PLACEHOLDER, counter)
         saving = counter.message(msg) - counter.message(estimate)
@@ -147,7 +148,8 @@ def _candidates(
 
 def newest_zone_start(history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int) -> int:
     """Index where the verbatim zone begins: the newest messages within the budget, widened back to
-    the assistant message whose results it would otherwise split."""
+    the assistant message whose results it would otherwise split, and never after the latest
+    assistant message."""
     used = 0
     start = len(history)
     while start > 0:
@@ -158,7 +160,9 @@ def newest_zone_start(history: Sequence[Message], counter: TokenCounter, keep_re
         start -= 1
     while 0 < start < len(history) and isinstance(history[start], ToolMessage):
         start -= 1
-    return start
+    # The latest step is always verbatim, whatever its size: the model has not seen its results yet.
+    last_call = next((i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], AssistantMessage)), start)
+    return min(start, last_call)
 
 
 def _call_index(head: Sequence[Message]) -> tuple[dict[str, ToolCall], dict[str, int]]:

@@ -34,7 +34,8 @@ OFFLOAD_DIR = ".swecli/tool_results"
 """Relative to the project root; always written with forward slashes in previews."""
 MAX_LINES = 400
 """An output with more lines than this is offloaded even below the token threshold: a long listing or
-log is mostly noise the model skims, and the preview's line ranges make the rest easy to page."""
+log is mostly noise the model skims, and the preview's line ranges make the rest easy to page.
+read_file pages are exempt (offloaded by tokens only)."""
 PREVIEW_LINE_CHARS = 300
 """Lines of the preview are cut at this many characters (the file keeps them whole)."""
 READ_LINE_CHARS = 2_000
@@ -88,11 +89,14 @@ def offload(
     if paging is not None:
         return clip_page(paging, content, count_tokens, threshold_tokens)
     lines = split_lines(content)
+    # read_file pages go by tokens only: the model asked for exactly those lines, and read_file bounds
+    # a page itself. The line rule is for listings and logs, mostly skimmed.
+    too_many_lines = tool_name != "read_file" and len(lines) > max_lines
     # A token is at least one character, so a short text cannot be over the threshold: skip the count.
-    if len(lines) <= max_lines and len(content) <= threshold_tokens:
+    if not too_many_lines and len(content) <= threshold_tokens:
         return None
     tokens = count_tokens(content)
-    if tokens <= threshold_tokens and len(lines) <= max_lines:
+    if tokens <= threshold_tokens and not too_many_lines:
         return None
     path = save_output(root, call_id, content)
     preview = render_preview(tool_name, path, lines, len(content), tokens, preview_lines)

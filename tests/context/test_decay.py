@@ -80,6 +80,15 @@ def test_folds_old_results_into_digests_and_keeps_the_newest_zone_verbatim() -> 
     assert result.saved_tokens >= 1000
 
 
+def test_the_latest_step_is_never_folded_whatever_its_size() -> None:
+    history = session(4)
+    history += step(9, "read_file", {"path": "huge.py"}, big("huge", 5000))
+    result = decay(history, counter, keep_recent_tokens=0, min_savings_tokens=0)
+    assert result.history[-1] is history[-1]
+    assert newest_zone_start(history, counter, 0) == len(history) - 2
+    assert result.folded == 4
+
+
 def test_a_digest_names_tool_argument_outcome_size_and_reference() -> None:
     history = session(3)
     result = decay(history, counter, keep_recent_tokens=0, min_savings_tokens=0)
@@ -165,7 +174,7 @@ def test_reference_for_is_called_only_for_folded_results() -> None:
     decay(history, counter, 0, min_savings_tokens=10**9, reference_for=reference)
     assert calls == []
     result = decay(history, counter, 0, min_savings_tokens=0, reference_for=reference)
-    assert calls == [f"c{n}" for n in range(6)]
+    assert calls == [f"c{n}" for n in range(5)]  # c5 is the latest step: verbatim
     assert "`archive/c0.txt` (read_file with offset/limit" in result.history[2].content
 
 
@@ -220,6 +229,8 @@ def test_decay_invariants(history: list[Message], keep: int, threshold: int) -> 
     assert result.saved_tokens >= threshold
     zone = newest_zone_start(history, counter, keep)
     assert all(a is b for a, b in zip(result.history[zone:], history[zone:], strict=True))
+    last_call = max(i for i, m in enumerate(history) if isinstance(m, AssistantMessage))
+    assert zone <= last_call
     changed = [i for i, (a, b) in enumerate(zip(history, result.history, strict=True)) if a is not b]
     assert len(changed) == result.folded and all(i < zone for i in changed)
     folded = [result.history[i] for i in changed]

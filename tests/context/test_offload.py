@@ -76,6 +76,13 @@ def test_many_short_lines_are_offloaded_below_the_token_threshold(project: Path)
     assert result is not None and result.lines == MAX_LINES + 1
 
 
+def test_read_file_pages_go_by_tokens_only(project: Path) -> None:
+    (project / "mid.py").write_text("\n".join(f"x{i} = {i}" for i in range(600)))
+    page = run_tool(project, "read_file", path="mid.py")
+    assert offload(project, "c", "read_file", page, count, 8000, 40, arguments='{"path": "mid.py"}') is None
+    assert offload(project, "c", "bash", page, count, 8000, 40) is not None
+
+
 def test_read_file_on_the_offload_file_returns_the_omitted_lines(project: Path) -> None:
     content = numbered_output(1000)
     result = offload(project, "call_1", "grep", content, count, 2000, 10)
