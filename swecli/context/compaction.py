@@ -208,10 +208,8 @@ def compact_history(
     # Prompts and the turns importance keeps stay in their original order, before the summary.
     kept_head = [prompts.get(i, m) for i, m in enumerate(head) if i in prompts or i in kept]
     result = _fit(work, [*kept_head, summary, *tail], summary)
-    kept = {id(m) for m in result}
     return CompactionResult(
-        history=result, changed=True, strategy=strategy,
-        messages_compacted=sum(1 for m in history if id(m) not in kept),
+        history=result, changed=True, strategy=strategy, messages_compacted=_replaced(history, result),
         notes=tuple(work.notes), archive=work.archive_path, tokens_after=work.total(result), usage=work.usage,
     )
 
@@ -258,9 +256,15 @@ def _fit_only(work: _Work, before: int) -> CompactionResult:
                                 notes=("nothing to compact: the history is within the recent-turns budget",))
     _archive_history(work)
     result = _fit(work, list(work.history), None)
-    kept = {id(m) for m in result}
-    return CompactionResult(result, True, "clip", sum(1 for m in work.history if id(m) not in kept),
+    replaced = _replaced(work.history, result)
+    return CompactionResult(result if replaced else list(work.history), replaced > 0, "clip", replaced,
                             tuple(work.notes), work.archive_path, work.total(result))
+
+
+def _replaced(before: Sequence[Message], after: Sequence[Message]) -> int:
+    """Messages of `before` that are not in `after` as they were (dropped, summarized or shortened)."""
+    survivors = {id(m) for m in after}
+    return sum(1 for m in before if id(m) not in survivors)
 
 
 def _run_strategy(
@@ -623,10 +627,11 @@ def summarize_span(work: _Work, head: Sequence[Message]) -> str | None:
         work.notes.append("the window is too small for a summary request")
         return None
     chunks = _chunk(render_transcript(head, params.tool_clip_tokens, work.text_count), budget, work.text_count)
-    if len(chunks) > params.max_chunks:
-        work.notes.append(f"summarized the newest {params.max_chunks} of {len(chunks)} chunks; older ones are "
-                          "covered by the facts and the archive")
-        chunks = chunks[-params.max_chunks:]
+    if len(chunks) > params.max_chunks > 1:
+        # The first chunk holds the task and any earlier summary; the newest ones hold the current state.
+        work.notes.append(f"summarized {params.max_chunks} of {len(chunks)} chunks (the first and the newest); "
+                          "the middle is covered by the facts and the archive")
+        chunks = [chunks[0], *chunks[len(chunks) - params.max_chunks + 1:]]
     elif len(chunks) > 1:
         work.notes.append(f"summarized in {len(chunks)} chunks (the span did not fit one request)")
     summary = ""

@@ -348,3 +348,13 @@ def test_an_interrupted_summary_falls_back_to_truncation() -> None:
 
     result = run(long_session(), ScriptedModel([Cancelled()]), force=True)
     assert result.strategy == "truncate" and any("interrupted" in n for n in result.notes)
+
+
+def test_too_many_chunks_keep_the_first_and_the_newest() -> None:
+    history = long_session(turns=3, rounds=8, size=300)
+    model = EchoSummarizer()
+    result = run(history, model, request_window=2_500, tool_clip_tokens=400, max_chunks=3, force=True)
+    assert len(model.requests) == 3
+    assert "task 0: keep the public API unchanged" in model.requests[0].messages[0].content
+    assert any("summarized 3 of" in n and "the first and the newest" in n for n in result.notes)
+    assert_pairing(result.history)
