@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from swecli.context.offload import OffloadError, offload_path_in, save_output, split_lines
-from swecli.context.tokens import TokenCounter
+from swecli.context.offload import OffloadError, offload_path_in, save_output
+from swecli.context.tokens import MESSAGE_OVERHEAD, TokenCounter
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
 DIGEST_MARKER = "[swecli: decayed]"
@@ -212,7 +212,16 @@ def _size(msg: ToolMessage, counter: TokenCounter) -> tuple[int, int]:
         match = _OFFLOAD_SIZE.search(msg.content.split("\n", 1)[0])
         if match:
             return int(match.group(1).replace(",", "")), int(match.group(2).replace(",", ""))
-    return len(split_lines(msg.content)), counter.text(msg.content)
+    # The message's count is cached by identity: never re-tokenize old outputs on every turn.
+    tokens = counter.message(msg) - MESSAGE_OVERHEAD - counter.text(msg.name)
+    return line_count(msg.content), tokens
+
+
+def line_count(text: str) -> int:
+    """As read_file numbers lines (see offload.split_lines), without building the list."""
+    if not text:
+        return 1
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 def key_arguments(call: ToolCall | None) -> str:

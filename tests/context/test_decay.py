@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,9 @@ from swecli.context.decay import (
     saving_reference,
 )
 from swecli.context.offload import offload
+from swecli.context.prefix import PrefixMonitor
 from swecli.context.tokens import TokenCounter
+from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.tools.base import ToolContext
 from swecli.tools.builtin import default_registry
@@ -235,3 +238,55 @@ def test_decay_invariants(history: list[Message], keep: int, threshold: int) -> 
     assert len(changed) == result.folded and all(i < zone for i in changed)
     folded = [result.history[i] for i in changed]
     assert all(isinstance(m, ToolMessage) and is_digest(m) for m in folded)
+
+
+# --- a loop over real sessions --------------------------------------------------------------------
+
+TRAJECTORIES = Path(__file__).resolve().parents[3] / "shared" / "trajectories"
+
+
+def load_trajectory(path: Path) -> list[Message]:
+    """A shared trajectory as typed history (calls with no result in the source are dropped)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))["messages"]
+    answered = {m.get("tool_call_id") for m in raw if m["role"] == "tool"}
+    names: dict[str, str] = {}
+    history: list[Message] = []
+    for m in raw:
+        if m["role"] == "user":
+            history.append(UserMessage(content=m["content"] or ""))
+        elif m["role"] == "assistant":
+            calls = tuple(ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
+                          for c in m.get("tool_calls") or [] if c["id"] in answered)
+            names.update((c.id, c.name) for c in calls)
+            history.append(AssistantMessage(content=m["content"] or "", tool_calls=calls))
+        elif m["role"] == "tool" and m.get("tool_call_id") in names:
+            history.append(ToolMessage(tool_call_id=m["tool_call_id"], name=names[m["tool_call_id"]],
+                                       content=m["content"] or ""))
+    return history
+
+
+@pytest.mark.skipif(not TRAJECTORIES.is_dir(), reason="../shared/trajectories not present")
+@pytest.mark.parametrize("path", sorted(TRAJECTORIES.glob("*.json")) if TRAJECTORIES.is_dir() else [],
+                         ids=lambda p: p.name[:12])
+def test_a_loop_over_a_real_session_decays_in_rare_batches_and_keeps_the_prefix(path: Path) -> None:
+    """Each step appends the real messages, decays like the loop would, and sends a request: the
+    prefix monitor sees only appends between decay events, and events stay rare."""
+    source = load_trajectory(path)
+    monitor = PrefixMonitor(counter)
+    history: list[Message] = []
+    events = saved = 0
+    for message in source:
+        if isinstance(message, AssistantMessage) and history:  # the loop asks the model: prepare, request
+            result = decay(history, counter, keep_recent_tokens=8_000, min_savings_tokens=10_000)
+            if result.changed:
+                assert_same_shape(history, result.history)
+                monitor.mark_rewrite("decay")
+                history, events, saved = list(result.history), events + 1, saved + result.saved_tokens
+            report = monitor.observe(ModelRequest(system=(), messages=tuple(history)))
+            assert not report.warning, report.warning
+        history.append(message)
+    assert events <= saved // 10_000
+    assert monitor.stats.breaks == events
+    total = counter.messages(source)
+    if total > 40_000:  # long sessions: decay must have acted
+        assert events > 0
