@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import itertools
+from pathlib import Path
+
 import pytest
 
 from swecli.context.prefix import PrefixMonitor, serialize_message
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage
+from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 
 SYSTEM = (SystemBlock(text="You are swecli.", cache=True),)
 TOOLS = (ToolSchema(name="read_file", description="Read a file.", parameters={"type": "object", "properties": {}}),)
@@ -115,3 +119,37 @@ def test_serialization_is_deterministic_and_complete() -> None:
     assert serialize_message(a) == serialize_message(a.model_copy())
     assert serialize_message(a) != serialize_message(b)
     assert serialize_message(a).index('"content"') < serialize_message(a).index('"tool_call_id"')
+
+
+def test_the_real_loop_only_appends_between_requests(project: Path) -> None:
+    """build_agent + the OpenAI provider over HTTP: every request the loop builds passes the check,
+    and on the wire each request's messages start with the previous request's."""
+    from swecli.app import build_agent
+    from swecli.config import Settings
+    from swecli.llm.factory import make_provider
+
+    (project / "a.py").write_text("\n".join(f"x{i} = {i}" for i in range(300)))
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "a.py"})]), Reply(calls=[Call("grep", {"pattern": "x1"})]),
+             Reply("thinking", calls=[Call("bash", {"command": "echo hi"}), Call("list_files", {})]), Reply("done")]
+    with ScriptedLLM(steps) as llm:
+        settings = Settings(provider="openai-compatible", model="m", base_url=llm.base_url, mode="auto")
+        provider = make_provider(settings)
+        agent = build_agent(settings, project, provider)
+        monitor = PrefixMonitor(agent.context.counter)
+        build = agent.context.request
+        reports = []
+
+        def observed(history: list[Message]) -> ModelRequest:
+            built = build(history)
+            reports.append(monitor.observe(built))
+            return built
+
+        agent.context.request = observed  # type: ignore[method-assign]
+        agent.run("read a.py")
+        provider.close()
+    assert [r.warning for r in reports] == [""] * 4
+    assert all(r.shared_tokens > 0 for r in reports[1:])
+    bodies = [b["messages"] for b in llm.requests]
+    for before, after in itertools.pairwise(bodies):
+        stable = before[:-1] if before[-1]["role"] == "user" else before  # a dynamic tail may trail
+        assert after[:len(stable)] == stable
