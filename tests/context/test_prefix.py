@@ -129,8 +129,9 @@ def test_the_real_loop_only_appends_between_requests(project: Path) -> None:
     from swecli.llm.factory import make_provider
 
     (project / "a.py").write_text("\n".join(f"x{i} = {i}" for i in range(300)))
-    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "a.py"})]), Reply(calls=[Call("grep", {"pattern": "x1"})]),
-             Reply("thinking", calls=[Call("bash", {"command": "echo hi"}), Call("list_files", {})]), Reply("done")]
+    steps: list[Step] = [
+        Reply(calls=[Call("read_file", {"path": "a.py"})]), Reply(calls=[Call("grep", {"pattern": "x1"})]),
+        Reply("thinking", calls=[Call("bash", {"command": "echo hi"}), Call("list_files", {})]), Reply("done")]
     with ScriptedLLM(steps) as llm:
         settings = Settings(provider="openai-compatible", model="m", base_url=llm.base_url, mode="auto")
         provider = make_provider(settings)
