@@ -92,8 +92,7 @@ def offload(
     # read_file pages go by tokens only: the model asked for exactly those lines, and read_file bounds
     # a page itself. The line rule is for listings and logs, mostly skimmed.
     too_many_lines = tool_name != "read_file" and len(lines) > max_lines
-    # A token is at least one character, so a short text cannot be over the threshold: skip the count.
-    if not too_many_lines and len(content) <= threshold_tokens:
+    if not too_many_lines and _surely_within(content, threshold_tokens):
         return None
     tokens = count_tokens(content)
     if tokens <= threshold_tokens and not too_many_lines:
@@ -101,6 +100,12 @@ def offload(
     path = save_output(root, call_id, content)
     preview = render_preview(tool_name, path, lines, len(content), tokens, preview_lines)
     return Offloaded(preview, path, len(lines), len(content), tokens)
+
+
+def _surely_within(content: str, threshold_tokens: int) -> bool:
+    """True when `content` cannot exceed the threshold, without tokenizing: a BPE token covers at
+    least one byte, so a text of at most `threshold_tokens` UTF-8 bytes has at most that many tokens."""
+    return len(content) <= threshold_tokens and len(content.encode("utf-8", errors="surrogatepass")) <= threshold_tokens
 
 
 def split_lines(content: str) -> list[str]:
@@ -241,7 +246,7 @@ _NUMBERED = re.compile(r"^\s*(\d+)\t")
 def clip_page(path: str, content: str, count_tokens: CountTokens, threshold_tokens: int) -> Offloaded | None:
     """A read_file page of an offload file, cut at a line boundary to `threshold_tokens`, ending with
     the read_file call that continues it. None when the page fits (it enters the context as is)."""
-    if len(content) <= threshold_tokens:
+    if _surely_within(content, threshold_tokens):
         return None
     tokens = count_tokens(content)
     if tokens <= threshold_tokens:
