@@ -117,7 +117,8 @@ class Agent:
 
     def query(self, iteration: int) -> ResponseDone:
         request = self.context.request(self.history)
-        self.on_event(ModelCallStarted(iteration, 0))
+        state = self.context.last_state
+        self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
         try:
             return self._stream(request)
         except ContextOverflowError:

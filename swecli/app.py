@@ -91,6 +91,7 @@ def build_agent(
     context.memory = memory_blocks(root, settings, context.counter.text, playbook)
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars)
+    context.cancel = tool_ctx.cancel  # Esc also stops a summary request
     return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
                  policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
                  max_iterations=settings.max_iterations)

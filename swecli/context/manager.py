@@ -222,8 +222,11 @@ class ContextManager:
             local_limit = min(local_limit, int(count.request(self._last_request) * OVERFLOW_TARGET))
         fixed = count.system(self.system) + count.system(self.memory) + count.tools(self.tools) + REPLY_PRIMING
         summary_tokens = max(256, min(4_096, limit // 8, self.max_tokens))
+        # /compact asks for a compaction now: like Claude Code's, it summarizes everything but the
+        # newest turn, rather than answering that the history already fits the recent budget.
+        keep_recent = 0 if trigger == "manual" else to_local(self.config.keep_recent_tokens)
         return CompactionParams(
-            limit=local_limit, fixed=fixed, keep_recent=to_local(self.config.keep_recent_tokens),
+            limit=local_limit, fixed=fixed, keep_recent=keep_recent,
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
             summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
             prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=tuple(self.summary_sections),

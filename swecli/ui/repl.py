@@ -24,6 +24,7 @@ from rich.text import Text
 
 from swecli import __version__
 from swecli.config import ConfigError, Settings
+from swecli.context.commands import context_commands
 from swecli.events import Event, ModelCallFinished, TurnFinished
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import Usage, UserMessage
@@ -33,6 +34,7 @@ from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, builtin_commands, is_command
 from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
 from swecli.ui.meter import Meter, format_tokens
+from swecli.ui.more_commands import more_commands
 from swecli.ui.render import Renderer, completion_line, looks_like_diff
 
 if TYPE_CHECKING:
@@ -79,7 +81,7 @@ class Repl:
     def __post_init__(self) -> None:
         self.renderer = Renderer(self.console)
         self.commands: CommandRegistry = builtin_commands()
-        for command in self.hooks.commands:
+        for command in [*context_commands(), *more_commands(), *self.hooks.commands]:
             self.commands.register(command, replace=True)
         self.session_usage = Usage()
         self.approvals = ApprovalBridge()
@@ -161,7 +163,7 @@ class Repl:
         old = self.session.provider
         self.session.provider = self.agent.provider = provider
         self.session.settings = self.settings = settings
-        self.agent.context.window = settings.context_window  # the new model's window drives compaction
+        self.agent.context.use_model(name, settings.context_window)  # window, tokenizer, calibration
         old.close()
         self.refresh_meter()
         self.print(Text(f"Model: {name} (context window {format_tokens(settings.context_window)})"))
@@ -342,6 +344,13 @@ class Repl:
         if answer.interrupt:
             self._interrupt()
         self.renderer.resume()
+
+    def confirm(self, question: str) -> bool:
+        """A yes/no question from a slash command (main thread, between turns)."""
+        try:
+            return self._read_line(f"{question} [y/N] ", None).strip().lower().startswith("y")
+        except (EOFError, KeyboardInterrupt):
+            return False
 
     def _read_key(self, keys: KeyWatcher | None) -> str | None:
         if keys is None:

@@ -362,3 +362,40 @@ def test_continue_resumes_the_last_conversation(start: Any) -> None:
         leave(term)
     contents = [m.get("content") for m in llm.requests[0]["messages"]]
     assert contents[-3:] == ["what is the answer?", "The answer is 42.", "what did I ask?"]
+
+
+def test_context_compact_init_notes_and_resume_commands(start: Any, project: Path) -> None:
+    (project / "app.py").write_text("def main():\n    print('hi')\n")
+    summary = "## Current task\nReading app.py.\n## Files\napp.py"
+    steps: list[Step] = [
+        Reply(calls=[Call("read_file", {"path": "app.py"})]),
+        Reply("app.py prints hi."),
+        Reply(summary),  # the /compact summary request
+        Reply("# OPENCLI.md\n\n## Overview\nA one-file demo (app.py:1).\n"),  # /init
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("what does app.py do? keep answers short")
+        term.expect("app.py prints hi.")
+        term.prompt()
+        term.line("/context")
+        for row in ("compaction at", "system", "tools", "history", "free"):
+            term.expect(row)
+        term.prompt()
+        term.line("/compact keep the file names")
+        term.expect(re.compile(r"compacted .*tokens"))
+        term.prompt()
+        summary_request = json.dumps(llm.requests[2])
+        assert "keep the file names" in summary_request  # the focus steered the summary request
+        term.line("/init")
+        term.expect("Wrote")
+        term.prompt()
+        assert "A one-file demo" in (project / "OPENCLI.md").read_text()
+        term.line("/notes")
+        term.expect("Current goal")
+        term.prompt()
+        term.line("/resume")
+        term.expect("what does app.py do")
+        term.prompt()
+        term.line("/exit")
+        assert term.exit_status() == 0
