@@ -19,7 +19,7 @@ measured on the wire:
 Configurations toggle `Settings.context` flags; a flag the engine does not know yet is skipped.
 `--bench-wiring` applies offload (in `tool_content`) and decay (before `prepare`) from the bench
 itself, the way ContextManager is meant to call them, for a swecli whose manager does not call them
-yet; rows measured that way are marked.
+yet (ignored when it does); rows measured that way are marked.
 
     /tmp/venv/bin/python bench/session_bench.py [--context-limit 200000] [--only baseline,offload]
                                                 [--bench-wiring]
@@ -177,6 +177,7 @@ class Run:
     seconds: float
     monitor: PrefixMonitor
     skipped: list[str] = field(default_factory=list)
+    bench_wired: bool = False
 
 
 def watch_prefix(agent: Any) -> PrefixMonitor:
@@ -202,6 +203,11 @@ def watch_prefix(agent: Any) -> PrefixMonitor:
 
     agent.on_event = on_event
     return monitor
+
+
+def manager_is_wired(agent: Any) -> bool:
+    """Whether this swecli's ContextManager calls offload and decay itself."""
+    return getattr(agent.context, "mechanisms", None) is not None
 
 
 def bench_wiring(agent: Any, root: Path) -> None:
@@ -251,6 +257,7 @@ def run_config(name: str, flags: dict[str, bool], context_limit: int, wiring: bo
             try:
                 agent = build_agent(settings, root, provider)
                 monitor = watch_prefix(agent)
+                wiring = wiring and not manager_is_wired(agent)
                 if wiring:
                     bench_wiring(agent, root)
                 turn = agent.run(TASK)
@@ -262,7 +269,7 @@ def run_config(name: str, flags: dict[str, bool], context_limit: int, wiring: bo
                                f"{llm.failures or turn.answer})")
         skipped = [m for m in flags if m not in ContextConfig.model_fields]
         return Run(name, bodies, len(agent.context.compactions), turn.answer, time.perf_counter() - start, monitor,
-                   skipped)
+                   skipped, wiring and any(flags.get(k) for k in ("offload", "decay")))
 
 
 # --- wire measurements ----------------------------------------------------------------------------
@@ -385,16 +392,15 @@ def main() -> None:
     counter = WireCounter()
     rows = []
     for name in chosen:
-        wired = args.bench_wiring and any(CONFIGS[name].get(k) for k in ("offload", "decay"))
         run = run_config(name, CONFIGS[name], args.context_limit, args.bench_wiring)
-        rows.append(table_row(name + (" *" if wired else ""), run, measure(run.bodies, counter)))
+        rows.append(table_row(name + (" *" if run.bench_wired else ""), run, measure(run.bodies, counter)))
         if run.skipped:
             print(f"note: {name}: flags unknown to this swecli, not set: {', '.join(run.skipped)}")
     print(f"40-step session on {' + '.join(LIBRARIES)} source, context limit {args.context_limit:,}; "
           "o200k tokens on the recorded wire bodies; effective = uncached + 0.1 x cached"
           + (f"; {', '.join(args.set)}" if args.set else ""))
     print_table(rows)
-    if args.bench_wiring:
+    if any(r[0].endswith(" *") for r in rows):
         print("* offload/decay applied by the bench's own wiring (bench_wiring), not by ContextManager")
 
 
