@@ -183,6 +183,7 @@ class Agent:
 
     def replace_history(self, history: list[Message], reason: str) -> None:
         if history is not self.history:
+            self.context.mark_rewrite(reason)
             self.history = list(history)
             self.on_event(HistoryReplaced(tuple(self.history), reason))
 

@@ -85,9 +85,10 @@ def build_agent(
     playbook: Playbook | None = None,
 ) -> Agent:
     bus = bus or EventBus()
-    tools = build_tools(extra_tools)
+    todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
+    tools = build_tools([todo_tool(todo), *(extra_tools or [])])
     context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
-                                           on_event=bus)
+                                           on_event=bus, todo=todo)
     context.memory = memory_blocks(root, settings, context.counter.text, playbook)
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars)
@@ -179,9 +180,7 @@ def open_session(
     else:
         recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
     provider = make_provider(settings, on_retry=retry_notices(bus))
-    extra: list[Tool[Any]] = [todo_tool(TodoState())]
-    if settings.memory.session_notes:
-        extra.append(notes_tool(redactor=recorder.redactor))
+    extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
     playbook = Playbook.for_project(root) if settings.context.playbook else None
     agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook)
     bus.listeners.append(recorder.handle)

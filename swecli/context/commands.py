@@ -94,4 +94,6 @@ def _footer(state: ContextState, context: ContextManager | None) -> Text:
         auto = "auto-compaction on" if cfg.auto_compact else "auto-compaction off"
         lines.append(f"{auto} · strategy {cfg.strategy} · keeps the last {format_tokens(cfg.keep_recent_tokens)} "
                      f"tokens verbatim · {len(context.compactions)} compaction(s) this session")
+        if context.mechanisms is not None:
+            lines.extend(context.mechanisms.summary_lines())
     return Text("\n".join(lines), style="dim")

@@ -33,7 +33,9 @@ from swecli.context.compaction import (
     compact_history,
     is_prompt,
 )
+from swecli.context.engineering import Mechanisms
 from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreCompactInput, run_pre_compact
+from swecli.context.todo import TodoState
 from swecli.context.tokens import REPLY_PRIMING, TokenCounter, encoding_for_model
 from swecli.events import CompactionDone, Event, Notice
 from swecli.llm.base import CancelToken, ModelRequest, Provider
@@ -78,6 +80,8 @@ class ContextManager:
     """Extra sections for the summary message (e.g. a reference list), see `compaction.SummarySection`."""
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
+    mechanisms: Mechanisms | None = None
+    """Offload, decay, recitation, failure evidence, references, the append-only check (issue 6)."""
     counter: TokenCounter = field(default=None)  # type: ignore[assignment]  # set in __post_init__
     calibration: Calibration = field(default_factory=Calibration)
     compaction_usage: Usage = field(default_factory=Usage)
@@ -101,10 +105,20 @@ class ContextManager:
         memory: tuple[SystemBlock, ...] = (),
         root: Path | None = None,
         on_event: Callable[[Event], None] | None = None,
+        todo: TodoState | None = None,
     ) -> ContextManager:
-        return cls(system=system, tools=tools, max_tokens=settings.max_tokens, window=settings.context_window,
-                   config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
-                   on_event=on_event)
+        manager = cls(system=system, tools=tools, max_tokens=settings.max_tokens, window=settings.context_window,
+                      config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
+                      on_event=on_event)
+        manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
+                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None))
+        manager.summary_sections.append(manager.mechanisms.references_section)
+        return manager
+
+    def mark_rewrite(self, reason: str) -> None:
+        """The loop replaced the history on purpose (/clear, an interrupt): not a cache violation."""
+        if self.mechanisms is not None:
+            self.mechanisms.rewrite(reason)
 
     def use_model(self, model: str, window: int) -> None:
         """After /model: the new window drives compaction, the new model's tokenizer family picks the
@@ -150,9 +164,11 @@ class ContextManager:
     # --- the loop's calls -----------------------------------------------------------------------
 
     def prepare(self, history: list[Message], provider: Provider) -> list[Message]:
-        """Auto-compaction at a turn boundary: never while a tool call waits for its result."""
+        """Decay, then auto-compaction, at a turn boundary: never while a tool call waits for its result."""
         if not history:
             return history
+        if self.mechanisms is not None and not has_open_calls(history):
+            history = self.mechanisms.decay(history, self.config.keep_recent_tokens)
         state = self.state(history)
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
         if not self.config.auto_compact or not state.over_threshold or has_open_calls(history):
@@ -160,8 +176,14 @@ class ContextManager:
         return self.compact(history, provider, trigger="auto")
 
     def request(self, history: list[Message]) -> ModelRequest:
+        tail = ""
+        if self.mechanisms is not None:
+            fill = self.last_state.percent / 100 if self.last_state is not None else 0.0
+            tail = self.mechanisms.tail(history, fill)
         request = ModelRequest(system=self.system + self.memory, messages=tuple(history), tools=self.tools,
-                               max_tokens=self.max_tokens)
+                               max_tokens=self.max_tokens, tail=tail)
+        if self.mechanisms is not None:
+            self.mechanisms.check(request)
         self._last_request = request
         return request
 
@@ -172,7 +194,7 @@ class ContextManager:
             if len(self._tool_meta) >= _META_LIMIT:
                 self._tool_meta.pop(next(iter(self._tool_meta)))
             self._tool_meta[call.id] = facts
-        return result.content
+        return self.mechanisms.tool_content(call, result) if self.mechanisms is not None else result.content
 
     def compact(self, history: list[Message], provider: Provider, trigger: str, focus: str = "") -> list[Message]:
         """Compact now (trigger: auto | manual | overflow). Returns `history` itself when nothing
@@ -251,6 +273,8 @@ class ContextManager:
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
                                duration=duration, note="; ".join(result.notes))
         self.compactions.append(event)
+        if self.mechanisms is not None:
+            self.mechanisms.rewrite("compaction")
         if self.on_event is not None:
             self.on_event(event)
         if after.over_threshold:

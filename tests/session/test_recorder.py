@@ -60,7 +60,8 @@ def test_a_recorded_turn_replays_to_the_agent_history(project: Path) -> None:
     assert stats is not None and stats["turns"] == 1 and stats["llm_calls"] == 2
     assert stats["tools_executed"] == 1 and stats["files_modified"] == ["src/a.py"] and stats["total_tokens"] == 30
     events = [r["event"] for r in read_jsonl(log_path(project, recorder.session_id)).records]
-    assert events == ["session_start", "user_input", "llm_call", "tool", "llm_call", "turn_end", "stats"]
+    assert events == ["session_start", "user_input", "context", "llm_call", "tool", "context", "llm_call", "turn_end",
+                      "stats"]
     notes = read_notes(project)
     assert "`src/a.py` — Create the module." in notes and "Status: done" in notes
     [info] = list_sessions(project)
@@ -150,8 +151,8 @@ def test_sigkill_mid_task_then_continue(project: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
     log_records = read_jsonl(log_path(project, "20261122-101530-ab12"))
     assert not log_records.problems  # every line written before the kill parses
-    assert [r["event"] for r in log_records.records] == ["session_start", "user_input", "llm_call", "tool",
-                                                         "llm_call"]
+    assert [r["event"] for r in log_records.records] == ["session_start", "user_input", "context", "llm_call",
+                                                         "tool", "context", "llm_call"]
     recorder, loaded = SessionRecorder.resume(project, Settings(model="scripted-model"))
     assert loaded.session_id == "20261122-101530-ab12" and loaded.closed_calls == 1
     assert not dangling_tool_calls(loaded.history)

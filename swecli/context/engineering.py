@@ -1,0 +1,152 @@
+"""The context-engineering mechanisms, as the loop meets them through the ContextManager.
+
+Each one is switchable in `[context]` config and reports what it did (a Notice or a
+CompactionDone on the event bus, and a line in `/context`):
+
+- offload (`context.offload`): a large tool result is saved under `.swecli/tool_results/` and
+  enters the history as a head+tail preview that says how to read the rest.
+- decay (`context.decay`): old tool results fold into one-line digests, in rare batches that each
+  save at least `decay_min_savings_tokens` (each batch rewrites the prefix once, like a compaction).
+- recitation (`context.recitation`): goal, todo progress and next step in the dynamic tail.
+- failure evidence (`context.failure_evidence`): repeated failures and loops noted in the tail.
+- references: every summarizing compaction lists the references it drops, with pointers back.
+- the append-only check: between two rewrites, each request must extend the previous one byte for
+  byte; a violation is reported as a warning. Prefix reuse is measured for every request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swecli.config import ContextConfig
+from swecli.context.decay import decay, saving_reference
+from swecli.context.failures import FailureTracker
+from swecli.context.offload import OffloadError, offload
+from swecli.context.prefix import PrefixMonitor
+from swecli.context.recitation import Recitation
+from swecli.context.references import extract_references, render_references
+from swecli.context.todo import TodoState
+from swecli.context.tokens import TokenCounter
+from swecli.events import CompactionDone, Event, Notice
+from swecli.llm.base import ModelRequest
+from swecli.messages import AssistantMessage, Message, ToolCall, UserMessage
+from swecli.tools.base import ToolResult
+
+MAX_REFERENCES = 30
+FINDINGS_IN_TAIL = 5
+
+
+@dataclass
+class Mechanisms:
+    config: ContextConfig
+    counter: TokenCounter
+    root: Path
+    todo: TodoState = field(default_factory=TodoState)
+    on_event: Callable[[Event], None] = lambda event: None
+    failures: FailureTracker = field(default_factory=FailureTracker)
+    offloaded: int = 0
+    decays: int = 0
+    decay_saved: int = 0
+    warnings: int = 0
+    findings: list[str] = field(default_factory=list)
+    """Top references from the latest compaction, kept in view by the recitation."""
+
+    def __post_init__(self) -> None:
+        self.recitation = Recitation(todo=self.todo)
+        self.prefix = PrefixMonitor(self.counter)
+
+    # -- per tool result ----------------------------------------------------------------------------
+    def tool_content(self, call: ToolCall, result: ToolResult) -> str:
+        if self.config.failure_evidence:
+            self.failures.observe(call, result.content, result.is_error)
+        if not self.config.offload:
+            return result.content
+        try:
+            saved = offload(self.root, call.id, call.name, result.content, self.counter.text,
+                            self.config.offload_threshold_tokens, self.config.offload_preview_lines,
+                            arguments=call.arguments)
+        except OffloadError as exc:
+            self._notice("warning", f"could not offload a large {call.name} output ({exc}); kept it in full")
+            return result.content
+        if saved is None:
+            return result.content
+        if saved.saved:
+            self.offloaded += 1
+            self._notice("info", f"offloaded {call.name} output ({saved.tokens:,} tokens, {saved.lines:,} lines) "
+                                 f"to {saved.path}; the context keeps a preview")
+        return saved.content
+
+    # -- at a turn boundary, before compaction --------------------------------------------------------
+    def decay(self, history: list[Message], keep_recent_tokens: int) -> list[Message]:
+        if not self.config.decay:
+            return history
+        before = self.counter.messages(history)
+        result = decay(history, self.counter, keep_recent_tokens, self.config.decay_min_savings_tokens,
+                       reference_for=saving_reference(self.root))
+        if not result.changed:
+            return history
+        self.decays += 1
+        self.decay_saved += result.saved_tokens
+        self.on_event(CompactionDone("decay", "decay", before, before - result.saved_tokens, result.folded, 0.0,
+                                     note=f"folded {result.folded} old tool outputs into digests"))
+        self.rewrite("decay")
+        return result.history
+
+    # -- per request ----------------------------------------------------------------------------------
+    def tail(self, history: Sequence[Message], fill_ratio: float) -> str:
+        parts = []
+        if self.config.recitation:
+            parts.append(self.recitation.tail_text(iteration_of(history), history, fill_ratio, self.findings))
+        if self.config.failure_evidence:
+            parts.append(self.failures.note())
+        return "\n\n".join(p for p in parts if p)
+
+    def check(self, request: ModelRequest) -> None:
+        report = self.prefix.observe(request)
+        if report.warning:
+            self.warnings += 1
+            self._notice("warning", f"prompt cache: {report.warning}")
+
+    def rewrite(self, reason: str) -> None:
+        """The history was rewritten on purpose: the next request may differ anywhere."""
+        self.prefix.mark_rewrite(reason)
+
+    # -- at compaction ----------------------------------------------------------------------------------
+    def references_section(self, span: Sequence[Message], archive: str, budget_tokens: int) -> str:
+        refs = extract_references(span, transcript=archive, limit=MAX_REFERENCES)
+        text = render_references(refs, archive)
+        while refs and self.counter.text(text) > budget_tokens:
+            refs = refs[: len(refs) * 2 // 3]
+            text = render_references(refs, archive)
+        self.findings = [line for line in text.splitlines() if line.startswith("- ")][:FINDINGS_IN_TAIL]
+        return text
+
+    # -- visibility ------------------------------------------------------------------------------------
+    def summary_lines(self) -> list[str]:
+        stats = self.prefix.stats
+        lines = [f"prompt cache: {stats.reuse_ratio:.0%} of {stats.requests} request(s) reused the previous prefix"
+                 + (f" · {self.warnings} append-only warning(s)" if self.warnings else "")]
+        on = [name for name, flag in (("offload", self.config.offload), ("decay", self.config.decay),
+                                      ("recitation", self.config.recitation),
+                                      ("failure evidence", self.config.failure_evidence)) if flag]
+        lines.append(f"mechanisms on: {', '.join(on) or 'none'} · {self.offloaded} output(s) offloaded · "
+                     f"{self.decays} decay batch(es) saved {self.decay_saved:,} tokens · "
+                     f"recitation fired {self.recitation.fired_count}×")
+        if self.failures.summary():
+            lines.append(self.failures.summary())
+        return lines
+
+    def _notice(self, level: str, text: str) -> None:
+        self.on_event(Notice(level, text))
+
+
+def iteration_of(history: Sequence[Message]) -> int:
+    """Model calls so far in the current task, plus one (the call about to be made)."""
+    count = 0
+    for msg in reversed(history):
+        if isinstance(msg, UserMessage) and msg.kind == "prompt":
+            break
+        count += isinstance(msg, AssistantMessage)
+    return count + 1
