@@ -1,4 +1,4 @@
-from swecli.cli import main
+from swecli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -120,9 +120,9 @@ def _normalize(argv: list[str]) -> list[str]:
     return out
 
 
-def main() -> None:
-    argv = sys.argv[1:]
-    if argv in (["--version"], ["-V"]):  # the fast path: no typer, no pydantic
-        print(f"swecli {__version__}")
-        return
+def run_app(argv: list[str]) -> None:
     app(args=_normalize(argv), prog_name="swecli")
+
+
+def main() -> None:
+    run_app(sys.argv[1:])

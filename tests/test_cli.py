@@ -19,7 +19,7 @@ def swecli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
 
 
 def loaded_modules(argv: list[str]) -> set[str]:
-    code = ("import sys, json\nsys.argv = " + json.dumps(["swecli", *argv]) + "\nfrom swecli.cli import main\n"
+    code = ("import sys, json\nsys.argv = " + json.dumps(["swecli", *argv]) + "\nfrom swecli.entry import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(json.dumps(sorted(sys.modules)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     return set(json.loads(out.stderr.strip().splitlines()[-1]))
