@@ -35,6 +35,8 @@ def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format:
 
     try:
         settings = _settings(root, flags)
+        if resume == "":
+            resume = pick_session(root)
         if prompt is not None:
             return run_headless(root, settings, prompt, output_format, resume=resume, continue_latest=continue_latest)
         from swecli.ui.repl import run_repl
@@ -67,6 +69,23 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: str
     finally:
         session.close()
     return finish(fmt, turn, session.session_id, "")
+
+
+def pick_session(root: Path) -> str:
+    """`--resume` without an ID: list the sessions and let the person pick one by number."""
+    from swecli.session.store import SessionError, format_session_line, list_sessions
+
+    sessions = list_sessions(root)[:20]
+    if not sessions:
+        raise SessionError("there is no session to resume in this project yet.")
+    for n, info in enumerate(sessions, start=1):
+        print(f"{n:>3}. {format_session_line(info)}")
+    if not sys.stdin.isatty():
+        raise SessionError("--resume needs a session ID when there is no terminal to pick one (see the list above).")
+    answer = input("Resume which session? [1] ").strip() or "1"
+    if not answer.isdigit() or not 1 <= int(answer) <= len(sessions):
+        raise SessionError(f"{answer!r} is not a number from the list.")
+    return sessions[int(answer) - 1].session_id
 
 
 def tty_approver() -> Approver | None:

@@ -106,3 +106,28 @@ def test_init_writes_opencli_md_and_next_request_loads_it(project: Path) -> None
         run(project, llm, "-p", "hi")
     system = llm.requests[0]["messages"][0]
     assert system["role"] == "system" and "Demo is a tiny package" in system["content"]
+
+
+def test_sessions_list_logs_resume_picker_and_delete(project: Path) -> None:
+    with ScriptedLLM([Reply("first answer")]) as llm:
+        first = json.loads(run(project, llm, "-p", "the first task", "--output-format", "json").stdout)
+    with ScriptedLLM([Reply("second answer")]) as llm:
+        run(project, llm, "-p", "the second task")
+    listing = run_plain(project, "sessions")
+    assert listing.returncode == 0 and "the first task" in listing.stdout and "the second task" in listing.stdout
+    log = run_plain(project, "logs", first["session_id"])
+    assert log.returncode == 0 and "the first task" in log.stdout and "llm" in log.stdout.lower()
+    with ScriptedLLM([]) as llm:
+        picker = run(project, llm, "--resume", "-p", "go on")
+    assert picker.returncode == 2 and "needs a session ID" in picker.stderr and "the first task" in picker.stdout
+    refused = run_plain(project, "sessions", "--delete", first["session_id"])
+    assert refused.returncode == 1 and (project / ".swecli" / "sessions" / f"{first['session_id']}.jsonl").exists()
+    deleted = run_plain(project, "sessions", "--delete", first["session_id"], "--yes")
+    assert deleted.returncode == 0
+    assert not (project / ".swecli" / "sessions" / f"{first['session_id']}.jsonl").exists()
+    assert "the first task" not in run_plain(project, "sessions").stdout
+
+
+def run_plain(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "swecli", *args], cwd=project, env=env(), text=True,
+                          capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
