@@ -290,7 +290,8 @@ def trajectories(quick: bool) -> None:
     rows.append(["total", "", f"{totals['before']:,}",
                  f"{totals['truncate']:,} ({1 - totals['truncate'] / totals['before']:.0%})",
                  f"{totals['summarize']:,} ({1 - totals['summarize'] / totals['before']:.0%})", "", "", "", ""])
-    table("Compaction on real trajectories (window 128k, keep_recent 12k; replay at 32k window)",
+    table("Compaction on real trajectories (a manual /compact at window 128k: all but the newest turn is compacted; "
+          "replay: auto-compaction at a 32k window, keep_recent 12k)",
           ["trajectory", "msgs", "tokens", "truncate -> (saved)", "summarize -> (saved)", "model calls",
            "summarize ms", "replay: compactions / max tokens", "valid"], rows)
 
