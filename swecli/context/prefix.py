@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from swecli.context.tokens import MESSAGE_OVERHEAD, TOOL_SCHEMA_OVERHEAD, TokenCounter, serialize_tool
+from swecli.context.tokens import MESSAGE_OVERHEAD, TOOL_SCHEMA_OVERHEAD, IdentityCache, TokenCounter, serialize_tool
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema, UserMessage
 
 if TYPE_CHECKING:
@@ -91,30 +90,6 @@ class PrefixStats:
         return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
 
 
-class _KeyCache:
-    """Units cached per object identity, dropped when the object dies (a recycled id never hits)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[object], Unit]] = {}
-
-    def get(self, obj: object) -> Unit | None:
-        entry = self._entries.get(id(obj))
-        if entry is not None and entry[0]() is obj:
-            return entry[1]
-        return None
-
-    def put(self, obj: object, unit: Unit) -> None:
-        key = id(obj)
-        entries = self._entries
-
-        def forget(ref: weakref.ref[object], key: int = key) -> None:
-            current = entries.get(key)
-            if current is not None and current[0] is ref:
-                del entries[key]
-
-        entries[key] = (weakref.ref(obj, forget), unit)
-
-
 def serialize_message(msg: Message | SystemBlock) -> str:
     """The deterministic byte form compared between requests: every field, sorted keys."""
     return json.dumps(msg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -140,7 +115,7 @@ class PrefixMonitor:
     stats: PrefixStats = field(default_factory=PrefixStats)
     serialized: int = 0
     """Objects serialized so far (each once): the cost of the check grows with new messages only."""
-    _cache: _KeyCache = field(default_factory=_KeyCache, repr=False)
+    _cache: IdentityCache[Unit] = field(default_factory=IdentityCache, repr=False)
     _previous: list[Unit] = field(default_factory=list, repr=False)
     _rewrites: list[str] = field(default_factory=list, repr=False)
 

@@ -32,7 +32,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema
 
@@ -224,23 +224,27 @@ class Tokenizer:
         return len(self._encode(text))
 
 
-class _IdentityCache:
-    """Counts cached per object identity, dropped when the object dies.
+V = TypeVar("V")
+
+
+class IdentityCache(Generic[V]):
+    """Values cached per object identity, dropped when the object dies.
 
     Keyed on id() and guarded by a weak reference, so a recycled id can never return a stale
-    count, and hashing never touches the (possibly huge) message text.
+    value, and hashing never touches the (possibly huge) message text. Messages are frozen, so a
+    value computed from one stays true for its whole life.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[object], int]] = {}
+        self._entries: dict[int, tuple[weakref.ref[object], V]] = {}
 
-    def get(self, obj: object) -> int | None:
+    def get(self, obj: object) -> V | None:
         entry = self._entries.get(id(obj))
         if entry is not None and entry[0]() is obj:
             return entry[1]
         return None
 
-    def put(self, obj: object, value: int) -> None:
+    def put(self, obj: object, value: V) -> None:
         key = id(obj)
         entries = self._entries
 
@@ -262,7 +266,7 @@ class TokenCounter:
     def __init__(self, encoding: str = "o200k_base", include_reasoning: bool = False) -> None:
         self.text = Tokenizer(encoding)
         self.include_reasoning = include_reasoning
-        self._messages = _IdentityCache()
+        self._messages = IdentityCache[int]()
         self._tools_key: tuple[ToolSchema, ...] | None = None
         self._tools_count = 0
 
