@@ -78,3 +78,18 @@ def test_a_raising_callback_is_a_warning() -> None:
 
     decision = run_pre_compact(PAYLOAD, callback=broken)
     assert decision.warnings == ("pre_compact callback raised RuntimeError: bug in my hook",)
+
+
+def test_the_shipped_example_hook_adds_instructions_to_a_manual_compaction(tmp_path: Path) -> None:
+    import sys
+
+    from swecli.context.hooks import PreCompactInput, run_pre_compact
+
+    script = Path(__file__).resolve().parents[2] / ".swecli.example" / "hooks" / "pre_compact.py"
+    command = f"{sys.executable} {script}"
+    manual = run_pre_compact(PreCompactInput("manual", 1000, 8000, 10), command=command, callback=None,
+                             cwd=tmp_path, timeout=30)
+    assert "public API" in manual.instructions and not manual.warnings
+    auto = run_pre_compact(PreCompactInput("auto", 1000, 8000, 10), command=command, callback=None,
+                           cwd=tmp_path, timeout=30)
+    assert auto.instructions == "" and not auto.cancel
