@@ -16,6 +16,7 @@ import sys
 from typing import Any, Literal, TextIO
 
 from swecli.events import (
+    CompactionDone,
     Event,
     Notice,
     ReasoningDelta,
@@ -73,6 +74,9 @@ class ProgressPrinter:
         elif isinstance(event, ToolFinished):
             mark = "x" if event.result.is_error else "."
             self.out.write(f"  {mark} {event.result.summary or ('error' if event.result.is_error else 'ok')}\n")
+        elif isinstance(event, CompactionDone):
+            self.out.write(f"{event.strategy} ({event.trigger}): {event.tokens_before:,} -> {event.tokens_after:,} "
+                           f"tokens ({-event.reduction:+.0%}) in {event.duration:.1f}s\n")
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
         self.out.flush()

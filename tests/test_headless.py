@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from swecli.testing.server import Call, Fail, Reply, ScriptedLLM
+from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, Step
 
 
-def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
+def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai",
+               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
     provider = ["--provider", "openai-compatible"] if wire == "openai" else ["--provider", "anthropic"]
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
@@ -111,3 +112,38 @@ def test_iteration_limit_exits_2(sample: Path) -> None:
     with ScriptedLLM(steps) as llm:
         out = run_swecli(sample, llm, "-p", "loop", "--max-iterations", "2")
     assert out.returncode == 2 and "2 iterations" in out.stderr
+
+
+def big_module(name: str, lines: int = 400) -> str:
+    return "".join(f"def {name}_{i}(x):\n    return x * {i}  # {name} helper number {i}\n" for i in range(lines // 2))
+
+
+def test_auto_compaction_fires_in_a_real_session(project: Path) -> None:
+    (project / "a.py").write_text(big_module("alpha"))
+    (project / "b.py").write_text(big_module("beta"))
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "a.py"})]),
+                         Reply(calls=[Call("read_file", {"path": "b.py"})]),
+                         Reply("## Current task\nReading a.py and b.py."),  # the summary request
+                         Reply("Both modules define numbered helpers.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(project, llm, "-p", "what do the two modules define? answer in one line",
+                         "--mode", "auto", "--context-limit", "12000", extra_env={"SWECLI_MAX_TOKENS": "1000"})
+    assert out.returncode == 0, out.stderr
+    assert "summarize (auto)" in out.stderr
+    final = llm.requests[3]["messages"]
+    assert any(m["content"] == "what do the two modules define? answer in one line" for m in final)  # verbatim
+    assert any("[swecli: compacted context]" in str(m["content"]) for m in final)
+    called = {c["id"] for m in final if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    answered = {m["tool_call_id"] for m in final if m["role"] == "tool"}
+    assert called == answered  # no call separated from its result
+
+
+def test_context_overflow_compacts_and_retries(sample: Path) -> None:
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "src/greet.py"})]),
+                         Fail.context_overflow(), Reply("Done after the retry.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "read greet.py", "--mode", "auto",
+                         extra_env={"SWECLI_CONTEXT__STRATEGY": "truncate"})
+    assert out.returncode == 0, out.stderr
+    assert "Done after the retry." in out.stdout and "(overflow)" in out.stderr
+    assert len(llm.requests[2]["messages"]) <= len(llm.requests[1]["messages"])

@@ -200,13 +200,13 @@ class ContextManager:
         """Compact now (trigger: auto | manual | overflow). Returns `history` itself when nothing
         changed (cancelled by the hook, or nothing to compact)."""
         start = time.monotonic()
+        if trigger == "overflow":
+            self._learn_from_overflow()  # first, so before and after are measured on the same scale
         before = self.state(history)
         decision = self._run_hook(trigger, focus, before, len(history))
         if decision.cancel and trigger != "overflow":
             self._notice("info", "compaction cancelled by the PreCompact hook")
             return history
-        if trigger == "overflow":
-            self._learn_from_overflow()
         result = compact_history(
             history, self._params(trigger, focus, decision), self.counter.message, self.counter.text,
             self.archive or DiskArchive(self.root or Path.cwd()), provider, self._tool_meta, self.cancel,
