@@ -24,7 +24,7 @@ cached parts are also reported separately. Stop reasons are normalised to OpenAI
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from swecli.llm.base import (
@@ -39,13 +39,13 @@ from swecli.llm.base import (
 )
 from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, non_stream_error
-from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, retry_stream
+from swecli.llm.retry import Retryable, retry_stream
 from swecli.llm.sse import SSEEvent
-from swecli.llm.transport import Endpoint, make_client, stream_sse
+from swecli.llm.transport import Endpoint, HttpProvider, stream_sse
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 API_VERSION = "2023-06-01"
 EPHEMERAL = {"type": "ephemeral"}
@@ -53,18 +53,10 @@ MAX_SYSTEM_BREAKPOINTS = 3
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
 
-class AnthropicProvider:
-    def __init__(self, *, model: str, base_url: str = "https://api.anthropic.com", api_key: str = "",
-                 name: str = "anthropic", key_env: str | None = "ANTHROPIC_API_KEY", timeout: float = 600.0,
-                 max_retries: int = 5, sleep: Callable[[float], None] | None = None,
-                 on_retry: Callable[[RetryNotice], None] | None = None, client: httpx.Client | None = None) -> None:
-        self.name = name
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.key_env = key_env
-        self._api_key = api_key
-        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
-        self._client = client or make_client(timeout, self.base_url)
+class AnthropicProvider(HttpProvider):
+    default_name = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    default_key_env = "ANTHROPIC_API_KEY"
 
     @property
     def url(self) -> str:
@@ -80,9 +72,6 @@ class AnthropicProvider:
             return stream_sse(self._client, endpoint, body, AnthropicStream(self.name, taken, self.model), cancel)
 
         return retry_stream(attempt, self.retry, cancel)
-
-    def close(self) -> None:
-        self._client.close()
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "stream": True}

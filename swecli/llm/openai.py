@@ -26,7 +26,7 @@ the user's turn, so the overflow reading is the more useful one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from swecli.llm.base import (
@@ -42,31 +42,21 @@ from swecli.llm.base import (
 )
 from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, json_object, non_stream_error
-from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, retry_stream
+from swecli.llm.retry import Retryable, retry_stream
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import Endpoint, make_client, stream_sse
+from swecli.llm.transport import Endpoint, HttpProvider, stream_sse
 from swecli.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when the request exceeds its "
                 "context")
 
 
-class OpenAIProvider:
-    def __init__(self, *, model: str, base_url: str, api_key: str = "", name: str = "openai",
-                 key_env: str | None = None, timeout: float = 600.0, max_retries: int = 5,
-                 sleep: Callable[[float], None] | None = None, on_retry: Callable[[RetryNotice], None] | None = None,
-                 client: httpx.Client | None = None) -> None:
-        self.name = name
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self.key_env = key_env
-        self._api_key = api_key
-        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
-        self._client = client or make_client(timeout, self.base_url)
+class OpenAIProvider(HttpProvider):
+    default_name = "openai"
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         body = self.request_body(request)
@@ -77,9 +67,6 @@ class OpenAIProvider:
             return stream_sse(self._client, endpoint, body, OpenAIStream(self.name, taken, self.model), cancel)
 
         return retry_stream(attempt, self.retry, cancel)
-
-    def close(self) -> None:
-        self._client.close()
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -18,7 +18,7 @@ import contextlib
 import queue
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,7 +32,7 @@ from swecli.llm.base import (
     TransientError,
 )
 from swecli.llm.errors import classify_status, is_retryable_status
-from swecli.llm.retry import Retryable, parse_retry_after
+from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, parse_retry_after
 from swecli.llm.sse import SSEEvent, SSEParser
 
 if TYPE_CHECKING:
@@ -231,3 +231,30 @@ def _transport_error(endpoint: Endpoint, exc: Exception) -> Exception:
     if isinstance(exc, httpx.HTTPError):
         return ProviderError(f"request to {endpoint.provider} failed: {exc}")
     return exc
+
+
+class HttpProvider:
+    """What the HTTP providers share: identity, API key, retry policy and one pooled client.
+
+    Subclasses set the defaults (`default_name`, `default_base_url`, `default_key_env`) and speak
+    their wire format; `key_env=""` means "the subclass's default" (None means no key variable).
+    """
+
+    default_name = ""
+    default_base_url = ""
+    default_key_env: str | None = None
+
+    def __init__(self, *, model: str, base_url: str = "", api_key: str = "", name: str = "",
+                 key_env: str | None = "", timeout: float = 600.0, max_retries: int = 5,
+                 sleep: Callable[[float], None] | None = None, on_retry: Callable[[RetryNotice], None] | None = None,
+                 client: httpx.Client | None = None) -> None:
+        self.name = name or self.default_name
+        self.model = model
+        self.base_url = (base_url or self.default_base_url).rstrip("/")
+        self.key_env = self.default_key_env if key_env == "" else key_env
+        self._api_key = api_key
+        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
+        self._client = client or make_client(timeout, self.base_url)
+
+    def close(self) -> None:
+        self._client.close()
