@@ -77,6 +77,8 @@ class CompactionDone:
     messages_compacted: int
     duration: float
     note: str = ""
+    references: tuple[str, ...] = ()
+    """The best references the compaction dropped (each with a pointer back), for notes and recitation."""
 
     @property
     def reduction(self) -> float:

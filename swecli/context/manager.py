@@ -271,7 +271,8 @@ class ContextManager:
         self.last_state = after
         event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
-                               duration=duration, note="; ".join(result.notes))
+                               duration=duration, note="; ".join(result.notes),
+                               references=tuple(self.mechanisms.findings) if self.mechanisms is not None else ())
         self.compactions.append(event)
         if self.mechanisms is not None:
             self.mechanisms.rewrite("compaction")

@@ -276,11 +276,17 @@ class NotesUpdater:
         update_notes(self.root, change)
 
     def on_compaction(self, event: CompactionDone) -> None:
+        if event.strategy == "decay":
+            return  # folding old outputs into digests drops nothing the notes need to carry
         line = (f"- {self._stamp()} — context compacted ({event.strategy}, {event.trigger}): "
                 f"{event.tokens_before:,} → {event.tokens_after:,} tokens, {event.messages_compacted} messages "
                 "summarized; these notes carry what must not be lost")
         if event.note:
             line += f" ({_one_line(event.note, REASON_CHARS)})"
+        if event.references:
+            # The references compaction dropped (with where to re-open them) stay findable here too.
+            refs = "; ".join(ref.removeprefix("- ") for ref in event.references)
+            line += f"; references: {_one_line(refs, 4 * REASON_CHARS)}"
         update_notes(self.root, lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
 
     def on_turn(self, event: TurnFinished) -> None:

@@ -167,3 +167,16 @@ def test_anthropic_cache_breakpoints_and_cache_usage(project: Path) -> None:
     last_block = body["messages"][-1]["content"][-1]
     assert last_block.get("cache_control") == {"type": "ephemeral"}
     assert turn.usage.cache_read_tokens == 1600 and turn.usage.cache_write_tokens == 100
+
+
+def test_compaction_references_reach_the_session_notes(project: Path) -> None:
+    (project / "app.py").write_text("def main():\n    raise ValueError('boom')\n\nmain()\n")
+    steps: list[Step] = [Reply(calls=[Call("bash", {"command": "python3 app.py"})]), Reply("It raises."),
+                         Reply("## Current task\nExplained the crash.")]
+    with ScriptedLLM(steps) as llm:
+        s = session(project, llm, memory={"session_notes": True})
+        s.run("why does app.py crash?")
+        s.agent.replace_history(s.agent.context.compact(s.agent.history, s.provider, "manual"), "compaction")
+        s.close()
+    notes = (project / ".swecli" / "memory" / "session_notes.md").read_text()
+    assert "context compacted (summarize, manual)" in notes and "python3 app.py" in notes
