@@ -140,7 +140,7 @@ class ContextManager:
     def state(self, history: Sequence[Message]) -> ContextState:
         """What the next request would send, by component (calibrated), for /context and the toolbar."""
         count = self.counter
-        turn = current_turn_start(history)
+        turn = current_turn_start(history) if not turn_finished(history) else len(history)
         raw = {
             "system": count.system(self.system),
             "tools": count.tools(self.tools),
@@ -296,6 +296,11 @@ def current_turn_start(history: Sequence[Message]) -> int:
         if is_prompt(history[i]):
             return i
     return 0
+
+
+def turn_finished(history: Sequence[Message]) -> bool:
+    """The model answered without tool calls: between tasks, everything so far is history."""
+    return bool(history) and isinstance(history[-1], AssistantMessage) and not history[-1].tool_calls
 
 
 def has_open_calls(history: Sequence[Message]) -> bool:

@@ -235,10 +235,15 @@ def test_state_breaks_the_request_down_by_component() -> None:
     counter = context.counter
     assert state.system == counter.system(SYSTEM) and state.memory == counter.system(MEMORY)
     assert state.tools == counter.tools(TOOLS.schemas())
-    assert state.history == counter.messages(history[:2])
+    assert state.history == counter.messages(history)  # the model answered: between tasks, all is history
     assert state.total == state.raw_total == counter.request(context.request(history))
     assert state.exact and state.encoding == "o200k_base" and not state.calibrated
     assert current_turn_start(history) == 2
+    working = AssistantMessage(content="working", tool_calls=(ToolCall(id="c1", name="list_files"),))
+    in_progress = [*history[:3], working, ToolMessage(tool_call_id="c1", name="list_files", content="a.py")]
+    state = context.state(in_progress)
+    assert state.history == counter.messages(history[:2])
+    assert state.current_turn > counter.messages(in_progress[2:])  # plus the reply priming
 
 
 def test_observe_calibrates_later_estimates_and_keeps_the_raw_figure() -> None:
