@@ -8,11 +8,9 @@ transcripts) is delegated; the loop only decides what happens next.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from swecli.context.manager import ContextManager
 from swecli.events import (
@@ -152,7 +150,7 @@ class Agent:
     def execute(self, call: ToolCall) -> ToolMessage:
         tool = self.tools.get(call.name)
         start = time.monotonic()
-        args = _loose_args(call.arguments)
+        args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
         approved = True
@@ -195,11 +193,3 @@ class Agent:
         if closed[: len(self.history)] != self.history:
             self.replace_history(closed, "interrupt")
 
-
-def _loose_args(raw: str) -> dict[str, Any]:
-    """Best-effort arguments for display and approval; validation proper happens in the tool layer."""
-    try:
-        data = json.loads(raw or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -134,7 +134,8 @@ class AgentSession:
         turn = self.agent.run(prompt)
         if turn.stop_reason == "done" and self.reflector is not None:
             reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
-            self.bus(Notice("info", reflection.summary()))
+            if reflection.changes:
+                self.bus(Notice("info", reflection.summary()))
             for warning in reflection.warnings:
                 self.bus(Notice("warning", warning))
         return turn
@@ -186,6 +187,8 @@ def open_session(
     bus.listeners.append(recorder.handle)
     if loaded is not None:
         agent.history = list(loaded.history)
+        if agent.context.mechanisms is not None:
+            agent.context.mechanisms.failures.replay(agent.history)  # repeated failures survive a resume
         for problem in loaded.problems:
             warn(problem)
     reflector = None

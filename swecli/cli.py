@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import typer
 
 from swecli import __version__
-
-if TYPE_CHECKING:
-    from swecli.config import Settings
 
 HELP = """swecli: a terminal coding agent that manages its context window.
 
@@ -92,18 +88,6 @@ def sessions(
     from swecli.runner import manage_sessions
 
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
-
-
-def load(root: Path, flags: dict[str, Any]) -> Settings:
-    """Settings with the provider resolved (auto-detected when none is configured)."""
-    from swecli.config import load_settings
-
-    settings = load_settings(root, flags)
-    if settings.provider and settings.model:
-        return settings
-    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
-
-    return discover(settings)
 
 
 def _fail(message: str) -> None:

@@ -24,6 +24,7 @@ from swecli.events import (
     ToolStarted,
     TurnFinished,
 )
+from swecli.ui.render import key_argument
 
 OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_CODES = {"done": 0, "error": 1, "iteration_limit": 2, "interrupted": 2}
@@ -70,7 +71,7 @@ class ProgressPrinter:
             self.out.write("\n")
             self._in_reasoning = False
         if isinstance(event, ToolStarted):
-            self.out.write(f"> {event.call.name} {_key_arg(event.args)}\n")
+            self.out.write(f"> {event.call.name} {key_argument(event.call.name, event.args)}\n")
         elif isinstance(event, ToolFinished):
             mark = "x" if event.result.is_error else "."
             self.out.write(f"  {mark} {event.result.summary or ('error' if event.result.is_error else 'ok')}\n")
@@ -80,13 +81,6 @@ class ProgressPrinter:
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
         self.out.flush()
-
-
-def _key_arg(args: dict[str, Any]) -> str:
-    for key in ("command", "path", "pattern", "glob"):
-        if key in args:
-            return str(args[key]).splitlines()[0][:100] if str(args[key]) else ""
-    return ""
 
 
 class StreamJsonPrinter:

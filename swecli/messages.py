@@ -6,7 +6,8 @@ The wire formats (OpenAI chat, Anthropic messages) live inside the providers; ev
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +23,15 @@ class ToolCall(_Frozen):
     name: str
     arguments: str = "{}"
     """The raw JSON text the model produced; it may be malformed, and the tool layer says so."""
+
+    def args(self) -> dict[str, Any]:
+        """Best-effort arguments for display, approval and logs ({} when malformed); validation
+        proper happens in the tool layer."""
+        try:
+            data = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return data if isinstance(data, dict) else {}
 
 
 class UserMessage(_Frozen):

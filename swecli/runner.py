@@ -24,9 +24,15 @@ def _error(message: str) -> int:
 
 
 def _settings(root: Path, flags: dict[str, Any]) -> Settings:
-    from swecli.cli import load
+    """Settings with the provider resolved (auto-detected when none is configured)."""
+    from swecli.config import load_settings
 
-    return load(root, flags)
+    settings = load_settings(root, flags)
+    if settings.provider and settings.model:
+        return settings
+    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
+
+    return discover(settings)
 
 
 def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: str = "text",

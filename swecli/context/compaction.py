@@ -28,7 +28,7 @@ from typing import Any
 
 from swecli.context.archive import Archive, ArchiveError
 from swecli.context.extract import Facts, extract_facts, render_facts
-from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, ResponseDone
+from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, complete
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
 
 STRATEGIES = ("summarize", "truncate", "importance")
@@ -207,6 +207,11 @@ def compact_history(
     summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts))
     # Prompts and the turns importance keeps stay in their original order, before the summary.
     kept_head = [prompts.get(i, m) for i, m in enumerate(head) if i in prompts or i in kept]
+    if len(kept_head) == len(head):
+        # Nothing would be dropped (importance kept every older message): adding a summary message
+        # would only make the context larger.
+        return CompactionResult(list(history), False, strategy, tokens_after=before,
+                                notes=("every older message scored as worth keeping: nothing to drop",))
     result = _fit(work, [*kept_head, summary, *tail], summary)
     return CompactionResult(
         history=result, changed=True, strategy=strategy, messages_compacted=_replaced(history, result),
@@ -646,19 +651,16 @@ def summarize_span(work: _Work, head: Sequence[Message]) -> str | None:
 
 def _ask(provider: Provider, request: ModelRequest, work: _Work) -> str | None:
     try:
-        for event in provider.stream(request, work.cancel):
-            if isinstance(event, ResponseDone):
-                work.usage = work.usage + (event.usage or Usage(requests=1))
-                text = event.message.content.strip()
-                if not text:
-                    work.notes.append("the summary request returned no text")
-                    return None
-                return text
+        done = complete(provider, request, work.cancel)
     except Cancelled:
         work.notes.append("the summary request was interrupted")
         return None
     except (ProviderError, OSError, RuntimeError, ValueError) as exc:
         work.notes.append(f"the summary request failed ({type(exc).__name__}: {exc})")
         return None
-    work.notes.append("the summary stream ended without a response")
-    return None
+    work.usage = work.usage + (done.usage or Usage(requests=1))
+    text = done.message.content.strip()
+    if not text:
+        work.notes.append("the summary request returned no text")
+        return None
+    return text

@@ -82,11 +82,11 @@ class Mechanisms:
     def decay(self, history: list[Message], keep_recent_tokens: int) -> list[Message]:
         if not self.config.decay:
             return history
-        before = self.counter.messages(history)
         result = decay(history, self.counter, keep_recent_tokens, self.config.decay_min_savings_tokens,
                        reference_for=saving_reference(self.root))
         if not result.changed:
             return history
+        before = self.counter.messages(history)
         self.decays += 1
         self.decay_saved += result.saved_tokens
         self.on_event(CompactionDone("decay", "decay", before, before - result.saved_tokens, result.folded, 0.0,

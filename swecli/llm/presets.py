@@ -16,7 +16,6 @@ class Preset:
     key_env: str | None
     """The conventional environment variable holding this provider's key (None: no key needed)."""
     default_model: str = ""
-    local_port: int | None = None
 
 
 PRESETS: dict[str, Preset] = {
@@ -28,9 +27,9 @@ PRESETS: dict[str, Preset] = {
                "accounts/fireworks/models/kimi-k2-instruct"),
         Preset("openrouter", "openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY",
                "anthropic/claude-sonnet-4.5"),
-        Preset("ollama", "openai", "http://127.0.0.1:11434/v1", None, "", 11434),
-        Preset("lmstudio", "openai", "http://127.0.0.1:1234/v1", None, "", 1234),
-        Preset("llamacpp", "openai", "http://127.0.0.1:8080/v1", None, "", 8080),
+        Preset("ollama", "openai", "http://127.0.0.1:11434/v1", None, ""),
+        Preset("lmstudio", "openai", "http://127.0.0.1:1234/v1", None, ""),
+        Preset("llamacpp", "openai", "http://127.0.0.1:8080/v1", None, ""),
         Preset("vllm", "openai", "http://127.0.0.1:8000/v1", None, ""),
         Preset("openai-compatible", "openai", "", None, ""),
     ]
@@ -76,10 +75,3 @@ def context_window(model: str) -> int:
             return KNOWN_MODELS[prefix]
     return DEFAULT_CONTEXT_WINDOW
 
-
-def tokenizer_for(model: str) -> str:
-    """tiktoken encoding closest to the model's own tokenizer (calibration corrects the rest)."""
-    name = model.lower()
-    if name.startswith(("gpt-4-", "gpt-3.5")) or name == "gpt-4":
-        return "cl100k_base"
-    return "o200k_base"

@@ -50,17 +50,9 @@ def config_digest(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def loose_args(raw: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def summarize_args(raw: str) -> dict[str, Any] | str:
+def summarize_args(call: ToolCall) -> dict[str, Any] | str:
     """Tool arguments for the log: long strings cut (with their length), the whole bounded."""
-    data = loose_args(raw)
+    raw, data = call.arguments, call.args()
     if not data and raw.strip() not in ("", "{}"):
         return _cut(raw, ARG_VALUE_CHARS)  # malformed JSON from the model: keep a readable piece
     summary = {key: _cut(value, ARG_VALUE_CHARS) if isinstance(value, str) else value for key, value in data.items()}
@@ -76,7 +68,7 @@ def modified_path(call: ToolCall, result: ToolResult, root: Path | None = None) 
     """The file a successful write/edit call changed, relative to root when it is inside it."""
     if call.name not in FILE_WRITING_TOOLS or result.is_error:
         return None
-    args = loose_args(call.arguments)
+    args = call.args()
     raw = result.meta.get("path") or args.get("path") or args.get("file_path")
     if not isinstance(raw, str) or not raw:
         return None
@@ -123,7 +115,7 @@ class SessionLog:
 
     def tool(self, call: ToolCall, result: ToolResult, duration: float, approved: bool = True) -> None:
         fields: dict[str, Any] = {
-            "tool": call.name, "call_id": call.id, "args": summarize_args(call.arguments), "approved": approved,
+            "tool": call.name, "call_id": call.id, "args": summarize_args(call), "approved": approved,
             "is_error": result.is_error, "duration": round(duration, 3), "summary": result.summary,
         }
         if "exit_code" in result.meta:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swecli.app import AgentSession, open_session
-from swecli.config import ContextConfig, MemoryConfig, Settings
+from swecli.config import ContextConfig, HookConfig, MemoryConfig, Settings
 from swecli.context.decay import DIGEST_MARKER
 from swecli.context.references import REFERENCES_HEADING
 from swecli.events import CompactionDone, Event, Notice
@@ -20,14 +23,15 @@ OFF = {"offload": False, "decay": False, "recitation": False, "failure_evidence"
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, memory: dict[str, Any] | None = None,
+            hooks: dict[str, Any] | None = None, resume: bool = False, top: dict[str, Any] | None = None,
             **context: Any) -> AgentSession:
     wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
         {"provider": "openai-compatible"}
-    settings = Settings(**wire, base_url=llm.base_url, model="scripted-model", mode="auto",
+    settings = Settings(**wire, **(top or {}), base_url=llm.base_url, model="scripted-model", mode="auto",
                         context=ContextConfig(**{**OFF, **context}),
-                        memory=MemoryConfig(**(memory or {"session_notes": False})))
+                        memory=MemoryConfig(**(memory or {"session_notes": False})), hooks=HookConfig(**(hooks or {})))
     sink = events if events is not None else []
-    return open_session(root, settings, listeners=[sink.append])
+    return open_session(root, settings, listeners=[sink.append], continue_latest=resume)
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:
@@ -180,3 +184,49 @@ def test_compaction_references_reach_the_session_notes(project: Path) -> None:
         s.close()
     notes = (project / ".swecli" / "memory" / "session_notes.md").read_text()
     assert "context compacted (summarize, manual)" in notes and "python3 app.py" in notes
+
+
+def test_failure_evidence_survives_a_resume(project: Path) -> None:
+    fail = Call("bash", {"command": "cat missing.txt"})
+    with ScriptedLLM([Reply(calls=[fail]), Reply(calls=[fail]), Reply("stuck")]) as llm:
+        s = session(project, llm, failure_evidence=True)
+        s.run("show missing.txt")
+        s.close()
+    with ScriptedLLM([Reply(calls=[fail]), Reply("giving up")]) as llm:
+        s = session(project, llm, failure_evidence=True, resume=True)
+        s.run("try again")
+        s.close()
+    last = llm.requests[1]["messages"][-1]
+    assert "[Failure evidence]" in last["content"] and "3 times" in last["content"]
+
+
+def test_the_pre_compact_hook_steers_a_compaction_in_the_loop(project: Path) -> None:
+    hook = Path(__file__).resolve().parents[2] / ".swecli.example" / "hooks" / "pre_compact.py"
+    steps: list[Step] = [Reply(calls=[Call("list_files", {})]), Reply("listed"), Reply("## Current task\nListing.")]
+    with ScriptedLLM(steps) as llm:
+        s = session(project, llm, hooks={"pre_compact": f"{sys.executable} {hook}"})
+        s.run("list the project")
+        s.agent.replace_history(s.agent.context.compact(s.agent.history, s.provider, "manual"), "compaction")
+        s.close()
+    assert "Keep every decision about the public API" in json.dumps(llm.requests[2])  # the summary request
+
+
+@pytest.mark.parametrize("strategy", ["truncate", "importance"])
+def test_strategies_without_a_model_call_compact_in_the_loop(project: Path, strategy: str) -> None:
+    for name in "ab":
+        (project / f"{name}.py").write_text("".join(f"value_{name}_{i} = {i}\n" for i in range(400)))
+    steps: list[Step] = [Reply(calls=[Call("list_files", {})]), Reply(calls=[Call("read_file", {"path": "a.py"})]),
+                         Reply(calls=[Call("read_file", {"path": "b.py"})]), Reply("read both")]
+    events: list[Event] = []
+    with ScriptedLLM(steps) as llm:  # strict: a summary request would be an unexpected extra call
+        s = session(project, llm, events, top={"context_limit": 9000, "max_tokens": 500}, strategy=strategy,
+                    keep_recent_tokens=500)
+        s.run("read a.py and b.py")
+        s.close()
+    done = [e for e in events if isinstance(e, CompactionDone)]
+    assert done and {e.strategy for e in done} == {strategy} and done[0].tokens_after < done[0].tokens_before
+    last = llm.requests[-1]["messages"]
+    prompts = [m["content"] for m in last if m["role"] == "user" and not m["content"].startswith("[swecli:")]
+    assert "read a.py and b.py" in prompts
+    called = {c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])}
+    assert called == {m["tool_call_id"] for m in last if m["role"] == "tool"}

@@ -117,10 +117,10 @@ def test_config_digest_ignores_the_key_but_not_the_settings() -> None:
 
 
 def test_args_summary_is_bounded() -> None:
-    summary = summarize_args(json.dumps({f"k{i}": "v" * 100 for i in range(50)}))
+    summary = summarize_args(call_with(json.dumps({f"k{i}": "v" * 100 for i in range(50)})))
     assert isinstance(summary, str) and len(summary) <= 1_000
-    assert summarize_args("{not json") == "{not json"
-    assert summarize_args('{"path": "a.py"}') == {"path": "a.py"}
+    assert summarize_args(call_with("{not json")) == "{not json"
+    assert summarize_args(call_with('{"path": "a.py"}')) == {"path": "a.py"}
 
 
 def test_modified_path_is_relative_to_root_for_absolute_paths(project: Path) -> None:
@@ -171,3 +171,7 @@ def test_find_log_latest_by_default_or_by_prefix(project: Path) -> None:
         find_log(project, "2026112")
     with pytest.raises(SessionError, match="no log for session"):
         find_log(project, "1999")
+
+
+def call_with(arguments: str) -> ToolCall:
+    return ToolCall(id="c1", name="write_file", arguments=arguments)
