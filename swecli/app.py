@@ -175,7 +175,10 @@ def open_session(
     from swecli.session.recorder import SessionRecorder
 
     bus = EventBus(list(listeners or []))
-    warn = lambda text: bus(Notice("warning", text))  # noqa: E731 - a one-line sink
+
+    def warn(text: str) -> None:
+        bus(Notice("warning", text))
+
     if resume is not None or continue_latest:
         recorder, loaded = SessionRecorder.resume(root, settings, resume or None, on_error=warn)
     else:

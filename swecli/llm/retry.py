@@ -59,7 +59,7 @@ class RetryPolicy:
     def backoff(self, retry: int) -> float:
         """Delay before retry number `retry` (from 0): exponential, capped, with 'equal jitter'."""
         ceiling = min(self.max_delay, self.base_delay * (2 ** retry))
-        return ceiling / 2 + ceiling / 2 * self.jitter()
+        return float(ceiling / 2 + ceiling / 2 * self.jitter())
 
 
 def retry_stream(attempt: Callable[[], Iterator[T]], policy: RetryPolicy,

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from swecli.llm.base import (
-    AssistantMessage,
     Cancelled,
     CancelToken,
     ContextOverflowError,
@@ -34,6 +33,7 @@ from swecli.llm.base import (
 from swecli.llm.errors import classify_status, is_retryable_status
 from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, parse_retry_after
 from swecli.llm.sse import SSEEvent, SSEParser
+from swecli.messages import AssistantMessage
 
 if TYPE_CHECKING:
     import httpx
