@@ -53,8 +53,19 @@ def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
         parts.append(notes_prompt(root, settings.memory.notes_budget_tokens, count))
     if playbook is not None:
         parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
+    if settings.context.repo_map_tokens:
+        parts.append(repo_map_prompt(root, settings.context.repo_map_tokens, count))
     text = "\n\n".join(p for p in parts if p.strip())
     return (SystemBlock(text=text, cache=True),) if text else ()
+
+
+def repo_map_prompt(root: Path, budget: int, count: Callable[[str], int], wait: float = 10.0) -> str:
+    """The ranked repository map for the memory block, computed once per session so the prefix stays put."""
+    from swecli.repomap.repomap import background
+    from swecli.repomap.views import memory_section
+
+    rmap = background(root).wait(wait)
+    return memory_section(rmap, budget, count) if rmap is not None else ""
 
 
 @dataclass
@@ -69,9 +80,10 @@ class EventBus:
 
 
 def build_tools(extra: list[Tool[Any]] | None = None) -> ToolRegistry:
+    from swecli.repomap.tool import REPO_MAP
     from swecli.tools.builtin import default_tools
 
-    return ToolRegistry([*default_tools(), *(extra or [])])
+    return ToolRegistry([*default_tools(), REPO_MAP, *(extra or [])])
 
 
 def build_agent(
@@ -175,6 +187,10 @@ def open_session(
     from swecli.session.recorder import SessionRecorder
 
     bus = EventBus(list(listeners or []))
+    if settings.context.just_in_time or settings.context.repo_map_tokens:
+        from swecli.repomap.repomap import background
+
+        background(root)  # warm the repository map while the person types
 
     def warn(text: str) -> None:
         bus(Notice("warning", text))

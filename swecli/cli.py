@@ -90,6 +90,19 @@ def sessions(
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
 
 
+@app.command()
+def repomap(
+    as_json: bool = typer.Option(False, "--json", help="Every mapped file by rank, as JSON."),
+    symbols: bool = typer.Option(False, "--symbols", help="The map with each file's definitions."),
+    deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
+    tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
+) -> None:
+    """The repository map: files ranked by how central they are, their symbols and dependencies."""
+    from swecli.runner import show_repomap
+
+    raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
+
+
 def _fail(message: str) -> None:
     typer.echo(f"swecli: {message}", err=True)
     raise typer.Exit(2)
