@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from swecli.context.tokens import Tokenizer  # noqa: E402
-from swecli.repomap.index import CACHE_DIR  # noqa: E402
-from swecli.repomap.repomap import RepoMap  # noqa: E402
+from swecli.context.tokens import Tokenizer
+from swecli.repomap.index import CACHE_DIR
+from swecli.repomap.repomap import RepoMap
 
 
 def progress(done: int, total: int) -> None:
