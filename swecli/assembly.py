@@ -10,7 +10,7 @@ transcript, log and notes, resume, and the playbook around it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -24,7 +24,7 @@ from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import Provider
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
-from swecli.messages import SystemBlock, UserMessage
+from swecli.messages import SystemBlock
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -140,12 +140,9 @@ class AgentSession:
     def session_id(self) -> str:
         return self.recorder.session_id
 
-    def run(self, prompt: str, attachments: Sequence[str] = ()) -> TurnFinished:
-        """One user task: just-in-time context for what the prompt names, the loop, then reflection.
-
-        `attachments` are root-relative paths already attached by the caller (`@path` mentions).
-        """
-        self._attach_named_context(prompt, attachments)
+    def run(self, prompt: str) -> TurnFinished:
+        """One user task: its `@path` attachments and just-in-time context, the loop, then reflection."""
+        self._attach_named_context(prompt)
         turn = self.agent.run(prompt)
         if turn.stop_reason == "done" and self.reflector is not None:
             reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
@@ -155,15 +152,25 @@ class AgentSession:
                 self.bus(Notice("warning", warning))
         return turn
 
-    def _attach_named_context(self, prompt: str, attachments: Sequence[str]) -> None:
-        if not self.settings.context.just_in_time:
-            return
+    def _attach_named_context(self, prompt: str) -> None:
+        """One attachment path for the REPL and `-p`: `@path` files whole, then what retrieval finds."""
         from swecli.context.retrieval import retrieve
 
-        found = retrieve(prompt, self.root, budget_tokens=self.settings.context.just_in_time_tokens,
-                         count_tokens=self.agent.context.counter.text, already_attached=attachments)
-        if found is not None and found.text:
-            self.agent.append(UserMessage(content=found.text, kind="context"))
+        config = self.settings.context
+        found = retrieve(prompt, self.root, budget_tokens=config.just_in_time_tokens,
+                         count_tokens=self.agent.context.counter.text, time_limit=config.just_in_time_seconds,
+                         just_in_time=config.just_in_time)
+        for problem in found.problems:
+            self.bus(Notice("warning", problem))
+        for a in found.attachments:
+            if a.kind == "file":
+                note = " (truncated)" if a.truncated else ""
+                self.bus(Notice("info", f"📎 {a.path} · {a.lines} lines · ~{a.tokens:,} tokens{note}"))
+        message = found.message()
+        if message is not None:
+            self.agent.append(message)
+        if config.just_in_time and (any(a.kind == "excerpt" for a in found.attachments) or found.listed
+                                    or found.notes):
             self.bus(Notice("info", found.summary()))
 
     def close(self) -> None:

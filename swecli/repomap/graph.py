@@ -143,7 +143,7 @@ class Resolver:
             for k in range(len(parts)):
                 self.suffixes["/".join(parts[k:])].append(rel)
             self.dirs[posixpath.dirname(rel)].append(rel)
-        self.python = _python_modules([rel for rel in facts if facts[rel].language == "python"], self.files)
+        self.python = python_modules([rel for rel in facts if facts[rel].language == "python"], self.files)
         self.modules = {s.name: rel for rel, f in facts.items() if f.language == "elixir"
                         for s in f.symbols if s.kind == "module"}
 
@@ -251,7 +251,7 @@ class Resolver:
         return max(candidates, key=lambda c: (len(posixpath.commonprefix([c, rel])), -len(c)))
 
 
-def _python_modules(py_files: list[str], files: set[str]) -> dict[str, str]:
+def python_modules(py_files: list[str], files: set[str]) -> dict[str, str]:
     """Dotted module name -> file, both from the project root and from each file's top package
     (`src/_pytest/nodes.py` is `_pytest.nodes` too). `.py` wins over `.pyi`."""
     modules: dict[str, str] = {}

@@ -26,9 +26,8 @@ from swecli import __version__
 from swecli.config import ConfigError, Settings
 from swecli.events import Event, ModelCallFinished, TurnFinished
 from swecli.llm.base import Provider, ProviderError
-from swecli.messages import Usage, UserMessage
+from swecli.messages import Usage
 from swecli.permissions import MODES, Decision
-from swecli.ui import mentions
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
 from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
@@ -257,16 +256,8 @@ class Repl:
         self.run_task(text)
 
     def run_task(self, text: str) -> TurnFinished | None:
-        attached = mentions.collect(self.root, text)
-        for problem in attached.problems:
-            self.warn(problem)
-        for a in attached.attachments:
-            note = " (truncated)" if a.truncated else ""
-            self.print(Text(f"📎 {a.path} · {a.lines} lines · ~{format_tokens(a.tokens)} tokens{note}", style="dim"))
-        turn = _Turn()
-        paths = [str(a.path) for a in attached.attachments]
-        worker = threading.Thread(target=self._work, args=(text, attached.message(), paths, turn),
-                                  name="swecli-agent", daemon=True)
+        turn = _Turn()  # `@path` files are attached by the session (swecli.context.retrieval), as in -p
+        worker = threading.Thread(target=self._work, args=(text, turn), name="swecli-agent", daemon=True)
         self.renderer.begin_turn()
         worker.start()
         self._supervise(worker)
@@ -275,11 +266,9 @@ class Repl:
             self._report(turn.error)
         return turn.result
 
-    def _work(self, prompt: str, context: UserMessage | None, attached: list[str], turn: _Turn) -> None:
+    def _work(self, prompt: str, turn: _Turn) -> None:
         try:
-            if context is not None:
-                self.agent.append(context)
-            turn.result = self.session.run(prompt, attachments=attached)
+            turn.result = self.session.run(prompt)
         except BaseException as exc:  # reported by the main thread; the session goes on
             turn.error = exc
             self.agent.close_open_calls()

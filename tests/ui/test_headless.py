@@ -147,3 +147,16 @@ def test_context_overflow_compacts_and_retries(sample: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "Done after the retry." in out.stdout and "(overflow)" in out.stderr
     assert len(llm.requests[2]["messages"]) <= len(llm.requests[1]["messages"])
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_mentions_and_named_symbols_are_attached_in_print_mode_too(sample: Path, wire: str) -> None:
+    with ScriptedLLM([Reply("It greets.")], wire=wire) as llm:  # type: ignore[arg-type]
+        out = run_swecli(sample, llm, "-p", "what does @README.md say, and why does `greet` misspell Hello?",
+                         wire=wire)
+    assert out.returncode == 0, out.stderr
+    assert "📎 README.md · 1 lines" in out.stderr
+    assert "just-in-time context: attached src/greet.py (defines `greet`" in out.stderr
+    body = json.dumps(llm.requests[0])
+    assert '<file path=\\"README.md\\" lines=\\"1\\">\\n# sample' in body
+    assert "return \\\"Helo, \\\" + name" in body
