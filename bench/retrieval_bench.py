@@ -22,6 +22,7 @@ weights in retrieval.py were tuned on the other two thirds only.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=2.0)
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--only", default="", help="instance ids containing this text")
+    parser.add_argument("--dump", type=Path, help="write each instance's ranking (JSON lines) here")
     args = parser.parse_args()
     count = Tokenizer("o200k_base")
     ordered = sorted(instances(), key=lambda i: i["instance_id"])
@@ -104,12 +106,18 @@ def main() -> None:
         top = [p for p, _ in sorted(scores.items(), key=lambda kv: -kv[1])[:k]]
         for key in (split, "all"):
             bm25[key].add(top, [], gold, BASELINE_EXCERPT_TOKENS * len(top), 0.0, False)
+        if args.dump:
+            with args.dump.open("a") as out:
+                out.write(json.dumps({"id": inst["instance_id"], "split": split, "gold": sorted(gold),
+                                      "ranking": found.ranking, "attached": attached,
+                                      "seconds": round(seconds, 2), "notes": found.notes}) + "\n")
         if args.verbose:
             mark = "HIT " if any(p in gold for p in attached) else ("list" if any(p in gold for p in listed)
                                                                      else "miss")
             print(f"{mark} {inst['instance_id']} [{split}] gold={sorted(gold)} attached={attached} "
                   f"listed={listed[:4]} {seconds:.2f}s", flush=True)
-            print(f"     {found.summary()[:300]}", flush=True)
+            for rel, score, why in found.ranking[:5]:
+                print(f"     {'*' if rel in gold else ' '} {score:5.2f} {rel}: {why[:110]}", flush=True)
     print(f"budget {args.budget:,} tokens, time limit {args.time_limit:g} s, o200k_base")
     print("| method | instances | precision | hit | listed | attaches nothing | tokens | time (median / max) "
           "| timeouts |")

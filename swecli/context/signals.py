@@ -30,6 +30,9 @@ _FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?')
 _PYTEST_FRAME = re.compile(r"^([\w./\\-]+\.\w+):(\d+): (?:in ([\w<>]+)|\w*(?:Error|Exception))", re.MULTILINE)
 _ERROR = re.compile(r"^\s*(?:E\s+)?([A-Z]\w*(?:\.\w+)*(?:Error|Exception|Warning|Exit|Failure)): (.{8,300})$",
                     re.MULTILINE)
+_DIAGNOSTIC = re.compile(r"^\s*(?:[\w./\\-]+:\d+:(?:\d+:)?\s*|(?:WARNING|ERROR|Warning|Error|warning|error):\s+)"
+                         r"(?:(?:WARNING|ERROR|warning|error):\s*)?([A-Za-z].{11,300})$", re.MULTILINE)
+"""Compiler, linter and build-tool style messages: `file:4: message`, `WARNING: message`."""
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)(?:^```|\Z)", re.MULTILINE | re.DOTALL)
 _SPAN = re.compile(r"`([^`\n]{1,160})`")
 _FROM_IMPORT = re.compile(r"^\s*(?:>>> |\.\.\. )?from\s+([\w.]+)\s+import\s+\(?([\w\s,*]+)", re.MULTILINE)
@@ -105,6 +108,9 @@ def extract(prompt: str) -> Signals:
     _paths(text, found)
     for kind, message in _ERROR.findall(text):
         found.errors.append((kind, message.strip()))
+    for message in _DIAGNOSTIC.findall(text):
+        if not any(message.strip() == m for _, m in found.errors):
+            found.errors.append(("message", message.strip()))
     code = _code_regions(text)
     _imports("\n".join(code), found)
     for region in code:

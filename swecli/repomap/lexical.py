@@ -182,7 +182,8 @@ class PendingIndex:
                 self.error = pending.error
             else:
                 rmap.symbol_index  # noqa: B018  (built here, off the first request's clock)
-                self.lexical = Lexical.build(rmap)
+                rmap.python_modules  # noqa: B018
+                self.lexical = _LATEST[self.root] = Lexical.build(rmap)
         except Exception as exc:  # an aid, never a reason for a session to fail
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -191,7 +192,13 @@ class PendingIndex:
 
 
 _PENDING: dict[Path, PendingIndex] = {}
+_LATEST: dict[Path, Lexical] = {}
 _LOCK = threading.Lock()
+
+
+def latest_lexical(root: Path) -> Lexical | None:
+    """Like `repomap.latest`: the newest index at once, or None."""
+    return _LATEST.get(root.resolve())
 
 
 def lexical_background(root: Path, max_age: float = 5.0) -> PendingIndex:

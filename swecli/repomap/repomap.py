@@ -8,7 +8,8 @@
     rmap.to_json()                                   # {"files": [{"path", "rank", "symbols", ...}]}
 
 `background(root)` starts a build on a thread (sessions do it when they open, so a cold map is ready
-by the time the first prompt needs it) and `background(root).wait(seconds)` takes it when it is done.
+by the time the first prompt needs it) and `background(root).wait(seconds)` takes it when it is done;
+`latest(root)` takes the newest finished one at once (and refreshes it behind the scenes).
 """
 
 from __future__ import annotations
@@ -99,6 +100,14 @@ class RepoMap:
 
     def neighbours(self, rel: str) -> tuple[list[str], list[str]]:
         return self.imports(rel), self.imported_by(rel)
+
+    @cached_property
+    def python_modules(self) -> dict[str, str]:
+        """Dotted Python module name -> file (`a.b` -> `a/b.py` or `a/b/__init__.py`; `src/` layouts too)."""
+        from swecli.repomap.graph import python_modules
+
+        files = self.index.facts
+        return python_modules([rel for rel, f in files.items() if f.language == "python"], set(files))
 
     @cached_property
     def symbol_index(self) -> dict[str, list[tuple[str, Symbol]]]:
@@ -231,7 +240,7 @@ class Pending:
 
     def _run(self) -> None:
         try:
-            self.result = RepoMap.build(self.root)
+            self.result = _LATEST[self.root] = RepoMap.build(self.root)
         except Exception as exc:  # the map is an aid: a failure must not take the session down
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -240,7 +249,14 @@ class Pending:
 
 
 _BUILDS: dict[Path, Pending] = {}
+_LATEST: dict[Path, RepoMap] = {}
 _LOCK = threading.Lock()
+
+
+def latest(root: Path) -> RepoMap | None:
+    """The newest map built in this process, at once (None when none has finished): a map a few seconds
+    stale beats holding up a request. Call `background(root)` afterwards to refresh it for next time."""
+    return _LATEST.get(root.resolve())
 
 
 def background(root: Path, max_age: float = 5.0) -> Pending:

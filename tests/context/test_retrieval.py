@@ -96,8 +96,10 @@ def test_ambiguous_names_are_listed_not_attached(shop: Path) -> None:
 
 
 def test_tests_count_less_than_the_code_they_test(shop: Path) -> None:
-    attached, listed, _ = run(shop, "`format_total` should use two decimals")
-    assert "tests/test_money.py" not in attached
+    attached, _, text = run(shop, "`format_total` should use two decimals")
+    assert attached == [] and "format_total" not in text  # only a test defines it
+    attached, _, _ = run(shop, "tests/test_money.py fails")
+    assert attached == ["tests/test_money.py"]  # named outright, it is attached all the same
 
 
 def test_nothing_named_attaches_nothing(shop: Path) -> None:
