@@ -31,6 +31,7 @@ from swecli.tools.base import Tool, ToolContext, ToolRegistry
 if TYPE_CHECKING:
     from swecli.llm.retry import RetryNotice
     from swecli.session.recorder import SessionRecorder
+    from swecli.skills.catalog import SkillCatalog
 
 
 def system_prompt() -> str:
@@ -44,10 +45,10 @@ def system_blocks(root: Path) -> tuple[SystemBlock, ...]:
 
 
 def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
-                  playbook: Playbook | None = None) -> tuple[SystemBlock, ...]:
+                  playbook: Playbook | None = None, skills: SkillCatalog | None = None) -> tuple[SystemBlock, ...]:
     """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md), the
-    session notes and the learned playbook. One block, one cache breakpoint; it changes only when a
-    session starts."""
+    session notes, the learned playbook and the skills catalog (names and descriptions only). One
+    block, one cache breakpoint; it changes only when a session starts."""
     from swecli.memory.notes import notes_prompt
     from swecli.memory.opencli import load_memory_prompt
 
@@ -56,6 +57,10 @@ def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
         parts.append(notes_prompt(root, settings.memory.notes_budget_tokens, count))
     if playbook is not None:
         parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
+    if skills:
+        from swecli.skills.catalog import catalog_prompt
+
+        parts.append(catalog_prompt(skills, settings.skills.catalog_tokens, count))
     text = "\n\n".join(p for p in parts if p.strip())
     return (SystemBlock(text=text, cache=True),) if text else ()
 
@@ -86,15 +91,28 @@ def build_agent(
     bus: EventBus | None = None,
     extra_tools: list[Tool[Any]] | None = None,
     playbook: Playbook | None = None,
+    skills: SkillCatalog | None = None,
 ) -> Agent:
+    """`skills`: the session's skill catalog (`swecli.skills.catalog.discover`); with skills, the agent
+    gets the `skill` tool, the catalog in its memory block, and compaction keeps loaded skills."""
     bus = bus or EventBus()
     todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
-    tools = build_tools([todo_tool(todo), *(extra_tools or [])])
+    extra = [todo_tool(todo), *(extra_tools or [])]
+    if skills:
+        from swecli.skills.loading import skill_tool
+
+        extra.append(skill_tool(skills))
+    tools = build_tools(extra)
     context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
                                            on_event=bus, todo=todo)
-    context.memory = memory_blocks(root, settings, context.counter.text, playbook)
+    context.memory = memory_blocks(root, settings, context.counter.text, playbook, skills)
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars)
+    if skills:
+        from swecli.skills.loading import pin_skills
+
+        context.pin = pin_skills
+        tool_ctx.read_roots = tuple(s.directory for s in skills.skills if s.scope == "user")
     context.cancel = tool_ctx.cancel  # Esc also stops a summary request
     return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
                  policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
@@ -123,6 +141,7 @@ class AgentSession:
 
     playbook: Playbook | None = None
     reflector: Reflector | None = None
+    skills: SkillCatalog | None = None
 
     @property
     def session_id(self) -> str:
@@ -191,7 +210,9 @@ def open_session(
     provider = make_provider(settings, on_retry=retry_notices(bus))
     extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
     playbook = Playbook.for_project(root) if settings.context.playbook else None
-    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook)
+    skills = discover_skills(root, settings, warn)
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook,
+                        skills=skills)
     bus.listeners.append(recorder.handle)
     if loaded is not None:
         agent.history = list(loaded.history)
@@ -204,4 +225,16 @@ def open_session(
         for problem in playbook.warnings:
             warn(problem)
         reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector)
+    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills)
+
+
+def discover_skills(root: Path, settings: Settings, warn: Callable[[str], None]) -> SkillCatalog | None:
+    """The session's skills (None when `skills.enabled` is off); each bad SKILL.md is one warning."""
+    if not settings.skills.enabled:
+        return None
+    from swecli.skills.catalog import discover
+
+    catalog = discover(root)
+    for warning in catalog.warnings:
+        warn(warning)
+    return catalog

@@ -64,6 +64,15 @@ class MemoryConfig(Section):
     reflect_with_llm: bool = False
 
 
+class SkillsConfig(Section):
+    enabled: bool = True
+    """Discover skills (folders with a SKILL.md), list them in the system prompt, offer the `skill` tool
+    and a `/skill-name` command for each."""
+    catalog_tokens: int = Field(2_000, ge=0)
+    """Budget for the skills' `name: description` lines in the system prompt; skills past it are left out
+    of the list (a note says how many; the `skill` tool still loads them)."""
+
+
 class Settings(Section):
     provider: str = ""
     model: str = ""
@@ -80,6 +89,7 @@ class Settings(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
 
     @property
     def context_window(self) -> int:

@@ -37,8 +37,9 @@ class ToolCall(_Frozen):
 class UserMessage(_Frozen):
     role: Literal["user"] = "user"
     content: str
-    kind: Literal["prompt", "context", "summary", "note"] = "prompt"
-    """`prompt` is what the person typed; the other kinds are text swecli adds on their behalf."""
+    kind: Literal["prompt", "context", "summary", "note", "skill"] = "prompt"
+    """`prompt` is what the person typed; the other kinds are text swecli adds on their behalf
+    (`skill`: a skill's instructions the person loaded with /skill-name)."""
 
 
 class AssistantMessage(_Frozen):

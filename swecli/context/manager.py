@@ -29,6 +29,7 @@ from swecli.context.budget import Calibration, ContextBudget, ContextState, prov
 from swecli.context.compaction import (
     CompactionParams,
     CompactionResult,
+    Pin,
     SummarySection,
     compact_history,
     is_prompt,
@@ -78,6 +79,8 @@ class ContextManager:
     """Where compaction saves what it removes; a fresh `DiskArchive(root)` per compaction when None."""
     summary_sections: list[SummarySection] = field(default_factory=list)
     """Extra sections for the summary message (e.g. a reference list), see `compaction.SummarySection`."""
+    pin: Pin | None = None
+    """Messages compaction keeps verbatim besides the prompts (loaded skills), see `compaction.Pin`."""
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
     mechanisms: Mechanisms | None = None
@@ -252,6 +255,7 @@ class ContextManager:
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
             summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
             prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=tuple(self.summary_sections),
+            pin=self.pin,
             force=trigger != "auto",
         )
 

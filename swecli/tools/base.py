@@ -26,6 +26,8 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
     max_output_chars: int = 30_000
+    read_roots: tuple[Path, ...] = ()
+    """Folders outside the project that read_file may also read (user-level skill folders)."""
 
 
 @dataclass

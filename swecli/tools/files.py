@@ -10,7 +10,7 @@ from typing import BinaryIO
 from pydantic import BaseModel, Field
 
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
-from swecli.tools.paths import display_path, resolve_in_root
+from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.text import (
     BINARY_SNIFF_BYTES,
     TextFile,
@@ -201,8 +201,8 @@ class _Page:
 
 
 def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
-    target = resolve_in_root(ctx.root, args.path)
-    shown = display_path(ctx.root, target)
+    target = resolve_readable(ctx.root, args.path, ctx.read_roots)
+    shown = shown_path(ctx.root, target)
     if target.exists() and not target.is_file() and not target.is_dir():
         raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); read_file only reads files.")
     try:
