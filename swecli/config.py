@@ -73,6 +73,19 @@ class SkillsConfig(Section):
     of the list (a note says how many; the `skill` tool still loads them)."""
 
 
+class SubagentsConfig(Section):
+    enabled: bool = True
+    """Offer the `task` tool: the model hands a self-contained job to a sub-agent with a fresh context."""
+    max_iterations: int = Field(30, ge=1)
+    """Model calls one sub-agent may make before it must report."""
+    max_tokens: int = Field(400_000, ge=1_000)
+    """Tokens (input + output, all its calls) one sub-agent may spend before it must report."""
+    report_tokens: int = Field(2_000, ge=100)
+    """The report a sub-agent hands back is cut to this (its whole transcript is in the session folder)."""
+    parallel: int = Field(3, ge=1, le=16)
+    """How many `task` calls of one reply may run at the same time."""
+
+
 class Settings(Section):
     provider: str = ""
     model: str = ""
@@ -90,6 +103,7 @@ class Settings(Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
 
     @property
     def context_window(self) -> int:

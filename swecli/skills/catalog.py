@@ -151,23 +151,12 @@ def parse_skill(path: Path, source: str, scope: str) -> Skill:
 
 def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str]:
     """(front matter as a mapping, body). SkillError when there is no valid front matter."""
-    import yaml
+    from swecli.frontmatter import FrontMatterError, split_front_matter
 
-    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
-        raise SkillError("it has no YAML front matter (the file must start with a `---` line)")
-    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-    if end is None:
-        raise SkillError("its front matter is not closed by a `---` line")
     try:
-        meta = yaml.safe_load("".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise SkillError(f"its front matter is not valid YAML{where}") from None
-    if not isinstance(meta, dict):
-        raise SkillError("its front matter must be a mapping with `name` and `description`")
-    return meta, "".join(lines[end + 1:])
+        return split_front_matter(text)
+    except FrontMatterError as exc:
+        raise SkillError(str(exc)) from None
 
 
 def _required(meta: dict[str, Any], key: str) -> str:

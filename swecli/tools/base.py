@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -28,6 +28,8 @@ class ToolContext:
     max_output_chars: int = 30_000
     read_roots: tuple[Path, ...] = ()
     """Folders outside the project that read_file may also read (user-level skill folders)."""
+    call_id: str = ""
+    """The id of the call being run (set per call by `ToolRegistry.run`; a sub-agent links to it)."""
 
 
 @dataclass
@@ -53,6 +55,9 @@ class Tool(Generic[A]):
     """Mutating tools need approval in default mode and are refused in plan mode."""
     preview: Callable[[A, ToolContext], str] | None = None
     """What the tool will do, shown before approval (the diff of an edit, the command of bash)."""
+    concurrent: bool = False
+    """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
+    state with the other calls. Only non-mutating tools run concurrently."""
 
     def schema(self) -> ToolSchema:
         params = self.args.model_json_schema()
@@ -105,7 +110,7 @@ class ToolRegistry:
                 is_error=True, summary="unknown tool",
             )
         try:
-            return tool.fn(tool.parse(call.arguments), ctx)
+            return tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
         except Exception as exc:
