@@ -201,7 +201,7 @@ class Agent:
                                 meta=result.meta)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
-                           is_error=result.is_error)
+                           is_error=result.is_error, images=result.images)
 
     def _preview(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)

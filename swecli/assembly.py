@@ -25,7 +25,7 @@ from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
-from swecli.messages import SystemBlock, UserMessage
+from swecli.messages import ImagePart, SystemBlock, UserMessage
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -121,7 +121,8 @@ def build_agent(
 
         extra.append(skill_tool(skills))
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
-                           max_output_chars=settings.tools.max_output_chars)
+                           max_output_chars=settings.tools.max_output_chars,
+                           images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge)
     policy = Policy(mode=settings.mode, approver=approver)
     holder: list[Agent] = []  # the agent, once built: sub-agents follow its current model
     if settings.subagents.enabled:
@@ -250,10 +251,12 @@ class AgentSession:
     def run(self, prompt: str, attachments: Sequence[str] = ()) -> TurnFinished:
         """One user task: just-in-time context for what the prompt names, the loop, then reflection.
 
-        `attachments` are root-relative paths already attached by the caller (`@path` mentions).
+        `attachments` are root-relative paths already attached by the caller (`@path` mentions). Images
+        the prompt names (`@shot.png`, a pasted image path) are attached to the prompt itself.
         """
-        self._attach_named_context(prompt, attachments)
-        turn = self.agent.run(prompt)
+        images = self._prompt_images(prompt)
+        self._attach_named_context(prompt, [*attachments, *(image.path for image in images)])
+        turn = self.agent.run(UserMessage(content=prompt, images=images))
         if turn.stop_reason == "done" and self.reflector is not None:
             reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
             if reflection.changes:
@@ -261,6 +264,32 @@ class AgentSession:
             for warning in reflection.warnings:
                 self.bus(Notice("warning", warning))
         return turn
+
+    def _prompt_images(self, prompt: str) -> tuple[ImagePart, ...]:
+        """The images the prompt names, loaded and capped; each problem is one warning, nothing is lost."""
+        from swecli.tools.base import ToolError
+        from swecli.tools.images import image_refs, load_image, resolve_image
+
+        images: list[ImagePart] = []
+        for ref in image_refs(prompt):
+            path, shown = resolve_image(self.root, ref.raw)
+            if not path.is_file():
+                if ref.mentioned:
+                    self.bus(Notice("warning", f"@{ref.raw}: no such image file; nothing was attached."))
+                continue
+            if self.settings.accepts_images is False:
+                self.bus(Notice("warning", f"{self.agent.provider.model} does not accept images, so {shown} was "
+                                           "not attached; switch to a model that does (/model), or describe it."))
+                continue
+            try:
+                image = load_image(path, shown, "attached by the user", self.settings.images.max_edge)
+            except ToolError as exc:
+                self.bus(Notice("warning", str(exc)))
+                continue
+            tokens = self.agent.context.counter.image_tokens(image.width, image.height)
+            self.bus(Notice("info", f"attached image {shown} ({image.width}×{image.height}, ~{tokens:,} tokens)"))
+            images.append(image)
+        return tuple(images)
 
     def _attach_named_context(self, prompt: str, attachments: Sequence[str]) -> None:
         if not self.settings.context.just_in_time:

@@ -86,6 +86,19 @@ class SubagentsConfig(Section):
     """How many `task` calls of one reply may run at the same time."""
 
 
+class ImagesConfig(Section):
+    accept: Literal["auto", "yes", "no"] = "auto"
+    """Whether the model takes images: auto decides from the model's name (a model known not to gets a
+    sentence instead of the image); yes or no overrides that."""
+    max_edge: int = Field(1568, ge=64, le=8192)
+    """Images are scaled down to this many pixels on their long edge before they are sent."""
+    keep_turns: int = Field(2, ge=1)
+    """Images older than this many user turns are replaced by a one-line stand-in (with their path) at the
+    next compaction or decay batch, or on their own once they add up to `batch_min_tokens`."""
+    batch_min_tokens: int = Field(3_000, ge=0)
+    """Old images are replaced on their own (a prefix rewrite) only when they cost at least this much."""
+
+
 class Settings(Section):
     provider: str = ""
     model: str = ""
@@ -104,10 +117,20 @@ class Settings(Section):
     hooks: HookConfig = Field(default_factory=HookConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
 
     @property
     def context_window(self) -> int:
         return self.context_limit or context_window(self.model)
+
+    @property
+    def accepts_images(self) -> bool | None:
+        """True/False when known (from `images.accept`, else the model's name), None when unknown."""
+        if self.images.accept != "auto":
+            return self.images.accept == "yes"
+        from swecli.llm.vision import accepts_images
+
+        return accepts_images(self.model)
 
 
 class ConfigError(Exception):

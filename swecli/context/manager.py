@@ -96,7 +96,7 @@ class ContextManager:
 
     def __post_init__(self) -> None:
         if self.counter is None:
-            self.counter = TokenCounter(encoding_for_model(self.model))
+            self.counter = TokenCounter(encoding_for_model(self.model), image_tokens=image_formula(self.model))
 
     @classmethod
     def from_settings(
@@ -114,7 +114,8 @@ class ContextManager:
                       config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
                       on_event=on_event)
         manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
-                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None))
+                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None),
+                                        images=settings.images)
         manager.summary_sections.append(manager.mechanisms.references_section)
         return manager
 
@@ -132,6 +133,7 @@ class ContextManager:
             self.calibration = Calibration()
             if encoding_for_model(model) != self.counter.encoding_name:
                 self.counter = TokenCounter(encoding_for_model(model), self.counter.include_reasoning)
+            self.counter.image_tokens = image_formula(model)
 
     # --- budget and accounting ------------------------------------------------------------------
 
@@ -271,7 +273,10 @@ class ContextManager:
             self.calibration.at_least(room / local)
 
     def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float) -> list[Message]:
-        after = self.state(result.history)
+        history = result.history
+        if self.mechanisms is not None:  # the prefix is rewritten anyway: old images become stand-ins now
+            history = self.mechanisms.age_images(history, riding_along=True)
+        after = self.state(history)
         self.last_state = after
         event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
@@ -285,13 +290,20 @@ class ContextManager:
         if after.over_threshold:
             self._notice("warning", f"after compaction the context is still {after.percent:.0f}% of the window "
                                     f"({'; '.join(result.notes) or 'the latest turn alone is too large'})")
-        return result.history
+        return history
 
     def _notice(self, level: str, text: str) -> None:
         if self.on_event is not None:
             self.on_event(Notice(level, text))
         else:
             log.warning("%s", text)
+
+
+def image_formula(model: str) -> Callable[[int, int], int]:
+    """The model's image cost (`swecli.llm.vision.image_tokens`) as the counter takes it."""
+    from swecli.llm.vision import image_tokens
+
+    return lambda width, height: image_tokens(model, width, height)
 
 
 def current_turn_start(history: Sequence[Message]) -> int:

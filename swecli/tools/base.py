@@ -11,7 +11,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
-from swecli.messages import ToolCall, ToolSchema
+from swecli.messages import ImagePart, ToolCall, ToolSchema
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -30,6 +30,10 @@ class ToolContext:
     """Folders outside the project that read_file may also read (user-level skill folders)."""
     call_id: str = ""
     """The id of the call being run (set per call by `ToolRegistry.run`; a sub-agent links to it)."""
+    images: bool = True
+    """Whether read_file may return an image file as an image (False: the model is known not to take images)."""
+    image_max_edge: int = 1568
+    """Images are scaled down to this many pixels on their long edge."""
 
 
 @dataclass
@@ -43,6 +47,8 @@ class ToolResult:
     """Unified diff for edits and writes, shown to the person."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Structured facts (exit_code, path, duration) for logs and compaction's extractors."""
+    images: tuple[ImagePart, ...] = ()
+    """Images for the model (read_file on an image file), sent with `content`."""
 
 
 @dataclass(frozen=True)

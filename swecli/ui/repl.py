@@ -170,6 +170,7 @@ class Repl:
         self.session.provider = self.agent.provider = provider
         self.session.settings = self.settings = settings
         self.agent.context.use_model(name, settings.context_window)  # window, tokenizer, calibration
+        self.agent.tool_ctx.images = settings.accepts_images is not False
         old.close()
         self.refresh_meter()
         self.print(Text(f"Model: {name} (context window {format_tokens(settings.context_window)})"))
