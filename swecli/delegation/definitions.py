@@ -54,8 +54,7 @@ class AgentDefinition:
 
 BUILTIN = AgentDefinition(
     name=DEFAULT_AGENT,
-    description="Explores the codebase read-only to answer one question (where something is defined or "
-                "configured, how a feature works, which files matter) and reports files, lines and findings.",
+    description="Read-only codebase exploration; reports files, lines and findings.",
     prompt=EXPLORE_PROMPT,
 )
 

@@ -23,10 +23,9 @@ ENDINGS = {
 
 
 class TaskArgs(BaseModel):
-    description: str = Field(description="A short (3-6 words) label for the job, shown to the user.")
-    prompt: str = Field(description="The whole job for the sub-agent, self-contained: it sees nothing of this "
-                                    "conversation. Say what to find or do and what to put in the report.")
-    agent: str = Field("explore", description="Which sub-agent runs it (see the list in this tool's description).")
+    description: str = Field(description="A 3-6 word label for the job, shown to the user.")
+    prompt: str = Field(description="The whole job, self-contained, and what the report should contain.")
+    agent: str = Field("explore", description="Which sub-agent runs it.")
 
 
 def task_tool(delegator: Delegator) -> Tool[TaskArgs]:
@@ -43,12 +42,10 @@ def task_tool(delegator: Delegator) -> Tool[TaskArgs]:
     return Tool(
         name=TOOL_NAME,
         description=(
-            "Hand a self-contained job to a sub-agent with a fresh context (by default read-only: it can list, "
-            "grep and read, not change anything) and get back only its report. Use it for exploration that "
-            "would fill your context with files you will not need again: finding where something is defined "
-            "or configured, surveying how a feature works across many files, answering a question about the "
-            "codebase. Several task calls in one reply run in parallel. The sub-agent sees nothing of this "
-            "conversation: put everything it needs in `prompt`. Don't use it for a single known file (read it).\n"
+            "Hand a self-contained job to a sub-agent with a fresh context and get back only its report. Use it "
+            "for exploration that would fill your context with files you will not need again (where is X "
+            "defined or configured, how does a feature work across files). It sees nothing of this "
+            "conversation: put all it needs in `prompt`. Several task calls in one reply run in parallel.\n"
             f"Sub-agents:\n{listing}"),
         args=TaskArgs,
         fn=run,

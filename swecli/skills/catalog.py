@@ -58,7 +58,7 @@ class Skill:
             text = self.path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise SkillError(f"cannot read {self.path}: {exc.strerror or exc}") from None
-        return split_front_matter(text, self.path)[1].strip()
+        return split_front_matter(text)[1].strip()
 
 
 @dataclass
@@ -138,7 +138,7 @@ def parse_skill(path: Path, source: str, scope: str) -> Skill:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise SkillError(f"cannot read it ({exc.strerror or exc})") from None
-    meta = split_front_matter(text, path)[0]
+    meta = split_front_matter(text)[0]
     name = _required(meta, "name")
     description = " ".join(_required(meta, "description").split())
     if len(name) > MAX_NAME or not NAME_PATTERN.match(name):
@@ -149,7 +149,7 @@ def parse_skill(path: Path, source: str, scope: str) -> Skill:
     return Skill(name=name, description=description, path=path, source=source, scope=scope)
 
 
-def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str]:
+def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """(front matter as a mapping, body). SkillError when there is no valid front matter."""
     from swecli.frontmatter import FrontMatterError, split_front_matter
 

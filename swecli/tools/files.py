@@ -206,8 +206,8 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     shown = shown_path(ctx.root, target)
     if target.exists() and not target.is_file() and not target.is_dir():
         raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); read_file only reads files.")
-    if is_image_path(target) and target.is_file():
-        return _read_image(target, shown, ctx)
+    if is_image_path(target) and target.is_file() and (image := _read_image(target, shown, ctx)) is not None:
+        return image
     try:
         with target.open("rb") as fh:
             if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
@@ -229,11 +229,15 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult("\n".join(page.lines + _page_notes(page)), summary=summary, meta=meta)
 
 
-def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult:
+def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None:
+    """The image as the model sees it; None when the file is not a readable image (read as any file)."""
     if not ctx.images:
         raise ToolError(f"{shown} is an image, and the current model does not accept images, so read_file cannot "
                         "show it. Work from its name and context, or ask the user to describe it.")
-    image = load_image(target, shown, "read with read_file", ctx.image_max_edge)
+    try:
+        image = load_image(target, shown, "read with read_file", ctx.image_max_edge)
+    except ToolError:
+        return None
     kind = image.media_type.removeprefix("image/").upper()
     return ToolResult(f"Image {shown} ({image.width}×{image.height} {kind}) is attached.", images=(image,),
                       summary=f"image {image.width}×{image.height}",
