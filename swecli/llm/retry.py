@@ -81,7 +81,7 @@ def retry_stream(attempt: Callable[[], Iterator[T]], policy: RetryPolicy,
             if retries >= limit or wait is None:
                 raise _final(failure, retries + 1, policy) from None
             if deadline is not None and deadline.passed(wait):
-                note = f"gave up after {retries + 1} attempts: another would pass {deadline.limit()}"
+                note = f"gave up after {_attempts(retries + 1)}: another would pass {deadline.limit()}"
                 raise failure.error.with_note(note, retries + 1) from None
             if policy.on_retry is not None:
                 policy.on_retry(RetryNotice(retries + 1, limit + 1, wait, failure.error))
@@ -116,6 +116,10 @@ class Deadline:
 
     def limit(self) -> str:
         return f"the {format_seconds(self.seconds)} limit set by {self.setting}; raise it if the server needs longer"
+
+
+def _attempts(count: int) -> str:
+    return "1 attempt" if count == 1 else f"{count} attempts"
 
 
 def format_seconds(seconds: float) -> str:

@@ -144,6 +144,8 @@ def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], h
             events = parser.close() if item is _END else parser.feed(item) if isinstance(item, bytes) else []
             if events:
                 watch.progress()
+            else:  # bytes that are no event (keep-alive comments): time goes on as if nothing came
+                yield from watch.tick()
             for event in events:
                 yield from _handle(endpoint, handler, event)
                 if handler.done:

@@ -136,6 +136,8 @@ class Silent:
     seconds: float = 60.0
     headers: bool = False
     """Send the 200 status and headers first (a proxy that answered, a model that never starts)."""
+    keepalive: float = 0.0
+    """With `headers`: send an SSE comment (`: keep-alive`) this often, as some proxies do, and nothing else."""
 
 
 @dataclass
@@ -292,7 +294,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             self.wfile.flush()
-        self.llm._stopping.wait(step.seconds)
+        until = time.monotonic() + step.seconds
+        while not self.llm._stopping.wait(min(step.keepalive or step.seconds, max(0.0, until - time.monotonic()))):
+            if time.monotonic() >= until:
+                break
+            try:
+                self.wfile.write(b": keep-alive\n\n")
+                self.wfile.flush()
+            except OSError:
+                break  # the client gave up
         self.close_connection = True
 
     def _fail(self, step: Fail) -> None:

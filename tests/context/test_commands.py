@@ -105,3 +105,12 @@ def test_compact_on_an_empty_conversation_says_so() -> None:
 def test_commands_are_registrable() -> None:
     assert [c.name for c in context_commands()] == ["context", "compact"]
     assert context_commands()[1].signature == "/compact [focus instructions]"
+
+
+def test_context_report_says_where_the_window_came_from() -> None:
+    repl = make([])
+    context = repl.agent.context
+    context.window_source = "server (llama.cpp /props default_generation_settings.n_ctx)"
+    console = Console(record=True, width=110, color_system=None)
+    console.print(context_report(context.state(repl.agent.history), context))
+    assert "window 200k: server (llama.cpp /props default_generation_settings.n_ctx)" in console.export_text()
