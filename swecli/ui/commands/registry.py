@@ -1,10 +1,13 @@
-"""Slash commands: a registry that the REPL dispatches to and that later features extend.
+"""The slash-command registry the REPL dispatches to.
 
 A command is a name, one line of help, a handler `(repl, args) -> None` and, optionally, a
-completer for its argument `(repl, typed) -> candidates`. Extending the REPL is one call:
+completer for its argument `(repl, typed) -> candidates`. A family module declares its commands by
+decorating the handlers:
 
-    registry.register(Command("compact", "Compact the conversation now", compact_handler,
-                              usage="/compact [focus instructions]"))
+    commands = Family()
+
+    @commands.command("compact", "Compact the conversation now", usage="/compact [focus instructions]")
+    def compact(repl: Repl, args: str) -> None: ...
 
 Handlers talk to the REPL through its public methods (`repl.print`, `repl.agent`, `repl.settings`,
 `repl.set_mode`, `repl.clear`, `repl.switch_model`, `repl.request_exit`, `repl.session_usage`).
@@ -14,18 +17,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 
-from swecli.permissions import MODES
-from swecli.ui.meter import format_tokens
-
 if TYPE_CHECKING:
-    from swecli.messages import Usage
     from swecli.ui.repl import Repl
 
 Handler = Callable[["Repl", str], None]
@@ -117,84 +115,20 @@ def is_command(text: str) -> bool:
     return COMMAND_LINE.match(text.strip()) is not None
 
 
-# -- the built-in commands ------------------------------------------------------------------------
+class Family:
+    """The commands of one module (a family: session, model, context, memory), declared by decorating
+    their handlers; `swecli.ui.commands.default_registry` gathers every family."""
 
-def help_handler(repl: Repl, args: str) -> None:
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column()
-    for command in repl.commands.commands():
-        table.add_row(Text(command.signature), Text(command.help))  # Text: `[NAME]` is not markup
-    repl.print(table)
-    repl.print(Text("Keys: Enter sends · Alt-Enter or Esc Enter adds a line · Shift-Tab cycles the mode · "
-                    "Esc interrupts · @path attaches a file · Ctrl-R searches history · Ctrl-D exits", style="dim"))
+    def __init__(self) -> None:
+        self._commands: list[Command] = []
 
+    def __iter__(self) -> Iterator[Command]:
+        return iter(self._commands)
 
-def mode_handler(repl: Repl, args: str) -> None:
-    if not args:
-        repl.print(Text(f"Mode: {repl.mode} (choose with /mode {'|'.join(MODES)}; Shift-Tab cycles)"))
-        return
-    if args not in MODES:
-        hint = difflib.get_close_matches(args, MODES, n=1)
-        repl.print(Text(f"Unknown mode {args!r}; use one of: {', '.join(MODES)}."
-                        + (f" Did you mean {hint[0]}?" if hint else ""), style="red"))
-        return
-    repl.set_mode(args)
+    def command(self, name: str, help: str, *, usage: str = "", complete: ArgCompleter | None = None,
+                aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self._commands.append(Command(name, help, handler, usage=usage, complete=complete, aliases=aliases))
+            return handler
 
-
-def complete_mode(repl: Repl, typed: str) -> list[str]:
-    return [m for m in MODES if m.startswith(typed)]
-
-
-def clear_handler(repl: Repl, args: str) -> None:
-    repl.clear()
-
-
-def model_handler(repl: Repl, args: str) -> None:
-    if args:
-        repl.switch_model(args)
-        return
-    settings = repl.settings
-    line = Text("Model: ")
-    line.append(settings.model or "(none)", style="bold")
-    line.append(f" · provider {settings.provider or '(auto)'}")
-    if settings.base_url:
-        line.append(f" · {settings.base_url}")
-    line.append(f" · context window {format_tokens(settings.context_window)}")
-    repl.print(line)
-    repl.print(Text("Switch with /model NAME.", style="dim"))
-
-
-def tokens_handler(repl: Repl, args: str) -> None:
-    repl.print(usage_table(repl.session_usage))
-
-
-def usage_table(usage: Usage) -> Text:
-    """Session usage as aligned lines (plain text, so it copies cleanly)."""
-    rows = [
-        ("input", usage.input_tokens),
-        ("output", usage.output_tokens),
-        ("cache read", usage.cache_read_tokens),
-        ("cache write", usage.cache_write_tokens),
-    ]
-    text = Text(f"Session usage · {usage.requests} request{'s' if usage.requests != 1 else ''}\n", style="bold")
-    for label, value in rows:
-        text.append(f"  {label:<12}{format_tokens(value):>8}  ({value:,})\n")
-    text.append(f"  {'total':<12}{format_tokens(usage.total_tokens):>8}  ({usage.total_tokens:,})")
-    return text
-
-
-def exit_handler(repl: Repl, args: str) -> None:
-    repl.request_exit()
-
-
-def builtin_commands() -> CommandRegistry:
-    return CommandRegistry([
-        Command("help", "List the commands and keys", help_handler),
-        Command("mode", "Show or switch the mode: default asks before changes, auto does not, plan is read-only",
-                mode_handler, usage="/mode [default|auto|plan]", complete=complete_mode),
-        Command("clear", "Start a new conversation (same settings)", clear_handler),
-        Command("model", "Show the model, or switch to another one", model_handler, usage="/model [NAME]"),
-        Command("tokens", "Tokens used this session: input, output, cached, requests", tokens_handler),
-        Command("exit", "Leave swecli (Ctrl-D does too)", exit_handler, aliases=("quit",)),
-    ])
+        return register
