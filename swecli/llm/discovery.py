@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from swecli.config import ConfigError, Settings
 from swecli.llm.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
-from swecli.llm.transport import is_loopback_url
+from swecli.llm.transport import is_loopback_url, ssl_context
 
 PROBE_TIMEOUT = 0.5
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
@@ -70,7 +70,7 @@ def list_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=timeout,
-                             trust_env=not is_loopback_url(base_url))
+                             trust_env=not is_loopback_url(base_url), verify=ssl_context())
         if response.status_code != 200:
             return None
         data = response.json().get("data")

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from swecli.config import ServerWindow, Settings
 from swecli.llm.presets import PRESETS
-from swecli.llm.transport import is_loopback_url
+from swecli.llm.transport import is_loopback_url, ssl_context
 
 if TYPE_CHECKING:
     import httpx
@@ -196,7 +196,8 @@ class _Asker:
         if left <= 0.05:
             return None
         if self._client is None:
-            self._client = httpx.Client(trust_env=not is_loopback_url(self.base), follow_redirects=True)
+            self._client = httpx.Client(trust_env=not is_loopback_url(self.base), follow_redirects=True,
+                                        verify=ssl_context())
         try:
             response = self._client.request(method, url, json=body, headers=self._headers, timeout=left)
             return response.json() if response.status_code == 200 else None
