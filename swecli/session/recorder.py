@@ -24,6 +24,7 @@ from swecli.config import Settings
 from swecli.events import (
     ChildEvent,
     CompactionDone,
+    ContextOverflow,
     HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
@@ -169,6 +170,8 @@ class SessionRecorder:
             self.log.tool(event.call, event.result, event.duration, event.approved)
         elif isinstance(event, CompactionDone):
             self.log.compaction(event)
+        elif isinstance(event, ContextOverflow):
+            self.log.context_overflow(event)
         elif isinstance(event, TurnFinished):
             self.log.turn_end(event)
         elif isinstance(event, Notice) and event.level in ("error", "warning"):

@@ -37,6 +37,7 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import AssistantMessage
 from swecli.ui.meter import format_tokens
@@ -409,6 +410,8 @@ class Renderer:
         self._streamed = False
         self._approved_diffs: set[str] = set()
         self._children: dict[str, ChildProgress] = {}
+        self._silent_since: float | None = None
+        """When the model went quiet, while it stays quiet (from `Waiting` events)."""
         self.interrupting = False
 
     # the REPL's side ------------------------------------------------------------------------------
@@ -454,7 +457,12 @@ class Renderer:
     def _dispatch(self, event: Event) -> None:
         if isinstance(event, ChildEvent):
             self._on_child(event)
-        elif isinstance(event, ReasoningDelta):
+            return
+        if isinstance(event, Waiting):
+            self._silent_since = time.monotonic() - event.seconds
+            return
+        self._silent_since = None
+        if isinstance(event, ReasoningDelta):
             self._on_reasoning(event.text)
         elif isinstance(event, TextDelta):
             self._on_text(event.text)
@@ -595,7 +603,10 @@ class Renderer:
         line = frame.copy() if isinstance(frame, Text) else Text("·")
         label = "Interrupting" if self.interrupting else self._activity
         line.append(f" {label}… ", style="bold")
-        line.append(f"{format_duration(now - self._turn_started)} · esc to interrupt", style="dim")
+        line.append(f"{format_duration(now - self._turn_started)}", style="dim")
+        if self._silent_since is not None:
+            line.append(f" · no reply for {format_duration(now - self._silent_since)}", style="yellow")
+        line.append(" · esc to interrupt", style="dim")
         return line
 
     def _text_width(self, indent: str) -> int:
