@@ -286,6 +286,8 @@ class AgentSession:
             except ToolError as exc:
                 self.bus(Notice("warning", str(exc)))
                 continue
+            if not path.is_relative_to(self.root.resolve()):  # so its stand-in's read_file can show it again
+                self.agent.tool_ctx.read_roots = (*self.agent.tool_ctx.read_roots, path)
             tokens = self.agent.context.counter.image_tokens(image.width, image.height)
             self.bus(Notice("info", f"attached image {shown} ({image.width}×{image.height}, ~{tokens:,} tokens)"))
             images.append(image)

@@ -148,10 +148,12 @@ def test_a_pasted_image_path_outside_the_project_in_headless_mode(project: Path,
 
     shot = make_image(tmp_path / "Desktop" / "Screen Shot 1.png", (300, 200))
     pasted = str(shot).replace(" ", "\\ ")  # how a terminal pastes a dropped file
-    with ScriptedLLM([Reply("A red rectangle.")]) as llm:
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": str(shot)})]), Reply("A red rectangle.")]
+    with ScriptedLLM(steps) as llm:
         cmd = [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", llm.base_url,
                "--model", "scripted-model", "-p", f"what is this? {pasted}"]
         out = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     assert f"info: attached image {shot}" in out.stderr
     assert image_sizes(llm.requests[0]) == [(300, 200)]
+    assert image_sizes(llm.requests[1]) == [(300, 200), (300, 200)]  # read again from outside the project
