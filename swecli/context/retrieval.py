@@ -210,7 +210,11 @@ def retrieve(
 
 
 def _attach_mentions(root: Path, mentions: list[str], count: Count, result: Retrieval) -> None:
+    from swecli.tools.images import is_image_path
+
     for raw in mentions:
+        if is_image_path(raw):
+            continue  # images go with the prompt itself (AgentSession.run, swecli.tools.images)
         try:
             file = read(root, resolve(root, raw))
         except AttachError as exc:
