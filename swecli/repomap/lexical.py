@@ -57,7 +57,7 @@ def terms(text: str) -> list[str]:
 class Lexical:
     """The BM25 index of one map: `scores(query)` -> {path: score} for files sharing a term with it."""
 
-    def __init__(self, docs: list[str], model: bm25s.BM25) -> None:
+    def __init__(self, docs: list[str], model: bm25s.BM25 | None) -> None:
         self.docs = docs
         self.model = model
 
@@ -76,6 +76,8 @@ class Lexical:
             except (OSError, ValueError, KeyError):
                 pass
         docs = sorted(rmap.index.facts)
+        if not docs:
+            return cls([], None)  # nothing to index (a project without source files)
         bags = _term_bags(rmap, docs)
         model = bm25s.BM25()
         model.index([bags[rel] or ["\0empty"] for rel in docs], show_progress=False)
@@ -89,6 +91,8 @@ class Lexical:
         return cls(docs, model)
 
     def scores(self, query: list[str]) -> dict[str, float]:
+        if self.model is None:
+            return {}
         vocab = self.model.vocab_dict
         known = [t for t in query if t in vocab]
         if not known or not self.docs:
