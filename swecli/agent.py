@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
 from swecli.events import (
@@ -149,11 +149,13 @@ class Agent:
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved = True
+        approved, ctx = True, self.tool_ctx
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
-        result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
+            # The verdict also says how this call is confined (the sandbox for bash, or none).
+            ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
+        result = self.tools.run(call, ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,

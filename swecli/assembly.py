@@ -97,8 +97,19 @@ def build_agent(
                            max_output_chars=settings.tools.max_output_chars)
     context.cancel = tool_ctx.cancel  # Esc also stops a summary request
     return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
-                 policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
+                 policy=build_policy(settings, root, approver, bus), on_event=bus,
                  max_iterations=settings.max_iterations)
+
+
+def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus) -> Policy:
+    """The approval policy with the configured sandbox; says once (per session) why the sandbox
+    cannot run here, and which writable paths do not exist."""
+    from swecli.tools.sandbox import from_settings
+
+    sandbox, problem, warnings = from_settings(settings.sandbox, root)
+    for text in ([problem] if problem else []) + warnings:
+        bus(Notice("warning", text))
+    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem)
 
 
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:

@@ -6,12 +6,15 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
 from swecli.messages import ToolCall, ToolSchema
+
+if TYPE_CHECKING:
+    from swecli.tools.sandbox import Sandbox
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -26,6 +29,11 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
     max_output_chars: int = 30_000
+    sandbox: Sandbox | None = None
+    """How bash confines this call; None runs it unconfined (the approval policy decides, per call)."""
+    escalate: Callable[[str], bool] | None = None
+    """Asks the user whether a command the sandbox blocked may run again outside it (given why it
+    failed); None when no one may be asked."""
 
 
 @dataclass
