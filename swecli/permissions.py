@@ -107,6 +107,8 @@ class Policy:
         from swecli.tools.readonly import is_read_only
 
         command = str(args.get("command", ""))
+        if not command.strip():
+            return Verdict(True)  # nothing to run: the tool answers the malformed call itself
         danger = dangerous_reason(command)
         read_only = not danger and is_read_only(command)
         box = self.confinement

@@ -125,3 +125,8 @@ def test_auto_mode_without_a_working_sandbox_asks_instead_of_running_unconfined(
 def test_sandbox_off_is_the_users_choice_and_auto_mode_runs_unconfined() -> None:
     verdict = Policy("auto").check(*call("bash", command="make"), True, "")
     assert verdict.allowed and verdict.sandbox is None
+
+
+def test_a_call_without_a_command_is_left_to_the_tool_to_reject() -> None:
+    asked, policy = recording()
+    assert policy.check(*call("bash"), True, "").allowed and asked == []
