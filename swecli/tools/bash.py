@@ -245,9 +245,8 @@ BASH = Tool(
         "Run a command with /bin/bash -c in the project root and return its combined stdout+stderr and exit "
         "code. No stdin and no terminal: use non-interactive flags (e.g. `-y`, `--no-pager`). Each call is a "
         "fresh shell (cd and variables do not persist). Killed after `timeout` seconds (max "
-        f"{MAX_TIMEOUT:g}). Long output keeps its head and tail. A sandbox may block writes outside the project "
-        "and /tmp, and the network; the result says so. Prefer read_file/grep/list_files for reading and "
-        "searching, and edit_file/write_file for changing files."
+        f"{MAX_TIMEOUT:g}). Long output keeps its head and tail. Prefer read_file/grep/list_files for "
+        "reading and searching, and edit_file/write_file for changing files."
     ),
     args=BashArgs,
     fn=bash,
