@@ -53,7 +53,7 @@ Rule = Callable[[Command, Variables], str]
 
 def command_reason(command: Command, variables: Variables, downloaded: frozenset[str] = frozenset()) -> str:
     """Why this one command (not what it runs) is dangerous, or ""."""
-    rule = RULES.get(command.name)
+    rule = RULES.get("mkfs" if command.name.startswith("mkfs.") else command.name)
     reason = rule(command, variables) if rule is not None else ""
     if reason:
         return reason
@@ -352,10 +352,6 @@ RULES: dict[str, Rule] = {
 }
 
 
-def _mkfs_variant(name: str) -> Rule | None:
-    return RULES["mkfs"] if name.startswith(("mkfs.", "mke2fs")) else None
-
-
 # -- rules that look at every command ----------------------------------------------------------------
 
 def _redirect_reason(command: Command, variables: Variables) -> str:
@@ -366,8 +362,7 @@ def _redirect_reason(command: Command, variables: Variables) -> str:
             danger = write_danger(target)
             if danger is not None:
                 return f"writes to {danger.what}"
-    special = _mkfs_variant(command.name)
-    return special(command, variables) if special is not None else ""
+    return ""
 
 
 def _consumes_code(command: Command) -> bool:
