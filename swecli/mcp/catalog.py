@@ -7,9 +7,9 @@ prefix monitor as a planned one (`ContextManager.set_tools`).
 What a poll does:
 1. Servers that stopped (disabled, crashed) take their tools away.
 2. Servers that became ready bring theirs, sorted by server name, each server's tools in its own
-   order. A server with `always_load = true` is loaded whole. The others are loaded while all loaded
-   MCP schemas stay within the budget (`mcp.schema_budget`); past it, the new tools are deferred, and
-   so is every later server's.
+   order. A server with `always_load = true` is loaded whole. The others are loaded if all loaded MCP
+   schemas (always_load ones included) stay within the budget (`mcp.schema_budget`); past it, the new
+   tools are deferred, and so is every later server's (loaded tools are never unloaded: the cache).
 3. Deferred tools appear only as names in the description of one small `tool_search` tool. The model
    calls it with keywords (BM25 over names, descriptions and parameter names) or exact names; the
    matching tools join the tools list from the next request on and stay for the session. A deferred
@@ -150,21 +150,22 @@ class McpCatalog:
 
     def _take_new(self, states: list[ServerState], added: list[Tool[Any]], reasons: list[str]) -> None:
         fresh = [s for s in states if s.status == "ready" and self._generations.get(s.name) != s.generation]
-        batch: list[Entry] = []
+        arrived: list[tuple[ServerState, list[Entry]]] = []
         for state in fresh:
             self._generations[state.name] = state.generation
-            entries = [self._entry(spec) for spec in state.tools]
-            if state.config.always_load:
+            arrived.append((state, [self._entry(spec) for spec in state.tools]))
+        batch = sum(e.tokens for state, entries in arrived if not state.config.always_load for e in entries)
+        pinned = sum(e.tokens for state, entries in arrived if state.config.always_load for e in entries)
+        loaded = sum(e.tokens for e in self._entries.values() if e.state == "loaded")
+        # always_load tools take their room first: the others fit in what remains, or wait.
+        if batch and (self._deferring or loaded + pinned + batch > self.budget()):
+            self._deferring = True
+        for state, entries in arrived:
+            if state.config.always_load or not self._deferring:
                 self._load(entries, added)
             else:
-                batch.extend(entries)
-        loaded = sum(e.tokens for e in self._entries.values() if e.state != "deferred")
-        if batch and not self._deferring and loaded + sum(e.tokens for e in batch) <= self.budget():
-            self._load(batch, added)
-        elif batch:
-            self._deferring = True
-            for entry in batch:
-                entry.deferred = True
+                for entry in entries:
+                    entry.deferred = True
         if fresh:
             reasons.append("MCP server(s) ready: " + ", ".join(s.name for s in fresh))
 
