@@ -249,7 +249,8 @@ def _validate(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
         where = sources.get(key) or next((v for k, v in sources.items() if k.startswith(key + ".")), "configuration")
         env_name = "SWECLI_" + key.upper().replace(".", "__")
         msg = err["msg"].removeprefix("Value error, ")
-        hint = f"config key '{key}'" + ("" if key.startswith("mcp.servers.") else f", environment variable {env_name}")
+        no_env = (key + ".").startswith("mcp.servers.")  # servers are tables: no variable sets one
+        hint = f"config key '{key}'" + ("" if no_env else f", environment variable {env_name}")
         raise ConfigError(f"{where}: '{key}' is invalid ({msg[:1].lower() + msg[1:]}); set it to a valid value "
                           f"({hint}).") from None
 

@@ -125,7 +125,8 @@ class ContextManager:
         prefix change, so the append-only check does not report it."""
         if tools != self.tools:
             self.tools = tools
-            self.mark_rewrite(reason or "tools changed")
+            if self._last_request is not None:  # before the first request there is no prefix to keep
+                self.mark_rewrite(reason or "tools changed")
 
     def use_model(self, model: str, window: int) -> None:
         """After /model: the new window drives compaction, the new model's tokenizer family picks the

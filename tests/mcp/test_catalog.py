@@ -54,8 +54,10 @@ def test_past_the_budget_tools_wait_behind_tool_search(manager: McpManager, proj
     assert "- kit: echo (Echo the text back unchanged), add (Add two integers and return the…)" in \
         search.description
     assert "pinned" not in search.description.split("Deferred tools by server:")[1]
-    _, deferred, search_tokens = catalog.tokens()
+    loaded, deferred, search_tokens = catalog.tokens()
     assert search_tokens < deferred
+    assert catalog.summary() == (f"MCP tools: 8 loaded ({loaded:,} tokens) · 8 deferred ({deferred:,} tokens not "
+                                 f"sent) · tool_search {search_tokens:,} tokens, 0 search(es) loaded 0 · budget 200")
 
     found = search.fn(search.parse('{"query": "sum of two integers"}'), ToolContext(root=project))
     assert "mcp__kit__add" in found.content and "next step" in found.content

@@ -57,7 +57,7 @@ def test_the_cancel_token_abandons_a_slow_call_and_the_session_goes_on(manager: 
 
 
 def test_a_call_past_the_timeout_is_abandoned(manager: McpManager) -> None:
-    with pytest.raises(McpCallError, match="did not answer slow within 0.5s"):
+    with pytest.raises(McpCallError, match=r"did not answer slow within 0\.5s"):
         manager.call("kit", "slow", {"seconds": 60}, timeout=0.5)
     assert manager.call("kit", "echo", {"text": "ok"}).content[0].text == "ok"  # type: ignore[union-attr]
 
