@@ -36,8 +36,8 @@ from swecli.messages import ToolSchema
 from swecli.tools.base import Tool, ToolChanges, ToolContext, ToolResult
 
 TOOL_SEARCH = "tool_search"
-DEFAULT_MATCHES = 5
-GIST_WORDS = 6
+DEFAULT_MATCHES = 3
+GIST_WORDS = 5
 """Words of a deferred tool's description shown in tool_search's own description."""
 
 
@@ -241,7 +241,8 @@ def gist(description: str, words: int = GIST_WORDS) -> str:
     """The first sentence of a description, cut to a few words."""
     first = description.strip().split("\n", 1)[0].split(". ", 1)[0].rstrip(".")
     parts = first.split()
-    return " ".join(parts[:words]) + ("…" if len(parts) > words else "") if parts else "no description"
+    # ASCII only: providers' JSON bodies escape "…" as \u2026, six characters that cost tokens
+    return " ".join(parts[:words]) + ("..." if len(parts) > words else "") if parts else "no description"
 
 
 def _document(spec: ServerTool) -> str:

@@ -51,7 +51,7 @@ def test_past_the_budget_tools_wait_behind_tool_search(manager: McpManager, proj
     assert names == [f"mcp__pinned__{n}" for n in KIT_TOOLS] + [TOOL_SEARCH]  # always_load skips the search
     search = registry.get(TOOL_SEARCH)
     assert search is not None and not search.mutating
-    assert "- kit: echo (Echo the text back unchanged), add (Add two integers and return the…)" in \
+    assert "- kit: echo (Echo the text back unchanged), add (Add two integers and return...)" in \
         search.description
     assert "pinned" not in search.description.split("Deferred tools by server:")[1]
     loaded, deferred, search_tokens = catalog.tokens()
