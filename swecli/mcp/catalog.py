@@ -194,6 +194,16 @@ class McpCatalog:
         if listed:
             self._search = Tool(TOOL_SEARCH, self._description(), ToolSearchArgs, self._run_search)
             added.append(self._search)
+            threading.Thread(target=self._warm_index, name="swecli-tool-index", daemon=True).start()
+
+    def _warm_index(self) -> None:
+        """Build the search index off the loop's thread (importing bm25s and numpy takes ~0.3 s), so
+        the first tool_search answers at once."""
+        import bm25s  # noqa: F401  (outside the lock: the slow part)
+
+        with self._lock:
+            if self._index is None and self._listed:
+                self._index = ToolIndex([(n, _document(self._entries[n].spec)) for n in self._listed])
 
     def _description(self) -> str:
         by_server: dict[str, list[str]] = {}
@@ -232,7 +242,7 @@ class McpCatalog:
         exact = [e for e in listed if {e.tool.name, e.spec.name, f"{e.spec.server}:{e.spec.name}"} & wanted]
         if exact:
             return exact[:limit]
-        if self._index is None:
+        if self._index is None:  # not warmed yet
             self._index = ToolIndex([(e.tool.name, _document(e.spec)) for e in listed])
         return [self._entries[key] for key in self._index.search(query, limit)]
 
