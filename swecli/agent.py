@@ -32,6 +32,7 @@ from swecli.llm.base import (
     ReasoningDelta,
     ResponseDone,
     TextDelta,
+    Waiting,
 )
 from swecli.messages import (
     Message,
@@ -122,16 +123,22 @@ class Agent:
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
         try:
             return self._stream(request)
-        except ContextOverflowError:
-            # The provider's count beat ours: compact now and retry the same step once.
+        except ContextOverflowError as overflow:
+            # The provider's count beat ours (or the server's window is smaller than planned): compact now
+            # and retry the same step once.
+            self.context.note_overflow(overflow)
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
-            return self._stream(self.context.request(self.history))
+            try:
+                return self._stream(self.context.request(self.history))
+            except ContextOverflowError as again:
+                self.context.note_overflow(again)
+                raise self.context.overflow_failure(overflow, again) from None
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
         try:
             for event in self.provider.stream(request, self.cancel):
-                if isinstance(event, (TextDelta, ReasoningDelta)):
+                if isinstance(event, (TextDelta, ReasoningDelta, Waiting)):
                     self.on_event(event)
                 elif isinstance(event, ResponseDone):
                     self._account(request, event, time.monotonic() - start)

@@ -124,7 +124,7 @@ def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
 
     def announce(notice: RetryNotice) -> None:
         delay = f"{notice.delay:.1f}s" if notice.delay < 60 else f"{notice.delay / 60:.1f}min"
-        bus(Notice("warning", f"{notice.error} Retrying in {delay} "
+        bus(Notice("warning", f"{str(notice.error).rstrip('.')}; retrying in {delay} "
                               f"(attempt {notice.attempt + 1} of {notice.max_attempts})."))
 
     return announce

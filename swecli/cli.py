@@ -130,15 +130,17 @@ def _error(message: str) -> int:
 
 
 def _settings(root: Path, flags: dict[str, Any]) -> Settings:
-    """Settings with the provider resolved (auto-detected when none is configured)."""
+    """Settings with the provider resolved (auto-detected when none is configured) and the context
+    window the server reports (when the user set none)."""
     from swecli.config import load_settings
+    from swecli.llm.window import resolve_window
 
     settings = load_settings(root, flags)
-    if settings.provider and settings.model:
-        return settings
-    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
+    if not (settings.provider and settings.model):
+        from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
-    return discover(settings)
+        settings = discover(settings)
+    return resolve_window(settings)
 
 
 def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from swecli.llm.presets import PRESETS, context_window
+from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 
 Mode = Literal["default", "auto", "plan"]
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -116,6 +117,17 @@ class McpConfig(Section):
         return int(self.schema_budget) if self.schema_budget > 1 else int(self.schema_budget * window)
 
 
+@dataclass(frozen=True)
+class ServerWindow:
+    """The context window a server reported for one model at one base URL (see `swecli.llm.window`)."""
+
+    tokens: int
+    source: str
+    """Where it came from, for /context and the log: "llama.cpp /props", "vLLM /v1/models max_model_len"."""
+    base_url: str
+    model: str
+
+
 class Settings(Section):
     provider: str = ""
     model: str = ""
@@ -127,16 +139,56 @@ class Settings(Section):
     max_tokens: int = Field(8_192, ge=16)
     """Output tokens requested per response."""
     request_timeout: float = Field(600.0, gt=0)
+    """Longest silence accepted from the server, in seconds. Long, because a local server says nothing
+    while it processes a large prompt; swecli shows the wait meanwhile."""
+    request_deadline: float = Field(1200.0, gt=0)
+    """Give up on a model call whose answer has not begun after this many seconds, retries included."""
     max_retries: int = Field(5, ge=0)
+    probe_context_window: bool = True
+    """When `context_limit` is not set, ask the server for the window it runs (llama.cpp, vLLM, Ollama,
+    LM Studio, OpenRouter); cached per base URL and model under the user's cache directory."""
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
 
+    _server_window: ServerWindow | None = PrivateAttr(None)
+
+    def with_server_window(self, window: ServerWindow | None) -> Settings:
+        """A copy that plans with the window the server reported (used while model and base URL match)."""
+        copy = self.model_copy()
+        copy._server_window = window
+        return copy
+
+    @property
+    def server_window(self) -> ServerWindow | None:
+        window = self._server_window
+        if window is None or window.model != self.model or window.base_url != self.base_url:
+            return None  # reported for another model (after /model) or server
+        return window
+
     @property
     def context_window(self) -> int:
-        return self.context_limit or context_window(self.model)
+        """The window to plan for: the user's setting, else the server's, else the known-models table."""
+        if self.context_limit:
+            return self.context_limit
+        server = self.server_window
+        if server is not None:
+            return server.tokens
+        return known_context_window(self.model) or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def window_source(self) -> str:
+        """Where `context_window` came from, in words (for /context and the log)."""
+        if self.context_limit:
+            return "user setting (context_limit)"
+        server = self.server_window
+        if server is not None:
+            return f"server ({server.source})"
+        if known_context_window(self.model) is not None:
+            return "known-models table"
+        return "default for unknown models"
 
 
 class ConfigError(Exception):
@@ -272,7 +324,8 @@ def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str
         updates["base_url"] = (conventional and env.get(conventional)) or preset.base_url
     if not settings.api_key and preset.key_env:
         updates["api_key"] = env.get(preset.key_env, "")
-    if not settings.model:
+    if not settings.model and updates.get("base_url", settings.base_url).rstrip("/") == preset.base_url:
+        # At another URL (a local server behind OPENAI_BASE_URL) the server names the model: llm.discovery.
         updates["model"] = preset.default_model
     settings = settings.model_copy(update=updates)
     if not settings.base_url:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from swecli.llm.base import ReasoningDelta, TextDelta
+from swecli.llm.base import ReasoningDelta, TextDelta, Waiting
 from swecli.messages import Message, ToolCall, Usage
 from swecli.tools.base import ToolResult
 
 __all__ = [
     "CompactionDone",
+    "ContextOverflow",
     "Event",
     "HistoryReplaced",
     "MessageAppended",
@@ -22,6 +23,7 @@ __all__ = [
     "ToolFinished",
     "ToolStarted",
     "TurnFinished",
+    "Waiting",
 ]
 
 
@@ -86,6 +88,20 @@ class CompactionDone:
 
 
 @dataclass(frozen=True)
+class ContextOverflow:
+    """The provider rejected a request as too large for the model's window (logged as `context_overflow`)."""
+
+    planned_window: int
+    """The window swecli planned with when it sent the request."""
+    server_window: int | None
+    """The window the server's error named, if it named one."""
+    requested: int | None
+    message: str
+    adopted: bool = False
+    """The server's window was smaller, and swecli plans with it from now on."""
+
+
+@dataclass(frozen=True)
 class Notice:
     level: str  # "info" | "warning" | "error"
     text: str
@@ -105,5 +121,5 @@ class TurnFinished:
 
 Event = (
     TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolFinished
-    | MessageAppended | HistoryReplaced | CompactionDone | Notice | TurnFinished
+    | MessageAppended | HistoryReplaced | CompactionDone | ContextOverflow | Notice | TurnFinished | Waiting
 )

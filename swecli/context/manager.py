@@ -6,9 +6,11 @@ The loop calls, in order, each iteration:
   `request(history)`            -> the ModelRequest (stable prefix, append-only history, dynamic tail)
   `observe(request, usage)`     -> calibrate the local token count to the provider's number
 and per tool call `tool_content(call, result)` -> the text that enters the history (offload hook),
-and on a provider context-length error `compact(history, provider, trigger="overflow")`, then one
-retry. `/compact [focus]` calls `compact(history, provider, trigger="manual", focus=...)`;
-`/context` and the toolbar call `state(history)`.
+and on a provider context-length error `note_overflow(error)` (logged; a smaller window named by the
+server is adopted) and `compact(history, provider, trigger="overflow")`, then one retry; when that
+fails too, `overflow_failure(first, again)` is the error the user reads.
+`/compact [focus]` calls `compact(history, provider, trigger="manual", focus=...)`; `/context` and the
+toolbar call `state(history)`.
 
 Every compaction is appended to `compactions` and sent to `on_event` as a `CompactionDone`;
 warnings (a failing hook, a summary that fell back to truncation) go to `on_event` as `Notice`s.
@@ -37,8 +39,8 @@ from swecli.context.engineering import Mechanisms
 from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.todo import TodoState
 from swecli.context.tokens import REPLY_PRIMING, TokenCounter, encoding_for_model
-from swecli.events import CompactionDone, Event, Notice
-from swecli.llm.base import CancelToken, ModelRequest, Provider
+from swecli.events import CompactionDone, ContextOverflow, Event, Notice
+from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.tools.base import ToolResult
@@ -63,6 +65,8 @@ class ContextManager:
     compactions: list[CompactionDone] = field(default_factory=list)
     window: int = DEFAULT_CONTEXT_WINDOW
     """The model's context window in provider tokens (`Settings.context_window`)."""
+    window_source: str = "default for unknown models"
+    """Where `window` came from (`Settings.window_source`), for /context."""
     config: ContextConfig = field(default_factory=ContextConfig)
     hooks: HookConfig = field(default_factory=HookConfig)
     memory: tuple[SystemBlock, ...] = ()
@@ -108,8 +112,8 @@ class ContextManager:
         todo: TodoState | None = None,
     ) -> ContextManager:
         manager = cls(system=system, tools=tools, max_tokens=settings.max_tokens, window=settings.context_window,
-                      config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
-                      on_event=on_event)
+                      window_source=settings.window_source, config=settings.context, hooks=settings.hooks,
+                      memory=memory, root=root, model=settings.model, on_event=on_event)
         manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
                                         todo=todo or TodoState(), on_event=on_event or (lambda event: None))
         manager.summary_sections.append(manager.mechanisms.references_section)
@@ -128,10 +132,11 @@ class ContextManager:
             if self._last_request is not None:  # before the first request there is no prefix to keep
                 self.mark_rewrite(reason or "tools changed")
 
-    def use_model(self, model: str, window: int) -> None:
+    def use_model(self, model: str, window: int, source: str = "") -> None:
         """After /model: the new window drives compaction, the new model's tokenizer family picks the
         encoding, and the calibration starts over (it described the old model's tokenizer)."""
         self.window = window
+        self.window_source = source or self.window_source
         if model != self.model:
             self.model = model
             self.calibration = Calibration()
@@ -221,10 +226,43 @@ class ContextManager:
         )
         self.compaction_usage = self.compaction_usage + result.usage
         if not result.changed:
-            if trigger != "auto":
+            # After an overflow the retry's outcome speaks for itself (`overflow_failure` when it fails);
+            # "N tokens over the target" would only confuse (the target is not the server's window).
+            if trigger == "manual":
                 self._notice("info", "; ".join(result.notes) or "nothing to compact")
             return history
         return self._record(trigger, before, result, time.monotonic() - start)
+
+    def note_overflow(self, error: ContextOverflowError) -> None:
+        """A provider's context-length error: reported (a `ContextOverflow` event, which the log keeps), and
+        when the server names a window smaller than the planned one, planned with from now on."""
+        planned, server = self.window, error.server_window
+        adopted = server is not None and server < planned
+        if self.on_event is not None:
+            self.on_event(ContextOverflow(planned, server, error.requested, error.reason, adopted))
+        if server is None or not adopted:
+            return
+        self.window, self.window_source = server, "server (its context-length error)"
+        self._notice("warning", f"the server's context window is {server:,} tokens, smaller than the {planned:,} "
+                                f"swecli planned for; using {server:,} from now on. Set context_limit = {server} "
+                                "to start with it, or give the server a larger context (llama-server -c, "
+                                "Ollama num_ctx, LM Studio's context length).")
+
+    def overflow_failure(self, first: ContextOverflowError, again: ContextOverflowError) -> ContextOverflowError:
+        """The error for a request that still does not fit after compacting: both windows and the fix,
+        and every request sent (the retries of both attempts)."""
+        window = again.server_window or first.server_window
+        sent = f"{first.attempts + again.attempts} requests sent"
+        if window is not None:
+            size = f" and the request {again.requested:,}" if again.requested else ""
+            message = (f"the request does not fit the model's context window even after compacting ({sent}): the "
+                       f"server's window is {window:,} tokens{size}; give the server a larger context "
+                       "(llama-server -c, Ollama num_ctx) or send a shorter message.")
+        else:
+            message = (f"{again.reason}; still too large after compacting ({sent}): swecli planned for "
+                       f"{self.window:,} tokens ({self.window_source}); if the server's window is smaller, set "
+                       "context_limit to it or give the server a larger context.")
+        return ContextOverflowError(message, server_window=window, requested=again.requested)
 
     # --- internals ------------------------------------------------------------------------------
 

@@ -34,9 +34,11 @@ def make_provider(settings: Settings, *, sleep: Callable[[float], None] | None =
 
         return AnthropicProvider(model=settings.model, base_url=base_url, api_key=settings.api_key, name=preset.name,
                                  key_env=preset.key_env, timeout=settings.request_timeout,
-                                 max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry)
+                                 max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry,
+                                 deadline=settings.request_deadline)
     from swecli.llm.openai import OpenAIProvider
 
     return OpenAIProvider(model=settings.model, base_url=base_url, api_key=settings.api_key, name=preset.name,
                           key_env=preset.key_env, timeout=settings.request_timeout,
-                          max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry)
+                          max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry,
+                          deadline=settings.request_deadline)

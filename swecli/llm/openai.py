@@ -42,10 +42,10 @@ from swecli.llm.base import (
 )
 from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, json_object, non_stream_error
-from swecli.llm.retry import Retryable, retry_stream
+from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import Endpoint, HttpProvider, stream_sse
+from swecli.llm.transport import Endpoint, HttpProvider
 from swecli.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
@@ -63,10 +63,7 @@ class OpenAIProvider(HttpProvider):
         endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
 
-        def attempt() -> Iterator[StreamEvent]:
-            return stream_sse(self._client, endpoint, body, OpenAIStream(self.name, taken, self.model), cancel)
-
-        return retry_stream(attempt, self.retry, cancel)
+        return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {

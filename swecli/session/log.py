@@ -1,13 +1,15 @@
 """Structured session logs: `<root>/.swecli/logs/<session_id>.jsonl`, one JSON object per line.
 
 Every record has `ts` (local ISO time) and `event`:
-  session_start  cwd, model, provider, config_digest (hash of the settings without secrets), resumed
+  session_start  cwd, model, provider, context_window, window_source, config_digest (hash of the settings
+                 without secrets), resumed
   user_input     text
   llm_call       model, tokens_in, tokens_out, tokens_cached, cache_write, duration, finish_reason
   tool           tool, call_id, args (summary, long values truncated), approved, is_error, exit_code,
                  duration, summary, path (files a write/edit changed)
   context        total_tokens, window, usage_percent
   compaction     trigger, strategy, tokens_before, tokens_after, reduction_percent, messages_compacted
+  context_overflow planned_window, server_window, requested, adopted, text (a provider's context-length error)
   history_replaced reason, messages
   turn_end       stop_reason, iterations, tool_calls, tokens, duration
   error/warning  text
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from swecli.config import Settings
-from swecli.events import CompactionDone, TurnFinished
+from swecli.events import CompactionDone, ContextOverflow, TurnFinished
 from swecli.messages import ToolCall, Usage
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -101,7 +103,8 @@ class SessionLog:
 
         self.write("session_start", session_id=self.session_id, cwd=str(cwd), model=settings.model,
                    provider=settings.provider, base_url=settings.base_url, mode=settings.mode,
-                   context_window=settings.context_window, config_digest=config_digest(settings),
+                   context_window=settings.context_window, window_source=settings.window_source,
+                   config_digest=config_digest(settings),
                    resumed=resumed, version=__version__)
 
     def user_input(self, text: str) -> None:
@@ -133,6 +136,10 @@ class SessionLog:
         self.write("compaction", trigger=done.trigger, strategy=done.strategy, tokens_before=done.tokens_before,
                    tokens_after=done.tokens_after, reduction_percent=round(100 * done.reduction, 1),
                    messages_compacted=done.messages_compacted, duration=round(done.duration, 3), note=done.note)
+
+    def context_overflow(self, overflow: ContextOverflow) -> None:
+        self.write("context_overflow", planned_window=overflow.planned_window, server_window=overflow.server_window,
+                   requested=overflow.requested, adopted=overflow.adopted, text=overflow.message)
 
     def history_replaced(self, reason: str, messages: int) -> None:
         self.write("history_replaced", reason=reason, messages=messages)
@@ -258,6 +265,8 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "compaction": lambda r: (f"{r['strategy']} ({r['trigger']}): {r['tokens_before']:,} → {r['tokens_after']:,} "
                              f"tokens (-{r['reduction_percent']}%), {r['messages_compacted']} messages"),
     "history_replaced": lambda r: f"{r['reason']}: {r['messages']} messages",
+    "context_overflow": lambda r: (f"server window {r['server_window'] or '?'}, planned {r['planned_window']:,}"
+                                   f"{' (adopted)' if r.get('adopted') else ''}: {_cut(str(r['text']), 100)}"),
     "turn_end": lambda r: (f"{r['stop_reason']} after {r['iterations']} iterations, {r['tool_calls']} tool calls, "
                            f"{r['tokens']:,} tokens, {r['duration']:.1f}s"),
     "error": lambda r: str(r["text"]),

@@ -23,6 +23,7 @@ from typing import Any
 from swecli.config import Settings
 from swecli.events import (
     CompactionDone,
+    ContextOverflow,
     HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
@@ -132,6 +133,8 @@ class SessionRecorder:
             self.log.tool(event.call, event.result, event.duration, event.approved)
         elif isinstance(event, CompactionDone):
             self.log.compaction(event)
+        elif isinstance(event, ContextOverflow):
+            self.log.context_overflow(event)
         elif isinstance(event, TurnFinished):
             self.log.turn_end(event)
         elif isinstance(event, Notice) and event.level in ("error", "warning"):

@@ -74,8 +74,7 @@ class Tool(Generic[A]):
         try:
             data = json.loads(raw or "{}")
         except json.JSONDecodeError as exc:
-            raise ToolError(f"Invalid JSON arguments for {self.name}: {exc.msg} at position {exc.pos}. "
-                            f"Send a JSON object matching the tool schema.") from None
+            raise ToolError(invalid_json(self.name, raw, exc)) from None
         if not isinstance(data, dict):
             raise ToolError(f"Arguments for {self.name} must be a JSON object, got {type(data).__name__}.")
         try:
@@ -110,6 +109,16 @@ class ToolSource(Protocol):
     def resolve(self, name: str) -> Tool[Any] | None:
         """A tool the model called by name that the registry does not have yet (a deferred one)."""
         ...
+
+def invalid_json(tool: str, raw: str, exc: json.JSONDecodeError) -> str:
+    """What the model reads about arguments that are not JSON (the provider already repaired what it
+    could, see `swecli.llm.arguments`): a cut-off call is named as such, so the model resends it whole."""
+    if exc.msg.startswith("Unterminated string") or exc.pos >= len(raw.rstrip()):
+        return (f"The arguments for {tool} end before the JSON object is complete ({len(raw):,} characters "
+                f"received; {exc.msg}): the call was cut off, probably at the output limit, and was not run. "
+                "Send it again complete; split long content into smaller writes or edits.")
+    return (f"Invalid JSON arguments for {tool}: {exc.msg} at position {exc.pos}; the call was not run. "
+            "Send a JSON object matching the tool schema.")
 
 
 class ToolRegistry:

@@ -28,7 +28,9 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
+from swecli.llm.retry import format_seconds
 from swecli.ui.render import key_argument
 
 if TYPE_CHECKING:
@@ -89,6 +91,9 @@ class ProgressPrinter:
                            f"tokens ({-event.reduction:+.0%}) in {event.duration:.1f}s\n")
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
+        elif isinstance(event, Waiting):
+            self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
+                           f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")
         self.out.flush()
 
 

@@ -34,6 +34,7 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import AssistantMessage
 from swecli.ui.meter import format_tokens
@@ -363,6 +364,8 @@ class Renderer:
         self._after_code = False
         self._streamed = False
         self._approved_diffs: set[str] = set()
+        self._silent_since: float | None = None
+        """When the model went quiet, while it stays quiet (from `Waiting` events)."""
         self.interrupting = False
 
     # the REPL's side ------------------------------------------------------------------------------
@@ -406,6 +409,10 @@ class Renderer:
             self._dispatch(event)
 
     def _dispatch(self, event: Event) -> None:
+        if isinstance(event, Waiting):
+            self._silent_since = time.monotonic() - event.seconds
+            return
+        self._silent_since = None
         if isinstance(event, ReasoningDelta):
             self._on_reasoning(event.text)
         elif isinstance(event, TextDelta):
@@ -535,7 +542,10 @@ class Renderer:
         line = frame.copy() if isinstance(frame, Text) else Text("·")
         label = "Interrupting" if self.interrupting else self._activity
         line.append(f" {label}… ", style="bold")
-        line.append(f"{format_duration(now - self._turn_started)} · esc to interrupt", style="dim")
+        line.append(f"{format_duration(now - self._turn_started)}", style="dim")
+        if self._silent_since is not None:
+            line.append(f" · no reply for {format_duration(now - self._silent_since)}", style="yellow")
+        line.append(" · esc to interrupt", style="dim")
         return line
 
     def _text_width(self, indent: str) -> int:

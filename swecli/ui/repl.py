@@ -151,8 +151,9 @@ class Repl:
     def switch_model(self, name: str) -> None:
         from swecli.assembly import retry_notices
         from swecli.llm.factory import make_provider
+        from swecli.llm.window import resolve_window
 
-        settings = self.settings.model_copy(update={"model": name})
+        settings = resolve_window(self.settings.model_copy(update={"model": name}))
         try:
             provider = make_provider(settings, on_retry=retry_notices(self.bus))
         except (ProviderError, ConfigError, ValueError) as exc:
@@ -161,7 +162,7 @@ class Repl:
         old = self.session.provider
         self.session.provider = self.agent.provider = provider
         self.session.settings = self.settings = settings
-        self.agent.context.use_model(name, settings.context_window)  # window, tokenizer, calibration
+        self.agent.context.use_model(name, settings.context_window, settings.window_source)  # window, tokenizer
         old.close()
         self.refresh_meter()
         self.print(Text(f"Model: {name} (context window {format_tokens(settings.context_window)})"))
