@@ -4,12 +4,17 @@ The loop's exits are exceptions that carry what to report (mini-swe-agent style)
 the model answers without tool calls, `Interrupted` when the user pressed Esc; running out of
 iterations ends the `for` loop itself. Everything else (context assembly, compaction, approvals, rendering,
 transcripts) is delegated; the loop only decides what happens next.
+
+A reply's tool calls run in order, except that consecutive calls of a `concurrent` tool (`task`: a
+sub-agent each) run side by side, at most `max_parallel` at once; their results are appended in call
+order either way.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from swecli.context.manager import ContextManager
@@ -66,6 +71,8 @@ class Agent:
     policy: Policy = field(default_factory=Policy)
     on_event: Callable[[Event], None] = lambda event: None
     max_iterations: int = 200
+    max_parallel: int = 1
+    """How many calls of a concurrent tool (sub-agents) may run at once."""
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     tool_calls_run: int = 0
@@ -105,11 +112,15 @@ class Agent:
         self.append(response.message)
         if not response.message.tool_calls:
             raise Finished(response.message.content)
-        for call in response.message.tool_calls:
+        for batch in self._batches(response.message.tool_calls):
             if self.cancel.cancelled:
                 self.close_open_calls()
                 raise Interrupted
-            self.append(self.execute(call))
+            if len(batch) == 1:
+                self.append(self.execute(batch[0]))
+            else:
+                for message in self._execute_together(batch):
+                    self.append(message)
 
     def sync_tools(self) -> None:
         """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
@@ -157,6 +168,33 @@ class Agent:
         self.on_event(ModelCallFinished(usage, duration, done.model or self.provider.model, done.finish_reason,
                                         reported=done.usage is not None))
 
+    def _batches(self, calls: tuple[ToolCall, ...]) -> Iterator[list[ToolCall]]:
+        """The reply's calls in order: runs of a concurrent tool together, every other call alone."""
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if self.max_parallel > 1 and tool is not None and tool.concurrent and not tool.mutating:
+                batch.append(call)
+                continue
+            if batch:
+                yield batch
+                batch = []
+            yield [call]
+        if batch:
+            yield batch
+
+    def _execute_together(self, batch: list[ToolCall]) -> list[ToolMessage]:
+        """Run non-mutating concurrent calls side by side; events and results stay on this thread."""
+        start = time.monotonic()
+        for call in batch:
+            self.on_event(ToolStarted(call, call.args()))
+        self.tool_calls_run += len(batch)
+        workers = min(self.max_parallel, len(batch))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecli-tool") as pool:
+            futures = [pool.submit(self.tools.run, call, self.tool_ctx) for call in batch]
+            results = [future.result() for future in futures]
+        return [self._finish(call, result, start, True) for call, result in zip(batch, results, strict=True)]
+
     def execute(self, call: ToolCall) -> ToolMessage:
         tool = self.tools.get(call.name)
         start = time.monotonic()
@@ -169,12 +207,15 @@ class Agent:
             approved = verdict.allowed
         result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
+        return self._finish(call, result, start, approved)
+
+    def _finish(self, call: ToolCall, result: ToolResult, start: float, approved: bool) -> ToolMessage:
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
                                 meta=result.meta)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
-                           is_error=result.is_error)
+                           is_error=result.is_error, images=result.images)
 
     def _preview(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)

@@ -92,6 +92,16 @@ def sessions(
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
 
 
+skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this project can use.", no_args_is_help=True)
+app.add_typer(skills_app, name="skills")
+
+
+@skills_app.command("list")
+def skills_list() -> None:
+    """List the skills found for this project (and the user), where each came from, and any skipped."""
+    raise typer.Exit(list_skills(Path.cwd()))
+
+
 mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
                       no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
@@ -213,6 +223,17 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
         return 1
     result.write()
     print(f"Updated {result.path}.")
+    return 0
+
+
+def list_skills(root: Path) -> int:
+    """`swecli skills list`: the same listing as `/skills` (skipped SKILL.md files are listed with why)."""
+    from swecli.skills.catalog import discover
+    from swecli.ui.commands.skills import describe_catalog
+
+    catalog = discover(root)
+    for line in describe_catalog(catalog):
+        print(line)
     return 0
 
 

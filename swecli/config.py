@@ -67,6 +67,41 @@ class MemoryConfig(Section):
     reflect_with_llm: bool = False
 
 
+class SkillsConfig(Section):
+    enabled: bool = True
+    """Discover skills (folders with a SKILL.md), list them in the system prompt, offer the `skill` tool
+    and a `/skill-name` command for each."""
+    catalog_tokens: int = Field(2_000, ge=0)
+    """Budget for the skills' `name: description` lines in the system prompt; skills past it are left out
+    of the list (a note says how many; the `skill` tool still loads them)."""
+
+
+class SubagentsConfig(Section):
+    enabled: bool = True
+    """Offer the `task` tool: the model hands a self-contained job to a sub-agent with a fresh context."""
+    max_iterations: int = Field(30, ge=1)
+    """Model calls one sub-agent may make before it must report."""
+    max_tokens: int = Field(400_000, ge=1_000)
+    """Tokens (input + output, all its calls) one sub-agent may spend before it must report."""
+    report_tokens: int = Field(2_000, ge=100)
+    """The report a sub-agent hands back is cut to this (its whole transcript is in the session folder)."""
+    parallel: int = Field(3, ge=1, le=16)
+    """How many `task` calls of one reply may run at the same time."""
+
+
+class ImagesConfig(Section):
+    accept: Literal["auto", "yes", "no"] = "auto"
+    """Whether the model takes images: auto decides from the model's name (a model known not to gets a
+    sentence instead of the image); yes or no overrides that."""
+    max_edge: int = Field(1568, ge=64, le=8192)
+    """Images are scaled down to this many pixels on their long edge before they are sent."""
+    keep_turns: int = Field(2, ge=1)
+    """Images older than this many user turns are replaced by a one-line stand-in (with their path) at the
+    next compaction or decay batch, or on their own once they add up to `batch_min_tokens`."""
+    batch_min_tokens: int = Field(3_000, ge=0)
+    """Old images are replaced on their own (a prefix rewrite) only when they cost at least this much."""
+
+
 class McpServerConfig(Section):
     """One MCP server (`[mcp.servers.NAME]`): a command to run (stdio) or a URL (streamable HTTP)."""
 
@@ -152,6 +187,9 @@ class Settings(Section):
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
 
     _server_window: ServerWindow | None = PrivateAttr(None)
 
@@ -189,6 +227,15 @@ class Settings(Section):
         if known_context_window(self.model) is not None:
             return "known-models table"
         return "default for unknown models"
+
+    @property
+    def accepts_images(self) -> bool | None:
+        """True/False when known (from `images.accept`, else the model's name), None when unknown."""
+        if self.images.accept != "auto":
+            return self.images.accept == "yes"
+        from swecli.llm.vision import accepts_images
+
+        return accepts_images(self.model)
 
 
 class ConfigError(Exception):

@@ -10,6 +10,7 @@ from swecli.messages import Message, ToolCall, Usage
 from swecli.tools.base import ToolResult
 
 __all__ = [
+    "ChildEvent",
     "CompactionDone",
     "ContextOverflow",
     "Event",
@@ -119,7 +120,19 @@ class TurnFinished:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ChildEvent:
+    """An event of a sub-agent (`swecli.delegation`), reported on the parent's bus: `call_id` is the
+    parent's `task` call that started it, so front ends fold its progress under that call and the
+    recorder links its transcript to it."""
+
+    call_id: str
+    agent: str
+    event: Event
+
+
 Event = (
     TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolFinished
     | MessageAppended | HistoryReplaced | CompactionDone | ContextOverflow | Notice | TurnFinished | Waiting
+    | ChildEvent
 )

@@ -31,6 +31,7 @@ from swecli.context.budget import Calibration, ContextBudget, ContextState, prov
 from swecli.context.compaction import (
     CompactionParams,
     CompactionResult,
+    Pin,
     SummarySection,
     compact_history,
     is_prompt,
@@ -82,6 +83,8 @@ class ContextManager:
     """Where compaction saves what it removes; a fresh `DiskArchive(root)` per compaction when None."""
     summary_sections: list[SummarySection] = field(default_factory=list)
     """Extra sections for the summary message (e.g. a reference list), see `compaction.SummarySection`."""
+    pin: Pin | None = None
+    """Messages compaction keeps verbatim besides the prompts (loaded skills), see `compaction.Pin`."""
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
     mechanisms: Mechanisms | None = None
@@ -97,7 +100,7 @@ class ContextManager:
 
     def __post_init__(self) -> None:
         if self.counter is None:
-            self.counter = TokenCounter(encoding_for_model(self.model))
+            self.counter = TokenCounter(encoding_for_model(self.model), image_tokens=image_formula(self.model))
 
     @classmethod
     def from_settings(
@@ -115,7 +118,8 @@ class ContextManager:
                       window_source=settings.window_source, config=settings.context, hooks=settings.hooks,
                       memory=memory, root=root, model=settings.model, on_event=on_event)
         manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
-                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None))
+                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None),
+                                        images=settings.images)
         manager.summary_sections.append(manager.mechanisms.references_section)
         return manager
 
@@ -142,6 +146,7 @@ class ContextManager:
             self.calibration = Calibration()
             if encoding_for_model(model) != self.counter.encoding_name:
                 self.counter = TokenCounter(encoding_for_model(model), self.counter.include_reasoning)
+            self.counter.image_tokens = image_formula(model)
 
     # --- budget and accounting ------------------------------------------------------------------
 
@@ -298,6 +303,7 @@ class ContextManager:
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
             summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
             prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=tuple(self.summary_sections),
+            pin=self.pin,
             force=trigger != "auto",
         )
 
@@ -313,7 +319,10 @@ class ContextManager:
             self.calibration.at_least(room / local)
 
     def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float) -> list[Message]:
-        after = self.state(result.history)
+        history = result.history
+        if self.mechanisms is not None:  # the prefix is rewritten anyway: old images become stand-ins now
+            history = self.mechanisms.age_images(history, riding_along=True)
+        after = self.state(history)
         self.last_state = after
         event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
@@ -327,13 +336,20 @@ class ContextManager:
         if after.over_threshold:
             self._notice("warning", f"after compaction the context is still {after.percent:.0f}% of the window "
                                     f"({'; '.join(result.notes) or 'the latest turn alone is too large'})")
-        return result.history
+        return history
 
     def _notice(self, level: str, text: str) -> None:
         if self.on_event is not None:
             self.on_event(Notice(level, text))
         else:
             log.warning("%s", text)
+
+
+def image_formula(model: str) -> Callable[[int, int], int]:
+    """The model's image cost (`swecli.llm.vision.image_tokens`) as the counter takes it."""
+    from swecli.llm.vision import image_tokens
+
+    return lambda width, height: image_tokens(model, width, height)
 
 
 def current_turn_start(history: Sequence[Message]) -> int:

@@ -12,6 +12,8 @@ Every record has `ts` (local ISO time) and `event`:
   context_overflow planned_window, server_window, requested, adopted, text (a provider's context-length error)
   history_replaced reason, messages
   turn_end       stop_reason, iterations, tool_calls, tokens, duration
+  subagent       a sub-agent's end: parent_call, agent, stop_reason, iterations, tool_calls, tokens, transcript
+                 (its llm_call and tool records carry parent_call and agent too)
   error/warning  text
   stats          (on close) turns, llm_calls, tools_executed, compactions, total_tokens, files_modified...
 Lines are appended as events happen (see `jsonl.AppendOnlyFile`), so a crash leaves every earlier
@@ -111,15 +113,21 @@ class SessionLog:
         self.write("user_input", text=_cut(text, USER_INPUT_CHARS), chars=len(text))
 
     def llm_call(self, usage: Usage, duration: float, model: str, finish_reason: str = "",
-                 reported: bool = True) -> None:
+                 reported: bool = True, **link: str) -> None:
+        """`link`: parent_call and agent, for a sub-agent's call."""
         self.write("llm_call", model=model, tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
                    tokens_cached=usage.cache_read_tokens, cache_write=usage.cache_write_tokens,
-                   duration=round(duration, 3), finish_reason=finish_reason, usage_reported=reported)
+                   duration=round(duration, 3), finish_reason=finish_reason, usage_reported=reported, **link)
 
-    def tool(self, call: ToolCall, result: ToolResult, duration: float, approved: bool = True) -> None:
+    def subagent(self, turn: TurnFinished, transcript: str, **link: str) -> None:
+        self.write("subagent", **link, stop_reason=turn.stop_reason, iterations=turn.iterations,
+                   tool_calls=turn.tool_calls, tokens=turn.usage.total_tokens, duration=round(turn.duration, 3),
+                   transcript=transcript)
+
+    def tool(self, call: ToolCall, result: ToolResult, duration: float, approved: bool = True, **link: str) -> None:
         fields: dict[str, Any] = {
             "tool": call.name, "call_id": call.id, "args": summarize_args(call), "approved": approved,
-            "is_error": result.is_error, "duration": round(duration, 3), "summary": result.summary,
+            "is_error": result.is_error, "duration": round(duration, 3), "summary": result.summary, **link,
         }
         if "exit_code" in result.meta:
             fields["exit_code"] = result.meta["exit_code"]
@@ -269,6 +277,8 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str]] = {
                                    f"{' (adopted)' if r.get('adopted') else ''}: {_cut(str(r['text']), 100)}"),
     "turn_end": lambda r: (f"{r['stop_reason']} after {r['iterations']} iterations, {r['tool_calls']} tool calls, "
                            f"{r['tokens']:,} tokens, {r['duration']:.1f}s"),
+    "subagent": lambda r: (f"{r['agent']} for call {r['parent_call']}: {r['stop_reason']} after {r['iterations']} "
+                           f"iterations, {r['tool_calls']} tool calls, {r['tokens']:,} tokens; {r['transcript']}"),
     "error": lambda r: str(r["text"]),
     "warning": lambda r: str(r["text"]),
     "stats": _describe_stats,

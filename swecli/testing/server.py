@@ -402,10 +402,53 @@ def _listed_model(info: ServerInfo, model: str) -> dict[str, Any]:
 def _estimate_usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     if isinstance(reply.usage, dict):
         return reply.usage
-    prompt = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools", [])))
+    sizes: list[tuple[int, int]] = []
+    messages = _without_image_data(body.get("messages", []), sizes)
+    prompt = len(json.dumps(messages)) + len(json.dumps(body.get("tools", [])))
     prompt += len(json.dumps(body.get("system", "")))
     out = len(reply.text) + len(reply.reasoning) + sum(len(c.arguments) + len(c.name) for c in reply.calls)
-    return {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, out // 4)}
+    return {"prompt_tokens": max(1, prompt // 4) + _image_tokens(body, sizes), "completion_tokens": max(1, out // 4)}
+
+
+def image_sizes(body: dict[str, Any]) -> list[tuple[int, int]]:
+    """(width, height) of every image in a request body, either wire, in order (for tests)."""
+    sizes: list[tuple[int, int]] = []
+    _without_image_data(body.get("messages", []), sizes)
+    return sizes
+
+
+def _without_image_data(value: Any, sizes: list[tuple[int, int]]) -> Any:
+    """The body with each image's base64 replaced by "" (a real server counts an image by its pixels,
+    not its bytes); the images' sizes are collected in `sizes`."""
+    if isinstance(value, list):
+        return [_without_image_data(v, sizes) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("type") == "image_url":
+        sizes.append(_size(str(value["image_url"]["url"]).split(",", 1)[-1]))
+        return {"type": "image_url", "image_url": {"url": ""}}
+    if value.get("type") == "image" and isinstance(value.get("source"), dict):
+        sizes.append(_size(str(value["source"].get("data", ""))))
+        return {"type": "image", "source": {**value["source"], "data": ""}}
+    return {k: _without_image_data(v, sizes) for k, v in value.items()}
+
+
+def _size(data: str) -> tuple[int, int]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        return image.size
+
+
+def _image_tokens(body: dict[str, Any], sizes: list[tuple[int, int]]) -> int:
+    from swecli.llm.vision import anthropic_tokens, tile_count
+
+    if "system" in body or body.get("anthropic_version"):  # the Anthropic wire
+        return sum(anthropic_tokens(w, h) for w, h in sizes)
+    return sum(85 + 170 * tile_count(w, h) for w, h in sizes)
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:

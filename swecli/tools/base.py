@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
-from swecli.messages import ToolCall, ToolSchema
+from swecli.messages import ImagePart, ToolCall, ToolSchema
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -32,6 +32,14 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
     max_output_chars: int = 30_000
+    read_roots: tuple[Path, ...] = ()
+    """Folders outside the project that read_file may also read (user-level skill folders)."""
+    call_id: str = ""
+    """The id of the call being run (set per call by `ToolRegistry.run`; a sub-agent links to it)."""
+    images: bool = True
+    """Whether read_file may return an image file as an image (False: the model is known not to take images)."""
+    image_max_edge: int = 1568
+    """Images are scaled down to this many pixels on their long edge."""
 
 
 @dataclass
@@ -45,6 +53,8 @@ class ToolResult:
     """Unified diff for edits and writes, shown to the person."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Structured facts (exit_code, path, duration) for logs and compaction's extractors."""
+    images: tuple[ImagePart, ...] = ()
+    """Images for the model (read_file on an image file), sent with `content`."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,9 @@ class Tool(Generic[A]):
     """What the tool will do, shown before approval (the diff of an edit, the command of bash)."""
     parameters: dict[str, Any] | None = None
     """The JSON schema when it is not the argument model's own (an MCP tool carries its server's)."""
+    concurrent: bool = False
+    """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
+    state with the other calls. Only non-mutating tools run concurrently."""
 
     def schema(self) -> ToolSchema:
         if self.parameters is not None:
@@ -174,7 +187,7 @@ class ToolRegistry:
                 is_error=True, summary="unknown tool",
             )
         try:
-            return tool.fn(tool.parse(call.arguments), ctx)
+            return tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
         except Exception as exc:

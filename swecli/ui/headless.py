@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.events import (
+    ChildEvent,
     CompactionDone,
     Event,
     Notice,
@@ -47,7 +48,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     data: dict[str, Any] = {"type": kind}
     for f in dataclasses.fields(event):
-        data[f.name] = _jsonable(getattr(event, f.name))
+        value = getattr(event, f.name)
+        data[f.name] = event_to_dict(value) if isinstance(event, ChildEvent) and f.name == "event" else \
+            _jsonable(value)
     return data
 
 
@@ -71,6 +74,9 @@ class ProgressPrinter:
         self._in_reasoning = False
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ChildEvent):
+            self._child(event)
+            return
         if isinstance(event, ReasoningDelta):
             if not self._in_reasoning:
                 self.out.write("thinking: ")
@@ -94,6 +100,15 @@ class ProgressPrinter:
         elif isinstance(event, Waiting):
             self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
                            f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")
+        self.out.flush()
+
+    def _child(self, wrapped: ChildEvent) -> None:
+        """A sub-agent's actions, indented under its task call."""
+        event = wrapped.event
+        if isinstance(event, ToolStarted):
+            self.out.write(f"    > [{wrapped.agent}] {event.call.name} {key_argument(event.call.name, event.args)}\n")
+        elif isinstance(event, Notice) and event.level != "info":
+            self.out.write(f"    {event.level}: [{wrapped.agent}] {event.text}\n")
         self.out.flush()
 
 
