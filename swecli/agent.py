@@ -106,6 +106,7 @@ class Agent:
         return turn
 
     def step(self, iteration: int) -> None:
+        self.sync_tools()
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
@@ -120,6 +121,12 @@ class Agent:
             else:
                 for message in self._execute_together(batch):
                     self.append(message)
+
+    def sync_tools(self) -> None:
+        """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
+        changes = self.tools.refresh()
+        if changes:
+            self.context.set_tools(self.tools.schemas(), changes.reason)
 
     def query(self, iteration: int) -> ResponseDone:
         request = self.context.request(self.history)
