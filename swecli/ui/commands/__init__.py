@@ -7,6 +7,7 @@
 - `memory`: /init /notes /playbook
 - `project`: /repomap
 - `skills`: /skills, and one /skill-name per skill (registered by the REPL once the session has its catalog)
+- `mcp`: /mcp
 
 A new command is a decorated function in the family it belongs to (a new family module is added to
 `default_registry`).
@@ -21,7 +22,7 @@ __all__ = ["Command", "CommandRegistry", "Family", "default_registry", "is_comma
 
 def default_registry() -> CommandRegistry:
     """Every family's commands on one registry (the REPL's)."""
-    from swecli.ui.commands import context, memory, model, project, session, skills
+    from swecli.ui.commands import context, mcp, memory, model, project, session, skills
 
     return CommandRegistry([*session.commands, *model.commands, *context.commands, *memory.commands,
-                            *project.commands, *skills.commands])
+                            *project.commands, *skills.commands, *mcp.commands])
