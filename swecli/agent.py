@@ -8,6 +8,7 @@ transcripts) is delegated; the loop only decides what happens next.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from swecli.events import (
     MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
+    Notice,
     ToolFinished,
     ToolStarted,
     TurnFinished,
@@ -29,10 +31,12 @@ from swecli.llm.base import (
     ContextOverflowError,
     ModelRequest,
     Provider,
+    ProviderNote,
     ReasoningDelta,
     ResponseDone,
     TextDelta,
 )
+from swecli.llm.thinking import Thinking
 from swecli.messages import (
     Message,
     ToolCall,
@@ -42,14 +46,16 @@ from swecli.messages import (
     close_dangling_tool_calls,
 )
 from swecli.permissions import Policy
+from swecli.replies import cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 
 INTERRUPTED = "interrupted by user"
 
 
 class Finished(Exception):
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, stop_reason: str = "done") -> None:
         self.answer = answer
+        self.stop_reason = stop_reason
 
 
 class LimitReached(Exception):
@@ -72,6 +78,8 @@ class Agent:
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     tool_calls_run: int = 0
+    thinking: Thinking = field(default_factory=Thinking)
+    """Extended thinking / reasoning effort for the loop's requests (`/thinking` changes it)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -87,7 +95,7 @@ class Agent:
             try:
                 self.step(iteration)
             except Finished as done:
-                answer = done.answer
+                answer, reason = done.answer, done.stop_reason
                 break
             except Interrupted:
                 answer, reason = INTERRUPTED, "interrupted"
@@ -105,16 +113,22 @@ class Agent:
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
-        if not response.message.tool_calls:
-            raise Finished(response.message.content)
+        verdict = read_reply(response, self.context.max_tokens)
+        if verdict.notice:
+            self.on_event(Notice("warning", verdict.notice))
+        if verdict.action == "continue":
+            return  # Anthropic paused the turn: the next request lets the model go on
+        if verdict.action == "finish":
+            raise Finished(response.message.content, verdict.stop_reason)
         for call in response.message.tool_calls:
             if self.cancel.cancelled:
                 self.close_open_calls()
                 raise Interrupted
-            self.append(self.execute(call))
+            cut = call.id in verdict.cut_calls
+            self.append(cut_call_result(call, self.context.max_tokens) if cut else self.execute(call))
 
     def query(self, iteration: int) -> ResponseDone:
-        request = self.context.request(self.history)
+        request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
         try:
@@ -122,7 +136,11 @@ class Agent:
         except ContextOverflowError:
             # The provider's count beat ours: compact now and retry the same step once.
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
-            return self._stream(self.context.request(self.history))
+            return self._stream(self._request())
+
+    def _request(self) -> ModelRequest:
+        request = self.context.request(self.history)
+        return dataclasses.replace(request, thinking=self.thinking) if self.thinking.on else request
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
@@ -130,6 +148,8 @@ class Agent:
             for event in self.provider.stream(request, self.cancel):
                 if isinstance(event, (TextDelta, ReasoningDelta)):
                     self.on_event(event)
+                elif isinstance(event, ProviderNote):
+                    self.on_event(Notice("info", event.text))
                 elif isinstance(event, ResponseDone):
                     self._account(request, event, time.monotonic() - start)
                     return event
@@ -142,7 +162,8 @@ class Agent:
 
     def _account(self, request: ModelRequest, done: ResponseDone, duration: float) -> None:
         self.context.observe(request, done.usage)
-        usage = done.usage or Usage(requests=1)
+        # A server that reports no usage (llama.cpp) still gets real numbers: our own counts, marked.
+        usage = done.usage or self.context.estimate_usage(request, done.message)
         self.usage = self.usage + usage
         self.on_event(ModelCallFinished(usage, duration, done.model or self.provider.model, done.finish_reason,
                                         reported=done.usage is not None))

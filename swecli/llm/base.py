@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
 
 
@@ -22,6 +23,8 @@ class ModelRequest:
     max_tokens: int = 8192
     tail: str = ""
     """Small dynamic text (recitation, failure evidence) sent after the history, never cached."""
+    thinking: Thinking = field(default_factory=Thinking)
+    """Extended thinking / reasoning effort for this request (off unless the loop asks)."""
 
 
 @dataclass(frozen=True)
@@ -44,15 +47,26 @@ class ToolCallStarted:
 
 
 @dataclass(frozen=True)
+class ProviderNote:
+    """Something the user should read once about how the provider is being talked to (a fallback
+    it switched to for the rest of the session)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ResponseDone:
     message: AssistantMessage
     usage: Usage | None
     """None when the server did not report usage (llama.cpp ignores `include_usage`)."""
     finish_reason: str = "stop"
+    """In OpenAI's vocabulary: `stop`, `tool_calls`, `length` (cut at the output limit), plus
+    `refusal` (the model declined; the message content is its explanation) and Anthropic's
+    `pause_turn` (the turn is not over: send the history back as it is to let it go on)."""
     model: str = ""
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | ResponseDone
+StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | ProviderNote | ResponseDone
 
 
 @dataclass
@@ -104,6 +118,11 @@ class TransientError(ProviderError):
 
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window: the context engine compacts and retries."""
+
+
+class StreamingToolsUnsupported(ProviderError):
+    """The server cannot stream a response when tools are offered (llama-cpp-python's
+    `chatml-function-calling`): the provider asks without streaming instead."""
 
 
 class Cancelled(Exception):

@@ -33,9 +33,11 @@ from swecli.llm.base import (
     CancelToken,
     ContextOverflowError,
     ModelRequest,
+    ProviderNote,
     ReasoningDelta,
     ResponseDone,
     StreamEvent,
+    StreamingToolsUnsupported,
     TextDelta,
     ToolCallStarted,
     TransientError,
@@ -57,8 +59,21 @@ EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when 
 
 class OpenAIProvider(HttpProvider):
     default_name = "openai"
+    stream_tools = True
+    """False once the server said it cannot stream when tools are offered: such requests are then
+    sent without streaming for the rest of the session."""
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        try:
+            yield from self._attempts(request, cancel)
+        except StreamingToolsUnsupported as refused:
+            if not (request.tools and self.stream_tools):
+                raise
+            self.stream_tools = False
+            yield ProviderNote(f"{refused}; swecli asks it without streaming from now on (answers appear whole)")
+            yield from self._attempts(request, cancel)
+
+    def _attempts(self, request: ModelRequest, cancel: CancelToken | None) -> Iterator[StreamEvent]:
         body = self.request_body(request)
         endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
@@ -69,18 +84,22 @@ class OpenAIProvider(HttpProvider):
         return retry_stream(attempt, self.retry, cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": wire_messages(request),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        streamed = self.stream_tools or not request.tools
+        body: dict[str, Any] = {"model": self.model, "messages": wire_messages(request), "stream": streamed}
+        if streamed:
+            body["stream_options"] = {"include_usage": True}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                "parameters": t.parameters}}
                              for t in request.tools]
+            # Every provider's default, but llama-cpp-python's function-calling chat format puts the
+            # tools into the prompt only when it is sent.
+            body["tool_choice"] = "auto"
         # OpenAI's own newer models (o-series, gpt-5) refuse `max_tokens`; compatible servers know only it.
         body["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
+        effort = request.thinking.openai_effort(self.model)
+        if effort:
+            body["reasoning_effort"] = effort
         return body
 
     def _headers(self) -> dict[str, str]:
@@ -125,6 +144,7 @@ class OpenAIStream:
         self._reasoning: list[str] = []
         self._think = ThinkSplitter()
         self._calls: dict[int, PendingCall] = {}
+        self._refusal: list[str] = []
         self._finish = ""
         self._usage: Usage | None = None
         self._chunks = 0
@@ -147,8 +167,9 @@ class OpenAIStream:
             raise Retryable(error) if retry else error
         self._chunks += 1
         self.model = str(chunk.get("model") or self.model)
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = parse_usage(chunk["usage"])
+        usage = chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage")  # Groq sends it under x_groq
+        if isinstance(usage, dict):
+            self._usage = parse_usage(usage)
         events: list[StreamEvent] = []
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
@@ -165,6 +186,8 @@ class OpenAIStream:
             events.append(ReasoningDelta(reasoning))
         if isinstance(delta.get("content"), str) and delta["content"]:
             events.extend(self._content(self._think.feed(delta["content"])))
+        if isinstance(delta.get("refusal"), str) and delta["refusal"]:
+            self._refusal.append(delta["refusal"])  # shown as a refusal at the end, not as the answer
         for fragment in delta.get("tool_calls") or []:
             if isinstance(fragment, dict):
                 events.extend(self._tool_fragment(fragment))
@@ -226,6 +249,10 @@ class OpenAIStream:
         whole = json_object(stray) if stray and not self._chunks else None
         if whole is not None and isinstance(whole.get("choices"), list) and whole["choices"]:
             events = self._whole_answer(whole)  # the server ignored `stream` and sent one JSON answer
+        if not self._finish and self.done and self._usage is not None:
+            # `[DONE]` after the usage chunk: the whole answer was sent, only its finish reason is
+            # missing (kimi-k2 through OpenRouter). Retrying would bill the same answer again.
+            self._finish = "tool_calls" if self._calls else "stop"
         if not self._finish:
             raise self._incomplete(stray)
         events.extend(self._content(self._think.flush()))
@@ -235,9 +262,12 @@ class OpenAIStream:
         if not self._think.saw_block and (split := split_bare_close(content)) is not None:
             reasoning = "\n".join(part for part in (reasoning, split[0]) if part)
             content = split[1]
+        finish = self._finish
+        if self._refusal:
+            content, finish = content or "".join(self._refusal), "refusal"
         message = AssistantMessage(content=content, reasoning=reasoning,
                                    tool_calls=to_tool_calls([self._calls[i] for i in sorted(self._calls)], self._ids))
-        return [*events, ResponseDone(message, self._usage, self._finish, self.model)]
+        return [*events, ResponseDone(message, self._usage, finish, self.model)]
 
     def _whole_answer(self, body: dict[str, Any]) -> list[StreamEvent]:
         choice = body["choices"][0] if isinstance(body["choices"][0], dict) else {}
@@ -258,11 +288,16 @@ class OpenAIStream:
                                         "(no finish reason)"))
 
 
-def parse_usage(raw: dict[str, Any]) -> Usage:
+def parse_usage(raw: dict[str, Any]) -> Usage | None:
+    """The usage object of a chunk or answer; None when it holds no counts (a real prompt is never
+    0 tokens), so the loop counts locally instead of showing zeros."""
     details = raw.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     if cached is None:
         cached = raw.get("prompt_cache_hit_tokens", 0)  # DeepSeek's name for it
-    return Usage(input_tokens=int(raw.get("prompt_tokens") or 0), output_tokens=int(raw.get("completion_tokens") or 0),
-                 cache_read_tokens=int(cached or 0), requests=1)
+    output = raw.get("completion_tokens_details") or {}
+    reasoning = output.get("reasoning_tokens") if isinstance(output, dict) else None
+    usage = Usage(input_tokens=int(raw.get("prompt_tokens") or 0), output_tokens=int(raw.get("completion_tokens") or 0),
+                  cache_read_tokens=int(cached or 0), reasoning_tokens=int(reasoning or 0), requests=1)
+    return usage if usage.total_tokens else None
 
