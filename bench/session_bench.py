@@ -243,7 +243,7 @@ def bench_wiring(agent: Any, root: Path) -> None:
 
 
 def run_config(name: str, flags: dict[str, bool], context_limit: int, wiring: bool) -> Run:
-    from swecli.app import build_agent
+    from swecli.assembly import build_agent
     from swecli.config import ContextConfig
     from swecli.llm.factory import make_provider
 

@@ -1,8 +1,8 @@
 """The ReAct loop: ask the model, run its tool calls, append the results, repeat.
 
 The loop's exits are exceptions that carry what to report (mini-swe-agent style): `Finished` when
-the model answers without tool calls, `LimitReached` at the iteration limit, `Interrupted` when
-the user pressed Esc. Everything else (context assembly, compaction, approvals, rendering,
+the model answers without tool calls, `Interrupted` when the user pressed Esc; running out of
+iterations ends the `for` loop itself. Everything else (context assembly, compaction, approvals, rendering,
 transcripts) is delegated; the loop only decides what happens next.
 """
 
@@ -56,10 +56,6 @@ class Finished(Exception):
     def __init__(self, answer: str, stop_reason: str = "done") -> None:
         self.answer = answer
         self.stop_reason = stop_reason
-
-
-class LimitReached(Exception):
-    pass
 
 
 class Interrupted(Exception):

@@ -1,14 +1,24 @@
-"""The `swecli` command (typer). Everything heavy is imported inside the commands, so `--version`
-and `--help` never load the provider or UI stacks."""
+"""The `swecli` command: its arguments (typer) and what each subcommand does once they are parsed.
+
+Read as: `entry` (answers --version) -> `cli` (settings, then one of:) -> `ui.headless` (-p) or
+`ui.repl` (interactive) -> `assembly` (settings + root -> an agent session) -> `agent` (the loop).
+Errors a user can fix are one sentence on stderr and exit status 2, never a traceback. Everything
+heavy is imported inside the functions, so `--version` and `--help` never load the provider or UI
+stacks."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 
 from swecli import __version__
+
+if TYPE_CHECKING:
+    from swecli.config import Settings
+    from swecli.ui.headless import OutputFormat
 
 HELP = """swecli: a terminal coding agent that manages its context window.
 
@@ -49,9 +59,7 @@ def main_command(
         _fail(f"--output-format must be text, json or stream-json, not {output_format!r}.")
     flags = {"provider": provider, "model": model, "base_url": base_url, "mode": mode,
              "max_iterations": max_iterations, "context_limit": context_limit}
-    from swecli.runner import run
-
-    code = run(Path.cwd(), flags, prompt=prompt, output_format=output_format, resume=resume,
+    code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
                continue_latest=continue_)
     raise typer.Exit(code)
 
@@ -64,16 +72,12 @@ def init(
     yes: bool = typer.Option(False, "--yes", "-y", help="Apply an update to an existing OPENCLI.md without asking."),
 ) -> None:
     """Scan the project and write (or update) OPENCLI.md with the model's help."""
-    from swecli.runner import run_init
-
     raise typer.Exit(run_init(Path.cwd(), {"provider": provider, "model": model, "base_url": base_url}, yes))
 
 
 @app.command()
 def logs(session: str = typer.Argument(None, help="Session ID (default: the latest).")) -> None:
     """Pretty-print a session's JSON log."""
-    from swecli.runner import show_log
-
     raise typer.Exit(show_log(Path.cwd(), session))
 
 
@@ -85,9 +89,151 @@ def sessions(
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
     """List this project's sessions (or delete some)."""
-    from swecli.runner import manage_sessions
-
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
+
+
+# -- what the commands do -----------------------------------------------------------------------
+
+def _error(message: str) -> int:
+    sys.stderr.write(f"swecli: {message}\n")
+    return 2
+
+
+def _settings(root: Path, flags: dict[str, Any]) -> Settings:
+    """Settings with the provider resolved (auto-detected when none is configured)."""
+    from swecli.config import load_settings
+
+    settings = load_settings(root, flags)
+    if settings.provider and settings.model:
+        return settings
+    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
+
+    return discover(settings)
+
+
+def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
+        resume: str | None = None, continue_latest: bool = False) -> int:
+    from swecli.config import ConfigError
+    from swecli.session.store import SessionError
+
+    try:
+        settings = _settings(root, flags)
+        if resume == "":
+            resume = pick_session(root)
+        if prompt is not None:
+            if not prompt.strip():
+                return _error("-p needs a task, e.g. swecli -p \"fix the failing test in tests/test_api.py\".")
+            from swecli.ui.headless import run_headless
+
+            return run_headless(root, settings, prompt, output_format, resume=resume, continue_latest=continue_latest)
+        from swecli.ui.repl import run_repl
+
+        return run_repl(root, settings, resume=resume, continue_latest=continue_latest)
+    except (ConfigError, SessionError) as exc:
+        return _error(str(exc))
+
+
+def pick_session(root: Path) -> str:
+    """`--resume` without an ID: list the sessions and let the person pick one by number."""
+    from swecli.session.store import SessionError, format_session_line, list_sessions
+
+    sessions = list_sessions(root)[:20]
+    if not sessions:
+        raise SessionError("there is no session to resume in this project yet.")
+    for n, info in enumerate(sessions, start=1):
+        print(f"{n:>3}. {format_session_line(info)}")
+    if not sys.stdin.isatty():
+        raise SessionError("--resume needs a session ID when there is no terminal to pick one (see the list above).")
+    answer = input("Resume which session? [1] ").strip() or "1"
+    if not answer.isdigit() or not 1 <= int(answer) <= len(sessions):
+        raise SessionError(f"{answer!r} is not a number from the list.")
+    return sessions[int(answer) - 1].session_id
+
+
+def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int:
+    """`swecli init`: scan, ask the model to fill OPENCLI.md.template, create or (after approval) update."""
+    from swecli.config import ConfigError
+    from swecli.llm.base import ProviderError, complete
+    from swecli.llm.factory import make_provider
+    from swecli.memory.init import InitError, prepare_init_request, prepare_init_result
+
+    try:
+        settings = _settings(root, flags)
+        provider = make_provider(settings)
+        sys.stderr.write("Scanning the project and asking the model to write OPENCLI.md ...\n")
+        try:
+            answer = complete(provider, prepare_init_request(root)).message.content
+        finally:
+            provider.close()
+        result = prepare_init_result(root, answer)
+    except (ConfigError, ProviderError, InitError) as exc:
+        return _error(str(exc))
+    if result.existing is None:
+        result.write()
+        print(f"Created {result.path} ({len(result.text.splitlines())} lines).")
+        return 0
+    if not result.changed:
+        print(f"{result.path} is already up to date.")
+        return 0
+    print(result.diff)
+    if not assume_yes and not _confirm(f"Update {result.path.name} with these changes?"):
+        print("Left OPENCLI.md unchanged." + ("" if sys.stdin.isatty() else " (Pass --yes to apply without asking.)"))
+        return 1
+    result.write()
+    print(f"Updated {result.path}.")
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower().startswith("y")
+
+
+def show_log(root: Path, session: str | None) -> int:
+    from swecli.session.log import find_log, format_log
+    from swecli.session.store import SessionError
+
+    try:
+        path = find_log(root, session)
+    except SessionError as exc:
+        return _error(str(exc))
+    for line in format_log(path):
+        print(line)
+    return 0
+
+
+def manage_sessions(root: Path, delete: list[str], older_than_days: int | None, assume_yes: bool) -> int:
+    from swecli.session.store import (
+        SessionError,
+        delete_session,
+        format_session_line,
+        list_sessions,
+        resolve_session_id,
+        sessions_older_than,
+    )
+
+    try:
+        doomed = [resolve_session_id(root, wanted) for wanted in delete]
+    except SessionError as exc:
+        return _error(str(exc))
+    if older_than_days is not None:
+        doomed += [info.session_id for info in sessions_older_than(root, older_than_days)]
+    if not doomed:
+        sessions = list_sessions(root)
+        if not sessions:
+            print("No sessions yet in this project.")
+        for info in sessions:
+            print(format_session_line(info))
+        return 0
+    print("Will delete:\n" + "\n".join(f"  {sid}" for sid in doomed))
+    if not assume_yes and not _confirm(f"Delete {len(doomed)} session(s)?"):
+        print("Nothing deleted." + ("" if sys.stdin.isatty() else " (Pass --yes to delete without asking.)"))
+        return 1
+    for sid in doomed:
+        for path in delete_session(root, sid):
+            print(f"deleted {path}")
+    return 0
 
 
 def _fail(message: str) -> None:

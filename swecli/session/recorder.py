@@ -1,9 +1,11 @@
-"""One session's files, fed by the agent's events: transcript, JSON log and session notes.
+"""One session's files, fed by the agent's events: the transcript and the JSON log, plus any other
+per-session writer attached to it (the session notes, wired by `swecli.assembly`).
 
     recorder = SessionRecorder.start(root, settings)                 # a new session
     recorder, loaded = SessionRecorder.resume(root, settings, None)  # --continue (or an id: --resume ID)
     agent.history = loaded.history
-    agent.on_event = chain(ui.handle, recorder.handle)
+    recorder.attach("notes", NotesUpdater(root, resumed=recorder.resumed).handle)
+    bus.listeners.append(recorder.handle)                            # after the UI's listener
     ...
     recorder.close()                                                 # writes the stats record
 
@@ -29,7 +31,6 @@ from swecli.events import (
     ToolFinished,
     TurnFinished,
 )
-from swecli.memory.notes import NotesUpdater
 from swecli.messages import UserMessage
 from swecli.session.log import SessionLog
 from swecli.session.secrets import Redactor
@@ -49,7 +50,7 @@ ErrorSink = Callable[[str], None]
 
 class SessionRecorder:
     def __init__(self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor,
-                 notes: bool = True, resumed: bool = False, cwd: Path | None = None, durable: bool = False,
+                 resumed: bool = False, cwd: Path | None = None, durable: bool = False,
                  on_error: ErrorSink | None = None) -> None:
         self.root = root
         self.session_id = session_id
@@ -61,7 +62,8 @@ class SessionRecorder:
         self.transcript = Transcript(root, session_id, model=settings.model, cwd=cwd, redactor=redactor,
                                      durable=durable)
         self.log = SessionLog(root, session_id, redactor=redactor, durable=durable)
-        self.notes = NotesUpdater(root, resumed=resumed, redactor=redactor) if notes else None
+        self.resumed = resumed
+        self._writers: list[tuple[str, Callable[[object], None]]] = []
         self.stats: dict[str, Any] | None = None
         self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
 
@@ -72,8 +74,8 @@ class SessionRecorder:
         """A new session. Pass `first_prompt` when it is known up front (`-p`) to write the transcript's
         meta line at once; otherwise the file appears with the first message."""
         recorder = cls(root, session_id or new_session_id(root), settings,
-                       redactor=Redactor.from_environment(settings, env), notes=settings.memory.session_notes,
-                       cwd=cwd, durable=durable, on_error=on_error)
+                       redactor=Redactor.from_environment(settings, env), cwd=cwd, durable=durable,
+                       on_error=on_error)
         if first_prompt is not None:
             recorder._guard("transcript", lambda: recorder.transcript.write_meta(first_prompt))
         return recorder
@@ -93,19 +95,22 @@ class SessionRecorder:
             session_id = resolve_session_id(root, session)
         loaded = load_session(root, session_id)
         recorder = cls(root, session_id, settings, redactor=Redactor.from_environment(settings, env),
-                       notes=settings.memory.session_notes, resumed=True, cwd=cwd, durable=durable,
-                       on_error=on_error)
+                       resumed=True, cwd=cwd, durable=durable, on_error=on_error)
         for problem in loaded.problems:
             recorder._guard("log", partial(recorder.log.error, problem, level="warning"))
         recorder._guard("transcript", lambda: persist_closed_calls(recorder.transcript, loaded))
         return recorder, loaded
 
+    def attach(self, target: str, write: Callable[[object], None]) -> None:
+        """Another per-session writer fed the same events, guarded like the transcript and the log (a
+        failed write is reported once, as "could not write the session <target>")."""
+        self._writers.append((target, write))
+
     def handle(self, event: object) -> None:
-        """The agent's on_event hook (chain it with the UI's)."""
+        """The event bus's listener for this session's files."""
         self._record(event)
-        if self.notes is not None:
-            notes = self.notes
-            self._guard("notes", lambda: notes.handle(event))
+        for target, write in self._writers:
+            self._guard(target, partial(write, event))
 
     def _record(self, event: object) -> None:
         if isinstance(event, MessageAppended):

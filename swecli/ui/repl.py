@@ -6,7 +6,7 @@ requests (queued by `ApprovalBridge`), and returns to the prompt when the worker
 the renderer (and any other listener on the bus) directly from the worker thread.
 
 The session itself (provider, agent, transcript, log, notes, resume) comes from
-`swecli.app.open_session`. Hooks for the rest of swecli (`ReplHooks`): extra event listeners, extra
+`swecli.assembly.open_session`. Hooks for the rest of swecli (`ReplHooks`): extra event listeners, extra
 slash commands, and an override for the context meter's data source.
 """
 
@@ -24,24 +24,22 @@ from rich.text import Text
 
 from swecli import __version__
 from swecli.config import ConfigError, Settings
-from swecli.context.commands import context_commands
 from swecli.events import Event, ModelCallFinished, TurnFinished
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import Usage, UserMessage
 from swecli.permissions import MODES, Decision
 from swecli.ui import mentions
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
-from swecli.ui.commands import Command, CommandRegistry, builtin_commands, is_command
+from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
 from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
 from swecli.ui.meter import Meter, format_tokens
-from swecli.ui.more_commands import more_commands
 from swecli.ui.render import Renderer, completion_line, looks_like_diff
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
     from swecli.agent import Agent
-    from swecli.app import AgentSession, EventBus
+    from swecli.assembly import AgentSession, EventBus
 
 POLL = 0.05
 """Seconds between checks for keys and approval requests while the agent works."""
@@ -55,7 +53,7 @@ class ReplHooks:
     """Added to the session's EventBus after the renderer (the transcript and log are wired by
     `open_session` already)."""
     commands: Sequence[Command] = ()
-    """Extra slash commands (/compact, /context, /init, /resume, /notes, /playbook); same name replaces."""
+    """Extra slash commands beside `swecli.ui.commands.default_registry()`; the same name replaces one."""
     context_meter: Callable[[Repl], Meter] | None = None
     """Overrides the toolbar meter's data source (the default asks the context engine)."""
     banner: str = ""
@@ -80,8 +78,8 @@ class Repl:
 
     def __post_init__(self) -> None:
         self.renderer = Renderer(self.console)
-        self.commands: CommandRegistry = builtin_commands()
-        for command in [*context_commands(), *more_commands(), *self.hooks.commands]:
+        self.commands: CommandRegistry = default_registry()
+        for command in self.hooks.commands:
             self.commands.register(command, replace=True)
         self.session_usage = Usage()
         self.approvals = ApprovalBridge()
@@ -90,7 +88,7 @@ class Repl:
         self._meter = self._measure()
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
-        from swecli.app import open_session
+        from swecli.assembly import open_session
 
         session = open_session(self.root, self.settings, approver=self.approvals,
                                listeners=[self.renderer, self._track, *self.hooks.listeners],
@@ -151,7 +149,7 @@ class Repl:
         self.print(Text("Started a new conversation.", style="dim"))
 
     def switch_model(self, name: str) -> None:
-        from swecli.app import retry_notices
+        from swecli.assembly import retry_notices
         from swecli.llm.factory import make_provider
 
         settings = self.settings.model_copy(update={"model": name})

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from swecli.app import AgentSession, open_session
+from swecli.assembly import AgentSession, open_session
 from swecli.config import ContextConfig, HookConfig, MemoryConfig, Settings
 from swecli.context.decay import DIGEST_MARKER
 from swecli.context.references import REFERENCES_HEADING

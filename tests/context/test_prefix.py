@@ -124,7 +124,7 @@ def test_serialization_is_deterministic_and_complete() -> None:
 def test_the_real_loop_only_appends_between_requests(project: Path) -> None:
     """build_agent + the OpenAI provider over HTTP: every request the loop builds passes the check,
     and on the wire each request's messages start with the previous request's."""
-    from swecli.app import build_agent
+    from swecli.assembly import build_agent
     from swecli.config import Settings
     from swecli.llm.factory import make_provider
 

@@ -14,7 +14,7 @@ from swecli.agent import Agent
 from swecli.config import Settings
 from swecli.context.manager import ContextManager
 from swecli.events import CompactionDone, HistoryReplaced, ModelCallStarted, Notice
-from swecli.memory.notes import read_notes
+from swecli.memory.notes import NotesUpdater, read_notes
 from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
 from swecli.permissions import Policy
 from swecli.session.jsonl import read_jsonl
@@ -38,6 +38,12 @@ def write_file(args: WriteArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(f"wrote {args.path}", summary="written", meta={"path": args.path})
 
 
+def with_notes(recorder: SessionRecorder) -> SessionRecorder:
+    """The session notes writer, attached as `swecli.assembly.open_session` attaches it."""
+    recorder.attach("notes", NotesUpdater(recorder.root, resumed=recorder.resumed, redactor=recorder.redactor).handle)
+    return recorder
+
+
 def make_agent(model: ScriptedModel, root: Path, recorder: SessionRecorder) -> Agent:
     tools = ToolRegistry([Tool("write_file", "Write a file.", WriteArgs, write_file, mutating=True)])
     return Agent(model, tools, ContextManager((SystemBlock(text="sys"),), tools.schemas()), ToolContext(root=root),
@@ -50,7 +56,7 @@ def write_call(path: str, content: str, text: str = "") -> AssistantMessage:
 
 def test_a_recorded_turn_replays_to_the_agent_history(project: Path) -> None:
     settings = Settings(model="scripted-model")
-    recorder = SessionRecorder.start(project, settings)
+    recorder = with_notes(SessionRecorder.start(project, settings))
     model = ScriptedModel([write_call("src/a.py", "print(1)", "Create the module."), say("done")])
     agent = make_agent(model, project, recorder)
     agent.run("create src/a.py")
@@ -71,7 +77,7 @@ def test_a_recorded_turn_replays_to_the_agent_history(project: Path) -> None:
 def test_a_fake_key_in_the_environment_never_reaches_swecli_dir(project: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACME_API_KEY", SECRET)
-    recorder = SessionRecorder.start(project, Settings(model="m", api_key="sk-settings-key-987654321"))
+    recorder = with_notes(SessionRecorder.start(project, Settings(model="m", api_key="sk-settings-key-987654321")))
     model = ScriptedModel([
         write_call("cfg.py", f'KEY = "{SECRET}"', f"Store {SECRET} in cfg.py."),
         say(f"Stored {SECRET}; the settings key is sk-settings-key-987654321."),
@@ -91,7 +97,7 @@ def test_a_fake_key_in_the_environment_never_reaches_swecli_dir(project: Path,
 
 
 def test_history_replacement_and_compaction_are_recorded(project: Path) -> None:
-    recorder = SessionRecorder.start(project, Settings(model="m", context_limit=100_000))
+    recorder = with_notes(SessionRecorder.start(project, Settings(model="m", context_limit=100_000)))
     recorder.handle(ModelCallStarted(1, 40_000))
     for text in ("one", "two", "three"):
         from swecli.events import MessageAppended
@@ -182,11 +188,11 @@ def test_resume_by_prefix_and_nothing_to_continue(project: Path) -> None:
 
 
 def test_resumed_session_keeps_its_goal(project: Path) -> None:
-    first = SessionRecorder.start(project, Settings(model="m"))
+    first = with_notes(SessionRecorder.start(project, Settings(model="m")))
     make_agent(ScriptedModel([say("ok")]), project, first).run("build the parser")
     first.close()
     resumed, loaded = SessionRecorder.resume(project, Settings(model="m"))
-    agent = make_agent(ScriptedModel([say("ok")]), project, resumed)
+    agent = make_agent(ScriptedModel([say("ok")]), project, with_notes(resumed))
     agent.history = loaded.history
     agent.run("now the tests")
     resumed.close()

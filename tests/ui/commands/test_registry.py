@@ -13,7 +13,7 @@ from rich.console import Console
 from swecli.config import Settings
 from swecli.events import Event, HistoryReplaced
 from swecli.testing.server import Reply, ScriptedLLM
-from swecli.ui.commands import Command, CommandRegistry, builtin_commands, is_command
+from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
 from swecli.ui.repl import Repl, ReplHooks
 
 
@@ -49,7 +49,7 @@ def test_registry_rejects_duplicates_unless_replacing() -> None:
 
 
 def test_suggestions_and_command_detection() -> None:
-    registry = builtin_commands()
+    registry = default_registry()
     assert registry.suggest("hepl") == "help"
     assert registry.suggest("mod") in ("mode", "model")
     assert registry.suggest("zzzzzz") is None
@@ -142,3 +142,12 @@ def test_reopen_switches_sessions_and_keeps_mode_and_approvals(project: Path, ll
     assert repl.session.session_id == first_id
     assert [m.content for m in repl.agent.history] == [m.content for m in first_history]
     assert repl.mode == "auto" and "make test" in repl.agent.policy.always_commands
+
+
+def test_every_family_lands_on_the_one_registry() -> None:
+    assert default_registry().names() == sorted([
+        "help", "clear", "tokens", "resume", "exit", "quit",  # session
+        "model", "mode",  # model
+        "context", "compact",  # context
+        "init", "notes", "playbook",  # memory
+    ])

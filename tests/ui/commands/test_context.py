@@ -7,11 +7,11 @@ from rich.console import Console
 
 from swecli.config import ContextConfig
 from swecli.context.archive import MemoryArchive
-from swecli.context.commands import compact_handler, context_commands, context_handler, context_report
 from swecli.context.manager import ContextManager
 from swecli.events import CompactionDone, Event
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.testing.model import ScriptedModel, say
+from swecli.ui.commands.context import commands, compact, context, context_report
 
 
 @dataclass
@@ -61,7 +61,7 @@ def make(events: list[Event], provider: Any = None) -> FakeRepl:
 
 def test_context_prints_the_breakdown_table_and_bar() -> None:
     repl = make([])
-    context_handler(cast(Any, repl), "")
+    context(cast(Any, repl), "")
     text = repl.output()
     state = repl.agent.context.state(repl.agent.history)
     for label in ("system", "tools", "memory", "history", "current turn", "free", "reserved for reply"):
@@ -86,7 +86,7 @@ def test_compact_replaces_the_history_and_reports_through_events() -> None:
     model = ScriptedModel([say("summary of the parser work")])
     repl = make(events, model)
     before = repl.agent.history
-    compact_handler(cast(Any, repl), "keep the failing test names")
+    compact(cast(Any, repl), "keep the failing test names")
     model.assert_done()
     assert "keep the failing test names" in model.requests[0].messages[0].content
     assert repl.agent.replaced == ["compaction"] and len(repl.agent.history) < len(before)
@@ -98,10 +98,10 @@ def test_compact_replaces_the_history_and_reports_through_events() -> None:
 def test_compact_on_an_empty_conversation_says_so() -> None:
     repl = make([], ScriptedModel([]))
     repl.agent.history = []
-    compact_handler(cast(Any, repl), "")
+    compact(cast(Any, repl), "")
     assert "conversation is empty" in repl.output()
 
 
-def test_commands_are_registrable() -> None:
-    assert [c.name for c in context_commands()] == ["context", "compact"]
-    assert context_commands()[1].signature == "/compact [focus instructions]"
+def test_the_context_family_declares_context_and_compact() -> None:
+    assert [c.name for c in commands] == ["context", "compact"]
+    assert [c.signature for c in commands][1] == "/compact [focus instructions]"

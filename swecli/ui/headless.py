@@ -1,5 +1,8 @@
 """`swecli -p TASK`: run one task to completion without a person at the keyboard.
 
+`run_headless` opens the session (`swecli.assembly`), runs the task and prints the outcome; the
+printers below turn the loop's events into progress lines (text) or JSON events (stream-json).
+
 Output formats:
 - text: the final answer on stdout; progress (actions, results, warnings) on stderr.
 - json: one object on stdout: result, stop_reason, turns, tool_calls, usage (with `estimated` and
@@ -14,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
-from typing import Any, Literal, TextIO
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.events import (
     CompactionDone,
@@ -26,6 +31,10 @@ from swecli.events import (
     TurnFinished,
 )
 from swecli.ui.render import key_argument
+
+if TYPE_CHECKING:
+    from swecli.config import Settings
+    from swecli.permissions import Approver
 
 OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
@@ -129,3 +138,44 @@ def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error:
             err.write(f"swecli: {turn.answer}\n")
     out.flush()
     return EXIT_CODES.get(summary["stop_reason"], 1)
+
+
+def run_headless(root: Path, settings: Settings, prompt: str, output_format: OutputFormat, *, resume: str | None = None,
+                 continue_latest: bool = False) -> int:
+    from swecli.assembly import open_session
+    from swecli.llm.base import ProviderError
+
+    printer = StreamJsonPrinter(sys.stdout) if output_format == "stream-json" else ProgressPrinter(sys.stderr)
+    listeners: list[Callable[[Event], None]] = [] if output_format == "json" else [printer]
+    session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
+                           continue_latest=continue_latest, first_prompt=prompt)
+    try:
+        turn = session.run(prompt)
+    except ProviderError as exc:
+        session.recorder.log.error(str(exc))
+        return finish(output_format, None, session.session_id, str(exc))
+    except KeyboardInterrupt:
+        return finish(output_format, None, session.session_id, "interrupted by user")
+    finally:
+        session.close()
+    return finish(output_format, turn, session.session_id, "")
+
+
+def tty_approver() -> Approver | None:
+    """Ask on the terminal when there is one; None (refuse, never block) when there is not."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return None
+    from swecli.permissions import ApprovalRequest, Decision
+
+    def ask(request: ApprovalRequest) -> Decision:
+        sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
+        if request.danger:
+            sys.stderr.write(f"warning: {request.danger}\n")
+        answer = input("Allow? [y]es / [n]o / [a]lways this session: ").strip().lower()
+        if answer.startswith("a"):
+            return Decision("always")
+        if answer.startswith("y"):
+            return Decision("yes")
+        return Decision("no", answer[1:].strip(" :-") if answer.startswith("n") else answer)
+
+    return ask

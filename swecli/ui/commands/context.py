@@ -1,7 +1,7 @@
-"""The context engine's slash commands for the REPL: `/context` and `/compact [focus]`.
+"""Context commands: `/context` (what fills the window) and `/compact [focus]`.
 
-Plugged in through `ReplHooks(commands=context_commands())` (or `registry.register(...)`); both use
-only the public state of the REPL (`repl.agent`, `repl.provider`, `repl.print`, `repl.refresh_meter`).
+They show and act on the context engine's public surface (`ContextManager.state`, `.compact`,
+`.compactions`, `.mechanisms`); the engine itself knows nothing of the REPL.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from swecli.context.budget import ContextState
-from swecli.ui.commands import Command
+from swecli.ui.commands.registry import Family
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
@@ -26,12 +26,18 @@ _STYLES = {"system": "cyan", "tools": "blue", "memory": "magenta", "history": "g
 _GLYPHS = {"free": "░", "reserved for reply": "▒"}
 
 
-def context_handler(repl: Repl, args: str) -> None:
-    context = repl.agent.context
-    repl.print(context_report(context.state(repl.agent.history), context))
+commands = Family()
 
 
-def compact_handler(repl: Repl, args: str) -> None:
+@commands.command("context", "Show what fills the context window: system, tools, memory, history, current turn")
+def context(repl: Repl, args: str) -> None:
+    manager = repl.agent.context
+    repl.print(context_report(manager.state(repl.agent.history), manager))
+
+
+@commands.command("compact", "Compact the conversation now; the focus text steers what the summary keeps",
+                  usage="/compact [focus instructions]")
+def compact(repl: Repl, args: str) -> None:
     agent = repl.agent
     if not agent.history:
         repl.print(Text("Nothing to compact: the conversation is empty.", style="dim"))
@@ -41,15 +47,6 @@ def compact_handler(repl: Repl, args: str) -> None:
     agent.replace_history(agent.context.compact(agent.history, repl.provider, trigger="manual", focus=args),
                           "compaction")
     repl.refresh_meter()
-
-
-def context_commands() -> list[Command]:
-    return [
-        Command("context", "Show what fills the context window: system, tools, memory, history, current turn",
-                context_handler),
-        Command("compact", "Compact the conversation now; the focus text steers what the summary keeps",
-                compact_handler, usage="/compact [focus instructions]"),
-    ]
 
 
 def context_report(state: ContextState, context: ContextManager | None = None) -> Group:

@@ -1,8 +1,11 @@
 """Assembly: settings + project root -> a ready agent session. Shared by the REPL and headless mode.
 
     session = open_session(root, settings, approver=..., listeners=[renderer])
-    session.agent.run("task")
+    session.run("task")        # just-in-time context, the agent loop, then reflection
     session.close()
+
+`build_agent` wires one `Agent` (provider, tools, context engine, policy); `open_session` adds the
+transcript, log and notes, resume, and the playbook around it.
 """
 
 from __future__ import annotations
@@ -171,7 +174,7 @@ def open_session(
     Raises SessionError (a one-sentence message) when there is nothing to resume.
     """
     from swecli.llm.factory import make_provider
-    from swecli.memory.notes import notes_tool
+    from swecli.memory.notes import NotesUpdater, notes_tool
     from swecli.session.recorder import SessionRecorder
 
     bus = EventBus(list(listeners or []))
@@ -183,6 +186,8 @@ def open_session(
         recorder, loaded = SessionRecorder.resume(root, settings, resume or None, on_error=warn)
     else:
         recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
+    if settings.memory.session_notes:
+        recorder.attach("notes", NotesUpdater(root, resumed=recorder.resumed, redactor=recorder.redactor).handle)
     provider = make_provider(settings, on_retry=retry_notices(bus))
     extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
     playbook = Playbook.for_project(root) if settings.context.playbook else None

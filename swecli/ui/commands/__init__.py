@@ -1,0 +1,24 @@
+"""Slash commands, one module per family, all on one registry.
+
+- `registry`: `Command`, `CommandRegistry` (dispatch, suggestions), `Family` (the decorator a family uses)
+- `session`: /help /clear /tokens /resume /exit
+- `model`: /model /mode
+- `context`: /context /compact
+- `memory`: /init /notes /playbook
+
+A new command is a decorated function in the family it belongs to (a new family module is added to
+`default_registry`).
+"""
+
+from __future__ import annotations
+
+from swecli.ui.commands.registry import Command, CommandRegistry, Family, is_command
+
+__all__ = ["Command", "CommandRegistry", "Family", "default_registry", "is_command"]
+
+
+def default_registry() -> CommandRegistry:
+    """Every family's commands on one registry (the REPL's)."""
+    from swecli.ui.commands import context, memory, model, session
+
+    return CommandRegistry([*session.commands, *model.commands, *context.commands, *memory.commands])

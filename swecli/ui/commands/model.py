@@ -1,0 +1,51 @@
+"""Model and mode commands: `/model [NAME]`, `/mode [default|auto|plan]`."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from swecli.permissions import MODES
+from swecli.ui.commands.registry import Family
+from swecli.ui.meter import format_tokens
+
+if TYPE_CHECKING:
+    from swecli.ui.repl import Repl
+
+commands = Family()
+
+
+@commands.command("model", "Show the model, or switch to another one", usage="/model [NAME]")
+def model(repl: Repl, args: str) -> None:
+    if args:
+        repl.switch_model(args)
+        return
+    settings = repl.settings
+    line = Text("Model: ")
+    line.append(settings.model or "(none)", style="bold")
+    line.append(f" · provider {settings.provider or '(auto)'}")
+    if settings.base_url:
+        line.append(f" · {settings.base_url}")
+    line.append(f" · context window {format_tokens(settings.context_window)}")
+    repl.print(line)
+    repl.print(Text("Switch with /model NAME.", style="dim"))
+
+
+def complete_mode(repl: Repl, typed: str) -> list[str]:
+    return [m for m in MODES if m.startswith(typed)]
+
+
+@commands.command("mode", "Show or switch the mode: default asks before changes, auto does not, plan is read-only",
+                  usage="/mode [default|auto|plan]", complete=complete_mode)
+def mode(repl: Repl, args: str) -> None:
+    if not args:
+        repl.print(Text(f"Mode: {repl.mode} (choose with /mode {'|'.join(MODES)}; Shift-Tab cycles)"))
+        return
+    if args not in MODES:
+        hint = difflib.get_close_matches(args, MODES, n=1)
+        repl.print(Text(f"Unknown mode {args!r}; use one of: {', '.join(MODES)}."
+                        + (f" Did you mean {hint[0]}?" if hint else ""), style="red"))
+        return
+    repl.set_mode(args)
