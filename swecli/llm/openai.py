@@ -55,6 +55,12 @@ if TYPE_CHECKING:
 
 EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when the request exceeds its "
                 "context")
+STREAMING_OFF = "swecli asks it without streaming from now on (answers appear whole, not word by word)"
+
+
+class EmptyStream(ContextOverflowError):
+    """HTTP 200 with no event at all: llama.cpp's answer to a streamed request larger than its context,
+    and llama-cpp-python's to a streamed request offering tools it cannot stream."""
 
 
 class OpenAIProvider(HttpProvider):
@@ -64,22 +70,43 @@ class OpenAIProvider(HttpProvider):
     sent without streaming for the rest of the session."""
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        probing = bool(request.tools) and self.stream_tools
         try:
-            yield from self._attempts(request, cancel)
+            yield from self._attempts(request, cancel, probing)
         except StreamingToolsUnsupported as refused:
-            if not (request.tools and self.stream_tools):
+            if not probing:
                 raise
             self.stream_tools = False
-            yield ProviderNote(f"{refused}; swecli asks it without streaming from now on (answers appear whole)")
+            yield ProviderNote(f"{refused}; {STREAMING_OFF}")
             yield from self._attempts(request, cancel)
+        except EmptyStream:
+            if not probing:
+                raise
+            yield from self._probe_unstreamed(request, cancel)
 
-    def _attempts(self, request: ModelRequest, cancel: CancelToken | None) -> Iterator[StreamEvent]:
+    def _probe_unstreamed(self, request: ModelRequest, cancel: CancelToken | None) -> Iterator[StreamEvent]:
+        """An empty stream for a request with tools: either the server cannot stream tool calls, or the
+        request is too large. Asking once without streaming tells which (an oversized request then
+        gets a real context-length error), and answers the request when streaming was the problem."""
+        self.stream_tools = False
+        try:
+            events = list(self._attempts(request, cancel))  # not streamed: it arrives whole anyway
+        except ContextOverflowError:
+            self.stream_tools = True
+            raise
+        yield ProviderNote(f"{self.name} sent an empty stream for a request offering tools and answered it without "
+                           f"streaming, so it cannot stream tool calls; {STREAMING_OFF}")
+        yield from events
+
+    def _attempts(self, request: ModelRequest, cancel: CancelToken | None,
+                  probing: bool = False) -> Iterator[StreamEvent]:
         body = self.request_body(request)
         endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
 
         def attempt() -> Iterator[StreamEvent]:
-            return stream_sse(self._client, endpoint, body, OpenAIStream(self.name, taken, self.model), cancel)
+            handler = OpenAIStream(self.name, taken, self.model, empty_is_final=probing)
+            return stream_sse(self._client, endpoint, body, handler, cancel)
 
         return retry_stream(attempt, self.retry, cancel)
 
@@ -135,8 +162,10 @@ def wire_message(message: Message) -> dict[str, Any]:
 class OpenAIStream:
     """Assembles one streamed chat completion from its chunks."""
 
-    def __init__(self, provider: str, taken_ids: set[str], model: str = "") -> None:
+    def __init__(self, provider: str, taken_ids: set[str], model: str = "", empty_is_final: bool = False) -> None:
         self.provider = provider
+        self.empty_is_final = empty_is_final
+        """An empty stream is raised at once, not retried (the provider asks without streaming instead)."""
         self.done = False
         self.model = model
         self._ids = IdAllocator(taken_ids)
@@ -186,6 +215,8 @@ class OpenAIStream:
             events.append(ReasoningDelta(reasoning))
         if isinstance(delta.get("content"), str) and delta["content"]:
             events.extend(self._content(self._think.feed(delta["content"])))
+        elif isinstance(delta.get("content"), list):
+            events.extend(self._content_parts(delta["content"]))
         if isinstance(delta.get("refusal"), str) and delta["refusal"]:
             self._refusal.append(delta["refusal"])  # shown as a refusal at the end, not as the answer
         for fragment in delta.get("tool_calls") or []:
@@ -194,6 +225,20 @@ class OpenAIStream:
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"])
         return events
+
+    def _content_parts(self, parts: list[Any]) -> list[StreamEvent]:
+        """Content as typed parts (Mistral): `text` parts, and `thinking` parts holding text parts."""
+        pieces: list[Piece] = []
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                pieces.extend(self._think.feed(part["text"]))
+            elif part.get("type") == "thinking":
+                inner = part.get("thinking")
+                texts = [p.get("text") for p in inner if isinstance(p, dict)] if isinstance(inner, list) else [inner]
+                pieces.extend(("reasoning", t) for t in texts if isinstance(t, str) and t)
+        return self._content(pieces)
 
     def _content(self, pieces: list[Piece]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
@@ -283,7 +328,8 @@ class OpenAIStream:
             error, retry = non_stream_error(self.provider, stray)
             return Retryable(error) if retry else error
         if self._chunks == 0:
-            return Retryable(ContextOverflowError(f"{EMPTY_STREAM} ({self.provider})"), max_retries=1)
+            empty = EmptyStream(f"{EMPTY_STREAM} ({self.provider})")
+            return empty if self.empty_is_final else Retryable(empty, max_retries=1)
         return Retryable(TransientError(f"the response from {self.provider} ended before it was complete "
                                         "(no finish reason)"))
 
