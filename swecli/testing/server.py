@@ -9,7 +9,8 @@ Tests (and benchmarks) drive swecli's real provider code over real HTTP with it:
 Each POST consumes the next step. A step is a `Reply` (streamed as SSE when the request asks
 for `stream`, else one JSON body), a `Fail` (an HTTP error with a provider-shaped body), `Drop`
 (the connection dies mid-stream), `EmptyStream` (HTTP 200 with no events, as llama.cpp answers an
-oversized streamed request), `Raw` (exact bytes: a recorded answer replayed in pieces), or a callable that receives the request body and returns a step.
+oversized streamed request), `Raw` (exact bytes: a recorded answer replayed in pieces), or a
+callable that receives the request body and returns a step.
 A request with no step left is answered 500 and recorded as a failure; `assert_done()` (called on
 a clean exit from the `with` block) fails on such extra calls and on unused steps.
 """
