@@ -22,6 +22,7 @@ from swecli.context.manager import ContextManager
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import Provider
+from swecli.llm.thinking import Thinking
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
 from swecli.messages import SystemBlock, UserMessage
@@ -98,7 +99,7 @@ def build_agent(
     context.cancel = tool_ctx.cancel  # Esc also stops a summary request
     return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
                  policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
-                 max_iterations=settings.max_iterations)
+                 max_iterations=settings.max_iterations, thinking=Thinking.parse(settings.thinking))
 
 
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from swecli.llm.presets import PRESETS, context_window
 
@@ -76,10 +76,22 @@ class Settings(Section):
     """Output tokens requested per response."""
     request_timeout: float = Field(600.0, gt=0)
     max_retries: int = Field(5, ge=0)
+    thinking: str = "off"
+    """Extended thinking / reasoning effort: off, on, low, medium, high, or a token budget (>= 1024).
+    Anthropic gets a thinking budget, OpenAI reasoning models a `reasoning_effort` (`/thinking` in
+    the REPL changes it for the session)."""
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _known_thinking(cls, value: object) -> str:
+        from swecli.llm.thinking import Thinking
+
+        Thinking.parse(value if isinstance(value, (str, int)) else str(value))  # one sentence if invalid
+        return str(value).strip().lower()
 
     @property
     def context_window(self) -> int:

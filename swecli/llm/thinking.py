@@ -58,9 +58,18 @@ class Thinking:
             return cls(budget, effort_for(budget))
         raise ValueError(f"thinking must be off, on, low, medium, high or a token budget (got {value!r})")
 
-    def describe(self) -> str:
+    def describe(self, wire: str = "", model: str = "") -> str:
+        """What this setting sends to `model` on `wire` ("anthropic" | "openai"), in a few words."""
         if not self.on:
             return "off"
+        if wire == "anthropic":
+            return f"on: thinking budget {self.budget:,} tokens per response (on top of max_tokens)"
+        if wire == "openai":
+            effort = self.openai_effort(model)
+            if effort:
+                return f"on: reasoning_effort {effort}"
+            return (f"on, but {model or 'this model'} is not a known reasoning model, so nothing is sent "
+                    f"(name an effort, e.g. `high`, to send reasoning_effort anyway)")
         return f"{self.effort} (Anthropic budget {self.budget:,} tokens, OpenAI reasoning_effort {self.effort})"
 
     def setting(self) -> str:

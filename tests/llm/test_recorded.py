@@ -5,7 +5,7 @@ DeepSeek, Hugging Face...; see ../shared/README.md). Each body is served byte fo
 recorded status and content type, once in small pieces (1 to 61 bytes, each flushed) and once in
 large ones, to the real provider code; what it parses is compared with what a small reference
 reader in this file takes from the same bytes: text, reasoning, tool calls (name and parsed
-arguments), usage (input, output, cached) and the stop reason, or the typed error of an error body.
+arguments), usage (input, output, cached, reasoning) and the stop reason, or the typed error of an error body.
 
 The reference reader is deliberately naive and separate from the code under test: it splits the
 body on blank lines, joins `data:` lines, and reads the JSON fields the wire formats document.
@@ -71,7 +71,8 @@ class Expected:
     text: str = ""
     reasoning: str = ""
     calls: list[tuple[str, Any]] = field(default_factory=list)
-    usage: tuple[int, int, int] | None = None
+    usage: tuple[int, int, int, int] | None = None
+    """input, output, cached, reasoning"""
     stop: str = ""
     error: type[Exception] | None = None
     error_text: str = ""
@@ -155,7 +156,8 @@ def expect_openai(body: bytes) -> Expected:
     if usage and (usage.get("prompt_tokens") or usage.get("completion_tokens")):
         details = usage.get("prompt_tokens_details") or {}
         cached = details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0
-        out.usage = (usage["prompt_tokens"], usage["completion_tokens"], cached)
+        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        out.usage = (usage["prompt_tokens"], usage["completion_tokens"], cached, reasoning)
     if not out.stop and done and usage:
         out.stop = "tool_calls" if calls else "stop"  # a complete stream that never named its finish reason
     if refusal:
@@ -202,7 +204,8 @@ def expect_anthropic(body: bytes) -> Expected:
     out.calls = [(b["name"], json.loads(b["json"] or "{}")) for b in ordered if b["type"] == "tool_use"]
     cached = usage.get("cache_read_input_tokens") or 0
     prompt = (usage.get("input_tokens") or 0) + cached + (usage.get("cache_creation_input_tokens") or 0)
-    out.usage = (prompt, usage.get("output_tokens") or 0, cached) if prompt else None
+    thinking = (usage.get("output_tokens_details") or {}).get("thinking_tokens") or 0
+    out.usage = (prompt, usage.get("output_tokens") or 0, cached, thinking) if prompt else None
     out.stop = ANTHROPIC_STOPS.get(out.stop, out.stop)
     return out
 
@@ -259,13 +262,18 @@ def test_recorded_answer_parses_exactly(server: ScriptedLLM, record: dict[str, A
     assert message.content == want.text
     assert message.reasoning == want.reasoning
     assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == want.calls
-    got = (done.usage.input_tokens, done.usage.output_tokens, done.usage.cache_read_tokens) if done.usage else None
+    u = done.usage
+    got = (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.reasoning_tokens) if u else None
     assert got == want.usage
     assert done.finish_reason == want.stop
 
 
-def test_the_corpus_is_the_one_described() -> None:
-    """280 interactions on both wires, with errors among them: a smaller file would test less."""
-    wires = {r["wire"] for r in FIXTURES}
-    assert len(FIXTURES) == 280 and wires == {"openai", "anthropic"}
-    assert sum(r["status"] != 200 for r in FIXTURES) >= 10
+def test_the_corpus_covers_what_it_should() -> None:
+    """280 interactions on both wires; a corpus that lost its tool calls, reasoning, cached or reasoning
+    token counts or error bodies would test less without failing anything above."""
+    wants = [expected(r, base64.b64decode(r["body_b64"])) for r in FIXTURES]
+    assert len(FIXTURES) == 280 and {r["wire"] for r in FIXTURES} == {"openai", "anthropic"}
+    assert sum(bool(w.calls) for w in wants) >= 100 and sum(bool(w.reasoning) for w in wants) >= 10
+    assert sum(bool(w.usage and w.usage[2]) for w in wants) >= 3 and sum(bool(w.usage and w.usage[3]) for w in wants)
+    assert {w.error for w in wants} >= {AuthError, RateLimitError, ProviderError}
+    assert {w.stop for w in wants} >= {"stop", "tool_calls", "length", "pause_turn"}
