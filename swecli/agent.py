@@ -2,7 +2,9 @@
 
 The loop's exits are exceptions that carry what to report (mini-swe-agent style): `Finished` when
 the model answers without tool calls, `Interrupted` when the user pressed Esc; running out of
-iterations ends the `for` loop itself. Everything else (context assembly, compaction, approvals, rendering,
+iterations ends the `for` loop itself. Replies that are cut at the output limit, paused, refused or
+empty are read by `replies.read_reply`, which says whether the turn ends, goes on, or which calls
+must not run. Everything else (context assembly, compaction, approvals, rendering,
 transcripts) is delegated; the loop only decides what happens next.
 """
 

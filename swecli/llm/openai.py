@@ -12,15 +12,28 @@ what prefix prompt caching needs):
 - `ModelRequest.tail` (small dynamic text) goes last as a separate user message, only when non-empty.
   Appending it to the last user/tool message instead would change that message's bytes on the next
   request, so a cached prefix would end one message earlier; as its own message it leaves every
-  history message untouched and the whole history stays cacheable.
+  history message untouched and the whole history stays cacheable;
+- `tool_choice: "auto"` goes with every request that offers tools (every provider's default, but
+  llama-cpp-python's function-calling chat format puts the tools into the prompt only when it is sent);
+- `reasoning_effort` when thinking is on, for reasoning models (see `llm.thinking`).
 
-Stream deviations handled (see ../shared/README.md): no usage chunk (llama.cpp ignores
-`include_usage`: `ResponseDone.usage` is None and the loop counts locally); `<think>` reasoning inside
-the content; tool-call chunks without index or id; a stream cut short (`[DONE]` or EOF with no finish
-reason) is retried; an empty 200 body, which is how llama.cpp answers a streamed request larger than
-its context, is retried once and then reported as `ContextOverflowError`, so the context engine
-compacts instead of the turn failing. A false alarm costs one compaction; a missed overflow would end
-the user's turn, so the overflow reading is the more useful one.
+Stream deviations handled (see ../shared/README.md and the recorded corpus in tests/llm/test_recorded.py):
+no usage chunk (llama.cpp ignores `include_usage`: `ResponseDone.usage` is None and the loop counts
+locally); usage of zeros (also None); Groq's usage under `x_groq`; reasoning-token counts kept;
+`<think>` reasoning inside the content; Mistral's content as typed parts (`text`, `thinking`);
+tool-call chunks without index or id; an OpenAI `refusal` (the finish reason becomes `refusal`);
+a stream that ends with its usage chunk and `[DONE]` but no finish reason is complete (kimi-k2 through
+OpenRouter), while one cut short without usage (`[DONE]` or EOF with no finish reason, as llama.cpp
+does when a second request arrives) is retried.
+
+An empty 200 body is how llama.cpp answers a streamed request larger than its context, and how
+llama-cpp-python's `chatml-function-calling` answers a streamed request whose answer is a tool call.
+With tools offered, swecli asks once more without streaming: an answer means the server cannot stream
+tool calls, so requests with tools go unstreamed for the rest of the session (said once, as a
+`ProviderNote`); a context-length error means the request was too large. Without tools the empty body
+is retried once and then reported as `ContextOverflowError`, so the context engine compacts instead
+of the turn failing: a false alarm costs one compaction, a missed overflow would end the user's turn.
+A server that says it cannot stream tool calls (`StreamingToolsUnsupported`) is believed at once.
 """
 
 from __future__ import annotations
