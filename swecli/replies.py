@@ -9,7 +9,8 @@ the user is told:
   reply run as usual);
 - Anthropic `pause_turn`: the turn is not over; the loop sends the history back as it is and the
   model continues;
-- `refusal` (OpenAI's `refusal` field, Anthropic's stop reason): the turn ends as a refusal;
+- `refusal` (OpenAI's `refusal` field, Anthropic's stop reason) and OpenAI's `content_filter`: the
+  turn ends as a refusal;
 - no text and no tool call: the turn ends saying the answer was empty, instead of printing nothing.
 """
 
@@ -45,6 +46,8 @@ def read_reply(done: ResponseDone, max_tokens: int) -> ReplyVerdict:
     if finish == "refusal":
         return ReplyVerdict("finish", "refused", "the model refused this request"
                             + ("" if message.content.strip() else " (it gave no explanation)"))
+    if finish == "content_filter":
+        return ReplyVerdict("finish", "refused", "the provider's content filter stopped the answer")
     if finish == "length":
         if message.content.strip():
             return ReplyVerdict("finish", "output_limit",

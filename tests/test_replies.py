@@ -186,3 +186,10 @@ def test_messages_keep_their_shape_after_the_turn(project: Path) -> None:
     results = [m for m in agent.history if isinstance(m, ToolMessage)]
     calls = [c for m in agent.history if isinstance(m, AssistantMessage) for c in m.tool_calls]
     assert [r.tool_call_id for r in results] == [c.id for c in calls] and results[0].is_error
+
+
+def test_a_content_filter_stop_is_reported_as_a_refusal(project: Path) -> None:
+    events: list[Event] = []
+    with ScriptedLLM([Reply("Here is how to", finish_reason="content_filter")]) as llm:
+        turn = http_agent(llm, project, events).run("something filtered")
+    assert turn.stop_reason == "refused" and notices(events) == ["the provider's content filter stopped the answer"]
