@@ -6,13 +6,18 @@ iterations ends the `for` loop itself. Replies that are cut at the output limit,
 empty are read by `replies.read_reply`, which says whether the turn ends, goes on, or which calls
 must not run. Everything else (context assembly, compaction, approvals, rendering,
 transcripts) is delegated; the loop only decides what happens next.
+
+A reply's tool calls run in order, except that consecutive calls of a `concurrent` tool (`task`: a
+sub-agent each) run side by side, at most `max_parallel` at once; their results are appended in call
+order either way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from swecli.context.manager import ContextManager
@@ -37,6 +42,7 @@ from swecli.llm.base import (
     ReasoningDelta,
     ResponseDone,
     TextDelta,
+    Waiting,
 )
 from swecli.llm.thinking import Thinking
 from swecli.messages import (
@@ -73,6 +79,8 @@ class Agent:
     policy: Policy = field(default_factory=Policy)
     on_event: Callable[[Event], None] = lambda event: None
     max_iterations: int = 200
+    max_parallel: int = 1
+    """How many calls of a concurrent tool (sub-agents) may run at once."""
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     tool_calls_run: int = 0
@@ -118,12 +126,17 @@ class Agent:
             return  # Anthropic paused the turn: the next request lets the model go on
         if verdict.action == "finish":
             raise Finished(response.message.content, verdict.stop_reason)
-        for call in response.message.tool_calls:
+        for batch in self._batches(response.message.tool_calls):
             if self.cancel.cancelled:
                 self.close_open_calls()
                 raise Interrupted
-            cut = call.id in verdict.cut_calls
-            self.append(cut_call_result(call, self.context.max_tokens) if cut else self.execute(call))
+            if len(batch) == 1 or any(call.id in verdict.cut_calls for call in batch):
+                for call in batch:
+                    cut = call.id in verdict.cut_calls
+                    self.append(cut_call_result(call, self.context.max_tokens) if cut else self.execute(call))
+            else:
+                for message in self._execute_together(batch):
+                    self.append(message)
 
     def query(self, iteration: int) -> ResponseDone:
         request = self._request()
@@ -131,10 +144,16 @@ class Agent:
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
         try:
             return self._stream(request)
-        except ContextOverflowError:
-            # The provider's count beat ours: compact now and retry the same step once.
+        except ContextOverflowError as overflow:
+            # The provider's count beat ours (or the server's window is smaller than planned): compact now
+            # and retry the same step once.
+            self.context.note_overflow(overflow)
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
-            return self._stream(self._request())
+            try:
+                return self._stream(self._request())
+            except ContextOverflowError as again:
+                self.context.note_overflow(again)
+                raise self.context.overflow_failure(overflow, again) from None
 
     def _request(self) -> ModelRequest:
         request = self.context.request(self.history)
@@ -144,7 +163,7 @@ class Agent:
         start = time.monotonic()
         try:
             for event in self.provider.stream(request, self.cancel):
-                if isinstance(event, (TextDelta, ReasoningDelta)):
+                if isinstance(event, (TextDelta, ReasoningDelta, Waiting)):
                     self.on_event(event)
                 elif isinstance(event, ProviderNote):
                     self.on_event(Notice("info", event.text))
@@ -166,6 +185,33 @@ class Agent:
         self.on_event(ModelCallFinished(usage, duration, done.model or self.provider.model, done.finish_reason,
                                         reported=done.usage is not None))
 
+    def _batches(self, calls: tuple[ToolCall, ...]) -> Iterator[list[ToolCall]]:
+        """The reply's calls in order: runs of a concurrent tool together, every other call alone."""
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if self.max_parallel > 1 and tool is not None and tool.concurrent and not tool.mutating:
+                batch.append(call)
+                continue
+            if batch:
+                yield batch
+                batch = []
+            yield [call]
+        if batch:
+            yield batch
+
+    def _execute_together(self, batch: list[ToolCall]) -> list[ToolMessage]:
+        """Run non-mutating concurrent calls side by side; events and results stay on this thread."""
+        start = time.monotonic()
+        for call in batch:
+            self.on_event(ToolStarted(call, call.args()))
+        self.tool_calls_run += len(batch)
+        workers = min(self.max_parallel, len(batch))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecli-tool") as pool:
+            futures = [pool.submit(self.tools.run, call, self.tool_ctx) for call in batch]
+            results = [future.result() for future in futures]
+        return [self._finish(call, result, start, True) for call, result in zip(batch, results, strict=True)]
+
     def execute(self, call: ToolCall) -> ToolMessage:
         tool = self.tools.get(call.name)
         start = time.monotonic()
@@ -178,12 +224,15 @@ class Agent:
             approved = verdict.allowed
         result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
+        return self._finish(call, result, start, approved)
+
+    def _finish(self, call: ToolCall, result: ToolResult, start: float, approved: bool) -> ToolMessage:
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
                                 meta=result.meta)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
-                           is_error=result.is_error)
+                           is_error=result.is_error, images=result.images)
 
     def _preview(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)

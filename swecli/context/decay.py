@@ -15,7 +15,7 @@ has aged out of the newest zone.
 
 Per-tool policies: a listing, a grep or a file read is cheap to redo and folds as soon as it leaves
 the newest zone; a test run's output (bash) lives a few steps longer; an edit's result (the diff
-that shows what changed) lives much longer; todo/notes results are never folded.
+that shows what changed) lives much longer; todo/notes results and loaded skills are never folded.
 
 Old thinking goes too: the signed thinking blocks of assistant messages before the newest zone
 (Anthropic extended thinking) are dropped in the same batches. The API needs them back only for the
@@ -76,6 +76,7 @@ DEFAULT_POLICIES: Mapping[str, DecayPolicy] = {
     "write_file": DecayPolicy(min_age=20),
     "todo": DecayPolicy(keep=True),
     "notes": DecayPolicy(keep=True),
+    "skill": DecayPolicy(keep=True),
     "*": DecayPolicy(min_age=4),
 }
 """`*` applies to tools not listed."""

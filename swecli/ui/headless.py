@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.events import (
+    ChildEvent,
     CompactionDone,
     Event,
     Notice,
@@ -29,7 +30,9 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
+from swecli.llm.retry import format_seconds
 from swecli.ui.render import key_argument
 
 if TYPE_CHECKING:
@@ -49,7 +52,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     data: dict[str, Any] = {"type": kind}
     for f in dataclasses.fields(event):
-        data[f.name] = _jsonable(getattr(event, f.name))
+        value = getattr(event, f.name)
+        data[f.name] = event_to_dict(value) if isinstance(event, ChildEvent) and f.name == "event" else \
+            _jsonable(value)
     return data
 
 
@@ -73,6 +78,9 @@ class ProgressPrinter:
         self._in_reasoning = False
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ChildEvent):
+            self._child(event)
+            return
         if isinstance(event, ReasoningDelta):
             if not self._in_reasoning:
                 self.out.write("thinking: ")
@@ -93,6 +101,18 @@ class ProgressPrinter:
                            f"tokens ({-event.reduction:+.0%}) in {event.duration:.1f}s\n")
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
+        elif isinstance(event, Waiting):
+            self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
+                           f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")
+        self.out.flush()
+
+    def _child(self, wrapped: ChildEvent) -> None:
+        """A sub-agent's actions, indented under its task call."""
+        event = wrapped.event
+        if isinstance(event, ToolStarted):
+            self.out.write(f"    > [{wrapped.agent}] {event.call.name} {key_argument(event.call.name, event.args)}\n")
+        elif isinstance(event, Notice) and event.level != "info":
+            self.out.write(f"    {event.level}: [{wrapped.agent}] {event.text}\n")
         self.out.flush()
 
 
