@@ -28,11 +28,13 @@ does when a second request arrives) is retried.
 
 An empty 200 body is how llama.cpp answers a streamed request larger than its context, and how
 llama-cpp-python's `chatml-function-calling` answers a streamed request whose answer is a tool call.
-With tools offered, swecli asks once more without streaming: an answer means the server cannot stream
-tool calls, so requests with tools go unstreamed for the rest of the session (said once, as a
-`ProviderNote`); a context-length error means the request was too large. Without tools the empty body
-is retried once and then reported as `ContextOverflowError`, so the context engine compacts instead
-of the turn failing: a false alarm costs one compaction, a missed overflow would end the user's turn.
+The empty body is retried once (a one-off hiccup then goes unnoticed). If it comes again for a request
+offering tools, swecli asks once without streaming: an answer with a tool call means the server cannot
+stream tool calls, so requests with tools go unstreamed for the rest of the session (said once, as a
+`ProviderNote`); a context-length error (with the server's numbers) or another empty body means the
+request was too large. Otherwise the empty body is reported as `ContextOverflowError`, so the context
+engine compacts instead of the turn failing: a false alarm costs one compaction, a missed overflow
+would end the user's turn.
 A server that says it cannot stream tool calls (`StreamingToolsUnsupported`) is believed at once.
 """
 
@@ -89,40 +91,47 @@ class OpenAIProvider(HttpProvider):
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         probing = bool(request.tools) and self.stream_tools
         try:
-            yield from self._call(request, cancel, probing)
+            yield from self._call(request, cancel)
         except StreamingToolsUnsupported as refused:
             if not probing:
                 raise
             self.stream_tools = False
             yield ProviderNote(f"{refused}; {STREAMING_OFF}")
             yield from self._call(request, cancel)
-        except EmptyStream:
+        except EmptyStream as empty:
             if not probing:
                 raise
-            yield from self._probe_unstreamed(request, cancel)
+            yield from self._probe_unstreamed(request, cancel, empty.attempts)
 
-    def _probe_unstreamed(self, request: ModelRequest, cancel: CancelToken | None) -> Iterator[StreamEvent]:
-        """An empty stream for a request with tools: either the server cannot stream tool calls, or the
-        request is too large. Asking once without streaming tells which (an oversized request then
-        gets a real context-length error), and answers the request when streaming was the problem."""
+    def _probe_unstreamed(self, request: ModelRequest, cancel: CancelToken | None,
+                          sent: int) -> Iterator[StreamEvent]:
+        """Empty streams (after the retry) for a request offering tools: either the server cannot stream
+        tool calls, or the request is too large. Asked once without streaming, an oversized request gets
+        a real context-length error (with the server's numbers), and an answer with a tool call means
+        streaming was the problem: requests with tools then go unstreamed for the rest of the session."""
         self.stream_tools = False
         try:
-            events = list(self._call(request, cancel))  # not streamed: it arrives whole anyway
-        except ContextOverflowError:
+            events = list(self._call(request, cancel, empty_is_final=True))  # unstreamed: it arrives whole
+        except ContextOverflowError as overflow:
             self.stream_tools = True
+            overflow.attempts += sent  # every request the user waited for
             raise
-        yield ProviderNote(f"{self.name} sent an empty stream for a request offering tools and answered it without "
-                           f"streaming, so it cannot stream tool calls; {STREAMING_OFF}")
+        done = events[-1]
+        if isinstance(done, ResponseDone) and done.message.tool_calls:
+            yield ProviderNote(f"{self.name} sent an empty stream for a request offering tools and answered it "
+                               f"with a tool call without streaming, so it cannot stream tool calls; {STREAMING_OFF}")
+        else:
+            self.stream_tools = True  # answered without a tool call: nothing shows that streaming was the problem
         yield from events
 
-    def _call(self, request: ModelRequest, cancel: CancelToken | None, probing: bool = False) -> Iterator[StreamEvent]:
-        """One model call (with its retries); `probing`: an empty stream is raised at once, not retried."""
+    def _call(self, request: ModelRequest, cancel: CancelToken | None,
+              empty_is_final: bool = False) -> Iterator[StreamEvent]:
+        """One model call with its retries; `empty_is_final`: an empty body is raised at once, not retried."""
         body = self.request_body(request)
         endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
-
         return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model,
-                                                                   empty_is_final=probing), cancel)
+                                                                   empty_is_final=empty_is_final), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         streamed = self.stream_tools or not request.tools

@@ -500,16 +500,27 @@ def cannot_stream_tools(body: dict[str, Any]) -> Reply | EmptyStream:
 
 
 def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming_from_then_on() -> None:
-    with ScriptedLLM([cannot_stream_tools, cannot_stream_tools, cannot_stream_tools]) as llm:
+    with ScriptedLLM([cannot_stream_tools] * 4) as llm:
         p = provider(llm)
         events, done = collect(p, request(tools=TOOLS))
         later, again = collect(p, request(tools=TOOLS))
     assert done.message.tool_calls[0].name == "read_file" and again.message.tool_calls[0].name == "read_file"
     notes = [e for e in events + later if isinstance(e, ProviderNote)]
     assert len(notes) == 1 and "cannot stream tool calls" in notes[0].text  # said once
-    assert [r["stream"] for r in llm.requests] == [True, False, False]
+    # an empty stream, its one retry, the question without streaming; then unstreamed from the start
+    assert [r["stream"] for r in llm.requests] == [True, True, False, False]
     assert all(r["tool_choice"] == "auto" for r in llm.requests)
-    assert "stream_options" not in llm.requests[1]
+    assert "stream_options" not in llm.requests[2]
+
+
+def test_empty_streams_answered_without_a_tool_call_keep_streaming_on() -> None:
+    """Nothing shows that streaming tool calls was the problem: no note, streaming stays."""
+    with ScriptedLLM([EmptyStream(), EmptyStream(), Reply("plain text"), Reply("streamed again")]) as llm:
+        p = provider(llm)
+        events, done = collect(p, request(tools=TOOLS))
+        collect(p, request(tools=TOOLS))
+    assert done.message.content == "plain text" and not [e for e in events if isinstance(e, ProviderNote)]
+    assert [r["stream"] for r in llm.requests] == [True, True, False, True]
 
 
 def test_a_server_that_says_it_cannot_stream_tool_calls_is_believed_at_once() -> None:
@@ -523,12 +534,13 @@ def test_a_server_that_says_it_cannot_stream_tool_calls_is_believed_at_once() ->
 
 def test_an_empty_stream_that_is_an_overflow_stays_an_overflow() -> None:
     """The non-streamed probe gets the real context-length error; streaming stays on."""
-    with ScriptedLLM([EmptyStream(), Fail.context_overflow(), Reply("short enough now")]) as llm:
+    with ScriptedLLM([EmptyStream(), EmptyStream(), Fail.context_overflow(), Reply("short enough now")]) as llm:
         p = provider(llm)
-        with pytest.raises(ContextOverflowError, match="maximum context length is 8192"):
+        with pytest.raises(ContextOverflowError, match="maximum context length is 8192") as caught:
             collect(p, request(tools=TOOLS))
         collect(p, request(tools=TOOLS))
-    assert [r["stream"] for r in llm.requests] == [True, False, True]
+    assert [r["stream"] for r in llm.requests] == [True, True, False, True]
+    assert caught.value.attempts == 3 and caught.value.server_window == 8192  # the server's own numbers
 
 
 def test_reasoning_effort_for_reasoning_models_only_unless_named() -> None:
