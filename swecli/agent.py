@@ -18,7 +18,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
 from swecli.events import (
@@ -116,6 +116,7 @@ class Agent:
         return turn
 
     def step(self, iteration: int) -> None:
+        self.sync_tools()
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
@@ -137,6 +138,12 @@ class Agent:
             else:
                 for message in self._execute_together(batch):
                     self.append(message)
+
+    def sync_tools(self) -> None:
+        """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
+        changes = self.tools.refresh()
+        if changes:
+            self.context.set_tools(self.tools.schemas(), changes.reason)
 
     def query(self, iteration: int) -> ResponseDone:
         request = self._request()
@@ -218,11 +225,13 @@ class Agent:
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved = True
+        approved, ctx = True, self.tool_ctx
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
-        result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
+            # The verdict also says how this call is confined (the sandbox for bash, or none).
+            ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
+        result = self.tools.run(call, ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
         return self._finish(call, result, start, approved)
 

@@ -189,8 +189,9 @@ def tty_approver() -> Approver | None:
 
     def ask(request: ApprovalRequest) -> Decision:
         sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
-        if request.danger:
-            sys.stderr.write(f"warning: {request.danger}\n")
+        for warning in (request.danger, request.note):
+            if warning:
+                sys.stderr.write(f"warning: {warning}\n")
         answer = input("Allow? [y]es / [n]o / [a]lways this session: ").strip().lower()
         if answer.startswith("a"):
             return Decision("always")

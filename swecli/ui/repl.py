@@ -212,6 +212,7 @@ class Repl:
         armed = False  # Ctrl-C pressed once on an empty prompt
         try:
             while not self._exit:
+                self.session.drain_notices()  # an MCP server that failed while the prompt was idle
                 self.refresh_meter()
                 try:
                     text = session.prompt() if session is not None else input("> ")
