@@ -23,7 +23,7 @@ from pathlib import Path
 from swecli.config import ContextConfig
 from swecli.context.decay import decay, saving_reference
 from swecli.context.failures import FailureTracker
-from swecli.context.offload import OffloadError, offload
+from swecli.context.offload import OFFLOAD_MARKER, Offloaded, OffloadError, offload, offload_full
 from swecli.context.prefix import PrefixMonitor
 from swecli.context.recitation import Recitation
 from swecli.context.references import extract_references, render_references
@@ -62,11 +62,13 @@ class Mechanisms:
         if self.config.failure_evidence:
             self.failures.observe(call, result.content, result.is_error)
         if not self.config.offload:
+            if result.full is not None:
+                result.full.discard()
+                return f"{result.content}\n[swecli: the output above is cut and was not saved (context.offload " \
+                       "is off); redirect it to a file to keep all of it]"
             return result.content
         try:
-            saved = offload(self.root, call.id, call.name, result.content, self.counter.text,
-                            self.config.offload_threshold_tokens, self.config.offload_preview_lines,
-                            arguments=call.arguments)
+            saved = self._offload(call, result)
         except OffloadError as exc:
             self._notice("warning", f"could not offload a large {call.name} output ({exc}); kept it in full")
             return result.content
@@ -74,9 +76,18 @@ class Mechanisms:
             return result.content
         if saved.saved:
             self.offloaded += 1
+            kept = "a preview" if saved.content.startswith(OFFLOAD_MARKER) else "the tool's cut of it"
             self._notice("info", f"offloaded {call.name} output ({saved.tokens:,} tokens, {saved.lines:,} lines) "
-                                 f"to {saved.path}; the context keeps a preview")
+                                 f"to {saved.path}; the context keeps {kept}")
         return saved.content
+
+    def _offload(self, call: ToolCall, result: ToolResult) -> Offloaded | None:
+        threshold, preview = self.config.offload_threshold_tokens, self.config.offload_preview_lines
+        if result.full is not None:  # the tool cut its output: the whole of it is saved, always
+            return offload_full(self.root, call.id, call.name, result.content, result.full, self.counter.text,
+                                threshold, preview)
+        return offload(self.root, call.id, call.name, result.content, self.counter.text, threshold, preview,
+                       arguments=call.arguments)
 
     # -- at a turn boundary, before compaction --------------------------------------------------------
     def decay(self, history: list[Message], keep_recent_tokens: int) -> list[Message]:

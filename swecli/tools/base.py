@@ -6,12 +6,15 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
 from swecli.messages import ToolCall, ToolSchema
+
+if TYPE_CHECKING:
+    from swecli.tools.spool import FullOutput
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -26,6 +29,8 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
     max_output_chars: int = 30_000
+    on_output: Callable[[str], None] | None = None
+    """Receives a running command's output as it arrives (the UI shows its last lines); set per call."""
 
 
 @dataclass
@@ -39,6 +44,9 @@ class ToolResult:
     """Unified diff for edits and writes, shown to the person."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Structured facts (exit_code, path, duration) for logs and compaction's extractors."""
+    full: FullOutput | None = None
+    """The whole output when `content` is a cut of it (bash over its cap, grep over its match limit):
+    the context engine saves it and gives the model a preview. None when `content` is all of it."""
 
 
 @dataclass(frozen=True)
