@@ -20,6 +20,7 @@ from swecli.events import (
     ModelCallFinished,
     ModelCallStarted,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnFinished,
 )
@@ -108,6 +109,8 @@ class Agent:
                 self.close_open_calls()
                 raise Interrupted
             self.append(self.execute(call))
+        if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
+            raise Interrupted
 
     def query(self, iteration: int) -> ResponseDone:
         request = self.context.request(self.history)
@@ -153,14 +156,21 @@ class Agent:
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
-        result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
-            verdict.message, is_error=True, summary=verdict.summary)
+        result = self._run_tool(call) if approved else ToolResult(verdict.message, is_error=True,
+                                                                  summary=verdict.summary)
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
-                                meta=result.meta)
+                                meta=result.meta, full=result.full)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
                            is_error=result.is_error)
+
+    def _run_tool(self, call: ToolCall) -> ToolResult:
+        self.tool_ctx.on_output = lambda text: self.on_event(ToolOutput(call, text))  # the live view
+        try:
+            return self.tools.run(call, self.tool_ctx)
+        finally:
+            self.tool_ctx.on_output = None
 
     def _preview(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)

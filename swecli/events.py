@@ -20,6 +20,7 @@ __all__ = [
     "ReasoningDelta",
     "TextDelta",
     "ToolFinished",
+    "ToolOutput",
     "ToolStarted",
     "TurnFinished",
 ]
@@ -45,6 +46,14 @@ class ModelCallFinished:
 class ToolStarted:
     call: ToolCall
     args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """Output of a running tool as it arrives (bash), for a live view; the result carries all of it."""
+
+    call: ToolCall
+    text: str
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,6 @@ class TurnFinished:
 
 
 Event = (
-    TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolFinished
+    TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolOutput | ToolFinished
     | MessageAppended | HistoryReplaced | CompactionDone | Notice | TurnFinished
 )
