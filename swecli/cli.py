@@ -109,6 +109,16 @@ def sessions(
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
 
 
+skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this project can use.", no_args_is_help=True)
+app.add_typer(skills_app, name="skills")
+
+
+@skills_app.command("list")
+def skills_list() -> None:
+    """List the skills found for this project (and the user), where each came from, and any skipped."""
+    raise typer.Exit(list_skills(Path.cwd()))
+
+
 # -- what the commands do -----------------------------------------------------------------------
 
 def _error(message: str) -> int:
@@ -117,15 +127,17 @@ def _error(message: str) -> int:
 
 
 def _settings(root: Path, flags: dict[str, Any]) -> Settings:
-    """Settings with the provider resolved (auto-detected when none is configured)."""
+    """Settings with the provider resolved (auto-detected when none is configured) and the context
+    window the server reports (when the user set none)."""
     from swecli.config import load_settings
+    from swecli.llm.window import resolve_window
 
     settings = load_settings(root, flags)
-    if settings.provider and settings.model:
-        return settings
-    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
+    if not (settings.provider and settings.model):
+        from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
-    return discover(settings)
+        settings = discover(settings)
+    return resolve_window(settings)
 
 
 def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
@@ -257,6 +269,17 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
         return 1
     result.write()
     print(f"Updated {result.path}.")
+    return 0
+
+
+def list_skills(root: Path) -> int:
+    """`swecli skills list`: the same listing as `/skills` (skipped SKILL.md files are listed with why)."""
+    from swecli.skills.catalog import discover
+    from swecli.ui.commands.skills import describe_catalog
+
+    catalog = discover(root)
+    for line in describe_catalog(catalog):
+        print(line)
     return 0
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import difflib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from swecli.llm.presets import PRESETS, context_window
+from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 
 Mode = Literal["default", "auto", "plan"]
 
@@ -65,6 +66,52 @@ class MemoryConfig(Section):
     reflect_with_llm: bool = False
 
 
+class SkillsConfig(Section):
+    enabled: bool = True
+    """Discover skills (folders with a SKILL.md), list them in the system prompt, offer the `skill` tool
+    and a `/skill-name` command for each."""
+    catalog_tokens: int = Field(2_000, ge=0)
+    """Budget for the skills' `name: description` lines in the system prompt; skills past it are left out
+    of the list (a note says how many; the `skill` tool still loads them)."""
+
+
+class SubagentsConfig(Section):
+    enabled: bool = True
+    """Offer the `task` tool: the model hands a self-contained job to a sub-agent with a fresh context."""
+    max_iterations: int = Field(30, ge=1)
+    """Model calls one sub-agent may make before it must report."""
+    max_tokens: int = Field(400_000, ge=1_000)
+    """Tokens (input + output, all its calls) one sub-agent may spend before it must report."""
+    report_tokens: int = Field(2_000, ge=100)
+    """The report a sub-agent hands back is cut to this (its whole transcript is in the session folder)."""
+    parallel: int = Field(3, ge=1, le=16)
+    """How many `task` calls of one reply may run at the same time."""
+
+
+class ImagesConfig(Section):
+    accept: Literal["auto", "yes", "no"] = "auto"
+    """Whether the model takes images: auto decides from the model's name (a model known not to gets a
+    sentence instead of the image); yes or no overrides that."""
+    max_edge: int = Field(1568, ge=64, le=8192)
+    """Images are scaled down to this many pixels on their long edge before they are sent."""
+    keep_turns: int = Field(2, ge=1)
+    """Images older than this many user turns are replaced by a one-line stand-in (with their path) at the
+    next compaction or decay batch, or on their own once they add up to `batch_min_tokens`."""
+    batch_min_tokens: int = Field(3_000, ge=0)
+    """Old images are replaced on their own (a prefix rewrite) only when they cost at least this much."""
+
+
+@dataclass(frozen=True)
+class ServerWindow:
+    """The context window a server reported for one model at one base URL (see `swecli.llm.window`)."""
+
+    tokens: int
+    source: str
+    """Where it came from, for /context and the log: "llama.cpp /props", "vLLM /v1/models max_model_len"."""
+    base_url: str
+    model: str
+
+
 class Settings(Section):
     provider: str = ""
     model: str = ""
@@ -76,15 +123,67 @@ class Settings(Section):
     max_tokens: int = Field(8_192, ge=16)
     """Output tokens requested per response."""
     request_timeout: float = Field(600.0, gt=0)
+    """Longest silence accepted from the server, in seconds. Long, because a local server says nothing
+    while it processes a large prompt; swecli shows the wait meanwhile."""
+    request_deadline: float = Field(1200.0, gt=0)
+    """Give up on a model call whose answer has not begun after this many seconds, retries included."""
     max_retries: int = Field(5, ge=0)
+    probe_context_window: bool = True
+    """When `context_limit` is not set, ask the server for the window it runs (llama.cpp, vLLM, Ollama,
+    LM Studio, OpenRouter); cached per base URL and model under the user's cache directory."""
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
+
+    _server_window: ServerWindow | None = PrivateAttr(None)
+
+    def with_server_window(self, window: ServerWindow | None) -> Settings:
+        """A copy that plans with the window the server reported (used while model and base URL match)."""
+        copy = self.model_copy()
+        copy._server_window = window
+        return copy
+
+    @property
+    def server_window(self) -> ServerWindow | None:
+        window = self._server_window
+        if window is None or window.model != self.model or window.base_url != self.base_url:
+            return None  # reported for another model (after /model) or server
+        return window
 
     @property
     def context_window(self) -> int:
-        return self.context_limit or context_window(self.model)
+        """The window to plan for: the user's setting, else the server's, else the known-models table."""
+        if self.context_limit:
+            return self.context_limit
+        server = self.server_window
+        if server is not None:
+            return server.tokens
+        return known_context_window(self.model) or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def window_source(self) -> str:
+        """Where `context_window` came from, in words (for /context and the log)."""
+        if self.context_limit:
+            return "user setting (context_limit)"
+        server = self.server_window
+        if server is not None:
+            return f"server ({server.source})"
+        if known_context_window(self.model) is not None:
+            return "known-models table"
+        return "default for unknown models"
+
+    @property
+    def accepts_images(self) -> bool | None:
+        """True/False when known (from `images.accept`, else the model's name), None when unknown."""
+        if self.images.accept != "auto":
+            return self.images.accept == "yes"
+        from swecli.llm.vision import accepts_images
+
+        return accepts_images(self.model)
 
 
 class ConfigError(Exception):
@@ -223,7 +322,8 @@ def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str
         updates["base_url"] = (conventional and env.get(conventional)) or preset.base_url
     if not settings.api_key and preset.key_env:
         updates["api_key"] = env.get(preset.key_env, "")
-    if not settings.model:
+    if not settings.model and updates.get("base_url", settings.base_url).rstrip("/") == preset.base_url:
+        # At another URL (a local server behind OPENAI_BASE_URL) the server names the model: llm.discovery.
         updates["model"] = preset.default_model
     settings = settings.model_copy(update=updates)
     if not settings.base_url:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from swecli.llm.base import ReasoningDelta, TextDelta
+from swecli.llm.base import ReasoningDelta, TextDelta, Waiting
 from swecli.messages import Message, ToolCall, Usage
 from swecli.tools.base import ToolResult
 
 __all__ = [
+    "ChildEvent",
     "CompactionDone",
+    "ContextOverflow",
     "Event",
     "HistoryReplaced",
     "MessageAppended",
@@ -23,6 +25,7 @@ __all__ = [
     "ToolOutput",
     "ToolStarted",
     "TurnFinished",
+    "Waiting",
 ]
 
 
@@ -95,6 +98,20 @@ class CompactionDone:
 
 
 @dataclass(frozen=True)
+class ContextOverflow:
+    """The provider rejected a request as too large for the model's window (logged as `context_overflow`)."""
+
+    planned_window: int
+    """The window swecli planned with when it sent the request."""
+    server_window: int | None
+    """The window the server's error named, if it named one."""
+    requested: int | None
+    message: str
+    adopted: bool = False
+    """The server's window was smaller, and swecli plans with it from now on."""
+
+
+@dataclass(frozen=True)
 class Notice:
     level: str  # "info" | "warning" | "error"
     text: str
@@ -112,7 +129,19 @@ class TurnFinished:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ChildEvent:
+    """An event of a sub-agent (`swecli.delegation`), reported on the parent's bus: `call_id` is the
+    parent's `task` call that started it, so front ends fold its progress under that call and the
+    recorder links its transcript to it."""
+
+    call_id: str
+    agent: str
+    event: Event
+
+
 Event = (
     TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolOutput | ToolFinished
-    | MessageAppended | HistoryReplaced | CompactionDone | Notice | TurnFinished
+    | MessageAppended | HistoryReplaced | CompactionDone | ContextOverflow | Notice | TurnFinished | Waiting
+    | ChildEvent
 )

@@ -69,7 +69,7 @@ def test_bad_arguments_and_unknown_tools_go_back_to_the_model(project: Path) -> 
     make_agent(model, project).run("go")
     results = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert all(r.is_error for r in results)
-    assert "Invalid JSON arguments for echo" in results[0].content
+    assert "arguments for echo end before the JSON object is complete" in results[0].content
     assert "Unknown tool 'nope'" in results[1].content and "echo" in results[1].content
     assert "text: Field required" in results[2].content
 

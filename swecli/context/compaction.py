@@ -40,6 +40,10 @@ CountText = Callable[[str], int]
 SummarySection = Callable[[Sequence[Message], str, int], str]
 """An extra section for the summary message: (compacted span, archive path, token budget) -> markdown
 starting with a `## ` heading (or "" for none). Used by later mechanisms (e.g. reference lists)."""
+Pin = Callable[[Sequence[Message], Sequence[Message]], Mapping[int, Message]]
+"""(compacted span, the messages kept after it) -> {index in the span: the message to keep in its
+place}. What a pin keeps is re-attached verbatim after compaction, like the user's prompts (a loaded
+skill's instructions, see `swecli.skills`)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ class CompactionParams:
     """Tool results in the summary request are clipped to this (the archive has them in full)."""
     max_chunks: int = 8
     sections: tuple[SummarySection, ...] = ()
+    pin: Pin | None = None
+    """Messages of the compacted span that survive it verbatim (besides the prompts)."""
     force: bool = False
     """Compact even when nothing is over budget (a manual /compact)."""
 
@@ -122,10 +128,11 @@ def is_summary(msg: Message) -> bool:
     return isinstance(msg, UserMessage) and msg.kind == "summary"
 
 
-def compactable(head: Sequence[Message]) -> bool:
-    """Whether a span holds anything compaction would shrink (kept prompts and earlier summaries
-    alone are already as small as compaction makes them)."""
-    return any(not is_prompt(m) and not is_summary(m) for m in head)
+def compactable(head: Sequence[Message], pinned: Mapping[int, Message] | None = None) -> bool:
+    """Whether a span holds anything compaction would shrink (kept prompts, pinned messages and
+    earlier summaries alone are already as small as compaction makes them)."""
+    pinned = pinned or {}
+    return any(not is_prompt(m) and not is_summary(m) and i not in pinned for i, m in enumerate(head))
 
 
 def choose_cut(history: Sequence[Message], count: Count, keep_recent: int, room: Callable[[int], int]) -> int:
@@ -198,15 +205,17 @@ def compact_history(
                      lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
     cut = max(cut, _after_last_summary(history))
     head, tail = list(history[:cut]), list(history[cut:])
-    if not compactable(head):
+    pinned = dict(params.pin(head, tail)) if params.pin is not None else {}
+    if not compactable(head, pinned):
         return _fit_only(work, before)
     _archive_history(work)
     facts = extract_facts(head, meta).merged(Facts(archives=[work.archive_path] if work.archive_path else []))
     prompts = {i: _keep_prompt(m, work) for i, m in enumerate(head) if is_prompt(m)}
-    strategy, body, kept = _run_strategy(work, head, tail, list(prompts.values()))
+    strategy, body, kept = _run_strategy(work, head, tail, [*prompts.values(), *pinned.values()])
     summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts))
     # Prompts and the turns importance keeps stay in their original order, before the summary.
-    kept_head = [prompts.get(i, m) for i, m in enumerate(head) if i in prompts or i in kept]
+    kept_head = [prompts.get(i) or pinned.get(i) or m for i, m in enumerate(head)
+                 if i in prompts or i in pinned or i in kept]
     if len(kept_head) == len(head):
         # Nothing would be dropped (importance kept every older message): adding a summary message
         # would only make the context larger.
@@ -238,9 +247,12 @@ def _facts_budget(params: CompactionParams) -> int:
 
 
 def _prompt_costs(history: Sequence[Message], work: _Work) -> Callable[[int], int]:
-    """cost(cut): tokens the prompts before `cut` take once kept (huge pastes shortened)."""
+    """cost(cut): tokens the prompts (and pinned messages) before `cut` take once kept (huge pastes
+    shortened)."""
     cap = work.params.prompt_head_tokens + 60
-    costs = [min(work.count(m), cap) if is_prompt(m) else 0 for m in history]
+    pinned = work.params.pin(history, ()) if work.params.pin is not None else {}
+    costs = [min(work.count(m), cap) if is_prompt(m) else work.count(pinned[i]) if i in pinned else 0
+             for i, m in enumerate(history)]
     prefix = [0]
     for c in costs:
         prefix.append(prefix[-1] + c)
@@ -273,7 +285,7 @@ def _replaced(before: Sequence[Message], after: Sequence[Message]) -> int:
 
 
 def _run_strategy(
-    work: _Work, head: list[Message], tail: list[Message], prompts: list[UserMessage]
+    work: _Work, head: list[Message], tail: list[Message], prompts: Sequence[Message]
 ) -> tuple[str, str, set[int]]:
     """(strategy that ran, summary body, indices of head messages kept verbatim besides prompts)."""
     params = work.params
@@ -510,7 +522,7 @@ def segment_score(span: Sequence[Message], position: float) -> float:
 
 
 def _importance_keep(
-    work: _Work, head: list[Message], tail: list[Message], prompts: list[UserMessage]
+    work: _Work, head: list[Message], tail: list[Message], prompts: Sequence[Message]
 ) -> set[int] | None:
     """Head messages kept verbatim, best value per token first, within the room left; None when no
     whole segment fits (plain truncation then)."""

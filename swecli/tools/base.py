@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
-from swecli.messages import ToolCall, ToolSchema
+from swecli.messages import ImagePart, ToolCall, ToolSchema
 
 if TYPE_CHECKING:
     from swecli.tools.spool import FullOutput
@@ -31,6 +31,14 @@ class ToolContext:
     max_output_chars: int = 30_000
     on_output: Callable[[str], None] | None = None
     """Receives a running command's output as it arrives (the UI shows its last lines); set per call."""
+    read_roots: tuple[Path, ...] = ()
+    """Folders outside the project that read_file may also read (user-level skill folders)."""
+    call_id: str = ""
+    """The id of the call being run (set per call by `ToolRegistry.run`; a sub-agent links to it)."""
+    images: bool = True
+    """Whether read_file may return an image file as an image (False: the model is known not to take images)."""
+    image_max_edge: int = 1568
+    """Images are scaled down to this many pixels on their long edge."""
 
 
 @dataclass
@@ -47,6 +55,8 @@ class ToolResult:
     full: FullOutput | None = None
     """The whole output when `content` is a cut of it (bash over its cap, grep over its match limit):
     the context engine saves it and gives the model a preview. None when `content` is all of it."""
+    images: tuple[ImagePart, ...] = ()
+    """Images for the model (read_file on an image file), sent with `content`."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,9 @@ class Tool(Generic[A]):
     """Mutating tools need approval in default mode and are refused in plan mode."""
     preview: Callable[[A, ToolContext], str] | None = None
     """What the tool will do, shown before approval (the diff of an edit, the command of bash)."""
+    concurrent: bool = False
+    """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
+    state with the other calls. Only non-mutating tools run concurrently."""
 
     def schema(self) -> ToolSchema:
         params = self.args.model_json_schema()
@@ -72,8 +85,7 @@ class Tool(Generic[A]):
         try:
             data = json.loads(raw or "{}")
         except json.JSONDecodeError as exc:
-            raise ToolError(f"Invalid JSON arguments for {self.name}: {exc.msg} at position {exc.pos}. "
-                            f"Send a JSON object matching the tool schema.") from None
+            raise ToolError(invalid_json(self.name, raw, exc)) from None
         if not isinstance(data, dict):
             raise ToolError(f"Arguments for {self.name} must be a JSON object, got {type(data).__name__}.")
         try:
@@ -83,6 +95,17 @@ class Tool(Generic[A]):
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
             raise ToolError(f"Invalid arguments for {self.name}: {problems}.") from None
+
+
+def invalid_json(tool: str, raw: str, exc: json.JSONDecodeError) -> str:
+    """What the model reads about arguments that are not JSON (the provider already repaired what it
+    could, see `swecli.llm.arguments`): a cut-off call is named as such, so the model resends it whole."""
+    if exc.msg.startswith("Unterminated string") or exc.pos >= len(raw.rstrip()):
+        return (f"The arguments for {tool} end before the JSON object is complete ({len(raw):,} characters "
+                f"received; {exc.msg}): the call was cut off, probably at the output limit, and was not run. "
+                "Send it again complete; split long content into smaller writes or edits.")
+    return (f"Invalid JSON arguments for {tool}: {exc.msg} at position {exc.pos}; the call was not run. "
+            "Send a JSON object matching the tool schema.")
 
 
 class ToolRegistry:
@@ -111,7 +134,7 @@ class ToolRegistry:
                 is_error=True, summary="unknown tool",
             )
         try:
-            return tool.fn(tool.parse(call.arguments), ctx)
+            return tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
         except Exception as exc:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.events import (
+    ChildEvent,
     CompactionDone,
     Event,
     ModelCallFinished,
@@ -40,7 +41,9 @@ from swecli.events import (
     ToolOutput,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
+from swecli.llm.retry import format_seconds
 from swecli.messages import Usage
 from swecli.ui.render import key_argument
 
@@ -63,7 +66,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     data: dict[str, Any] = {"type": kind}
     for f in dataclasses.fields(event):
-        data[f.name] = _jsonable(getattr(event, f.name))
+        value = getattr(event, f.name)
+        data[f.name] = event_to_dict(value) if isinstance(event, ChildEvent) and f.name == "event" else \
+            _jsonable(value)
     return data
 
 
@@ -87,6 +92,9 @@ class ProgressPrinter:
         self._in_reasoning = False
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ChildEvent):
+            self._child(event)
+            return
         if isinstance(event, ReasoningDelta):
             if not self._in_reasoning:
                 self.out.write("thinking: ")
@@ -107,6 +115,18 @@ class ProgressPrinter:
                            f"tokens ({-event.reduction:+.0%}) in {event.duration:.1f}s\n")
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
+        elif isinstance(event, Waiting):
+            self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
+                           f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")
+        self.out.flush()
+
+    def _child(self, wrapped: ChildEvent) -> None:
+        """A sub-agent's actions, indented under its task call."""
+        event = wrapped.event
+        if isinstance(event, ToolStarted):
+            self.out.write(f"    > [{wrapped.agent}] {event.call.name} {key_argument(event.call.name, event.args)}\n")
+        elif isinstance(event, Notice) and event.level != "info":
+            self.out.write(f"    {event.level}: [{wrapped.agent}] {event.text}\n")
         self.out.flush()
 
 
@@ -117,7 +137,8 @@ class StreamJsonPrinter:
     def __call__(self, event: Event) -> None:
         # The final TurnFinished is reported once, as the closing "result" object; a running command's
         # live output is for eyes (its result carries the output).
-        if not isinstance(event, TurnFinished | ToolOutput):
+        live = event.event if isinstance(event, ChildEvent) else event
+        if not isinstance(event, TurnFinished) and not isinstance(live, ToolOutput):
             self.out.write(json.dumps(event_to_dict(event)) + "\n")
             self.out.flush()
 

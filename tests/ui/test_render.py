@@ -18,6 +18,7 @@ from swecli.events import (
     ToolOutput,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import AssistantMessage, ToolCall, Usage
 from swecli.permissions import ApprovalRequest
@@ -325,3 +326,14 @@ def test_a_resumed_conversation_replays_its_last_exchanges_compactly() -> None:
     lines = [render(line) for line in replay_lines(history, exchanges=2)]
     assert lines == ["  … 1 earlier exchange not shown", "❯ second task …", "  1 action (1 failed): read a.py",
                      "⏺ Done. …", "❯ third", "⏺ Three."]
+
+
+def test_status_line_shows_how_long_a_silent_model_has_said_nothing() -> None:
+    renderer = Renderer(capture_console(), live=False)
+    renderer.begin_turn()
+    renderer(ModelCallStarted(1, 100))
+    renderer(Waiting(20.0, "llamacpp", 600.0))
+    now = renderer._silent_since + 45.0 if renderer._silent_since is not None else 0.0
+    assert render(renderer.status_line(now)).endswith(" · no reply for 45s · esc to interrupt")
+    renderer(TextDelta("finally"))
+    assert "no reply" not in render(renderer.status_line(now))

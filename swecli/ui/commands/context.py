@@ -78,7 +78,7 @@ def context_bar(state: ContextState, width: int = BAR_WIDTH) -> Text:
 
 
 def _footer(state: ContextState, context: ContextManager | None) -> Text:
-    lines = []
+    lines = [f"window {format_tokens(state.budget.window)}: {context.window_source}"] if context is not None else []
     if state.calibrated:
         lines.append(f"calibrated to the provider: ×{state.ratio:.3f} (local {state.encoding} count "
                      f"{state.raw_total:,})")

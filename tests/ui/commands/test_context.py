@@ -105,3 +105,12 @@ def test_compact_on_an_empty_conversation_says_so() -> None:
 def test_the_context_family_declares_context_and_compact() -> None:
     assert [c.name for c in commands] == ["context", "compact"]
     assert [c.signature for c in commands][1] == "/compact [focus instructions]"
+
+
+def test_context_report_says_where_the_window_came_from() -> None:
+    repl = make([])
+    context = repl.agent.context
+    context.window_source = "server (llama.cpp /props default_generation_settings.n_ctx)"
+    console = Console(record=True, width=110, color_system=None)
+    console.print(context_report(context.state(repl.agent.history), context))
+    assert "window 200k: server (llama.cpp /props default_generation_settings.n_ctx)" in console.export_text()
