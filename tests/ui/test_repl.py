@@ -573,7 +573,7 @@ def test_a_failed_turn_reports_how_long_it_took(start: Any, project: Path) -> No
     with ScriptedLLM([Fail.overloaded(), Fail.overloaded()]) as llm:
         term = start(llm)
         term.line("hello")
-        term.expect("Retrying in")
+        term.expect("retrying in")
         term.expect(re.compile(r"⏺ failed after (\d+\.\d)s"))
         duration = float(re.findall(r"failed after (\d+\.\d)s", term.text)[-1])
         assert duration > 0.0  # the retries' wait, not "0.0s"
