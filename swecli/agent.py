@@ -107,6 +107,7 @@ class Agent:
         return turn
 
     def step(self, iteration: int) -> None:
+        self.sync_tools()
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
@@ -123,6 +124,12 @@ class Agent:
                     self.append(message)
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
+
+    def sync_tools(self) -> None:
+        """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
+        changes = self.tools.refresh()
+        if changes:
+            self.context.set_tools(self.tools.schemas(), changes.reason)
 
     def query(self, iteration: int) -> ResponseDone:
         request = self.context.request(self.history)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from swecli.delegation.definitions import AgentDefinition
     from swecli.delegation.runner import Spawn
     from swecli.llm.retry import RetryNotice
+    from swecli.mcp.catalog import McpCatalog
     from swecli.session.recorder import SessionRecorder
     from swecli.skills.catalog import SkillCatalog
 
@@ -223,6 +224,23 @@ def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: 
     return spawn
 
 
+def start_mcp(settings: Settings, root: Path, agent: Agent) -> McpCatalog | None:
+    """Start the configured MCP servers in the background (never waiting for them); their tools reach
+    the loop through the registry's source, loaded or deferred within `mcp.schema_budget`."""
+    if not settings.mcp.servers:
+        return None
+    from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, serialize_tool
+    from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.manager import McpManager
+
+    cfg, context = settings.mcp, agent.context
+    manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout).start()
+    catalog = McpCatalog(manager, budget=lambda: cfg.budget_tokens(context.window),
+                         count=lambda schema: TOOL_SCHEMA_OVERHEAD + context.counter.text(serialize_tool(schema)))
+    agent.tools.source = catalog
+    return catalog
+
+
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
     """Say why nothing seems to happen while a provider waits to retry (called on the loop's thread)."""
 
@@ -266,6 +284,7 @@ class AgentSession:
     playbook: Playbook | None = None
     reflector: Reflector | None = None
     skills: SkillCatalog | None = None
+    mcp: McpCatalog | None = None
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 
@@ -287,9 +306,11 @@ class AgentSession:
         `attachments` are root-relative paths already attached by the caller (`@path` mentions). Images
         the prompt names (`@shot.png`, a pasted image path) are attached to the prompt itself.
         """
+        self._await_mcp()
         images = self._prompt_images(prompt)
         self._attach_named_context(prompt, [*attachments, *(image.path for image in images)])
         turn = self.agent.run(UserMessage(content=prompt, images=images))
+        self.drain_notices()
         if turn.stop_reason == "done" and self.reflector is not None:
             reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
             if reflection.changes:
@@ -339,7 +360,25 @@ class AgentSession:
             self.agent.append(UserMessage(content=found.text, kind="context"))
             self.bus(Notice("info", found.summary()))
 
+    def _await_mcp(self) -> None:
+        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
+        between requests."""
+        if self.mcp is not None and (starting := self.mcp.manager.starting()):
+            from swecli.mcp.manager import START_GRACE
+
+            self.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
+            self.mcp.manager.wait_started(START_GRACE, self.agent.cancel)
+        self.drain_notices()
+
+    def drain_notices(self) -> None:
+        """Announce MCP servers that failed or hung since the last call (once each)."""
+        if self.mcp is not None:
+            for level, text in self.mcp.manager.take_notices():
+                self.bus(Notice(level, text))
+
     def close(self) -> None:
+        if self.mcp is not None:
+            self.mcp.manager.close()  # first: no server process outlives the session
         self.recorder.close()
         self.provider.close()
 
@@ -390,12 +429,13 @@ def open_session(
             agent.context.mechanisms.failures.replay(agent.history)  # repeated failures survive a resume
         for problem in loaded.problems:
             warn(problem)
+    catalog = start_mcp(settings, root, agent)
     reflector = None
     if playbook is not None:
         for problem in playbook.warnings:
             warn(problem)
         reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills)
+    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
 
 
 def _relative(path: Path, root: Path) -> str:

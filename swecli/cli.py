@@ -119,6 +119,36 @@ def skills_list() -> None:
     raise typer.Exit(list_skills(Path.cwd()))
 
 
+mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+                      no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command("list")
+def mcp_list() -> None:
+    """Start each configured server and list its tools with their schema sizes in tokens."""
+    raise typer.Exit(list_mcp(Path.cwd()))
+
+
+@mcp_app.command("add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def mcp_add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Server name: its tools are called mcp__NAME__TOOL."),
+    url: str = typer.Option(None, "--url", help="A streamable-HTTP server's URL (instead of -- COMMAND)."),
+    env: list[str] = typer.Option(None, "--env", "-e", help="KEY=VALUE for the command's environment (repeatable)."),
+    header: list[str] = typer.Option(None, "--header", "-H", help="KEY=VALUE HTTP header for --url (repeatable)."),
+    always_load: bool = typer.Option(False, "--always-load", help="Never defer this server's tools."),
+) -> None:
+    """Add a server to the project config: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL)."""
+    raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load))
+
+
+@mcp_app.command("remove")
+def mcp_remove(name: str = typer.Argument(..., help="The server to remove.")) -> None:
+    """Remove a server from the project config."""
+    raise typer.Exit(remove_mcp(Path.cwd(), name))
+
+
 # -- what the commands do -----------------------------------------------------------------------
 
 def _error(message: str) -> int:
@@ -333,6 +363,82 @@ def manage_sessions(root: Path, delete: list[str], older_than_days: int | None, 
         for path in delete_session(root, sid):
             print(f"deleted {path}")
     return 0
+
+
+def list_mcp(root: Path) -> int:
+    """`swecli mcp list`: start the servers (as a session would), list them, stop them."""
+    from swecli.config import ConfigError, load_settings
+    from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, TokenCounter, encoding_for_model, serialize_tool
+    from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.manager import McpManager
+    from swecli.mcp.report import listing
+
+    try:
+        settings = load_settings(root, resolve_provider=False)
+    except ConfigError as exc:
+        return _error(str(exc))
+    cfg = settings.mcp
+    if not cfg.servers:
+        print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
+        return 0
+    counter = TokenCounter(encoding_for_model(settings.model))
+    manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout)
+    try:
+        manager.start().wait_started(cfg.startup_timeout + 1)
+        catalog = McpCatalog(manager, lambda: cfg.budget_tokens(settings.context_window),
+                             lambda schema: TOOL_SCHEMA_OVERHEAD + counter.text(serialize_tool(schema)))
+        catalog.poll()
+        for text, _style in listing(catalog):
+            print(text)
+    finally:
+        manager.close()
+    return 1 if any(s.status == "failed" for s in manager.states()) else 0
+
+
+def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],
+            always_load: bool) -> int:
+    from pydantic import ValidationError
+
+    from swecli.config import ConfigError, McpServerConfig, load_settings
+    from swecli.mcp.configfile import McpConfigError, add_server
+
+    if bool(command) == bool(url):
+        return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
+    try:
+        server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=url or "",
+                                 env=_pairs(env, "--env"), headers=_pairs(headers, "--header"),
+                                 always_load=always_load)
+        path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
+    except ValidationError as exc:
+        return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
+    except (McpConfigError, ConfigError) as exc:
+        return _error(str(exc))
+    print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
+    return 0
+
+
+def remove_mcp(root: Path, name: str) -> int:
+    from swecli.config import ConfigError, load_settings
+    from swecli.mcp.configfile import McpConfigError, remove_server
+
+    try:
+        path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
+    except (McpConfigError, ConfigError) as exc:
+        return _error(str(exc))
+    print(f"Removed MCP server {name} from {path}.")
+    return 0
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    from swecli.mcp.configfile import McpConfigError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise McpConfigError(f"{option} takes KEY=VALUE, not {item!r}.")
+        out[key] = value
+    return out
 
 
 def _fail(message: str) -> None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 
 Mode = Literal["default", "auto", "plan"]
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class Section(BaseModel):
@@ -101,6 +103,56 @@ class ImagesConfig(Section):
     """Old images are replaced on their own (a prefix rewrite) only when they cost at least this much."""
 
 
+class McpServerConfig(Section):
+    """One MCP server (`[mcp.servers.NAME]`): a command to run (stdio) or a URL (streamable HTTP)."""
+
+    command: str = ""
+    """The executable that runs a stdio server (looked up on PATH)."""
+    args: list[str] = Field(default_factory=list)
+    """Its arguments."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the command (merged over PATH, HOME, USER, SHELL, TERM, LOGNAME)."""
+    url: str = ""
+    """The endpoint of a streamable-HTTP server (instead of `command`)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent to `url` (an Authorization token, for instance)."""
+    enabled: bool = True
+    """false: configured but not started (`/mcp enable NAME` starts it for one session)."""
+    always_load: bool = False
+    """true: the server's tools are always in the tools list, never deferred behind tool_search."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("set either command (a stdio server) or url (an HTTP server), not both or neither")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return self
+
+
+class McpConfig(Section):
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """The MCP servers, one `[mcp.servers.NAME]` table each."""
+    schema_budget: float = Field(0.1, ge=0)
+    """When the MCP tool schemas together exceed this, they are deferred behind one `tool_search` tool:
+    a fraction of the context window (0.1 = 10%), or a number of tokens when above 1."""
+    startup_timeout: float = Field(30.0, gt=0)
+    """Seconds a server may take to start and list its tools before it counts as failed."""
+    tool_timeout: float = Field(300.0, gt=0)
+    """Seconds one MCP tool call may take before it is abandoned (the model gets an error)."""
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in servers:
+            if not SERVER_NAME.fullmatch(name):
+                raise ValueError(f"server name {name!r} may use only letters, digits, '_' and '-'")
+        return servers
+
+    def budget_tokens(self, window: int) -> int:
+        return int(self.schema_budget) if self.schema_budget > 1 else int(self.schema_budget * window)
+
+
 @dataclass(frozen=True)
 class ServerWindow:
     """The context window a server reported for one model at one base URL (see `swecli.llm.window`)."""
@@ -135,6 +187,7 @@ class Settings(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     images: ImagesConfig = Field(default_factory=ImagesConfig)
@@ -201,8 +254,11 @@ def project_config_path(root: Path) -> Path:
 
 
 def load_settings(
-    root: Path, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None
+    root: Path, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+    resolve_provider: bool = True,
 ) -> Settings:
+    """The layered settings. `resolve_provider=False` skips the provider's URL and key checks (for
+    commands that never call a model, like `swecli mcp list`)."""
     env = dict(os.environ) if env is None else env
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -214,7 +270,7 @@ def load_settings(
     _merge(merged, env_layer, sources, "environment")
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None}, sources, "command line")
     settings = _validate(merged, sources)
-    return _resolve_provider(settings, env, sources)
+    return _resolve_provider(settings, env, sources) if resolve_provider else settings
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -238,6 +294,21 @@ def _check_keys(data: dict[str, Any], model: type[BaseModel], where: str, prefix
         sub = field.annotation
         if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
             _check_keys(value, sub, where, f"{prefix}{key}.")
+        elif isinstance(value, dict) and (item := _dict_of_sections(sub)) is not None:
+            for name, entry in value.items():  # [mcp.servers.NAME] tables
+                if isinstance(entry, dict):
+                    _check_keys(entry, item, where, f"{prefix}{key}.{name}.")
+
+
+def _dict_of_sections(annotation: Any) -> type[BaseModel] | None:
+    """The value model of a `dict[str, Section]` field, else None."""
+    from typing import get_args, get_origin
+
+    args = get_args(annotation)
+    if get_origin(annotation) is dict and len(args) == 2 and isinstance(args[1], type) \
+            and issubclass(args[1], BaseModel):
+        return args[1]
+    return None
 
 
 def _did_you_mean(word: str, choices: Any, prefix: str = "") -> str:
@@ -292,17 +363,19 @@ def _validate(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        where = sources.get(key, "configuration")
+        # A whole-table error (an MCP server with neither command nor url) names the file of one of its keys.
+        where = sources.get(key) or next((v for k, v in sources.items() if k.startswith(key + ".")), "configuration")
         env_name = "SWECLI_" + key.upper().replace(".", "__")
         section = Settings.model_fields.get(key)
         if err["type"] == "model_type" and section is not None and isinstance(section.annotation, type):
             keys = ", ".join(section.annotation.model_fields)
             raise ConfigError(f"{where}: '{key}' is a section, not a value; write its settings under a [{key}] "
                               f"table (keys: {keys}).") from None
-        raise ConfigError(
-            f"{where}: '{key}' is invalid ({err['msg'].lower()}); set it to a valid value "
-            f"(config key '{key}', environment variable {env_name})."
-        ) from None
+        msg = err["msg"].removeprefix("Value error, ")
+        no_env = (key + ".").startswith("mcp.servers.")  # servers are tables: no variable sets one
+        hint = f"config key '{key}'" + ("" if no_env else f", environment variable {env_name}")
+        raise ConfigError(f"{where}: '{key}' is invalid ({msg[:1].lower() + msg[1:]}); set it to a valid value "
+                          f"({hint}).") from None
 
 
 def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str, str]) -> Settings:

@@ -128,6 +128,14 @@ class ContextManager:
         if self.mechanisms is not None:
             self.mechanisms.rewrite(reason)
 
+    def set_tools(self, tools: tuple[ToolSchema, ...], reason: str) -> None:
+        """The tools list changed between two requests (MCP tools loaded or removed): a planned
+        prefix change, so the append-only check does not report it."""
+        if tools != self.tools:
+            self.tools = tools
+            if self._last_request is not None:  # before the first request there is no prefix to keep
+                self.mark_rewrite(reason or "tools changed")
+
     def use_model(self, model: str, window: int, source: str = "") -> None:
         """After /model: the new window drives compaction, the new model's tokenizer family picks the
         encoding, and the calibration starts over (it described the old model's tokenizer)."""

@@ -270,6 +270,7 @@ class Repl:
                 self.print(Text(f"❯ {self.task}", style="bold"))
                 self.submit(self.task)
             while not self._exit:
+                self.session.drain_notices()  # an MCP server that failed while the prompt was idle
                 self.refresh_meter()
                 draft, self._draft = self._draft, ""
                 try:

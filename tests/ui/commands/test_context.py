@@ -25,6 +25,14 @@ class FakeAgent:
             self.history = list(history)
             self.replaced.append(reason)
 
+    def sync_tools(self) -> None:
+        """No tool source here (MCP is covered by tests/mcp)."""
+
+
+@dataclass
+class NoMcp:
+    mcp: None = None
+
 
 @dataclass
 class FakeRepl:
@@ -32,6 +40,7 @@ class FakeRepl:
     provider: Any
     console: Console = field(default_factory=lambda: Console(record=True, width=110, color_system=None))
     meter_refreshed: int = 0
+    session: NoMcp = field(default_factory=NoMcp)
 
     def print(self, renderable: Any = "") -> None:
         self.console.print(renderable)
