@@ -4,7 +4,8 @@ Each one is switchable in `[context]` config and reports what it did (a Notice o
 CompactionDone on the event bus, and a line in `/context`):
 
 - offload (`context.offload`): a large tool result is saved under `.swecli/tool_results/` and
-  enters the history as a head+tail preview that says how to read the rest.
+  enters the history as a head+tail preview that says how to read the rest; a result the tool cut
+  (`ToolResult.full`) is saved whole, always, so the tool's cap never loses output.
 - decay (`context.decay`): old tool results fold into one-line digests, in rare batches that each
   save at least `decay_min_savings_tokens` (each batch rewrites the prefix once, like a compaction).
 - image stand-ins (`[images]`): images older than `keep_turns` user turns become one-line stand-ins,
