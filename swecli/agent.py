@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
 from swecli.events import (
@@ -204,12 +204,16 @@ class Agent:
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved = True
+        approved, ctx = True, self.tool_ctx
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
-        result = self._run_tool(call) if approved else ToolResult(verdict.message, is_error=True,
-                                                                  summary=verdict.summary)
+            # The verdict also says how this call is confined (the sandbox for bash, or none).
+            ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
+        # A running command's output reaches the live view as it arrives.
+        ctx = replace(ctx, on_output=lambda text: self.on_event(ToolOutput(call, text)))
+        result = self.tools.run(call, ctx) if approved else ToolResult(
+            verdict.message, is_error=True, summary=verdict.summary)
         return self._finish(call, result, start, approved)
 
     def _finish(self, call: ToolCall, result: ToolResult, start: float, approved: bool) -> ToolMessage:
@@ -219,13 +223,6 @@ class Agent:
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
                            is_error=result.is_error, images=result.images)
-
-    def _run_tool(self, call: ToolCall) -> ToolResult:
-        self.tool_ctx.on_output = lambda text: self.on_event(ToolOutput(call, text))  # the live view
-        try:
-            return self.tools.run(call, self.tool_ctx)
-        finally:
-            self.tool_ctx.on_output = None
 
     def _preview(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)

@@ -127,7 +127,7 @@ def build_agent(
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars,
                            images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge)
-    policy = Policy(mode=settings.mode, approver=approver)
+    policy = build_policy(settings, root, approver, bus)
     holder: list[Agent] = []  # the agent, once built: sub-agents follow its current model
     if settings.subagents.enabled:
         base = build_tools(extra)
@@ -222,6 +222,17 @@ def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: 
                      max_iterations=settings.subagents.max_iterations)
 
     return spawn
+
+
+def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus) -> Policy:
+    """The approval policy with the configured sandbox; says once (per session) why the sandbox
+    cannot run here, and which writable paths do not exist."""
+    from swecli.tools.sandbox import from_settings
+
+    sandbox, problem, warnings = from_settings(settings.sandbox, root)
+    for text in ([problem] if problem else []) + warnings:
+        bus(Notice("warning", text))
+    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem)
 
 
 def start_mcp(settings: Settings, root: Path, agent: Agent) -> McpCatalog | None:

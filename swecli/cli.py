@@ -56,6 +56,8 @@ def main_command(
                                  help="API base URL (OpenAI-compatible: ending in /v1)."),
     mode: str = typer.Option(None, "--mode", metavar="MODE",
                              help="default (ask before changes) | auto | plan (read-only)."),
+    sandbox: str = typer.Option(None, "--sandbox", metavar="MODE",
+                                help="How bash is confined: workspace-write | read-only | off."),
     max_iterations: int = typer.Option(None, "--max-iterations", metavar="N", help="Model calls allowed per task."),
     context_limit: int = typer.Option(None, "--context-limit", metavar="TOKENS",
                                       help="Context window to plan for, in tokens."),
@@ -71,7 +73,8 @@ def main_command(
     if output_format not in ("text", "json", "stream-json"):
         _fail(f"--output-format must be text, json or stream-json, not {output_format!r}.")
     flags = {"provider": provider, "model": model, "base_url": base_url, "mode": mode,
-             "max_iterations": max_iterations, "context_limit": context_limit}
+             "max_iterations": max_iterations, "context_limit": context_limit,
+             "sandbox": {"mode": sandbox} if sandbox is not None else None}
     code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
                continue_latest=continue_, task=task)
     raise typer.Exit(code)

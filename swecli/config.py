@@ -59,6 +59,21 @@ class ToolsConfig(Section):
     max_output_chars: int = Field(30_000, ge=1_000)
 
 
+class SandboxConfig(Section):
+    mode: Literal["workspace-write", "read-only", "off"] = "workspace-write"
+    """How bash commands are confined (bubblewrap, Linux): `workspace-write` lets them write only to the
+    project, the writable paths and a private /tmp; `read-only` writes nowhere; `off` runs them
+    unconfined. Plan mode always uses read-only. Applies in default and auto mode alike."""
+    writable_paths: list[str] = Field(default_factory=list)
+    """More directories commands may write to (`~/.cache`, `../shared-build`); `~` is the home
+    directory, relative paths are under the project."""
+    network: bool = False
+    """Let sandboxed commands use the network (package installs, `git push`, API calls)."""
+    hidden_paths: list[str] = Field(default_factory=list)
+    """More files or directories sandboxed commands must not see, beyond the built-in credentials list
+    (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`, `~/.netrc`, ...)."""
+
+
 class MemoryConfig(Section):
     memory_budget_tokens: int = Field(4_000, ge=0)
     """OPENCLI.md / AGENTS.md / CLAUDE.md in the system prompt."""
@@ -191,6 +206,7 @@ class Settings(Section):
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     images: ImagesConfig = Field(default_factory=ImagesConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     _server_window: ServerWindow | None = PrivateAttr(None)
 

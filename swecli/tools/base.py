@@ -20,6 +20,7 @@ from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
 
 if TYPE_CHECKING:
+    from swecli.tools.sandbox import Sandbox
     from swecli.tools.spool import FullOutput
 
 A = TypeVar("A", bound=BaseModel)
@@ -45,6 +46,11 @@ class ToolContext:
     """Whether read_file may return an image file as an image (False: the model is known not to take images)."""
     image_max_edge: int = 1568
     """Images are scaled down to this many pixels on their long edge."""
+    sandbox: Sandbox | None = None
+    """How bash confines this call; None runs it unconfined (the approval policy decides, per call)."""
+    escalate: Callable[[str], bool] | None = None
+    """Asks the user whether a command the sandbox blocked may run again outside it (given why it
+    failed); None when no one may be asked."""
 
 
 @dataclass

@@ -324,8 +324,9 @@ def tty_approver() -> Approver | None:
         # The progress line above names a short one-line command in full already: do not print it twice.
         if not (request.call.name == "bash" and key_argument("bash", request.args) == request.args.get("command")):
             sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
-        if request.danger:
-            sys.stderr.write(f"warning: {request.danger}\n")
+        for warning in (request.danger, request.note):
+            if warning:
+                sys.stderr.write(f"warning: {warning}\n")
         answer = input("Allow? [y]es / [n]o / [a]lways this session: ").strip().lower()
         if answer.startswith("a"):
             return Decision("always")

@@ -304,6 +304,8 @@ def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> Rend
         parts.append(Text(request.preview, style=""))
     if request.danger:
         parts.append(Text(f"    ⚠ {request.danger}", style="bold red"))
+    if request.note:
+        parts.append(Text(f"    ⚠ {request.note}", style="yellow"))
     return Group(*parts)
 
 

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -383,19 +383,20 @@ class Repl:
         self.agent.cancel.reset()
         outcome: list[ToolFinished] = []
         started = time.monotonic()
+        # The sandbox the current mode gives bash (you typed the command: no approval, no escalation).
+        ctx = replace(self.agent.tool_ctx, sandbox=self.agent.policy.confinement, escalate=None,
+                      on_output=lambda text: self.bus(ToolOutput(call, text)))
 
         def work() -> None:
-            result = self.agent.tools.run(call, self.agent.tool_ctx)
+            result = self.agent.tools.run(call, ctx)
             outcome.append(ToolFinished(call, result, time.monotonic() - started))
 
-        self.agent.tool_ctx.on_output = lambda text: self.bus(ToolOutput(call, text))
         worker = threading.Thread(target=work, name="swecli-shell", daemon=True)
         self.renderer.begin_turn(f"Running !{command[:40]}")
         try:
             worker.start()
             self._supervise(worker)
         finally:
-            self.agent.tool_ctx.on_output = None
             self.renderer.end_turn()
         if not outcome:
             return

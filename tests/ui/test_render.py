@@ -155,6 +155,8 @@ def test_approval_preview_shows_what_the_action_line_cut_or_the_diff() -> None:
     assert render(approval_preview(edit)).splitlines()[-1] == "    +    return 42"
     danger = ApprovalRequest(call("bash"), {"command": "rm -rf /"}, "rm -rf /", danger="deletes the filesystem root")
     assert render(approval_preview(danger)) == "    ⚠ deletes the filesystem root"
+    note = ApprovalRequest(call("bash"), {"command": "make"}, "make", note="runs without the sandbox")
+    assert render(approval_preview(note)) == "    ⚠ runs without the sandbox"
 
 
 def test_line_stream_wraps_long_paragraphs_at_spaces() -> None:
