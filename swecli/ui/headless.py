@@ -222,11 +222,15 @@ def refusal_line(tally: Tally, session: AgentSession) -> str:
     calls = f"{count} tool call{'s were' if count > 1 else ' was'} refused"
     shown = ", ".join(f"{d['tool_name']} {key_argument(d['tool_name'], d['tool_input'])}".strip()
                       for d in tally.denials[:3]) + (", ..." if count > 3 else "")
+    no_sandbox = ('without bubblewrap, commands that are not read-only need a person\'s approval even in auto mode: '
+                  'install it, or set sandbox.mode = "off"')
     if policy.mode == "auto":
-        return (f"{calls} ({shown}): dangerous commands never run without a person to approve them; run them "
-                "yourself, or in the REPL (swecli) to approve each one.")
+        why = no_sandbox if policy.unconfined_against_wishes else (
+            "dangerous commands never run without a person to approve them")
+        return f"{calls} ({shown}): {why}; run them yourself, or in the REPL (swecli) to approve each one."
+    extra = f" ({no_sandbox}.)" if policy.unconfined_against_wishes else ""
     return (f"{calls} ({shown}): it needs approval and no one was there to give it. Re-run with --mode auto to "
-            "allow changes, or in a terminal to approve each one.")
+            f"allow changes, or in a terminal to approve each one.{extra}")
 
 
 def plan_hint(session: AgentSession, turn: TurnFinished) -> str:
