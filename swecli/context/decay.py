@@ -17,7 +17,11 @@ Per-tool policies: a listing, a grep or a file read is cheap to redo and folds a
 the newest zone; a test run's output (bash) lives a few steps longer; an edit's result (the diff
 that shows what changed) lives much longer; todo/notes results and loaded skills are never folded.
 
-What is never touched: user and assistant messages. In particular the tool-call arguments of old
+Old thinking goes too: the signed thinking blocks of assistant messages before the newest zone
+(Anthropic extended thinking) are dropped in the same batches. The API needs them back only for the
+turn in progress, and a block cannot be shortened (its signature covers it), only removed.
+
+What is never touched otherwise: user and assistant messages. In particular the tool-call arguments of old
 assistant messages stay verbatim, even a large write_file `content`: they are what the model did,
 and a model imitates its own context, so placeholders in its past calls invite placeholder
 arguments in its next ones; they must also stay valid JSON for the Anthropic wire. In the sessions
@@ -111,17 +115,28 @@ def decay(
     """Fold old tool results into digests when that saves at least `min_savings_tokens` in total."""
     rules = DEFAULT_POLICIES if policies is None else policies
     candidates = _candidates(history, counter, keep_recent_tokens, rules)
-    pending = sum(c.saving for c in candidates)
-    if not candidates or pending < min_savings_tokens:
+    thoughts = _old_thinking(history, counter, keep_recent_tokens)
+    pending = sum(c.saving for c in candidates) + sum(saving for _, saving in thoughts)
+    if not (candidates or thoughts) or pending < min_savings_tokens:
         return DecayResult(history, 0, 0, pending)
     out = list(history)
     saved = 0
+    for index, saving in thoughts:
+        out[index] = history[index].model_copy(update={"thinking": ()})
+        saved += saving
     for cand in candidates:
         reference = reference_for(cand.message) if reference_for is not None else default_reference(cand.message)
         folded = fold(cand.message, cand.call, reference, counter)
         saved += counter.message(cand.message) - counter.message(folded)
         out[cand.index] = folded
-    return DecayResult(out, saved, len(candidates))
+    return DecayResult(out, saved, len(candidates) + len(thoughts))
+
+
+def _old_thinking(history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int) -> list[tuple[int, int]]:
+    """(index, tokens saved) of each assistant message before the newest zone that still has thinking blocks."""
+    zone = newest_zone_start(history, counter, keep_recent_tokens)
+    return [(i, sum(counter.text(block.text) for block in msg.thinking)) for i, msg in enumerate(history[:zone])
+            if isinstance(msg, AssistantMessage) and msg.thinking]
 
 
 def _candidates(

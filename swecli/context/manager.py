@@ -179,6 +179,15 @@ class ContextManager:
             return  # the server reports no usage (llama.cpp): local counts stand
         self.calibration.observe(provider_prompt_tokens(usage), self.counter.request(request))
 
+    def estimate_usage(self, request: ModelRequest, reply: AssistantMessage) -> Usage:
+        """Local counts for a response whose server reported no usage: the prompt as the meter counts
+        it (calibrated), the output from the reply's text, reasoning and tool calls."""
+        count = self.counter.text
+        output = count(reply.content) + count(reply.reasoning)
+        output += sum(count(call.name) + count(call.arguments) for call in reply.tool_calls)
+        return Usage(input_tokens=self.calibration.apply(self.counter.request(request)), output_tokens=output,
+                     requests=1, estimated_requests=1)
+
     # --- the loop's calls -----------------------------------------------------------------------
 
     def prepare(self, history: list[Message], provider: Provider) -> list[Message]:

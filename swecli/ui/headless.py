@@ -5,7 +5,8 @@ printers below turn the loop's events into progress lines (text) or JSON events 
 
 Output formats:
 - text: the final answer on stdout; progress (actions, results, warnings) on stderr.
-- json: one object on stdout: result, turns, tool_calls, usage, session_id, error.
+- json: one object on stdout: result, stop_reason, turns, tool_calls, usage (with `estimated` and
+  `estimated_requests` when the server reported no usage and swecli counted locally), session_id, error.
 - stream-json: one JSON object per event on stdout, the last one of type "result".
 Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
 interrupted (Ctrl-C: the first one stops the turn as Esc does in the REPL, a second one at once), 3 when
@@ -55,7 +56,10 @@ if TYPE_CHECKING:
     from swecli.tools.spool import FullOutput
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {"done": 0, "error": 1, "iteration_limit": 2, "interrupted": 2}
+EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
+              "interrupted": 2}
+ANSWERED = frozenset({"done", "output_limit", "refused", "empty"})
+"""The model ended the turn itself (a warning on stderr explains the last three)."""
 EXIT_REFUSED = 3
 """The model finished, but tool calls were refused for want of someone to approve them."""
 
@@ -174,11 +178,11 @@ class Tally:
 
 def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
                   denials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    usage = turn.usage.model_dump() if turn else {}
+    usage = {**turn.usage.model_dump(), "estimated": turn.usage.estimated} if turn else {}
     return {
         "type": "result",
         "result": turn.answer if turn and not error else "",
-        "stop_reason": "error" if error and (turn is None or turn.stop_reason == "done") else (
+        "stop_reason": "error" if error and (turn is None or turn.stop_reason in ANSWERED) else (
             turn.stop_reason if turn else "error"),
         "turns": turn.iterations if turn else 0,
         "tool_calls": turn.tool_calls if turn else 0,
@@ -202,8 +206,9 @@ def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error:
         err.write(f"error: {error}\n")
     else:
         assert turn is not None
-        out.write(turn.answer.rstrip() + "\n")
-        if turn.stop_reason != "done":
+        if turn.answer.strip():  # an empty answer was already reported on stderr, not printed as a blank line
+            out.write(turn.answer.rstrip() + "\n")
+        if turn.stop_reason not in ANSWERED:
             err.write(f"swecli: {turn.answer}\n")
     if refused and fmt == "text":
         err.write(f"swecli: {refused}\n")
