@@ -126,6 +126,7 @@ def skills_list() -> None:
 
 
 mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+                      short_help="List, add and remove MCP servers.",
                       no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 

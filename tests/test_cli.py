@@ -61,7 +61,9 @@ def test_help_names_what_each_option_takes_and_keeps_whole_lines(project: Path) 
     assert "<str>" not in out.stdout and "<int>" not in out.stdout and "list[str]" not in out.stdout
     assert "-p, --print [TASK]" in out.stdout and "--max-iterations N" in out.stdout
     init_line = next(line for line in out.stdout.splitlines() if line.strip().startswith("init "))
-    assert init_line.rstrip().endswith("OPENCLI.md.") and "..." not in init_line
+    assert init_line.rstrip().endswith("OPENCLI.md.")
+    commands = out.stdout.split("Commands:")[1].strip().splitlines()
+    assert len(commands) >= 3 and not [line for line in commands if line.rstrip().endswith("...")]  # none cut
     sessions = swecli("sessions", "--help", cwd=project, env={"COLUMNS": "100"})
     assert "--delete ID" in sessions.stdout and "--older-than DAYS" in sessions.stdout
 
