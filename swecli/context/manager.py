@@ -245,6 +245,8 @@ class ContextManager:
             if trigger == "manual":
                 self._notice("info", "; ".join(result.notes) or "nothing to compact")
             return history
+        if not self._shrinks(before, result.history):
+            return history
         return self._record(trigger, before, result, time.monotonic() - start)
 
     def note_overflow(self, error: ContextOverflowError) -> None:
@@ -315,6 +317,16 @@ class ContextManager:
             pin=self.pin,
             force=trigger != "auto",
         )
+
+    def _shrinks(self, before: ContextState, history: list[Message]) -> bool:
+        """A compaction is applied only when it makes the next request smaller: on a short conversation a
+        summary can outweigh what it replaces, and a bigger "compacted" history helps no one."""
+        after = self.state(history)
+        if after.total < before.total:
+            return True
+        self._notice("info", f"compaction would not shrink the conversation ({before.total:,} -> {after.total:,} "
+                             "tokens); kept it as it is")
+        return False
 
     def _learn_from_overflow(self) -> None:
         """The provider rejected the last request, so its prompt was larger than window - max_tokens:
