@@ -122,7 +122,7 @@ def repomap(
     deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
     tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
 ) -> None:
-    """The repository map: files ranked by how central they are, their symbols and dependencies."""
+    """Show the repository map: central files, their symbols and dependencies."""
     raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
 
 
