@@ -122,7 +122,7 @@ def repomap(
     deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
     tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
 ) -> None:
-    """Show the repository map: central files, their symbols and dependencies."""
+    """The repository map: central files and their dependencies."""
     raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
 
 
