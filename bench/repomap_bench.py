@@ -51,7 +51,7 @@ def measure(root: Path, warm_runs: int, workers: int | None, count: Tokenizer) -
     one_s = time.perf_counter() - start
     parsed = len(cold.index.facts)
     tokens = [count(cold.render(budget, count)) for budget in (1_000, 2_000, 4_000)]
-    return [root.name, f"{len(cold.index.stats):,}", f"{parsed:,}", f"{source_bytes(cold) / 1e6:.1f} MB",
+    return [root.name, f"{len(cold.index.files):,}", f"{parsed:,}", f"{source_bytes(cold) / 1e6:.1f} MB",
             f"{cold_s:.2f} s", f"{parsed / cold_s:,.0f}", f"{statistics.median(warm):.3f} s",
             f"{one_s:.2f} s ({one.index.parsed})", " / ".join(f"{t:,}" for t in tokens)]
 

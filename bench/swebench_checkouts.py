@@ -135,7 +135,7 @@ def main() -> None:
     for inst, root, files, shas in plan:
         stats = _stat_all(root, files)
         facts = {rel: memo[shas[rel]] for rel in stats if language_for(rel) and rel in shas}
-        save_index(Index(root, stats, facts))
+        save_index(Index(root, files, stats, facts))
         rmap = RepoMap.build(root)
         print(f"{inst['instance_id']}: {rmap.summary()}", flush=True)
     warm_terms(plan)

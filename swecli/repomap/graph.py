@@ -13,8 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 from swecli.repomap.parse import Facts
 
@@ -58,13 +57,23 @@ def role_of(rel: str) -> str:
     return "source"
 
 
-@dataclass
 class Graph:
-    deps: dict[str, list[str]]
-    """File -> the project files it imports or uses names from, strongest first."""
-    ranks: dict[str, float]
-    """PageRank weighted by role, summing to 1 over the mapped files."""
-    roles: dict[str, str]
+    """Files ranked, with their roles and dependencies (read from the cache only when first asked for)."""
+
+    def __init__(self, deps: dict[str, list[str]] | None, ranks: dict[str, float], roles: dict[str, str],
+                 load_deps: Callable[[], dict[str, list[str]]] | None = None) -> None:
+        self._deps = deps
+        self._load_deps = load_deps
+        self.ranks = ranks
+        """PageRank weighted by role, summing to 1 over the mapped files."""
+        self.roles = roles
+
+    @property
+    def deps(self) -> dict[str, list[str]]:
+        """File -> the project files it imports or uses names from, strongest first."""
+        if self._deps is None:
+            self._deps = self._load_deps() if self._load_deps is not None else {}
+        return self._deps
 
 
 def build_graph(facts: dict[str, Facts], files: Iterable[str]) -> Graph:

@@ -1,9 +1,20 @@
-"""Facts for every file of a project, cached under `.swecli/repomap/index.json` by mtime and size.
+"""Facts for every file of a project, cached under `.swecli/repomap/` by mtime and size.
 
-A warm run lists the files (discover.py), stats them, loads the cache and re-parses only what changed;
-a cold run parses in worker processes (one per core, up to four) and reports progress to a callback
-once it has taken longer than a second. The cache is plain JSON (never pickle: a cloned repository
-could ship a `.swecli/` of its own), versioned, and rewritten atomically.
+A warm run starts the listing (discover.py), reads index.json and stats the source files it names while
+ripgrep runs, then compares: only new or changed files are parsed. A cold run parses in worker processes
+(one per core, up to four), many files per task, and reports progress to a callback once it has taken
+longer than a second.
+
+The cache is plain JSON (never pickle: a cloned repository could ship a `.swecli/` of its own), versioned,
+written atomically, and split by who reads it:
+
+    index.json    each source file's mtime, size, language, lines and error, a hash of the whole file
+                  list, and derived data (the graph's ranks): all that a warm run reads
+    symbols.json  definitions, read the first time a file's `symbols` are used
+    links.json    imports and referenced names, read only to rebuild the graph
+
+Rows of the side files carry the mtime and size they were read at: a row that does not match index.json
+(a crash between writes, another process writing) is read again from the file, never trusted.
 """
 
 from __future__ import annotations
@@ -12,28 +23,31 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeGuard
 
-from swecli.repomap.discover import project_files
+from swecli.repomap.discover import start_listing
 from swecli.repomap.languages import language_for
-from swecli.repomap.parse import Facts, pack_symbols, parse_file, parse_paths
+from swecli.repomap.parse import Facts, parse_file, parse_paths
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 CACHE_DIR = Path(".swecli") / "repomap"
 PARALLEL_FROM = 150
 """Files to parse before worker processes pay for their start-up."""
-BATCH = 48
+TASK_BYTES = 2_000_000
+"""Source bytes per worker task: few round trips, yet enough tasks to keep every worker busy to the end."""
 
 Progress = Callable[[int, int], None]
 """Called with (files parsed, files to parse) while a long parse runs."""
 
 
-@dataclass(frozen=True)
-class Stat:
+class Stat(NamedTuple):
     mtime_ns: int
     size: int
 
@@ -41,8 +55,10 @@ class Stat:
 @dataclass
 class Index:
     root: Path
+    files: list[str]
+    """Every visible file (root-relative POSIX paths, sorted), mapped or not."""
     stats: dict[str, Stat]
-    """Every visible regular file (root-relative POSIX path), parsed or not."""
+    """The files with a grammar, sorted by path."""
     facts: dict[str, Facts]
     """Files with a grammar: what they define, import and use."""
     parsed: int = 0
@@ -52,129 +68,205 @@ class Index:
     """Derived data stored beside the facts (the graph), valid while `fingerprint` is unchanged."""
     links_loaded: bool = True
     """False while cached files' `imports` and `refs` are still in links.json (only a graph rebuild needs them)."""
+    _fingerprint: str = field(default="", repr=False)
 
     def load_links(self) -> None:
         """Fill `imports` and `refs` of the files that came from the cache (a warm run never needs to)."""
         if self.links_loaded:
             return
-        stored = _read_json(self.root / CACHE_DIR / "links.json").get("links", {})
+        rows = SideFile(self.root, "links.json").rows()
         for rel, facts in self.facts.items():
-            row = stored.get(rel)
-            if not facts.imports and not facts.refs and isinstance(row, list) and len(row) == 2:
-                facts.imports, facts.refs = list(row[0]), list(row[1])
+            if facts.imports or facts.refs:
+                continue
+            row = rows.get(rel)
+            if _fresh(row, self.stats[rel], 4) and isinstance(row[2], list) and isinstance(row[3], list):
+                facts.imports, facts.refs = list(row[2]), list(row[3])
+            else:
+                again = parse_file(self.root, rel)
+                facts.imports, facts.refs = again.imports, again.refs
         self.links_loaded = True
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever any file is added, removed or modified."""
-        digest = hashlib.blake2b(digest_size=12)
-        for rel in sorted(self.stats):
-            s = self.stats[rel]
-            digest.update(f"{rel}\0{s.mtime_ns}\0{s.size}\n".encode("utf-8", errors="surrogateescape"))
-        return digest.hexdigest()
+        """Changes whenever any file is added, removed or renamed, or a source file is modified."""
+        if not self._fingerprint:
+            digest = hashlib.blake2b(listing_hash(self.files).encode(), digest_size=12)
+            numbers = array("q", (n for rel in sorted(self.stats) for n in self.stats[rel]))
+            digest.update(numbers.tobytes())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
 
 
 def cache_path(root: Path) -> Path:
     return root / CACHE_DIR / "index.json"
 
 
-def load_index(root: Path, progress: Progress | None = None, workers: int | None = None) -> Index:
-    """Discover, stat, reuse cached facts and parse what changed; the cache is updated when anything did."""
+def listing_hash(files: list[str]) -> str:
+    return hashlib.blake2b("\0".join(files).encode("utf-8", errors="surrogateescape"), digest_size=12).hexdigest()
+
+
+def load_index(root: Path, progress: Progress | None = None, workers: int | None = None,
+               save: bool = True) -> Index:
+    """Discover, stat, reuse cached facts and parse what changed; with `save`, the cache is updated when
+    anything did (RepoMap.build saves once, after the graph)."""
     start = time.monotonic()
     root = root.resolve()
-    stats = _stat_all(root, project_files(root))
-    old_facts, cached_stats, derived, old_fingerprint = _read_cache(root)
-    facts: dict[str, Facts] = {}
-    stale: list[str] = []
-    for rel, current in stats.items():
-        if language_for(rel) is None:
-            continue
-        if rel in old_facts and cached_stats.get(rel) == current:
-            facts[rel] = old_facts[rel]
-        else:
-            stale.append(rel)
-    for rel, parsed in _parse_all(root, stale, progress, workers, start):
-        facts[rel] = parsed
-    index = Index(root, stats, facts, parsed=len(stale), links_loaded=not old_facts)
-    fingerprint = index.fingerprint
-    if fingerprint == old_fingerprint:
-        index.cached = derived
-    else:
-        index.load_links()
-        save_index(index, fingerprint)
+    listing = start_listing(root)
+    cache = _Cache.read(root)
+    known = _stat_all(root, cache.paths)  # while ripgrep lists the files
+    files = listing.files()
+    stats = _current_stats(root, files, cache, known)
+    stale = [rel for rel, current in stats.items() if cache.stats.get(rel) != current]
+    fresh = dict(_parse_all(root, stale, progress, workers, start))
+    facts = {rel: fresh[rel] if rel in fresh else cache.facts(rel, stats[rel]) for rel in stats}
+    index = Index(root, files, stats, facts, parsed=len(stale), links_loaded=len(fresh) == len(facts))
+    if index.fingerprint == cache.fingerprint:
+        index.cached = cache.derived
+    elif save:
+        save_index(index)
     index.seconds = time.monotonic() - start
     return index
 
 
-def save_index(index: Index, fingerprint: str | None = None) -> None:
-    """Write stats and symbols (index.json, read by every run), imports and referenced names (links.json, read
-    only to rebuild the graph) and derived data."""
-    files = {rel: [s.mtime_ns, s.size, *(_facts_row(index.facts[rel]) if rel in index.facts else [])]
-             for rel, s in index.stats.items()}
-    fingerprint = fingerprint or index.fingerprint
-    if index.links_loaded:
-        links = {rel: [f.imports, f.refs] for rel, f in index.facts.items() if f.imports or f.refs}
-        _write_json(index.root / CACHE_DIR / "links.json", {"version": CACHE_VERSION, "links": links})
-    _write_json(cache_path(index.root), {"version": CACHE_VERSION, "fingerprint": fingerprint, "files": files,
+def _current_stats(root: Path, files: list[str], cache: _Cache, known: dict[str, Stat]) -> dict[str, Stat]:
+    """The stats of the source files among `files`: those the cache knew are already stat()ed."""
+    if listing_hash(files) == cache.listing:
+        return known
+    sources = [rel for rel in files if rel in cache.stats or language_for(rel) is not None]
+    new = _stat_all(root, [rel for rel in sources if rel not in known])
+    return {rel: known[rel] if rel in known else new[rel] for rel in sources if rel in known or rel in new}
+
+
+def save_index(index: Index) -> None:
+    """Write the side files (symbols, and links once loaded), then index.json, which names what is valid."""
+    index.load_links()
+    stats = index.stats
+    SideFile(index.root, "symbols.json").write(
+        {rel: [*stats[rel], f.packed()] for rel, f in index.facts.items()})
+    SideFile(index.root, "links.json").write(
+        {rel: [*stats[rel], f.imports, f.refs] for rel, f in index.facts.items()})
+    paths = list(index.facts)
+    languages = sorted({f.language for f in index.facts.values()})
+    position = {name: i for i, name in enumerate(languages)}
+    source = {"paths": paths, "mtime": [stats[rel].mtime_ns for rel in paths],
+              "size": [stats[rel].size for rel in paths], "lines": [index.facts[rel].lines for rel in paths],
+              "languages": languages, "language": [position[index.facts[rel].language] for rel in paths],
+              "errors": {rel: f.error for rel, f in index.facts.items() if f.error}}
+    write_json(cache_path(index.root), {"version": CACHE_VERSION, "fingerprint": index.fingerprint,
+                                         "listing": listing_hash(index.files), "source": source,
                                          "derived": index.cached})
 
 
-def _write_json(path: Path, payload: dict[str, Any]) -> None:
+class SideFile:
+    """symbols.json or links.json: a row per file, `[mtime_ns, size, ...]`, read once when first needed."""
+
+    def __init__(self, root: Path, name: str) -> None:
+        self.root = root
+        self.path = root / CACHE_DIR / name
+        self._rows: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+
+    def rows(self) -> dict[str, Any]:
+        with self._lock:
+            if self._rows is None:
+                rows = read_json(self.path).get("files")
+                self._rows = rows if isinstance(rows, dict) else {}
+            return self._rows
+
+    def write(self, rows: dict[str, list[Any]]) -> None:
+        write_json(self.path, {"version": CACHE_VERSION, "files": rows})
+
+    def packed_symbols(self, rel: str, current: Stat) -> str:
+        """A file's packed symbols as cached at `current`, or read again from the file."""
+        row = self.rows().get(rel)
+        if _fresh(row, current, 3) and isinstance(row[2], str):
+            return row[2]
+        return parse_file(self.root, rel).packed()
+
+
+def _fresh(row: Any, current: Stat, length: int) -> TypeGuard[list[Any]]:
+    return isinstance(row, list) and len(row) == length and row[0] == current.mtime_ns and row[1] == current.size
+
+
+class _Cache:
+    """What index.json says: the stats the cached facts were read at, and the data derived from them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.paths: list[str] = []
+        self.stats: dict[str, Stat] = {}
+        self.rows: dict[str, tuple[str, int]] = {}
+        self.errors: dict[str, str] = {}
+        self.fingerprint = self.listing = ""
+        self.derived: dict[str, Any] = {}
+        self.symbols = SideFile(root, "symbols.json")
+
+    @classmethod
+    def read(cls, root: Path) -> _Cache:
+        cache = cls(root)
+        payload = read_json(cache_path(root))
+        if payload:
+            try:
+                cache._load(payload)
+            except (KeyError, TypeError, ValueError, IndexError):
+                return cls(root)  # a damaged cache is rebuilt, never trusted in part
+        return cache
+
+    def _load(self, payload: dict[str, Any]) -> None:
+        source = payload["source"]
+        paths, languages = source["paths"], source["languages"]
+        columns = (source["mtime"], source["size"], source["lines"], source["language"])
+        if not all(isinstance(c, list) and len(c) == len(paths) for c in columns):
+            raise ValueError("columns of different lengths")
+        if not all(isinstance(p, str) for p in paths) or not all(isinstance(n, str) for n in languages):
+            raise TypeError("a path or language that is not a string")
+        self.stats = dict(zip(paths, map(Stat, source["mtime"], source["size"]), strict=True))
+        self.rows = {rel: (languages[k], lines) for rel, k, lines in zip(paths, source["language"],
+                                                                          source["lines"], strict=True)}
+        self.errors = {str(k): str(v) for k, v in dict(source["errors"]).items()}
+        self.paths = paths
+        self.fingerprint = str(payload["fingerprint"])
+        self.listing = str(payload["listing"])
+        self.derived = dict(payload.get("derived") or {})
+
+    def facts(self, rel: str, current: Stat) -> Facts:
+        """A cached file's facts: symbols read from symbols.json when first used, links on `load_links`."""
+        language, lines = self.rows[rel]
+        return Facts(language, lines, error=self.errors.get(rel, ""),
+                     _load=partial(self.symbols.packed_symbols, rel, current))
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only project simply stays uncached
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return {}
     return payload if isinstance(payload, dict) and payload.get("version") == CACHE_VERSION else {}
 
 
 def _stat_all(root: Path, rels: list[str]) -> dict[str, Stat]:
+    """lstat() of each file (regular files only): a warm run's main cost after the listing."""
     stats: dict[str, Stat] = {}
-    base = str(root)
+    base = str(root) + os.sep
+    lstat, is_regular = os.lstat, stat.S_ISREG
     for rel in rels:
         try:
-            st = os.lstat(os.path.join(base, rel))
+            st = lstat(base + rel)
         except OSError:
             continue
-        if stat.S_ISREG(st.st_mode):
+        if is_regular(st.st_mode):
             stats[rel] = Stat(st.st_mtime_ns, st.st_size)
     return stats
-
-
-def _facts_row(f: Facts) -> list[Any]:
-    return [f.language, f.lines, f.error, f.packed if f._symbols is None else pack_symbols(f.symbols)]
-
-
-def _read_cache(root: Path) -> tuple[dict[str, Facts], dict[str, Stat], dict[str, Any], str]:
-    """(facts, the stats they were parsed at, derived data, the fingerprint it belongs to)."""
-    empty: tuple[dict[str, Facts], dict[str, Stat], dict[str, Any], str] = ({}, {}, {}, "")
-    payload = _read_json(cache_path(root))
-    if not payload:
-        return empty
-    facts: dict[str, Facts] = {}
-    stats: dict[str, Stat] = {}
-    try:
-        for rel, row in payload["files"].items():
-            stats[rel] = Stat(row[0], row[1])
-            if len(row) > 2:
-                language, lines, error, packed = row[2:6]
-                if not isinstance(packed, str):
-                    raise TypeError(rel)
-                facts[rel] = Facts(language, lines, [], [], error, packed)
-        derived = dict(payload.get("derived") or {})
-        fingerprint = str(payload.get("fingerprint") or "")
-    except (KeyError, TypeError, ValueError):
-        return empty  # a damaged cache is rebuilt, never trusted in part
-    return facts, stats, derived, fingerprint
 
 
 def _parse_all(root: Path, rels: list[str], progress: Progress | None, workers: int | None,
@@ -194,13 +286,10 @@ def _parse_parallel(root: Path, rels: list[str], workers: int, reporter: _Report
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    # Largest files first, so no worker is left with one big file at the end.
-    order = sorted(rels, key=lambda rel: -_size(root / rel))
-    batches = [order[i:i + BATCH] for i in range(0, len(order), BATCH)]
     out: list[tuple[str, Facts]] = []
     # spawn, not fork: the REPL runs threads, and a forked child of a threaded process can deadlock.
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
+        futures = [pool.submit(parse_paths, str(root), batch) for batch in _batches(root, rels, workers)]
         for future in as_completed(futures):
             result = future.result()
             out.extend(result)
@@ -208,11 +297,22 @@ def _parse_parallel(root: Path, rels: list[str], workers: int, reporter: _Report
     return out
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+def _batches(root: Path, rels: list[str], workers: int) -> list[list[str]]:
+    """Tasks of about TASK_BYTES, largest files first (so no worker is left with one big file at the end),
+    and at least four per worker so the last ones are small."""
+    sizes = _stat_all(root, rels)
+    order = sorted(rels, key=lambda rel: -sizes[rel].size if rel in sizes else 0)
+    total = sum(s.size for s in sizes.values())
+    limit = max(1, min(TASK_BYTES, total // (workers * 4)))
+    batches: list[list[str]] = [[]]
+    filled = 0
+    for rel in order:
+        if batches[-1] and filled >= limit:
+            batches.append([])
+            filled = 0
+        batches[-1].append(rel)
+        filled += sizes[rel].size if rel in sizes else 0
+    return batches
 
 
 class _Reporter:

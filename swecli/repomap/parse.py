@@ -8,6 +8,7 @@ processes (`parse_paths`). Grammars and compiled queries are loaded once per pro
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -57,19 +58,28 @@ class Facts:
     refs: list[str] = field(default_factory=list)
     error: str = ""
     """Why the file was not parsed (too large, undecodable, no grammar), or ""."""
-    packed: str = ""
-    """The symbols as the cache stores them (`pack_symbols`), decoded on first use of `symbols`."""
     _symbols: list[Symbol] | None = field(default=None, repr=False)
+    _load: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    """Where the packed symbols come from while they are unread (the cache's symbols.json)."""
 
     @property
     def symbols(self) -> list[Symbol]:
+        """The file's definitions, decoded from the cache on first use."""
         if self._symbols is None:
-            self._symbols = unpack_symbols(self.packed)
+            self._symbols = unpack_symbols(self._load() if self._load is not None else "")
+            self._load = None
         return self._symbols
 
     @symbols.setter
     def symbols(self, value: list[Symbol]) -> None:
         self._symbols = value
+        self._load = None
+
+    def packed(self) -> str:
+        """The symbols as the cache stores them, without decoding them when they were never read."""
+        if self._symbols is None and self._load is not None:
+            return self._load()
+        return pack_symbols(self.symbols)
 
 
 _FIELD, _RECORD = "\t", "\n"  # never inside a name, and two bytes each in JSON

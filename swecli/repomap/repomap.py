@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from swecli.repomap.graph import Graph, build_graph
-from swecli.repomap.index import Index, Progress, load_index, save_index
+from swecli.repomap.index import (
+    CACHE_DIR,
+    CACHE_VERSION,
+    Index,
+    Progress,
+    load_index,
+    read_json,
+    save_index,
+    write_json,
+)
 from swecli.repomap.parse import Symbol
 
 Counter = Callable[[str], int]
@@ -33,6 +42,7 @@ _OUTLINE_KINDS = frozenset({"class", "function", "struct", "interface", "trait",
                             "namespace", "macro"})
 MAX_TOP_SYMBOLS = 14
 MAX_MEMBERS = 8
+GRAPH_FILE = "graph.json"
 
 
 def estimate_tokens(text: str) -> int:
@@ -52,12 +62,10 @@ class RepoMap:
     def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None) -> RepoMap:
         """The map of `root`: cached facts and graph when nothing changed, re-parsing only what did."""
         start = time.monotonic()
-        index = load_index(root, progress, workers)
+        index = load_index(root, progress, workers, save=False)
         graph = _cached_graph(index)
         if graph is None:
-            index.load_links()
-            graph = build_graph(index.facts, index.stats)
-            index.cached = {"graph": _pack_graph(graph)}
+            graph = _fresh_graph(index)
             save_index(index)
         return cls(index.root, index, graph, time.monotonic() - start)
 
@@ -66,7 +74,7 @@ class RepoMap:
     @property
     def files(self) -> list[str]:
         """Every visible file of the project, mapped or not."""
-        return sorted(self.index.stats)
+        return self.index.files
 
     def ranked(self, under: str = "") -> list[str]:
         """Mapped files, highest rank first (ties by path), optionally only those under a directory."""
@@ -180,7 +188,7 @@ class RepoMap:
     def summary(self) -> str:
         parsed = self.index.parsed
         where = "from the cache" if parsed == 0 else f"{parsed:,} parsed"
-        return (f"{len(self.graph.ranks):,} files mapped of {len(self.index.stats):,} "
+        return (f"{len(self.graph.ranks):,} files mapped of {len(self.index.files):,} "
                 f"({where}, {self.seconds:.2f}s)")
 
 
@@ -194,18 +202,27 @@ def _line_of(text: str) -> int:
     return int(number) if number.isdigit() else 0
 
 
-def _pack_graph(graph: Graph) -> dict[str, Any]:
-    """Paths once, edges and roles as numbers: a fifth of the size of the plain form, read on every run."""
+def _fresh_graph(index: Index) -> Graph:
+    """Build the graph from every file's links, and keep it with the index (ranks in index.json, read by
+    every run; edges in graph.json, read only by the queries that need them)."""
+    index.load_links()
+    graph = build_graph(index.facts, index.files)
     nodes = sorted(set(graph.ranks) | set(graph.deps) | {t for ts in graph.deps.values() for t in ts})
     position = {rel: i for i, rel in enumerate(nodes)}
     roles = sorted(set(graph.roles.values()))
-    return {"nodes": nodes, "roles": roles,
-            "rank": [round(graph.ranks.get(rel, -1.0), 8) for rel in nodes],
-            "role": [roles.index(graph.roles[rel]) if rel in graph.roles else -1 for rel in nodes],
-            "deps": [[position[t] for t in graph.deps.get(rel, [])] for rel in nodes]}
+    role_number = {role: i for i, role in enumerate(roles)}
+    index.cached = {"graph": {"nodes": nodes, "roles": roles,
+                              "rank": [round(graph.ranks.get(rel, -1.0), 8) for rel in nodes],
+                              "role": [role_number[graph.roles[rel]] if rel in graph.roles else -1
+                                       for rel in nodes]}}
+    deps = [[position[t] for t in graph.deps.get(rel, [])] for rel in nodes]
+    write_json(index.root / CACHE_DIR / GRAPH_FILE, {"version": CACHE_VERSION, "fingerprint": index.fingerprint,
+                                                      "deps": deps})
+    return graph
 
 
 def _cached_graph(index: Index) -> Graph | None:
+    """The graph stored with an unchanged index: ranks and roles now, edges when first asked for."""
     stored = index.cached.get("graph")
     if not isinstance(stored, dict):
         return None
@@ -213,10 +230,20 @@ def _cached_graph(index: Index) -> Graph | None:
         nodes, roles = stored["nodes"], stored["roles"]
         ranks = {rel: r for rel, r in zip(nodes, stored["rank"], strict=True) if r >= 0}
         role = {rel: roles[k] for rel, k in zip(nodes, stored["role"], strict=True) if k >= 0}
-        deps = {rel: [nodes[i] for i in targets] for rel, targets in zip(nodes, stored["deps"], strict=True) if targets}
     except (KeyError, TypeError, ValueError, IndexError):
         return None
-    return Graph(deps, ranks, role)
+    return Graph(None, ranks, role, load_deps=lambda: _cached_deps(index, nodes))
+
+
+def _cached_deps(index: Index, nodes: list[str]) -> dict[str, list[str]]:
+    stored = read_json(index.root / CACHE_DIR / GRAPH_FILE)
+    try:
+        if stored.get("fingerprint") == index.fingerprint:
+            return {rel: [nodes[i] for i in targets]
+                    for rel, targets in zip(nodes, stored["deps"], strict=True) if targets}
+    except (KeyError, TypeError, ValueError, IndexError):
+        pass
+    return _fresh_graph(index).deps  # graph.json lost or from another run: build the edges again
 
 
 # --- building in the background ------------------------------------------------------------------

@@ -23,7 +23,7 @@ def find_file(rmap: RepoMap, raw: str, cwd: Path | None = None) -> str:
     for candidate in candidates:
         if candidate in rmap.graph.ranks:
             return candidate
-        if candidate in rmap.index.stats:
+        if candidate in rmap.index.files:
             raise UnknownFile(f"{candidate} exists but is not a source file the map parses "
                               f"(no grammar for its type), so it has no dependencies to show.")
     named = [rel for rel in rmap.graph.ranks if rel == text or rel.endswith("/" + text)]

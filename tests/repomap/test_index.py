@@ -10,7 +10,8 @@ from tests.repomap.conftest import write
 
 def test_second_run_reparses_only_changed_files(pyproject: Path) -> None:
     first = load_index(pyproject)
-    assert first.parsed == len(first.facts) == 5 and "docs/guide.md" in first.stats
+    assert first.parsed == len(first.facts) == 5 and "docs/guide.md" in first.files
+    assert "docs/guide.md" not in first.stats  # only files with a grammar are stat()ed
     assert cache_path(pyproject).is_file()
     warm = load_index(pyproject)
     assert warm.parsed == 0 and warm.fingerprint == first.fingerprint
@@ -32,7 +33,7 @@ def test_a_damaged_cache_is_rebuilt(pyproject: Path) -> None:
     cache_path(pyproject).write_text("{not json")
     assert load_index(pyproject).parsed == 5
     payload = json.loads(cache_path(pyproject).read_text())
-    payload["files"]["src/shop/money.py"][5] = 42  # a field of the wrong type: trust none of it
+    payload["source"]["language"][1] = "python"  # a field of the wrong type: trust none of it
     cache_path(pyproject).write_text(json.dumps(payload))
     assert load_index(pyproject).parsed == 5
 
@@ -47,3 +48,21 @@ def test_a_large_cold_run_parses_in_workers_and_reports_progress(project: Path) 
     # Progress appears only after a second; when it does, it counts up to the total.
     assert all(total == PARALLEL_FROM + 10 and 0 < done <= total for done, total in seen)
     assert seen == sorted(seen)
+
+
+def test_a_side_file_row_that_does_not_match_is_read_again(pyproject: Path) -> None:
+    load_index(pyproject)
+    symbols = cache_path(pyproject).with_name("symbols.json")
+    payload = json.loads(symbols.read_text())
+    payload["files"]["src/shop/money.py"] = [1, 2, "Wrong\tclass\t1\t1\t"]  # not the file's mtime and size
+    symbols.write_text(json.dumps(payload))
+    warm = load_index(pyproject)
+    assert warm.parsed == 0
+    assert [s.name for s in warm.facts["src/shop/money.py"].symbols] == ["Money", "add", "parse_amount"]
+    symbols.unlink()
+    links = cache_path(pyproject).with_name("links.json")
+    links.unlink()
+    again = load_index(pyproject)
+    again.load_links()
+    assert again.facts["src/shop/cart.py"].imports == ["shop.money", "shop.money.Money", "shop.money.parse_amount"]
+    assert [s.name for s in again.facts["src/shop/cart.py"].symbols] == ["Cart", "total"]
