@@ -85,7 +85,9 @@ def build_graph(facts: dict[str, Facts], files: Iterable[str]) -> Graph:
                 if target != rel:
                     weights[rel][target] = weights[rel].get(target, 0.0) + IMPORT_WEIGHT
     _add_references(facts, weights)
-    mapped = sorted(set(facts) | {rel for rel in resolver.files if role_of(rel) == "config"})
+    config = {rel for rel in resolver.files if rel.rsplit("/", 1)[-1] in CONFIG_NAMES or
+              rel.startswith(".github/workflows/")}
+    mapped = sorted(set(facts) | {rel for rel in config if role_of(rel) == "config"})
     roles = {rel: role_of(rel) for rel in mapped}
     ranks = _weighted(pagerank(mapped, weights), roles)
     deps = {rel: [t for t, _ in sorted(w.items(), key=lambda kv: (-kv[1], kv[0]))] for rel, w in weights.items() if w}
@@ -97,10 +99,12 @@ def _add_references(facts: dict[str, Facts], weights: dict[str, dict[str, float]
     for rel, f in facts.items():
         for name in {s.name for s in f.symbols if s.kind in _DEF_KINDS and len(s.name) > 2}:
             definers[name].append(rel)
+    telling = {name: where for name, where in definers.items() if len(where) <= MAX_DEFINERS}
     for rel, f in facts.items():
-        for name in f.refs:
-            where = definers.get(name)
-            if not where or len(where) > MAX_DEFINERS or rel in where:
+        # Set intersection in C: most used names are defined nowhere in the project, or everywhere.
+        for name in telling.keys() & f.refs:
+            where = telling[name]
+            if rel in where:
                 continue
             for target in where:
                 weights[rel][target] = weights[rel].get(target, 0.0) + REFERENCE_WEIGHT / len(where)
@@ -155,6 +159,8 @@ class Resolver:
         self.python = python_modules([rel for rel in facts if facts[rel].language == "python"], self.files)
         self.modules = {s.name: rel for rel, f in facts.items() if f.language == "elixir"
                         for s in f.symbols if s.kind == "module"}
+        self._resolved: dict[str, list[str]] = {}
+        """Python imports resolved so far (relative ones with their directory): files import the same few."""
 
     def resolve(self, rel: str, language: str, spec: str) -> list[str]:
         if not spec:
@@ -179,15 +185,25 @@ class Resolver:
 
     def _python(self, rel: str, spec: str) -> list[str]:
         if spec.startswith("."):
-            level = len(spec) - len(spec.lstrip("."))
-            base = posixpath.dirname(rel).split("/") if "/" in rel else []
-            base = base[: len(base) - (level - 1)] if level > 1 else base
-            rest = spec[level:].split(".") if spec[level:] else []
-            return self._existing([("/".join(base + rest)).strip("/")])
-        target = self.python.get(spec)
-        if target is None and "." in spec:  # `import a.b.name`: the module is a.b
-            target = self.python.get(spec.rsplit(".", 1)[0])
-        return [target] if target else []
+            key = posixpath.dirname(rel) + "\0" + spec
+            found = self._resolved.get(key)
+            if found is None:
+                found = self._resolved[key] = self._python_relative(rel, spec)
+            return found
+        found = self._resolved.get(spec)
+        if found is None:
+            target = self.python.get(spec)
+            if target is None and "." in spec:  # `import a.b.name`: the module is a.b
+                target = self.python.get(spec.rsplit(".", 1)[0])
+            found = self._resolved[spec] = [target] if target else []
+        return found
+
+    def _python_relative(self, rel: str, spec: str) -> list[str]:
+        level = len(spec) - len(spec.lstrip("."))
+        base = posixpath.dirname(rel).split("/") if "/" in rel else []
+        base = base[: len(base) - (level - 1)] if level > 1 else base
+        rest = spec[level:].split(".") if spec[level:] else []
+        return self._existing([("/".join(base + rest)).strip("/")])
 
     def _existing(self, stems: list[str]) -> list[str]:
         for stem in stems:

@@ -140,8 +140,8 @@ ELIXIR = """
 """
 
 def split_query(source: str) -> tuple[str, str]:
-    """(definitions and imports, references): references are read with one `captures` call, which is
-    several times cheaper than a match per call site."""
+    """(definitions and imports, references): parse.py compiles them as one query, references last, so one
+    walk of the tree finds both and a match's pattern number says which kind it is."""
     lines = source.strip().splitlines()
     refs = [line for line in lines if "@ref" in line]
     return "\n".join(line for line in lines if line not in refs), "\n".join(refs)

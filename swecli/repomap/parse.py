@@ -98,18 +98,21 @@ def unpack_symbols(packed: str) -> list[Symbol]:
     return out
 
 
-_PARSERS: dict[str, tuple[Parser, Query, Query | None]] = {}
+_PARSERS: dict[str, tuple[Parser, Query, int]] = {}
 
 
-def _grammar(language: str) -> tuple[Parser, Query, Query | None]:
+def _grammar(language: str) -> tuple[Parser, Query, int]:
+    """The parser, the query (definitions and imports, then references) and its first reference pattern."""
     if language not in _PARSERS:
         import tree_sitter_language_pack as pack
         from tree_sitter import Query
 
         grammar = pack.get_language(language)  # type: ignore[arg-type]
         definitions, references = split_query(QUERIES[language])
-        _PARSERS[language] = (pack.get_parser(language), Query(grammar, definitions),  # type: ignore[arg-type]
-                              Query(grammar, references) if references else None)
+        query = Query(grammar, f"{definitions}\n{references}")
+        first_ref = next((i for i in range(query.pattern_count) if query.start_byte_for_pattern(i) > len(definitions)),
+                         query.pattern_count)
+        _PARSERS[language] = (pack.get_parser(language), query, first_ref)  # type: ignore[arg-type]
     return _PARSERS[language]
 
 
@@ -122,16 +125,18 @@ def parse_source(language: str, data: bytes) -> Facts:
     if len(data) > MAX_PARSE_BYTES:
         facts.error = "too large to parse"
         return facts
-    parser, query, references = _grammar(language)
+    parser, query, first_ref = _grammar(language)
     tree = parser.parse(data)
-    refs: dict[str, None] = {}
-    for _, captures in QueryCursor(query).matches(tree.root_node):
-        _read_match(language, captures, facts, refs)
-    if references is not None:
-        for node in QueryCursor(references).captures(tree.root_node).get("ref", []):
-            refs[node.text] = None  # type: ignore[index]
-    facts.refs = [r.decode("utf-8", errors="replace") if isinstance(r, bytes) else r for r in refs][:MAX_REFS]
-    facts.refs = list(dict.fromkeys(facts.refs))
+    refs: dict[Any, None] = {}
+    # One pass over the tree for everything: walking it is most of a query's cost, so a second query for
+    # the references (several per line of code) cost nearly as much as the first.
+    for pattern, captures in QueryCursor(query).matches(tree.root_node):
+        if pattern >= first_ref:
+            refs[captures["ref"][0].text] = None
+        else:
+            _read_match(language, captures, facts, refs)
+    names = [r.decode("utf-8", errors="replace") if isinstance(r, bytes) else r for r in refs]
+    facts.refs = list(dict.fromkeys(names))[:MAX_REFS]
     facts.symbols = _dedupe(facts.symbols)
     facts.imports = list(dict.fromkeys(facts.imports))
     return facts
@@ -185,6 +190,8 @@ def _read_match(language: str, captures: dict[str, list[Node]], facts: Facts, re
 
 def _symbol_name(text: str) -> str:
     """`ns::Class::method` -> `method`, `*ptr` -> `ptr`, `Foo::Bar` (Ruby) -> `Bar`."""
+    if text.isidentifier():
+        return text  # nearly every name: skip the splitting and the search
     text = " ".join(text.split())
     match = _NAME_TAIL.search(text.split("::")[-1].split(".")[-1])
     return match.group(0) if match else text
