@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from swecli.repomap.discover import project_files
-from swecli.repomap.index import CACHE_DIR, CACHE_VERSION, Index, _stat_all, save_index
+from swecli.repomap.index import CACHE_DIR, Index, _stat_all, save_index
 from swecli.repomap.languages import language_for
-from swecli.repomap.lexical import MAX_READ, Lexical, _write, content_terms, with_names
+from swecli.repomap.lexical import CACHE_VERSION, MAX_READ, Lexical, _write, content_terms, with_names
 from swecli.repomap.parse import Facts, parse_file
 from swecli.repomap.repomap import RepoMap
 
@@ -133,7 +133,7 @@ def main() -> None:
         for sha, (_, facts) in zip(jobs, pool.map(_parse, jobs.values(), chunksize=32), strict=True):
             memo[sha] = facts
     for inst, root, files, shas in plan:
-        stats = _stat_all(root, files)
+        stats = _stat_all(root, [rel for rel in files if language_for(rel)])
         facts = {rel: memo[shas[rel]] for rel in stats if language_for(rel) and rel in shas}
         save_index(Index(root, files, stats, facts))
         rmap = RepoMap.build(root)

@@ -31,8 +31,9 @@ import math
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -53,6 +54,8 @@ ATTACH_RATIO = 0.6
 """Attach only files within this fraction of the best score (the rest are listed)."""
 MAX_ATTACHED = 2
 MAX_LISTED = 6
+MAX_PATHS = 40
+"""Paths written in the task that are looked up (a pasted log can name hundreds)."""
 LIST_SCORE = 0.8
 MAX_DEFINERS = 6
 """A name defined in more files than this (`__init__`, `run`) points nowhere in particular."""
@@ -72,6 +75,11 @@ _BUILTIN_NAMES = frozenset(dir(builtins)) | frozenset({
 })
 """Names of Python builtins and the standard library's commonest calls: in a bug report they are the
 reporter's scaffolding, not the project's code."""
+
+RENDER_RESERVE = 0.25
+"""Seconds of the time limit (at most a fifth of it) kept for reading and rendering what the search found."""
+FIRST_COUNT_WAIT = 0.05
+"""How long the first token count may take before the estimate stands in (it may load a vocabulary)."""
 
 Count = Callable[[str], int]
 
@@ -195,18 +203,58 @@ def retrieve(
     """Attach the task's `@path` mentions, then (when `just_in_time`) what the text points at.
 
     `repo_map` and `lexical` are taken from the background builds when not given, waiting at most until
-    the deadline (`time_limit` seconds from the call)."""
+    the deadline (`time_limit` seconds from the call). Every step of the search checks the deadline and the
+    search stops early enough to leave time for rendering: what was found by then is attached, `@path`
+    mentions always, and the notice says the search was cut short."""
     start = time.monotonic()
-    count = count_tokens or estimate_tokens
+    deadline = start + time_limit
+    search_until = deadline - min(RENDER_RESERVE, 0.2 * time_limit)
     root = Path(root).resolve()
-    signals = extract(prompt)
     result = Retrieval()
+    count = _Counter(count_tokens, result)
+    count.settle(min(start + FIRST_COUNT_WAIT, search_until))
+    signals = extract(prompt)
     _attach_mentions(root, signals.mentions, count, result)
     if just_in_time and budget_tokens > 0:
-        finder = _Finder(root, signals, result, count, start + time_limit)
-        finder.run(repo_map, lexical, budget_tokens)
+        finder = _Finder(root, signals, result, count, search_until)
+        finder.run(repo_map, lexical, budget_tokens, settle_until=(search_until + deadline) / 2)
     result.seconds = time.monotonic() - start
     return result
+
+
+class _Counter:
+    """The caller's token counter once it answers, the character estimate until then.
+
+    A counter's first call may load a vocabulary (over a second on a busy machine): it is made on a thread
+    so that loading cannot hold the request past its time limit."""
+
+    def __init__(self, count: Count | None, result: Retrieval) -> None:
+        self.count = count
+        self.result = result
+        self.ready = threading.Event()
+        if count is None:
+            self.ready.set()
+        else:
+            threading.Thread(target=self._warm, name="swecli-retrieval-count", daemon=True).start()
+
+    def _warm(self) -> None:
+        try:
+            assert self.count is not None
+            self.count("warm up")
+        finally:
+            self.ready.set()
+
+    def settle(self, until: float) -> None:
+        """Wait for the counter until `until` (a monotonic time) at most."""
+        self.ready.wait(max(0.0, until - time.monotonic()))
+
+    def __call__(self, text: str) -> int:
+        if self.count is not None and self.ready.is_set():
+            return self.count(text)
+        note = "token counts estimated (the tokenizer was still loading)"
+        if note not in self.result.notes:
+            self.result.notes.append(note)
+        return estimate_tokens(text)
 
 
 def _attach_mentions(root: Path, mentions: list[str], count: Count, result: Retrieval) -> None:
@@ -238,7 +286,6 @@ class _Finder:
         self.deadline = deadline
         self.candidates: dict[str, Candidate] = {}
         self.rmap: RepoMap | None = None
-        self.files: list[str] = []
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -248,21 +295,21 @@ class _Finder:
             self.result.timed_out = True
         return self.result.timed_out
 
-    def run(self, repo_map: RepoMap | None, lexical: Lexical | None, budget: int) -> None:
+    def run(self, repo_map: RepoMap | None, lexical: Lexical | None, budget: int, settle_until: float) -> None:
         self.rmap = repo_map or self._wait_for_map()
-        self.files = self.rmap.files if self.rmap is not None else _listed_files(self.root)
-        self._paths()
-        self._errors()
-        if self.rmap is not None:
-            self._modules()
-            self._names()
-            self._stems()
-            lexical = lexical or self._wait_for_lexical()
-            if lexical is not None:
-                self._bm25(lexical)
-            self._neighbours()
-        if self.expired() and not self.result.notes:
+        indexed = self.rmap is not None and self._wait_for_indexes(self.rmap)
+        self._paths(indexed)  # even past the deadline: written paths are few, cheap and the strongest evidence
+        steps = [self._errors]
+        if indexed:
+            steps += [self._modules, self._names, self._stems, lambda: self._bm25(lexical), self._neighbours]
+        for step in steps:
+            if self.expired():
+                break
+            step()
+        if self.expired() and not any("time limit" in note for note in self.result.notes):
             self.result.notes.append("stopped at the time limit; the search was cut short")
+        if isinstance(self.count, _Counter):
+            self.count.settle(settle_until)
         self._decide(budget)
         if repo_map is None:
             from swecli.repomap.lexical import lexical_background
@@ -285,6 +332,15 @@ class _Finder:
             if not pending.error:
                 self.result.timed_out = True
         return rmap
+
+    def _wait_for_indexes(self, rmap: RepoMap) -> bool:
+        """The map's name, module and path indexes, built on a thread if a session has not built them yet."""
+        if rmap.prepared(self.remaining()):
+            return True
+        self.result.notes.append("the repository map's indexes were still building at the time limit: used "
+                                 "only paths and error messages")
+        self.result.timed_out = True
+        return False
 
     def _wait_for_lexical(self) -> Lexical | None:
         from swecli.repomap.lexical import latest_lexical, lexical_background
@@ -310,9 +366,10 @@ class _Finder:
             return
         candidate.evidence.append(evidence)
 
-    def _paths(self) -> None:
-        index = _SuffixIndex(self.files)
-        for mention in self.signals.paths:
+    def _paths(self, indexed: bool) -> None:
+        index: _SuffixIndex | _UnderRoot = (_SuffixIndex(self.rmap.path_suffixes)
+                                            if indexed and self.rmap is not None else _UnderRoot(self.root))
+        for mention in self.signals.paths[:MAX_PATHS]:
             rel = index.find(mention.raw, allow_bare=mention.kind == "path")
             if rel is None:
                 continue
@@ -439,10 +496,11 @@ class _Finder:
                 for rel in files:
                     self.add(rel, Evidence(weight / len(files) ** 0.75, reason))
 
-    def _bm25(self, lexical: Lexical) -> None:
+    def _bm25(self, given: Lexical | None) -> None:
         from swecli.repomap.lexical import terms
 
-        if self.expired():
+        lexical = given or self._wait_for_lexical()
+        if lexical is None or self.expired():
             return
         query = terms(self.signals.title) * 2 + terms(self.signals.text)
         scores = lexical.scores(query)
@@ -573,30 +631,47 @@ def _role(rel: str) -> str:
     return next((role for role, pattern in _ROLE_PATTERNS if pattern.search(rel)), "source")
 
 
-def _listed_files(root: Path) -> list[str]:
-    from swecli.repomap.discover import project_files
+class _UnderRoot:
+    """Without the map's indexes: a written path is tried as it is, then by each shorter tail, under the root
+    (a stat per try, where listing the project could take longer than the time limit)."""
 
-    return project_files(root)
+    def __init__(self, root: Path) -> None:
+        from swecli.tools.walk import IgnoreRules
+
+        self.root = root
+        self.rules = IgnoreRules(root)
+
+    def find(self, raw: str, allow_bare: bool) -> str | None:
+        parts = _path_parts(raw)
+        for k in range(len(parts)):
+            if len(parts) - k == 1 and not allow_bare:
+                return None
+            rel = "/".join(parts[k:])
+            try:
+                resolve(self.root, rel, self.rules)
+            except AttachError:
+                continue
+            return rel
+        return None
+
+
+def _path_parts(raw: str) -> list[str]:
+    text = re.sub(r"^(?:\./)+", "", raw.replace("\\", "/").strip().lstrip("@"))
+    return [p for p in text.split("/") if p not in ("", ".", "..")]
 
 
 class _SuffixIndex:
     """Files by every trailing part of their path: `/home/e/site-packages/sympy/core/mul.py` finds
     `sympy/core/mul.py`."""
 
-    def __init__(self, files: Sequence[str]) -> None:
-        self.files = set(files)
-        self.by_suffix: dict[str, list[str]] = {}
-        for rel in files:
-            parts = rel.split("/")
-            for k in range(len(parts)):
-                self.by_suffix.setdefault("/".join(parts[k:]), []).append(rel)
+    def __init__(self, by_suffix: dict[str, list[str]]) -> None:
+        self.by_suffix = by_suffix
 
     def find(self, raw: str, allow_bare: bool) -> str | None:
-        text = raw.replace("\\", "/").strip().lstrip("@")
-        text = re.sub(r"^(?:\./)+", "", text)
-        if text in self.files:
-            return text
-        parts = [p for p in text.split("/") if p not in ("", ".", "..")]
+        parts = _path_parts(raw)
+        written = "/".join(parts)
+        if written in self.by_suffix.get(written, ()):
+            return written  # a file at the path as written, even when others end the same way
         for k in range(len(parts)):
             suffix = "/".join(parts[k:])
             hits = self.by_suffix.get(suffix, [])

@@ -25,8 +25,6 @@ DAMPING = 0.85
 ROLE_WEIGHT = {"source": 1.0, "entry": 2.0, "config": 1.0, "test": 0.25, "docs": 0.4, "example": 0.4}
 
 _JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
-_DEF_KINDS = frozenset({"class", "function", "struct", "type", "interface", "trait", "enum", "module", "constant",
-                        "macro", "namespace", "variable"})
 _TEST = re.compile(r"(^|/)(tests?|__tests__|spec|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|"
                    r"(^|/)conftest\.py$|Test\.java$|_spec\.rb$")
 _DOCS = re.compile(r"(^|/)(docs?|doc_src|documentation)/")
@@ -97,7 +95,7 @@ def build_graph(facts: dict[str, Facts], files: Iterable[str]) -> Graph:
 def _add_references(facts: dict[str, Facts], weights: dict[str, dict[str, float]]) -> None:
     definers: dict[str, list[str]] = defaultdict(list)
     for rel, f in facts.items():
-        for name in {s.name for s in f.symbols if s.kind in _DEF_KINDS and len(s.name) > 2}:
+        for name in f.names:
             definers[name].append(rel)
     telling = {name: where for name, where in definers.items() if len(where) <= MAX_DEFINERS}
     for rel, f in facts.items():

@@ -11,7 +11,7 @@ written atomically, and split by who reads it:
     index.json    each source file's mtime, size, language, lines and error, a hash of the whole file
                   list, and derived data (the graph's ranks): all that a warm run reads
     symbols.json  definitions, read the first time a file's `symbols` are used
-    links.json    imports and referenced names, read only to rebuild the graph
+    links.json    imports, names used and names defined, read only to rebuild the graph
 
 Rows of the side files carry the mtime and size they were read at: a row that does not match index.json
 (a crash between writes, another process writing) is read again from the file, never trusted.
@@ -66,25 +66,25 @@ class Index:
     seconds: float = 0.0
     cached: dict[str, Any] = field(default_factory=dict)
     """Derived data stored beside the facts (the graph), valid while `fingerprint` is unchanged."""
-    links_loaded: bool = True
-    """False while cached files' `imports` and `refs` are still in links.json (only a graph rebuild needs them)."""
+    unlinked: list[str] = field(default_factory=list)
+    """Files from the cache whose links (`imports`, `refs`, `names`) are still in links.json (only a graph
+    rebuild needs them)."""
     _fingerprint: str = field(default="", repr=False)
 
     def load_links(self) -> None:
-        """Fill `imports` and `refs` of the files that came from the cache (a warm run never needs to)."""
-        if self.links_loaded:
+        """Fill the links of the files that came from the cache (a warm run never needs to)."""
+        if not self.unlinked:
             return
         rows = SideFile(self.root, "links.json").rows()
-        for rel, facts in self.facts.items():
-            if facts.imports or facts.refs:
-                continue
+        for rel in self.unlinked:
+            facts = self.facts[rel]
             row = rows.get(rel)
-            if _fresh(row, self.stats[rel], 4) and isinstance(row[2], list) and isinstance(row[3], list):
-                facts.imports, facts.refs = list(row[2]), list(row[3])
+            if _fresh(row, self.stats[rel], 5) and all(isinstance(column, list) for column in row[2:]):
+                facts.imports, facts.refs, facts.names = row[2], row[3], row[4]
             else:
                 again = parse_file(self.root, rel)
-                facts.imports, facts.refs = again.imports, again.refs
-        self.links_loaded = True
+                facts.imports, facts.refs, facts.names = again.imports, again.refs, again.names
+        self.unlinked = []
 
     @property
     def fingerprint(self) -> str:
@@ -119,7 +119,7 @@ def load_index(root: Path, progress: Progress | None = None, workers: int | None
     stale = [rel for rel, current in stats.items() if cache.stats.get(rel) != current]
     fresh = dict(_parse_all(root, stale, progress, workers, start))
     facts = {rel: fresh[rel] if rel in fresh else cache.facts(rel, stats[rel]) for rel in stats}
-    index = Index(root, files, stats, facts, parsed=len(stale), links_loaded=len(fresh) == len(facts))
+    index = Index(root, files, stats, facts, parsed=len(stale), unlinked=[rel for rel in facts if rel not in fresh])
     if index.fingerprint == cache.fingerprint:
         index.cached = cache.derived
     elif save:
@@ -144,7 +144,7 @@ def save_index(index: Index) -> None:
     SideFile(index.root, "symbols.json").write(
         {rel: [*stats[rel], f.packed()] for rel, f in index.facts.items()})
     SideFile(index.root, "links.json").write(
-        {rel: [*stats[rel], f.imports, f.refs] for rel, f in index.facts.items()})
+        {rel: [*stats[rel], f.imports, f.refs, f.names] for rel, f in index.facts.items()})
     paths = list(index.facts)
     languages = sorted({f.language for f in index.facts.values()})
     position = {name: i for i, name in enumerate(languages)}

@@ -20,13 +20,15 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swecli.repomap.index import CACHE_DIR, CACHE_VERSION
+from swecli.repomap.index import CACHE_DIR
 
 if TYPE_CHECKING:
     import bm25s
 
     from swecli.repomap.repomap import RepoMap
 
+CACHE_VERSION = 3
+"""Of terms.json and bm25.json (their own: the map's cache format can change without them)."""
 MAX_READ = 400_000
 MAX_TF = 4
 """Occurrences of a term counted per file: BM25's saturation makes more nearly worthless, and the cap
@@ -57,9 +59,11 @@ def terms(text: str) -> list[str]:
 class Lexical:
     """The BM25 index of one map: `scores(query)` -> {path: score} for files sharing a term with it."""
 
-    def __init__(self, docs: list[str], model: bm25s.BM25 | None) -> None:
+    def __init__(self, docs: list[str], model: bm25s.BM25 | None, fingerprint: str = "") -> None:
         self.docs = docs
         self.model = model
+        self.fingerprint = fingerprint
+        """The map's fingerprint the index was built for."""
 
     @classmethod
     def build(cls, rmap: RepoMap) -> Lexical:
@@ -72,12 +76,12 @@ class Lexical:
         if stored.get("fingerprint") == fingerprint and cache_dir.is_dir():
             try:
                 model = bm25s.BM25.load(str(cache_dir), show_progress=False, verbosity=0)
-                return cls(list(stored["docs"]), model)
+                return cls(list(stored["docs"]), model, fingerprint)
             except (OSError, ValueError, KeyError):
                 pass
         docs = sorted(rmap.index.facts)
         if not docs:
-            return cls([], None)  # nothing to index (a project without source files)
+            return cls([], None, fingerprint)  # nothing to index (a project without source files)
         bags = _term_bags(rmap, docs)
         model = bm25s.BM25()
         model.index([bags[rel] or ["\0empty"] for rel in docs], show_progress=False)
@@ -88,7 +92,7 @@ class Lexical:
                                                     "docs": docs})
         except OSError:
             pass
-        return cls(docs, model)
+        return cls(docs, model, fingerprint)
 
     def scores(self, query: list[str]) -> dict[str, float]:
         if self.model is None:
@@ -185,9 +189,10 @@ class PendingIndex:
             if rmap is None:
                 self.error = pending.error
             else:
-                rmap.symbol_index  # noqa: B018  (built here, off the first request's clock)
-                rmap.python_modules  # noqa: B018
-                self.lexical = _LATEST[self.root] = Lexical.build(rmap)
+                rmap.prepare()  # here, off the first request's clock
+                previous = _LATEST.get(self.root)
+                unchanged = previous is not None and previous.fingerprint == rmap.index.fingerprint
+                self.lexical = _LATEST[self.root] = previous if unchanged and previous else Lexical.build(rmap)
         except Exception as exc:  # an aid, never a reason for a session to fail
             self.error = f"{type(exc).__name__}: {exc}"
         finally:

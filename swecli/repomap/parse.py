@@ -23,6 +23,9 @@ MAX_PARSE_BYTES = 1_000_000
 MAX_REFS = 400
 """Distinct referenced names kept per file: enough for the graph, small in the cache."""
 
+LINKED_KINDS = frozenset({"class", "function", "struct", "type", "interface", "trait", "enum", "module", "constant",
+                          "macro", "namespace", "variable"})
+"""Definitions a used name is linked to (not methods: `x.get()` does not say whose `get`)."""
 _CONTAINERS = frozenset({
     "class_definition", "class_declaration", "abstract_class_declaration", "interface_declaration",
     "class_specifier", "struct_specifier", "namespace_definition", "impl_item", "trait_item", "class", "module",
@@ -56,6 +59,9 @@ class Facts:
     """Import specifiers, normalized per language (see `graph.resolve`): `a.b.c`, `..x` (Python relative),
     `./x` (a path relative to the file), `a/b.h`, `github.com/x/y`, `crate::a::b`, `Foo.Bar`."""
     refs: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    """What a reference elsewhere can point at: the file's definitions of LINKED_KINDS, longer than two
+    characters (kept beside `refs`, so rebuilding the graph needs no symbols decoded)."""
     error: str = ""
     """Why the file was not parsed (too large, undecodable, no grammar), or ""."""
     _symbols: list[Symbol] | None = field(default=None, repr=False)
@@ -139,7 +145,12 @@ def parse_source(language: str, data: bytes) -> Facts:
     facts.refs = list(dict.fromkeys(names))[:MAX_REFS]
     facts.symbols = _dedupe(facts.symbols)
     facts.imports = list(dict.fromkeys(facts.imports))
+    facts.names = linked_names(facts.symbols)
     return facts
+
+
+def linked_names(symbols: list[Symbol]) -> list[str]:
+    return sorted({s.name for s in symbols if s.kind in LINKED_KINDS and len(s.name) > 2})
 
 
 def _dedupe(symbols: list[Symbol]) -> list[Symbol]:

@@ -19,7 +19,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,8 @@ class RepoMap:
     graph: Graph
     seconds: float = 0.0
     """How long building (or loading) took."""
+    _prepared: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    _preparing: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None) -> RepoMap:
@@ -128,6 +130,34 @@ class RepoMap:
 
     def definitions(self, name: str) -> list[tuple[str, Symbol]]:
         return self.symbol_index.get(name, [])
+
+    @cached_property
+    def path_suffixes(self) -> dict[str, list[str]]:
+        """Every trailing part of every file's path -> the files ending so (`core/mul.py` -> `sympy/core/mul.py`)."""
+        found: dict[str, list[str]] = {}
+        for rel in self.files:
+            parts = rel.split("/")
+            for k in range(len(parts)):
+                found.setdefault("/".join(parts[k:]), []).append(rel)
+        return found
+
+    def prepare(self) -> None:
+        """Build the indexes that queries use (names, modules, path suffixes, reverse edges), all at once,
+        so a session can do it before the first request needs them."""
+        self.symbol_index  # noqa: B018
+        self.python_modules  # noqa: B018
+        self.path_suffixes  # noqa: B018
+        self._imported_by  # noqa: B018
+        self._prepared.set()
+
+    def prepared(self, seconds: float) -> bool:
+        """Whether `prepare` has finished: started on a thread if nobody has, waited for up to `seconds`."""
+        with _LOCK:
+            start = not self._preparing
+            self._preparing = True
+        if start:
+            threading.Thread(target=self.prepare, name="swecli-repomap-prepare", daemon=True).start()
+        return self._prepared.wait(max(seconds, 0.0))
 
     # --- views ----------------------------------------------------------------------------------
 
@@ -267,7 +297,11 @@ class Pending:
 
     def _run(self) -> None:
         try:
-            self.result = _LATEST[self.root] = RepoMap.build(self.root)
+            built = RepoMap.build(self.root)
+            previous = _LATEST.get(self.root)
+            if previous is not None and previous.index.fingerprint == built.index.fingerprint:
+                built = previous  # nothing changed: keep the one whose indexes are already built
+            self.result = _LATEST[self.root] = built
         except Exception as exc:  # the map is an aid: a failure must not take the session down
             self.error = f"{type(exc).__name__}: {exc}"
         finally:

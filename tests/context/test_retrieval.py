@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,51 @@ def test_without_the_index_in_time_it_uses_what_was_named_and_says_so(shop: Path
 
 def test_the_bar_is_what_a_named_path_clears() -> None:
     assert ATTACH_SCORE <= 4.0
+
+
+@pytest.fixture
+def big_shop(shop: Path) -> Path:
+    """The shop with 400 more modules, each defining and calling names the task mentions too."""
+    for i in range(400):
+        write(shop, f"shop/gen/m{i:03}.py", f"from shop.money import parse_amount\n\n\nclass Ledger{i}:\n"
+                                           f"    def settle_{i}(self, text):\n        return parse_amount(text)\n")
+    return shop
+
+
+TASK = ("@shop/cart.py totals are wrong: `parse_amount` rounds 0.29 down, see shop/report.py:1.\n"
+        "ValueError: bad amount '1,5': expected a decimal number\n"
+        + " ".join(f"`Ledger{i}.settle_{i}`" for i in range(0, 400, 7)))
+
+
+def test_a_tiny_time_limit_cuts_the_search_short_but_keeps_mentions_and_written_paths(big_shop: Path) -> None:
+    rmap = RepoMap.build(big_shop)
+    rmap.prepare()
+    lexical = Lexical.build(rmap)
+    found = retrieve(TASK, big_shop, time_limit=0.001, repo_map=rmap, lexical=lexical)
+    assert found.timed_out and "stopped at the time limit; the search was cut short" in found.summary()
+    assert found.attachments[0].kind == "file" and found.attachments[0].path == "shop/cart.py"
+    assert "shop/report.py" in found.attached_paths + [p for p, _ in found.listed]  # named: no search needed
+    assert "shop/money.py" not in found.attached_paths  # finding the definition is the search it cut short
+    # The same task with time to spare finds the definition: the limit is what made the difference.
+    full = retrieve(TASK, big_shop, time_limit=60.0, repo_map=rmap, lexical=lexical)
+    assert not full.timed_out and "shop/money.py" in full.attached_paths
+
+
+def test_a_tokenizer_still_loading_does_not_hold_retrieval(shop: Path) -> None:
+    release = threading.Event()
+    answered: list[str] = []
+
+    def loading(text: str) -> int:  # like a first call that loads a vocabulary
+        release.wait(30)
+        answered.append(text)
+        return len(text) // 4
+
+    rmap = RepoMap.build(shop)
+    try:
+        found = retrieve("@shop/cart.py: `parse_amount` rounds 0.29 down", shop, count_tokens=loading,
+                         time_limit=1.0, repo_map=rmap, lexical=Lexical.build(rmap))
+        assert answered == []  # it returned without waiting for the counter
+    finally:
+        release.set()
+    assert found.attachments[0].path == "shop/cart.py" and found.attachments[0].tokens > 0
+    assert "token counts estimated (the tokenizer was still loading)" in found.summary()
