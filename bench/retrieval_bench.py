@@ -82,6 +82,7 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, help="write each instance's ranking (JSON lines) here")
     args = parser.parse_args()
     count = Tokenizer("o200k_base")
+    assert count.exact  # loaded now, as a session's accounting has it before the first request
     ordered = sorted(instances(), key=lambda i: i["instance_id"])
     ours = {"tuning": Score(), "held-out": Score(), "all": Score()}
     bm25 = {"tuning": Score(), "held-out": Score(), "all": Score()}

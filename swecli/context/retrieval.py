@@ -31,7 +31,6 @@ import math
 import re
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,8 +77,6 @@ reporter's scaffolding, not the project's code."""
 
 RENDER_RESERVE = 0.25
 """Seconds of the time limit (at most a fifth of it) kept for reading and rendering what the search found."""
-FIRST_COUNT_WAIT = 0.05
-"""How long the first token count may take before the estimate stands in (it may load a vocabulary)."""
 
 Count = Callable[[str], int]
 
@@ -211,50 +208,24 @@ def retrieve(
     search_until = deadline - min(RENDER_RESERVE, 0.2 * time_limit)
     root = Path(root).resolve()
     result = Retrieval()
-    count = _Counter(count_tokens, result)
-    count.settle(min(start + FIRST_COUNT_WAIT, search_until))
+    count = _immediate(count_tokens)
     signals = extract(prompt)
     _attach_mentions(root, signals.mentions, count, result)
     if just_in_time and budget_tokens > 0:
         finder = _Finder(root, signals, result, count, search_until)
-        finder.run(repo_map, lexical, budget_tokens, settle_until=(search_until + deadline) / 2)
+        finder.run(repo_map, lexical, budget_tokens)
     result.seconds = time.monotonic() - start
     return result
 
 
-class _Counter:
-    """The caller's token counter once it answers, the character estimate until then.
+def _immediate(count: Count | None) -> Count:
+    """The caller's counter, unless it is a tokenizer whose vocabulary is not in memory yet: loading it
+    takes a second or more and holds the interpreter, so this request's attachments are estimated."""
+    from swecli.context.tokens import Tokenizer
 
-    A counter's first call may load a vocabulary (over a second on a busy machine): it is made on a thread
-    so that loading cannot hold the request past its time limit."""
-
-    def __init__(self, count: Count | None, result: Retrieval) -> None:
-        self.count = count
-        self.result = result
-        self.ready = threading.Event()
-        if count is None:
-            self.ready.set()
-        else:
-            threading.Thread(target=self._warm, name="swecli-retrieval-count", daemon=True).start()
-
-    def _warm(self) -> None:
-        try:
-            assert self.count is not None
-            self.count("warm up")
-        finally:
-            self.ready.set()
-
-    def settle(self, until: float) -> None:
-        """Wait for the counter until `until` (a monotonic time) at most."""
-        self.ready.wait(max(0.0, until - time.monotonic()))
-
-    def __call__(self, text: str) -> int:
-        if self.count is not None and self.ready.is_set():
-            return self.count(text)
-        note = "token counts estimated (the tokenizer was still loading)"
-        if note not in self.result.notes:
-            self.result.notes.append(note)
-        return estimate_tokens(text)
+    if count is None or (isinstance(count, Tokenizer) and not count.ready):
+        return estimate_tokens
+    return count
 
 
 def _attach_mentions(root: Path, mentions: list[str], count: Count, result: Retrieval) -> None:
@@ -295,7 +266,7 @@ class _Finder:
             self.result.timed_out = True
         return self.result.timed_out
 
-    def run(self, repo_map: RepoMap | None, lexical: Lexical | None, budget: int, settle_until: float) -> None:
+    def run(self, repo_map: RepoMap | None, lexical: Lexical | None, budget: int) -> None:
         self.rmap = repo_map or self._wait_for_map()
         indexed = self.rmap is not None and self._wait_for_indexes(self.rmap)
         self._paths(indexed)  # even past the deadline: written paths are few, cheap and the strongest evidence
@@ -308,8 +279,6 @@ class _Finder:
             step()
         if self.expired() and not any("time limit" in note for note in self.result.notes):
             self.result.notes.append("stopped at the time limit; the search was cut short")
-        if isinstance(self.count, _Counter):
-            self.count.settle(settle_until)
         self._decide(budget)
         if repo_map is None:
             from swecli.repomap.lexical import lexical_background

@@ -209,6 +209,11 @@ class Tokenizer:
         self._resolved = True
 
     @property
+    def ready(self) -> bool:
+        """True when counting needs no vocabulary loaded first (it is in memory, or known to be missing)."""
+        return self._resolved or self.encoding_name in _loaded
+
+    @property
     def exact(self) -> bool:
         """False when counts are the characters-based fallback."""
         if not self._resolved:
