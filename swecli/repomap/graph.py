@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from swecli.repomap.parse import Facts
 
@@ -74,7 +74,7 @@ class Graph:
         return self._deps
 
 
-def build_graph(facts: dict[str, Facts], files: Iterable[str]) -> Graph:
+def build_graph(facts: Mapping[str, Facts], files: Iterable[str]) -> Graph:
     resolver = Resolver(facts, files)
     weights: dict[str, dict[str, float]] = {rel: {} for rel in facts}
     for rel, f in facts.items():
@@ -92,7 +92,7 @@ def build_graph(facts: dict[str, Facts], files: Iterable[str]) -> Graph:
     return Graph(deps, ranks, roles)
 
 
-def _add_references(facts: dict[str, Facts], weights: dict[str, dict[str, float]]) -> None:
+def _add_references(facts: Mapping[str, Facts], weights: dict[str, dict[str, float]]) -> None:
     definers: dict[str, list[str]] = defaultdict(list)
     for rel, f in facts.items():
         for name in f.names:
@@ -144,7 +144,7 @@ def _weighted(ranks: dict[str, float], roles: dict[str, str]) -> dict[str, float
 class Resolver:
     """Import specifiers -> project files, per language (see the module docstring)."""
 
-    def __init__(self, facts: dict[str, Facts], files: Iterable[str]) -> None:
+    def __init__(self, facts: Mapping[str, Facts], files: Iterable[str]) -> None:
         self.files = set(files)
         self.facts = facts
         self.suffixes: dict[str, list[str]] = defaultdict(list)

@@ -1,15 +1,17 @@
 """Facts for every file of a project, cached under `.swecli/repomap/` by mtime and size.
 
-A warm run starts the listing (discover.py), reads index.json and stats the source files it names while
-ripgrep runs, then compares: only new or changed files are parsed. A cold run parses in worker processes
+A warm run reads index.json, checks that the file list still holds (discover.snapshot: a stat per
+directory) or else lists the files again (ripgrep runs while the known source files are stat()ed), then
+compares: only new or changed files are parsed. A cold run parses in worker processes
 (one per core, up to four), many files per task, and reports progress to a callback once it has taken
 longer than a second.
 
 The cache is plain JSON (never pickle: a cloned repository could ship a `.swecli/` of its own), versioned,
 written atomically, and split by who reads it:
 
-    index.json    each source file's mtime, size, language, lines and error, a hash of the whole file
-                  list, and derived data (the graph's ranks): all that a warm run reads
+    index.json    each source file's mtime, size, language, lines and error, every file's path with the
+                  snapshot that vouches for the list, and derived data (the graph's ranks): all that a
+                  warm run reads
     symbols.json  definitions, read the first time a file's `symbols` are used
     links.json    imports, names used and names defined, read only to rebuild the graph
 
@@ -26,13 +28,13 @@ import stat
 import threading
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
 
-from swecli.repomap.discover import start_listing
+from swecli.repomap.discover import snapshot, start_listing, unchanged
 from swecli.repomap.languages import language_for
 from swecli.repomap.parse import Facts, parse_file, parse_paths
 
@@ -59,8 +61,8 @@ class Index:
     """Every visible file (root-relative POSIX paths, sorted), mapped or not."""
     stats: dict[str, Stat]
     """The files with a grammar, sorted by path."""
-    facts: dict[str, Facts]
-    """Files with a grammar: what they define, import and use."""
+    facts: Mapping[str, Facts]
+    """Files with a grammar: what they define, import and use (a `FactsTable` when loaded from the cache)."""
     parsed: int = 0
     """Files parsed by this run (the rest came from the cache)."""
     seconds: float = 0.0
@@ -69,6 +71,10 @@ class Index:
     unlinked: list[str] = field(default_factory=list)
     """Files from the cache whose links (`imports`, `refs`, `names`) are still in links.json (only a graph
     rebuild needs them)."""
+    listed: bool = True
+    """Whether this run listed the files (False: the cached list, vouched for by its snapshot)."""
+    snapshot: dict[str, Any] | None = None
+    """What the file list depends on (discover.snapshot), so the next run can skip listing; None: list again."""
     _fingerprint: str = field(default="", repr=False)
 
     def load_links(self) -> None:
@@ -111,17 +117,23 @@ def load_index(root: Path, progress: Progress | None = None, workers: int | None
     anything did (RepoMap.build saves once, after the graph)."""
     start = time.monotonic()
     root = root.resolve()
-    listing = start_listing(root)
     cache = _Cache.read(root)
+    listing, taken = None, cache.snapshot
+    if not cache.files or not unchanged(root, cache.snapshot):
+        taken = snapshot(root)  # before listing: a change made meanwhile shows next time
+        listing = start_listing(root)
     known = _stat_all(root, cache.paths)  # while ripgrep lists the files
-    files = listing.files()
-    stats = _current_stats(root, files, cache, known)
+    files = listing.files() if listing is not None else cache.files
+    stats = _current_stats(root, files, cache, known) if listing is not None else known
     stale = [rel for rel, current in stats.items() if cache.stats.get(rel) != current]
     fresh = dict(_parse_all(root, stale, progress, workers, start))
-    facts = {rel: fresh[rel] if rel in fresh else cache.facts(rel, stats[rel]) for rel in stats}
-    index = Index(root, files, stats, facts, parsed=len(stale), unlinked=[rel for rel in facts if rel not in fresh])
+    facts = FactsTable(stats, fresh, cache)
+    index = Index(root, files, stats, facts, parsed=len(stale), unlinked=[rel for rel in facts if rel not in fresh],
+                  listed=listing is not None, snapshot=taken)
     if index.fingerprint == cache.fingerprint:
         index.cached = cache.derived
+        if taken != cache.snapshot:
+            write_index_file(index)  # the same files, now known without listing them
     elif save:
         save_index(index)
     index.seconds = time.monotonic() - start
@@ -145,6 +157,12 @@ def save_index(index: Index) -> None:
         {rel: [*stats[rel], f.packed()] for rel, f in index.facts.items()})
     SideFile(index.root, "links.json").write(
         {rel: [*stats[rel], f.imports, f.refs, f.names] for rel, f in index.facts.items()})
+    write_index_file(index)
+
+
+def write_index_file(index: Index) -> None:
+    """index.json alone: what a warm run reads (the side files must already hold every file's rows)."""
+    stats = index.stats
     paths = list(index.facts)
     languages = sorted({f.language for f in index.facts.values()})
     position = {name: i for i, name in enumerate(languages)}
@@ -153,8 +171,8 @@ def save_index(index: Index) -> None:
               "languages": languages, "language": [position[index.facts[rel].language] for rel in paths],
               "errors": {rel: f.error for rel, f in index.facts.items() if f.error}}
     write_json(cache_path(index.root), {"version": CACHE_VERSION, "fingerprint": index.fingerprint,
-                                         "listing": listing_hash(index.files), "source": source,
-                                         "derived": index.cached})
+                                        "listing": listing_hash(index.files), "files": index.files,
+                                        "snapshot": index.snapshot, "source": source, "derived": index.cached})
 
 
 class SideFile:
@@ -188,6 +206,33 @@ def _fresh(row: Any, current: Stat, length: int) -> TypeGuard[list[Any]]:
     return isinstance(row, list) and len(row) == length and row[0] == current.mtime_ns and row[1] == current.size
 
 
+class FactsTable(Mapping[str, "Facts"]):
+    """Every source file's facts, in path order: those parsed by this run, and those of the cache made on
+    first use (a warm run that only ranks files makes none of its thousands)."""
+
+    def __init__(self, stats: dict[str, Stat], fresh: dict[str, Facts], cache: _Cache) -> None:
+        self._stats = stats
+        self._made = dict(fresh)
+        self._cache = cache
+
+    def __getitem__(self, rel: str) -> Facts:
+        facts = self._made.get(rel)
+        if facts is None:
+            if rel not in self._stats:
+                raise KeyError(rel)
+            facts = self._made[rel] = self._cache.facts(rel, self._stats[rel])
+        return facts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stats)
+
+    def __len__(self) -> int:
+        return len(self._stats)
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._stats
+
+
 class _Cache:
     """What index.json says: the stats the cached facts were read at, and the data derived from them."""
 
@@ -198,6 +243,8 @@ class _Cache:
         self.rows: dict[str, tuple[str, int]] = {}
         self.errors: dict[str, str] = {}
         self.fingerprint = self.listing = ""
+        self.files: list[str] = []
+        self.snapshot: dict[str, Any] | None = None
         self.derived: dict[str, Any] = {}
         self.symbols = SideFile(root, "symbols.json")
 
@@ -228,6 +275,10 @@ class _Cache:
         self.fingerprint = str(payload["fingerprint"])
         self.listing = str(payload["listing"])
         self.derived = dict(payload.get("derived") or {})
+        files, taken = payload["files"], payload.get("snapshot")
+        if not isinstance(files, list) or not all(isinstance(rel, str) for rel in files):
+            raise TypeError("a file list that is not a list of paths")
+        self.files, self.snapshot = files, taken if isinstance(taken, dict) else None
 
     def facts(self, rel: str, current: Stat) -> Facts:
         """A cached file's facts: symbols read from symbols.json when first used, links on `load_links`."""

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from swecli.repomap.index import PARALLEL_FROM, cache_path, load_index
@@ -66,3 +67,36 @@ def test_a_side_file_row_that_does_not_match_is_read_again(pyproject: Path) -> N
     again.load_links()
     assert again.facts["src/shop/cart.py"].imports == ["shop.money", "shop.money.Money", "shop.money.parse_amount"]
     assert [s.name for s in again.facts["src/shop/cart.py"].symbols] == ["Cart", "total"]
+
+
+def age(root: Path) -> None:
+    """Every file and directory a minute old: past the window in which a snapshot is not trusted."""
+    past = time.time_ns() - 60 * 10**9
+    for directory, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(directory, name), ns=(past, past))
+        os.utime(directory, ns=(past, past))
+
+
+def settled(root: Path) -> None:
+    """Age the tree, then run until a run needs no listing (one relisting records the snapshot)."""
+    age(root)
+    load_index(root)
+    assert load_index(root).listed is False
+
+
+def test_a_warm_run_lists_nothing_until_a_directory_or_an_ignore_file_changes(pyproject: Path) -> None:
+    (pyproject / "src/shop/empty").mkdir()
+    load_index(pyproject)
+    settled(pyproject)
+    write(pyproject, "src/shop/empty/new.py", "def fresh():\n    pass\n")  # in a directory with no files
+    seen = load_index(pyproject)
+    assert seen.listed and seen.parsed == 1 and "src/shop/empty/new.py" in seen.files
+    settled(pyproject)
+    (pyproject / ".gitignore").write_text("")  # build/ is no longer ignored
+    again = load_index(pyproject)
+    assert again.listed and "build/lib/shop/money.py" in again.files and again.parsed == 1
+    settled(pyproject)
+    write(pyproject, "build/lib/shop/money.py", "class Money:\n    cents = 0\n")  # an edit: no listing needed
+    edited = load_index(pyproject)
+    assert not edited.listed and edited.parsed == 1
