@@ -125,8 +125,8 @@ def load_index(root: Path, progress: Progress | None = None, workers: int | None
     known = _stat_all(root, cache.paths)  # while ripgrep lists the files
     files = listing.files() if listing is not None else cache.files
     stats = _current_stats(root, files, cache, known) if listing is not None else known
-    stale = [rel for rel, current in stats.items() if cache.stats.get(rel) != current]
-    fresh = dict(_parse_all(root, stale, progress, workers, start))
+    stale = {rel: current for rel, current in stats.items() if cache.stats.get(rel) != current}
+    fresh = _parse_all(root, stale, progress, workers, start)
     facts = FactsTable(stats, fresh, cache)
     index = Index(root, files, stats, facts, parsed=len(stale), unlinked=[rel for rel in facts if rel not in fresh],
                   listed=listing is not None, snapshot=taken)
@@ -320,41 +320,43 @@ def _stat_all(root: Path, rels: list[str]) -> dict[str, Stat]:
     return stats
 
 
-def _parse_all(root: Path, rels: list[str], progress: Progress | None, workers: int | None,
-               start: float) -> list[tuple[str, Facts]]:
+def _parse_all(root: Path, stale: dict[str, Stat], progress: Progress | None, workers: int | None,
+               start: float) -> dict[str, Facts]:
     count = workers if workers is not None else min(os.cpu_count() or 1, 4)
-    reporter = _Reporter(progress, len(rels), start)
-    if count <= 1 or len(rels) < PARALLEL_FROM:
-        out: list[tuple[str, Facts]] = []
-        for rel in rels:
-            out.append((rel, parse_file(root, rel)))
+    reporter = _Reporter(progress, len(stale), start)
+    out: dict[str, Facts] = {}
+    if count > 1 and len(stale) >= PARALLEL_FROM:
+        _parse_parallel(root, _batches(stale, count), count, reporter, out)
+    for rel in stale:  # a small change, or what a failed worker left
+        if rel not in out:
+            out[rel] = parse_file(root, rel)
             reporter.advance(1)
-        return out
-    return _parse_parallel(root, rels, count, reporter)
-
-
-def _parse_parallel(root: Path, rels: list[str], workers: int, reporter: _Reporter) -> list[tuple[str, Facts]]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    out: list[tuple[str, Facts]] = []
-    # spawn, not fork: the REPL runs threads, and a forked child of a threaded process can deadlock.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(parse_paths, str(root), batch) for batch in _batches(root, rels, workers)]
-        for future in as_completed(futures):
-            result = future.result()
-            out.extend(result)
-            reporter.advance(len(result))
     return out
 
 
-def _batches(root: Path, rels: list[str], workers: int) -> list[list[str]]:
+def _parse_parallel(root: Path, batches: list[list[str]], workers: int, reporter: _Reporter,
+                    out: dict[str, Facts]) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    # spawn, not fork: the REPL runs threads, and a forked child of a threaded process can deadlock.
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
+            for future in as_completed(futures):
+                result = future.result()
+                out.update(result)
+                reporter.advance(len(result))
+    except (BrokenProcessPool, OSError):
+        pass  # a worker died (or none could start): the caller parses what is left in this process
+
+
+def _batches(stale: dict[str, Stat], workers: int) -> list[list[str]]:
     """Tasks of about TASK_BYTES, largest files first (so no worker is left with one big file at the end),
     and at least four per worker so the last ones are small."""
-    sizes = _stat_all(root, rels)
-    order = sorted(rels, key=lambda rel: -sizes[rel].size if rel in sizes else 0)
-    total = sum(s.size for s in sizes.values())
-    limit = max(1, min(TASK_BYTES, total // (workers * 4)))
+    order = sorted(stale, key=lambda rel: -stale[rel].size)
+    limit = max(1, min(TASK_BYTES, sum(s.size for s in stale.values()) // (workers * 4)))
     batches: list[list[str]] = [[]]
     filled = 0
     for rel in order:
@@ -362,7 +364,7 @@ def _batches(root: Path, rels: list[str], workers: int) -> list[list[str]]:
             batches.append([])
             filled = 0
         batches[-1].append(rel)
-        filled += sizes[rel].size if rel in sizes else 0
+        filled += stale[rel].size
     return batches
 
 

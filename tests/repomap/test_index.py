@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -100,3 +102,16 @@ def test_a_warm_run_lists_nothing_until_a_directory_or_an_ignore_file_changes(py
     write(pyproject, "build/lib/shop/money.py", "class Money:\n    cents = 0\n")  # an edit: no listing needed
     edited = load_index(pyproject)
     assert not edited.listed and edited.parsed == 1
+
+
+def test_workers_that_cannot_start_leave_the_parse_to_this_process(project: Path) -> None:
+    # A script piped into `python -` has no main file for spawned workers to import: every worker dies
+    # at start, and the build must still finish.
+    for i in range(PARALLEL_FROM + 10):
+        write(project, f"pkg/m{i}.py", f"def f{i}():\n    return {i}\n")
+    script = ("import sys\nfrom pathlib import Path\nfrom swecli.repomap.index import load_index\n"
+              "index = load_index(Path(sys.argv[1]), workers=2)\n"
+              "print(index.parsed, [s.name for s in index.facts['pkg/m7.py'].symbols])\n")
+    done = subprocess.run([sys.executable, "-", str(project)], input=script, capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert done.stdout.split("\n")[0] == f"{PARALLEL_FROM + 10} ['f7']"
