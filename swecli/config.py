@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from swecli.llm.presets import PRESETS, context_window
 
@@ -29,14 +29,23 @@ class HookConfig(Section):
     timeout: float = 30.0
 
 
+WARNING_MARGIN = 0.1
+"""The background summary starts this far (as a fraction of the window) below the compaction threshold."""
+
+
 class ContextConfig(Section):
     threshold: float = Field(0.8, gt=0.1, le=1.0)
-    """Fraction of the window at which auto-compaction fires."""
+    """Fraction of the window at which auto-compaction fires (a ready background summary is applied then)."""
+    warning_threshold: float | None = Field(None, gt=0.0, le=1.0)
+    """Fraction of the window at which the older history starts being summarized in the background.
+    Unset: 0.1 below `threshold` (0.7 by default)."""
+    background_compaction: bool = True
+    """Summarize ahead, past `warning_threshold`, while the loop works: compaction then does not stop it."""
     strategy: Literal["summarize", "truncate", "importance"] = "summarize"
-    keep_recent_tokens: int = Field(12_000, ge=0)
-    """Recent history kept verbatim by compaction (a token budget, not a message count)."""
+    keep_recent_tokens: int | None = Field(None, ge=0)
+    """Recent history kept verbatim by compaction (a token budget, not a message count). Unset: a quarter
+    of the window, at least 2,000 and at most 40,000 tokens."""
     auto_compact: bool = True
-    reserve_output_tokens: int = Field(8_192, ge=256)
     offload: bool = True
     offload_threshold_tokens: int = Field(8_000, ge=200)
     offload_preview_lines: int = Field(40, ge=4)
@@ -48,6 +57,21 @@ class ContextConfig(Section):
     just_in_time: bool = True
     just_in_time_tokens: int = Field(4_000, ge=0)
     """Budget for files and symbols a prompt names, attached before the first model call."""
+
+    @model_validator(mode="after")
+    def _levels_in_order(self) -> ContextConfig:
+        warning = self.warning_threshold
+        if self.background_compaction and warning is not None and warning >= self.threshold:
+            raise ValueError(f"warning_threshold ({warning:g}) must be below threshold ({self.threshold:g}); "
+                             "lower it, or set background_compaction = false")
+        return self
+
+    @property
+    def warning_level(self) -> float:
+        """`warning_threshold`, or its default relative to `threshold`."""
+        if self.warning_threshold is not None:
+            return self.warning_threshold
+        return max(0.05, round(self.threshold - WARNING_MARGIN, 4))
 
 
 class ToolsConfig(Section):
@@ -73,7 +97,8 @@ class Settings(Section):
     mode: Mode = "default"
     max_iterations: int = Field(200, ge=1)
     max_tokens: int = Field(8_192, ge=16)
-    """Output tokens requested per response."""
+    """Output tokens requested per response, and the room every request leaves for the reply (at most a
+    quarter of the window; shrunk for a request whose prompt would otherwise not fit with it)."""
     request_timeout: float = Field(600.0, gt=0)
     max_retries: int = Field(5, ge=0)
     context: ContextConfig = Field(default_factory=ContextConfig)
@@ -128,9 +153,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix the syntax at that position.") from None
 
 
+REMOVED_KEYS = {
+    "context.reserve_output_tokens": "it was merged into max_tokens (the reply reserve is the max_tokens every "
+                                     "request sends); remove it and set max_tokens instead",
+}
+"""Keys older versions accepted, with what to do instead."""
+
+
 def _check_keys(data: dict[str, Any], model: type[BaseModel], where: str, prefix: str = "") -> None:
     for key, value in data.items():
         field = model.model_fields.get(key)
+        if field is None and f"{prefix}{key}" in REMOVED_KEYS:
+            raise ConfigError(f"{where}: '{prefix}{key}' is no longer a setting: {REMOVED_KEYS[prefix + key]}.")
         if field is None:
             known = ", ".join(sorted(model.model_fields))
             raise ConfigError(f"{where}: unknown key '{prefix}{key}'; remove it or use one of: {known}.")
@@ -175,6 +209,10 @@ def _validate(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
         where = sources.get(key, "configuration")
+        if err["type"] == "value_error" and not isinstance(merged.get(key), str | int | float):
+            # A section's own check across its keys: its message already names them and the fix.
+            where = next((sources[k] for k in sources if k.startswith(key + ".")), where)
+            raise ConfigError(f"{where}: in [{key}], {err['ctx']['error']}.") from None
         env_name = "SWECLI_" + key.upper().replace(".", "__")
         raise ConfigError(
             f"{where}: '{key}' is invalid ({err['msg'].lower()}); set it to a valid value "

@@ -200,7 +200,11 @@ class FailureTracker:
         The same call failing the same way `repeat_threshold` times is reported; when the error
         changes between attempts (progress, e.g. fewer failing tests), it takes two more."""
         out = []
-        for state in self._keys.values():
+        # A call seen within `linger` calls is among the latest ones: only those are looked at.
+        recent = list(self._recent)[-self.linger:] if self.window >= self.linger else None
+        keys = dict.fromkeys(o.key for o in recent) if recent is not None else self._keys
+        for key in keys:
+            state = self._keys[key]
             streak = state.streak
             if not streak or self.calls - state.last_seen >= self.linger:
                 continue
@@ -221,8 +225,9 @@ class FailureTracker:
 
     def note(self) -> str:
         """The evidence note for the tail, or "" when there is nothing worth saying."""
-        lines = [_failure_line(obs, n, same) for obs, n, same in self.repeated_failures()]
-        failing = {obs.key for obs, _, _ in self.repeated_failures()}
+        repeated = self.repeated_failures()
+        lines = [_failure_line(obs, n, same) for obs, n, same in repeated]
+        failing = {obs.key for obs, _, _ in repeated}
         lines.extend(_loop_line(obs, n, self.window) for obs, n in self.loops() if obs.key not in failing)
         if not lines:
             return ""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from swecli.config import ContextConfig, HookConfig
 from swecli.context.archive import Archive, DiskArchive
-from swecli.context.budget import Calibration, ContextBudget, ContextState, provider_prompt_tokens
+from swecli.context.budget import Calibration, ContextBudget, ContextState, keep_recent_for, provider_prompt_tokens
 from swecli.context.compaction import (
     CompactionParams,
     CompactionResult,
@@ -35,8 +35,9 @@ from swecli.context.compaction import (
 )
 from swecli.context.engineering import Mechanisms
 from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreCompactInput, run_pre_compact
+from swecli.context.ledger import Ledger
 from swecli.context.todo import TodoState
-from swecli.context.tokens import REPLY_PRIMING, TokenCounter, encoding_for_model
+from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, encoding_for_model
 from swecli.events import CompactionDone, Event, Notice
 from swecli.llm.base import CancelToken, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
@@ -89,11 +90,15 @@ class ContextManager:
     last_state: ContextState | None = None
     """The state of the last request built (for the toolbar between turns)."""
     _last_request: ModelRequest | None = field(default=None, repr=False)
+    _last_request_tokens: int = field(default=0, repr=False)
+    _tail: tuple[str, int] = field(default=("", 0), repr=False)
+    """The latest dynamic tail and its local tokens."""
     _tool_meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.counter is None:
             self.counter = TokenCounter(encoding_for_model(self.model))
+        self._ledger = Ledger(self.counter.message)
 
     @classmethod
     def from_settings(
@@ -129,24 +134,35 @@ class ContextManager:
             self.calibration = Calibration()
             if encoding_for_model(model) != self.counter.encoding_name:
                 self.counter = TokenCounter(encoding_for_model(model), self.counter.include_reasoning)
+                self._ledger = Ledger(self.counter.message)
+                if self.mechanisms is not None:
+                    self.mechanisms.use_counter(self.counter)
 
     # --- budget and accounting ------------------------------------------------------------------
 
     @property
     def budget(self) -> ContextBudget:
-        reserve = min(self.config.reserve_output_tokens, self.max_tokens)
-        return ContextBudget(window=self.window, threshold=self.config.threshold, reserve_output=reserve)
+        return ContextBudget(window=self.window, threshold=self.config.threshold, max_tokens=self.max_tokens,
+                             warning=self.config.warning_level)
 
-    def state(self, history: Sequence[Message]) -> ContextState:
-        """What the next request would send, by component (calibrated), for /context and the toolbar."""
+    @property
+    def keep_recent_tokens(self) -> int:
+        """Recent history compaction keeps verbatim, in provider tokens (`budget.keep_recent_for`)."""
+        return keep_recent_for(self.window, self.config.keep_recent_tokens)
+
+    def state(self, history: Sequence[Message], tail: str | None = None) -> ContextState:
+        """What the next request would send, by component (calibrated), for /context, the toolbar and the
+        compaction trigger. `tail` is the request's dynamic tail; None counts the latest one built."""
         count = self.counter
-        turn = current_turn_start(history) if not turn_finished(history) else len(history)
+        ledger = self._ledger.sync(history)
+        turn = ledger.turn_start() if not turn_finished(history) else len(history)
         raw = {
             "system": count.system(self.system),
             "tools": count.tools(self.tools),
             "memory": count.system(self.memory),
-            "history": count.messages(history[:turn]),
-            "current_turn": count.messages(history[turn:]) + REPLY_PRIMING,
+            "history": ledger.tokens(0, turn),
+            "current_turn": ledger.tokens(turn) + REPLY_PRIMING,
+            "tail": self._tail[1] if tail is None else _tail_tokens(count, tail),
         }
         scale = self.calibration.apply
         return ContextState(
@@ -159,33 +175,57 @@ class ContextManager:
         """Fold the provider's prompt count for `request` into the calibration."""
         if usage is None:
             return  # the server reports no usage (llama.cpp): local counts stand
-        self.calibration.observe(provider_prompt_tokens(usage), self.counter.request(request))
+        local = self._last_request_tokens if request is self._last_request else self.counter.request(request)
+        self.calibration.observe(provider_prompt_tokens(usage), local)
 
     # --- the loop's calls -----------------------------------------------------------------------
 
     def prepare(self, history: list[Message], provider: Provider) -> list[Message]:
-        """Decay, then auto-compaction, at a turn boundary: never while a tool call waits for its result."""
+        """Decay, then auto-compaction, at a turn boundary: never while a tool call waits for its result.
+        The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
         if self.mechanisms is not None and not has_open_calls(history):
-            history = self.mechanisms.decay(history, self.config.keep_recent_tokens)
-        state = self.state(history)
+            keep = self.calibration.to_local(self.keep_recent_tokens)
+            history = self.mechanisms.decay(history, self._ledger.sync(history), keep)
+        state = self.state(history, self._tail_for(history))
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
         if not self.config.auto_compact or not state.over_threshold or has_open_calls(history):
             return history
         return self.compact(history, provider, trigger="auto")
 
     def request(self, history: list[Message]) -> ModelRequest:
-        tail = ""
-        if self.mechanisms is not None:
-            fill = self.last_state.percent / 100 if self.last_state is not None else 0.0
-            tail = self.mechanisms.tail(history, fill)
+        """The request for `history`: max_tokens is the reply reserve, shrunk when needed so that the
+        prompt and the reply fit the window together."""
+        tail = self._tail_for(history)
+        local = self._request_tokens(history, tail)
         request = ModelRequest(system=self.system + self.memory, messages=tuple(history), tools=self.tools,
-                               max_tokens=self.max_tokens, tail=tail)
+                               max_tokens=self.budget.reply_tokens(self.calibration.apply(local)), tail=tail)
         if self.mechanisms is not None:
             self.mechanisms.check(request)
-        self._last_request = request
+        self._last_request, self._last_request_tokens = request, local
         return request
+
+    def _tail_for(self, history: Sequence[Message]) -> str:
+        """This iteration's dynamic tail (asking again in the same iteration gives the same text)."""
+        if self.mechanisms is None:
+            return ""
+        ledger = self._ledger.sync(history)
+        fill = self.calibration.apply(self._fixed_tokens() + ledger.tokens()) / self.window if self.window else 0.0
+        tail = self.mechanisms.tail(history, fill, ledger)
+        if tail != self._tail[0]:
+            self._tail = (tail, _tail_tokens(self.counter, tail))
+        return tail
+
+    def _fixed_tokens(self) -> int:
+        """Local tokens every request sends besides history and tail: system, memory, tool schemas."""
+        count = self.counter
+        return count.system(self.system) + count.system(self.memory) + count.tools(self.tools) + REPLY_PRIMING
+
+    def _request_tokens(self, history: Sequence[Message], tail: str) -> int:
+        """`TokenCounter.request` of the request for `history`, from the ledger."""
+        tail_tokens = self._tail[1] if tail == self._tail[0] else _tail_tokens(self.counter, tail)
+        return self._fixed_tokens() + self._ledger.sync(history).tokens() + tail_tokens
 
     def tool_content(self, call: ToolCall, result: ToolResult) -> str:
         # The tool's structured facts (exact exit code, path) feed compaction's extractors later.
@@ -242,11 +282,11 @@ class ContextManager:
             # The rejected request did not fit, whatever our numbers said (a wrong window, a very
             # different tokenizer): the result must be clearly smaller than it.
             local_limit = min(local_limit, int(count.request(self._last_request) * OVERFLOW_TARGET))
-        fixed = count.system(self.system) + count.system(self.memory) + count.tools(self.tools) + REPLY_PRIMING
+        fixed = self._fixed_tokens() + self._tail[1]  # the tail is sent with every request too
         summary_tokens = max(256, min(4_096, limit // 8, self.max_tokens))
         # /compact asks for a compaction now: like Claude Code's, it summarizes everything but the
         # newest turn, rather than answering that the history already fits the recent budget.
-        keep_recent = 0 if trigger == "manual" else to_local(self.config.keep_recent_tokens)
+        keep_recent = 0 if trigger == "manual" else to_local(self.keep_recent_tokens)
         return CompactionParams(
             limit=local_limit, fixed=fixed, keep_recent=keep_recent,
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
@@ -269,13 +309,14 @@ class ContextManager:
     def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float) -> list[Message]:
         after = self.state(result.history)
         self.last_state = after
+        if self.mechanisms is not None:
+            self.mechanisms.rewrite("compaction")
+            self.mechanisms.remember_references(result.history)
         event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
                                duration=duration, note="; ".join(result.notes),
                                references=tuple(self.mechanisms.findings) if self.mechanisms is not None else ())
         self.compactions.append(event)
-        if self.mechanisms is not None:
-            self.mechanisms.rewrite("compaction")
         if self.on_event is not None:
             self.on_event(event)
         if after.over_threshold:
@@ -288,6 +329,11 @@ class ContextManager:
             self.on_event(Notice(level, text))
         else:
             log.warning("%s", text)
+
+
+def _tail_tokens(counter: TokenCounter, tail: str) -> int:
+    """As `TokenCounter.request` counts a tail: one more message."""
+    return MESSAGE_OVERHEAD + counter.text(tail) if tail else 0
 
 
 def current_turn_start(history: Sequence[Message]) -> int:

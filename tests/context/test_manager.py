@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -321,3 +322,63 @@ def test_prepare_records_the_state_even_with_auto_compaction_off() -> None:
     history: list[Message] = [UserMessage(content="hello")]
     context.prepare(history, ScriptedModel([]))
     assert context.last_state is not None and context.last_state.total == context.state(history).total
+
+
+# --- the budget: prompt + max_tokens always fits; the tail counts; what is kept scales ---------------
+
+def test_every_request_leaves_room_for_its_reply_and_never_asks_more_than_the_window_allows() -> None:
+    context = manager(window=1_024)
+    context.max_tokens = 8_192
+    history: list[Message] = [UserMessage(content="tell me about the parser " * 10)]
+    for _ in range(6):
+        request = context.request(history)
+        prompt = context.counter.request(request)
+        assert request.max_tokens <= context.budget.reserve == 256
+        assert prompt + request.max_tokens <= 1_024 or prompt > 1_024 - 64
+        history = [*history, AssistantMessage(content="more " * 40), UserMessage(content="go on " * 5)]
+
+
+def test_the_dynamic_tail_counts_toward_the_compaction_trigger(tmp_path: Path) -> None:
+    settings = Settings(model="scripted-model", max_tokens=16, context=ContextConfig(keep_recent_tokens=300))
+    context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=tmp_path,
+                                           on_event=lambda event: None)
+    history: list[Message] = [UserMessage(content="make the build pass")]
+    for i in range(3):  # the same command failing three times: the failure evidence speaks up in the tail
+        call = ToolCall(id=f"m{i}", name="bash", arguments='{"command": "make"}')
+        result = ToolResult("make: *** [all] Error 2\nexit code 2", is_error=True)
+        history += [AssistantMessage(tool_calls=(call,)),
+                    ToolMessage(tool_call_id=call.id, name="bash", content=context.tool_content(call, result))]
+    history += [AssistantMessage(content="retrying " * 200), UserMessage(content="keep going")]
+    without = context.state(history, tail="")
+    tail = context.request(history).tail
+    assert "[Failure evidence]" in tail
+    with_tail = context.state(history, tail)
+    assert with_tail.total == without.total + context.counter.text(tail) + 4
+    # A window whose compaction level the history alone stays under, and the history with its tail passes.
+    context.window = math.ceil((without.total + 2) / 0.8)
+    assert without.total < context.budget.limit < with_tail.total
+    summarizer = ScriptedModel([say("### Current task and state\nmake fails")])
+    assert context.prepare(history, summarizer) is not history
+    assert [c.trigger for c in context.compactions] == ["auto"]
+
+
+def test_what_auto_compaction_keeps_verbatim_scales_with_the_window() -> None:
+    kept = {}
+    for window in (40_000, 80_000):
+        context = ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, archive=MemoryArchive(),
+                                 config=ContextConfig(threshold=0.5, background_compaction=False))
+        assert context.keep_recent_tokens == window // 4
+        history: list[Message] = [UserMessage(content="read the module")]
+        for i in range(120):
+            call = ToolCall(id=f"r{i}", name="dump", arguments="{}")
+            history += [AssistantMessage(tool_calls=(call,)),
+                        ToolMessage(tool_call_id=call.id, name="dump", content=f"row {i} of the output\n" * 60)]
+        history = history[: next(i for i in range(len(history)) if context.state(history[:i]).total > window // 2)
+                          + 1]
+        while has_open_calls(history):
+            history.pop()
+        compacted = context.prepare(history, ScriptedModel([say("### Current task and state\nreading")]))
+        summary = next(i for i, m in enumerate(compacted) if isinstance(m, UserMessage) and m.kind == "summary")
+        kept[window] = context.counter.messages(compacted[summary + 1:])
+        assert window // 4 - 1_000 < kept[window] <= window // 4
+    assert kept[80_000] > 1.8 * kept[40_000]

@@ -89,7 +89,7 @@ def _footer(state: ContextState, context: ContextManager | None) -> Text:
     if context is not None:
         cfg = context.config
         auto = "auto-compaction on" if cfg.auto_compact else "auto-compaction off"
-        lines.append(f"{auto} · strategy {cfg.strategy} · keeps the last {format_tokens(cfg.keep_recent_tokens)} "
+        lines.append(f"{auto} · strategy {cfg.strategy} · keeps the last {format_tokens(context.keep_recent_tokens)} "
                      f"tokens verbatim · {len(context.compactions)} compaction(s) this session")
         if context.mechanisms is not None:
             lines.extend(context.mechanisms.summary_lines())
