@@ -22,14 +22,15 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swecli.context.archive import Archive, ArchiveError
+from swecli.context.archive import Archive, ArchiveError, MemoryArchive
+from swecli.context.decay import key_arguments
 from swecli.context.extract import Facts, extract_facts, render_facts
 from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, complete
-from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 
 STRATEGIES = ("summarize", "truncate", "importance")
 SUMMARY_MARKER = "[swecli: compacted context]"
@@ -146,6 +147,10 @@ def choose_cut(history: Sequence[Message], count: Count, keep_recent: int, room:
 
 # --- the pipeline -------------------------------------------------------------------------------
 
+_NO_ARCHIVE = MemoryArchive()
+"""For planning only: nothing is saved then."""
+
+
 @dataclass
 class _Work:
     history: Sequence[Message]
@@ -192,30 +197,103 @@ def compact_history(
     if before <= params.limit and not params.force:
         return CompactionResult(list(history), False, params.strategy, tokens_after=before,
                                 notes=("the history already fits",))
+    cut = _plan_cut(work, history)
+    if not cut:
+        return _fit_only(work, before)
+    prepared = _prepare(work, history, cut, meta, fallback=True)
+    if prepared is None:
+        # Nothing would be dropped (importance kept every older message): adding a summary message
+        # would only make the context larger.
+        return CompactionResult(list(history), False, work.params.strategy, tokens_after=before,
+                                notes=("every older message scored as worth keeping: nothing to drop",))
+    return _assemble(work, history, prepared)
+
+
+@dataclass(frozen=True)
+class PreparedSpan:
+    """What replaces a compacted span `history[:cut]`: the prompts (and turns) it keeps, then its summary
+    message. Made ahead of time by a background summary, or at once by `compact_history`."""
+
+    cut: int
+    kept: tuple[Message, ...]
+    summary: UserMessage
+    strategy: str
+    archive: str
+    notes: tuple[str, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+
+def plan_span(history: Sequence[Message], params: CompactionParams, count: Count, text_count: CountText) -> int:
+    """Where the span a compaction would summarize ends (0 when nothing there is worth compacting)."""
+    return _plan_cut(_Work(history, params, count, text_count, _NO_ARCHIVE), history)
+
+
+def prepare_span(
+    history: Sequence[Message],
+    cut: int,
+    params: CompactionParams,
+    count: Count,
+    text_count: CountText,
+    archive: Archive,
+    provider: Provider | None,
+    meta: Mapping[str, Mapping[str, Any]] | None = None,
+    cancel: CancelToken | None = None,
+) -> tuple[PreparedSpan | None, tuple[str, ...]]:
+    """The model's summary of `history[:cut]` with its facts, references and index, the whole history
+    archived: the slow part of a compaction, safe to run on another thread (it touches nothing shared
+    but the archive and the provider). (None, notes) when the model's summary failed or was cancelled:
+    no truncation stands in for it here."""
+    work = _Work(history, params, count, text_count, archive, provider, cancel)
+    return _prepare(work, history, cut, meta, fallback=False), tuple(work.notes)
+
+
+def apply_span(
+    history: Sequence[Message], prepared: PreparedSpan, params: CompactionParams, count: Count,
+    text_count: CountText, archive: Archive,
+) -> CompactionResult:
+    """`prepared` applied to `history`, whose first `prepared.cut` messages are the span it summarizes:
+    its kept prompts and summary, then every later message verbatim (shortened only if still over the
+    limit)."""
+    work = _Work(history, params, count, text_count, archive)
+    work.archive_path = prepared.archive
+    return _assemble(work, history, prepared)
+
+
+def _plan_cut(work: _Work, history: Sequence[Message]) -> int:
+    params = work.params
     reserve = _summary_reserve(params, any(is_summary(m) for m in history))
     head_prompt_cost = _prompt_costs(history, work)
-    cut = choose_cut(history, count, params.keep_recent,
+    cut = choose_cut(history, work.count, params.keep_recent,
                      lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
     cut = max(cut, _after_last_summary(history))
+    return cut if compactable(history[:cut]) else 0
+
+
+def _prepare(work: _Work, history: Sequence[Message], cut: int, meta: Mapping[str, Mapping[str, Any]] | None,
+             fallback: bool) -> PreparedSpan | None:
     head, tail = list(history[:cut]), list(history[cut:])
-    if not compactable(head):
-        return _fit_only(work, before)
     _archive_history(work)
+    index = _write_index(work, head)
     facts = extract_facts(head, meta).merged(Facts(archives=[work.archive_path] if work.archive_path else []))
     prompts = {i: _keep_prompt(m, work) for i, m in enumerate(head) if is_prompt(m)}
     strategy, body, kept = _run_strategy(work, head, tail, list(prompts.values()))
-    summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts))
+    if strategy != work.params.strategy and strategy != "hook" and not fallback:
+        return None
+    summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts, index))
     # Prompts and the turns importance keeps stay in their original order, before the summary.
     kept_head = [prompts.get(i, m) for i, m in enumerate(head) if i in prompts or i in kept]
     if len(kept_head) == len(head):
-        # Nothing would be dropped (importance kept every older message): adding a summary message
-        # would only make the context larger.
-        return CompactionResult(list(history), False, strategy, tokens_after=before,
-                                notes=("every older message scored as worth keeping: nothing to drop",))
-    result = _fit(work, [*kept_head, summary, *tail], summary)
+        return None
+    return PreparedSpan(cut, tuple(kept_head), summary, strategy, work.archive_path, tuple(work.notes), work.usage)
+
+
+def _assemble(work: _Work, history: Sequence[Message], prepared: PreparedSpan) -> CompactionResult:
+    work.notes.extend(n for n in prepared.notes if n not in work.notes)
+    result = _fit(work, [*prepared.kept, prepared.summary, *history[prepared.cut:]], prepared.summary)
     return CompactionResult(
-        history=result, changed=True, strategy=strategy, messages_compacted=_replaced(history, result),
-        notes=tuple(work.notes), archive=work.archive_path, tokens_after=work.total(result), usage=work.usage,
+        history=result, changed=True, strategy=prepared.strategy, messages_compacted=_replaced(history, result),
+        notes=tuple(work.notes), archive=prepared.archive, tokens_after=work.total(result),
+        usage=work.usage + prepared.usage,
     )
 
 
@@ -252,6 +330,60 @@ def _archive_history(work: _Work) -> None:
         work.archive_path = work.archive.save_history(work.history)
     except ArchiveError as exc:
         work.notes.append(f"the pre-compaction history could not be archived ({exc})")
+
+
+SAVED_PATH = re.compile(r"(?:\.swecli/(?:tool_results|compactions)/|memory://)[\w.-]+")
+"""A file a message names that holds saved text: an offloaded or decayed output, a shortened message,
+an earlier compaction's transcript or index."""
+INDEX_HEADING = "# Saved outputs of the compacted history"
+_INDEX_ENTRY = re.compile(r"^- `([^`]+)`")
+
+
+def _write_index(work: _Work, head: Sequence[Message]) -> str:
+    """Save the index of every file the compacted span names (with the message that names it), after
+    the entries of the earlier indexes it names: whatever was ever saved stays one read away from the
+    summary. "" when there is nothing to list."""
+    entries = dict(_earlier_entries(work, head))
+    calls: dict[str, ToolCall] = {}
+    for position, msg in enumerate(head):
+        if isinstance(msg, AssistantMessage):
+            calls.update((c.id, c) for c in msg.tool_calls)
+        for path in SAVED_PATH.findall(msg.content):
+            # An earlier index is not listed: its entries are (carried over above).
+            if path != work.archive_path and path not in entries and not _is_index(path):
+                entries[path] = f"- `{path}` ← {_named_by(msg, calls)} (`{work.archive_path}` #{position})"
+    if not entries:
+        return ""
+    lines = [INDEX_HEADING, "Every file below holds text the compacted history pointed to: read it with read_file "
+             "(offset/limit) or grep it. `#N` is message N (0-based line) of the transcript named with it.", "",
+             *entries.values()]
+    return work.save_text("index", "\n".join(lines) + "\n")
+
+
+def _earlier_entries(work: _Work, head: Sequence[Message]) -> Iterator[tuple[str, str]]:
+    for msg in head:
+        if not is_summary(msg):
+            continue
+        for path in SAVED_PATH.findall(msg.content):
+            text = work.archive.read_text(path) if _is_index(path) else None
+            for line in (text or "").splitlines():
+                match = _INDEX_ENTRY.match(line)
+                if match:
+                    yield match.group(1), line
+
+
+def _is_index(path: str) -> bool:
+    """`<stamp>-index-<digest>.txt` on disk, `memory://index-<n>.txt` in memory."""
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("index-") or "-index-" in name
+
+
+def _named_by(msg: Message, calls: Mapping[str, ToolCall]) -> str:
+    if isinstance(msg, ToolMessage):
+        return f"{msg.name}({key_arguments(calls.get(msg.tool_call_id))})"
+    if is_summary(msg):
+        return "an earlier summary"
+    return "a user message" if isinstance(msg, UserMessage) else "an assistant message"
 
 
 def _fit_only(work: _Work, before: int) -> CompactionResult:
@@ -319,11 +451,15 @@ def demote_headings(text: str) -> str:
     return re.sub(r"(?m)^#{1,2}(?=\s)", "###", text)
 
 
-def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: str, facts: Facts) -> str:
+def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: str, facts: Facts,
+                     index: str = "") -> str:
     replaced = sum(1 for m in head if not is_prompt(m))
     where = (f"The full pre-compaction history is in `{work.archive_path}` (JSONL, one message per line): "
              "read or grep it for anything not kept here." if work.archive_path
              else "The pre-compaction history could not be archived.")
+    if index:
+        where += (f" Every output saved from it (offloaded tool results, shortened messages, earlier transcripts) "
+                  f"is listed in `{index}`.")
     how = {"summarize": "summarized", "hook": "summarized (by the PreCompact hook)",
            "truncate": "dropped (truncated, no summary written)",
            "importance": "reduced to the turns that mattered most"}[strategy]
