@@ -76,6 +76,7 @@ class Agent:
     def run(self, task: str | UserMessage) -> TurnFinished:
         """One user turn: loop until the model answers, the limit is hit, or the user interrupts."""
         start, usage_before, calls_before = time.monotonic(), self.usage, self.tool_calls_run
+        compactions_before = len(self.context.compactions)
         self.cancel.reset()
         self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
         answer, reason = "", "done"
@@ -87,13 +88,16 @@ class Agent:
                 break
             except Interrupted:
                 answer, reason = INTERRUPTED, "interrupted"
+                self.context.cancel_background("interrupted by the user")  # Esc stops everything under way
                 break
         else:
             reason = "iteration_limit"
             answer = (f"Stopped after {self.max_iterations} iterations without a final answer "
                       "(raise --max-iterations to let it go on).")
+        compactions = self.context.compactions[compactions_before:]
         turn = TurnFinished(answer, iteration, self.usage - usage_before, time.monotonic() - start,
-                            reason, tool_calls=self.tool_calls_run - calls_before)
+                            reason, tool_calls=self.tool_calls_run - calls_before, compactions=len(compactions),
+                            compaction_wait=sum(c.waited for c in compactions))
         self.on_event(turn)
         return turn
 

@@ -155,6 +155,7 @@ class AgentSession:
             self.bus(Notice("info", found.summary()))
 
     def close(self) -> None:
+        self.agent.context.close()  # a background summary still running is dropped (and logged)
         self.recorder.close()
         self.provider.close()
 
@@ -204,4 +205,8 @@ def open_session(
         for problem in playbook.warnings:
             warn(problem)
         reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector)
+    session = AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector)
+    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
+    # thread), for the model the session uses at the time (/model changes it).
+    agent.context.summary_provider = lambda: make_provider(session.settings)
+    return session

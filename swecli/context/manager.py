@@ -2,7 +2,8 @@
 
 The loop calls, in order, each iteration:
   `prepare(history, provider)`  -> history, compacted at this turn boundary if the next request
-                                   would exceed the threshold (auto-compaction)
+                                   would exceed the threshold (auto-compaction); past the warning
+                                   level the summary is made in the background (`background.py`)
   `request(history)`            -> the ModelRequest (stable prefix, append-only history, dynamic tail)
   `observe(request, usage)`     -> calibrate the local token count to the provider's number
 and per tool call `tool_content(call, result)` -> the text that enters the history (offload hook),
@@ -11,7 +12,9 @@ retry. `/compact [focus]` calls `compact(history, provider, trigger="manual", fo
 `/context` and the toolbar call `state(history)`.
 
 Every compaction is appended to `compactions` and sent to `on_event` as a `CompactionDone`;
-warnings (a failing hook, a summary that fell back to truncation) go to `on_event` as `Notice`s.
+warnings (a failing hook, a summary that fell back to truncation) go to `on_event` as `Notice`s, and
+a background summary's start and end as `BackgroundSummary` (all from the loop's thread). The loop
+also calls `cancel_background(reason)` when the user interrupts, and `close()` at the end.
 """
 
 from __future__ import annotations
@@ -24,21 +27,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swecli.config import ContextConfig, HookConfig
+from swecli.context import background
 from swecli.context.archive import Archive, DiskArchive
+from swecli.context.background import SummaryJob, SummaryWork
 from swecli.context.budget import Calibration, ContextBudget, ContextState, keep_recent_for, provider_prompt_tokens
 from swecli.context.compaction import (
     CompactionParams,
     CompactionResult,
     SummarySection,
+    apply_span,
     compact_history,
     is_prompt,
+    plan_span,
 )
 from swecli.context.engineering import Mechanisms
 from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.ledger import Ledger
 from swecli.context.todo import TodoState
 from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, encoding_for_model
-from swecli.events import CompactionDone, Event, Notice
+from swecli.events import BackgroundSummary, CompactionDone, Event, Notice
 from swecli.llm.base import CancelToken, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
@@ -94,6 +101,12 @@ class ContextManager:
     _tail: tuple[str, int] = field(default=("", 0), repr=False)
     """The latest dynamic tail and its local tokens."""
     _tool_meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    summary_provider: Callable[[], Provider] | None = None
+    """Makes the background summary's own provider (its own HTTP client), closed after use. None: the
+    loop's provider is used from the summary's thread (httpx clients may be shared between threads)."""
+    on_background_done: Callable[[], None] | None = None
+    """Called from the summary's thread when it ends (a REPL redraws its toolbar); nothing else may be."""
+    _job: SummaryJob | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.counter is None:
@@ -121,14 +134,41 @@ class ContextManager:
         return manager
 
     def mark_rewrite(self, reason: str) -> None:
-        """The loop replaced the history on purpose (/clear, an interrupt): not a cache violation."""
+        """The loop replaced the history on purpose (/clear, an interrupt): not a cache violation. Any
+        rewrite but the engine's own (compaction, decay) drops a background summary."""
+        if reason not in ("compaction", "decay"):
+            self.cancel_background(reason)
         if self.mechanisms is not None:
             self.mechanisms.rewrite(reason)
+
+    def cancel_background(self, reason: str) -> None:
+        """Drop the background summary, if one is being made or waits (Esc, /clear, /model, the end)."""
+        job, self._job = self._job, None
+        if job is not None:
+            job.cancel.cancel()
+            self._report(job, "cancelled", reason)
+
+    def close(self, wait: float = 1.0) -> None:
+        """Drop a background summary and give its thread up to `wait` seconds to stop (it stops within a
+        fraction of a second of the cancel, unless a PreCompact hook command is still running)."""
+        job = self._job
+        self.cancel_background("the session closed")
+        if job is not None:
+            job.done.wait(wait)
+
+    def background_status(self) -> str:
+        """For the toolbar: what the background summary is doing ("" when there is none)."""
+        job = self._job
+        if job is None:
+            return ""
+        return {"running": "summarizing older context", "ready": "summary ready",
+                "declined": "", "failed": "background summary failed", "cancelled": ""}[job.phase]
 
     def use_model(self, model: str, window: int) -> None:
         """After /model: the new window drives compaction, the new model's tokenizer family picks the
         encoding, and the calibration starts over (it described the old model's tokenizer)."""
         self.window = window
+        self.cancel_background("the model changed")
         if model != self.model:
             self.model = model
             self.calibration = Calibration()
@@ -185,14 +225,21 @@ class ContextManager:
         The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
-        if self.mechanisms is not None and not has_open_calls(history):
+        open_calls = has_open_calls(history)
+        # While a summary is being made, decay waits: the compaction rewrites that history soon anyway,
+        # and a decay batch now would cost a prompt-cache miss for nothing.
+        if self.mechanisms is not None and not open_calls and self._job is None:
             keep = self.calibration.to_local(self.keep_recent_tokens)
             history = self.mechanisms.decay(history, self._ledger.sync(history), keep)
         state = self.state(history, self._tail_for(history))
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
-        if not self.config.auto_compact or not state.over_threshold or has_open_calls(history):
+        if not self.config.auto_compact or open_calls:
             return history
-        return self.compact(history, provider, trigger="auto")
+        if self._job is None and self._wants_background(state):
+            self._start_background(history, provider, state)
+        if self._job is not None:
+            return self._with_background(history, provider, state)
+        return self.compact(history, provider, trigger="auto") if state.over_threshold else history
 
     def request(self, history: list[Message]) -> ModelRequest:
         """The request for `history`: max_tokens is the reply reserve, shrunk when needed so that the
@@ -236,14 +283,20 @@ class ContextManager:
             self._tool_meta[call.id] = facts
         return self.mechanisms.tool_content(call, result) if self.mechanisms is not None else result.content
 
-    def compact(self, history: list[Message], provider: Provider, trigger: str, focus: str = "") -> list[Message]:
+    def compact(self, history: list[Message], provider: Provider, trigger: str, focus: str = "",
+                decision: PreCompactDecision | None = None, waited: float = 0.0) -> list[Message]:
         """Compact now (trigger: auto | manual | overflow). Returns `history` itself when nothing
-        changed (cancelled by the hook, or nothing to compact)."""
+        changed (cancelled by the hook, or nothing to compact). `decision` is the PreCompact hook's when
+        it already ran for this compaction (on a background summary's thread); `waited`, seconds the
+        loop already stood still for it."""
         start = time.monotonic()
+        if trigger != "auto":
+            self.cancel_background(f"a {trigger} compaction replaced it")
         if trigger == "overflow":
             self._learn_from_overflow()  # first, so before and after are measured on the same scale
         before = self.state(history)
-        decision = self._run_hook(trigger, focus, before, len(history))
+        if decision is None:
+            decision = self._run_hook(trigger, focus, before, len(history))
         if decision.cancel and trigger != "overflow":
             self._notice("info", "compaction cancelled by the PreCompact hook")
             return history
@@ -256,17 +309,100 @@ class ContextManager:
             if trigger != "auto":
                 self._notice("info", "; ".join(result.notes) or "nothing to compact")
             return history
-        return self._record(trigger, before, result, time.monotonic() - start)
+        duration = time.monotonic() - start
+        return self._record(trigger, before, result, duration, waited=waited + duration)
+
+    # --- background summaries ---------------------------------------------------------------------
+
+    def _wants_background(self, state: ContextState) -> bool:
+        config, budget = self.config, self.budget
+        return (config.background_compaction and config.strategy == "summarize"
+                and budget.warning_limit < state.total <= budget.hard_limit)
+
+    def _start_background(self, history: list[Message], provider: Provider, state: ContextState) -> None:
+        params = self._params("auto", "", PreCompactDecision())
+        cut = plan_span(history, params, self.counter.message, self.counter.text)
+        if not cut:
+            return  # nothing older worth summarizing yet
+        job = SummaryJob(tuple(history), cut, params, state.total)
+
+        def summary_provider() -> tuple[Provider, bool]:
+            return (self.summary_provider(), True) if self.summary_provider is not None else (provider, False)
+
+        work = SummaryWork(hook=lambda: self._hook_decision("auto", "", state, len(history)),
+                           provider=summary_provider, encoding=self.counter.encoding_name,
+                           include_reasoning=self.counter.include_reasoning,
+                           archive=self.archive or DiskArchive(self.root or Path.cwd()), meta=dict(self._tool_meta),
+                           on_done=self.on_background_done)
+        self._job = background.start(job, work)
+        self._emit(BackgroundSummary("started", cut, state.total))
+
+    def _with_background(self, history: list[Message], provider: Provider, state: ContextState) -> list[Message]:
+        """With a summary on its way: apply it at the threshold if it is ready, wait for it only at the
+        hard limit, and fall back to the normal path if it has nothing to offer."""
+        job, waited = self._job, 0.0
+        assert job is not None
+        if job.phase == "running":
+            if state.total <= self.budget.hard_limit:
+                return history  # room left: the loop goes on while the summary is made
+            self._notice("info", f"the context is at {state.percent:.0f}% of the window, the most a request can "
+                                 f"carry with room for the reply: waiting for the background summary "
+                                 f"(running for {job.duration:.0f}s)")
+            waited = background.wait(job, self.cancel)
+        elif not state.over_threshold:
+            return history  # not needed yet
+        self._job = None
+        if job.phase == "ready" and job.matches(history):
+            return self._apply_background(history, job, state, waited)
+        return self._drop_background(history, provider, job, waited)
+
+    def _apply_background(self, history: list[Message], job: SummaryJob, before: ContextState,
+                          waited: float) -> list[Message]:
+        start = time.monotonic()
+        assert job.prepared is not None
+        for warning in job.decision.warnings:
+            self._notice("warning", warning)
+        result = apply_span(history, job.prepared, self._params("auto", "", job.decision), self.counter.message,
+                            self.counter.text, self.archive or DiskArchive(self.root or Path.cwd()))
+        self.compaction_usage = self.compaction_usage + job.prepared.usage
+        self._report(job, "used")
+        return self._record("auto", before, result, job.duration, waited=waited + time.monotonic() - start,
+                            background=True)
+
+    def _drop_background(self, history: list[Message], provider: Provider, job: SummaryJob,
+                         waited: float) -> list[Message]:
+        phase = job.phase
+        if phase == "declined":
+            self._report(job, "declined")
+            for warning in job.decision.warnings:
+                self._notice("warning", warning)
+            self._notice("info", "compaction cancelled by the PreCompact hook")
+            return history
+        if phase == "ready":
+            self._report(job, "dropped", "the history it summarized changed meanwhile")
+        else:
+            self._report(job, "cancelled" if job.cancel.cancelled else "failed", job.why_not())
+        # The normal path, on the spot; the hook already ran for this compaction (it runs once).
+        hook_ran = self.hooks.pre_compact.strip() or self.pre_compact is not None
+        return self.compact(history, provider, "auto", decision=job.decision if hook_ran else None, waited=waited)
+
+    def _report(self, job: SummaryJob, phase: str, note: str = "") -> None:
+        self._emit(BackgroundSummary(phase, job.cut, job.tokens, job.duration, note))
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _run_hook(self, trigger: str, focus: str, state: ContextState, count: int) -> PreCompactDecision:
+    def _hook_decision(self, trigger: str, focus: str, state: ContextState, count: int,
+                       background: bool = True) -> PreCompactDecision:
+        """The PreCompact hook's answer; no side effects (it may run on a background summary's thread)."""
         if not self.hooks.pre_compact.strip() and self.pre_compact is None:
             return PreCompactDecision()
         payload = PreCompactInput(trigger=trigger, tokens=state.total, window=self.window, message_count=count,
-                                  focus=focus, strategy=self.config.strategy)
-        decision = run_pre_compact(payload, command=self.hooks.pre_compact, callback=self.pre_compact,
-                                   cwd=self.root or Path.cwd(), timeout=self.hooks.timeout)
+                                  focus=focus, strategy=self.config.strategy, background=background)
+        return run_pre_compact(payload, command=self.hooks.pre_compact, callback=self.pre_compact,
+                               cwd=self.root or Path.cwd(), timeout=self.hooks.timeout)
+
+    def _run_hook(self, trigger: str, focus: str, state: ContextState, count: int) -> PreCompactDecision:
+        decision = self._hook_decision(trigger, focus, state, count, background=False)
         for warning in decision.warnings:
             self._notice("warning", warning)
         if decision.cancel and trigger == "overflow":
@@ -306,7 +442,8 @@ class ContextManager:
         if local > 0 and room > 0:
             self.calibration.at_least(room / local)
 
-    def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float) -> list[Message]:
+    def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float,
+                waited: float = 0.0, background: bool = False) -> list[Message]:
         after = self.state(result.history)
         self.last_state = after
         if self.mechanisms is not None:
@@ -315,10 +452,10 @@ class ContextManager:
         event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
                                duration=duration, note="; ".join(result.notes),
-                               references=tuple(self.mechanisms.findings) if self.mechanisms is not None else ())
+                               references=tuple(self.mechanisms.findings) if self.mechanisms is not None else (),
+                               waited=waited, background=background)
         self.compactions.append(event)
-        if self.on_event is not None:
-            self.on_event(event)
+        self._emit(event)
         if after.over_threshold:
             self._notice("warning", f"after compaction the context is still {after.percent:.0f}% of the window "
                                     f"({'; '.join(result.notes) or 'the latest turn alone is too large'})")
@@ -329,6 +466,10 @@ class ContextManager:
             self.on_event(Notice(level, text))
         else:
             log.warning("%s", text)
+
+    def _emit(self, event: Event) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
 
 
 def _tail_tokens(counter: TokenCounter, tail: str) -> int:

@@ -22,6 +22,7 @@ from typing import Any
 
 from swecli.config import Settings
 from swecli.events import (
+    BackgroundSummary,
     CompactionDone,
     HistoryReplaced,
     MessageAppended,
@@ -132,6 +133,8 @@ class SessionRecorder:
             self.log.tool(event.call, event.result, event.duration, event.approved)
         elif isinstance(event, CompactionDone):
             self.log.compaction(event)
+        elif isinstance(event, BackgroundSummary):
+            self.log.background_summary(event)
         elif isinstance(event, TurnFinished):
             self.log.turn_end(event)
         elif isinstance(event, Notice) and event.level in ("error", "warning"):

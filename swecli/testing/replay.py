@@ -63,7 +63,7 @@ def replay_session(context: ContextManager, source: list[Message], provider: Pro
                    check: Callable[[ModelRequest, ContextManager], None] | None = None) -> list[Turn]:
     """Drive `context` through `source` as the agent loop would: before each assistant message, prepare
     the history and build the request (the model's answer is the recorded message); each tool result
-    enters through `tool_content` (offload)."""
+    enters through `tool_content` (offload). The context is closed at the end."""
     live: list[Message] = []
     fresh: list[Message] = []
     calls: dict[str, ToolCall] = {}
@@ -98,6 +98,7 @@ def replay_session(context: ContextManager, source: list[Message], provider: Pro
                                   is_error=message.is_error)
         live.append(message)
         fresh.append(message)
+    context.close()  # the end of the session: a background summary still running is dropped
     return turns
 
 

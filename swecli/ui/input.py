@@ -5,7 +5,7 @@
   (prompt-toolkit's bracketed paste inserts it whole).
 - Tab completes slash commands, their arguments, and `@path` mentions.
 - Shift-Tab cycles the mode; Ctrl-C clears a non-empty line, and on an empty one asks to leave.
-- The bottom toolbar shows provider/model, mode and the context meter.
+- The bottom toolbar shows provider/model, mode, the context meter and a background summary at work.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ STYLE = {
     "toolbar.meter.near": "bold #eeee44",
     "toolbar.meter.over": "bold #ff5555",
     "toolbar.hint": "#777777",
+    "toolbar.background": "#cc88ff",
     "prompt": "bold #66aaff",
 }
 
@@ -143,8 +144,14 @@ def toolbar_fragments(repl: Repl) -> StyleAndTextTuples:
         (f"class:toolbar.mode.{repl.mode}", f"{repl.mode} mode"),
         ("", " · "),
         (f"class:toolbar.meter.{meter.level}", meter.label),
+        *background_fragments(repl.agent.context.background_status()),
         ("class:toolbar.hint", "  ·  shift-tab mode · /help · ctrl-d exit"),
     ]
+
+
+def background_fragments(status: str) -> StyleAndTextTuples:
+    """`⟳ summarizing older context` while a background summary is made (see swecli.context.background)."""
+    return [("", " · "), ("class:toolbar.background", f"⟳ {status}")] if status else []
 
 
 def build_session(repl: Repl) -> PromptSession[str]:

@@ -24,6 +24,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from swecli.events import (
+    BackgroundSummary,
     CompactionDone,
     Event,
     MessageAppended,
@@ -241,6 +242,8 @@ def compaction_line(event: CompactionDone) -> Text:
     text = Text("⟳ ", style="magenta")
     text.append(f"{what}: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} tokens")
     text.append(f" (-{event.reduction:.0%}, {event.strategy}, {event.trigger})", style="dim")
+    if event.background:
+        text.append(f" · summary made in the background, waited {format_duration(event.waited)}", style="dim")
     if event.note:
         text.append(f"\n  {event.note}", style="dim")
     return text
@@ -364,6 +367,8 @@ class Renderer:
         self._streamed = False
         self._approved_diffs: set[str] = set()
         self.interrupting = False
+        self.summarizing = False
+        """A background summary is being made (shown in the status line)."""
 
     # the REPL's side ------------------------------------------------------------------------------
     def begin_turn(self) -> None:
@@ -425,6 +430,8 @@ class Renderer:
         elif isinstance(event, CompactionDone):
             self._finish_streams()
             self.console.print(compaction_line(event))
+        elif isinstance(event, BackgroundSummary):
+            self.summarizing = event.phase == "started"
         elif isinstance(event, Notice):
             self._finish_streams()
             self.console.print(notice_line(event))
@@ -536,6 +543,8 @@ class Renderer:
         label = "Interrupting" if self.interrupting else self._activity
         line.append(f" {label}… ", style="bold")
         line.append(f"{format_duration(now - self._turn_started)} · esc to interrupt", style="dim")
+        if self.summarizing:
+            line.append(" · summarizing older context in the background", style="dim")
         return line
 
     def _text_width(self, indent: str) -> int:

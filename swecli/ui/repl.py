@@ -203,6 +203,8 @@ class Repl:
         try:
             while not self._exit:
                 self.refresh_meter()
+                if session is not None:  # a background summary that ends redraws the toolbar (thread-safe)
+                    self.agent.context.on_background_done = session.app.invalidate
                 try:
                     text = session.prompt() if session is not None else input("> ")
                 except KeyboardInterrupt:

@@ -39,7 +39,7 @@ TOOLS = ToolRegistry([Tool("dump", "Print lines of the module.", DumpArgs, dump)
 def run_session(project: Path, steps: list[Any], window: int) -> tuple[Any, list[dict[str, Any]], list[Event]]:
     events: list[Event] = []
     settings = Settings(model="scripted-model", context_limit=window, max_tokens=1_024,
-                        context=ContextConfig(keep_recent_tokens=1_500))
+                        context=ContextConfig(keep_recent_tokens=1_500, background_compaction=False))
     context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=project,
                                            on_event=events.append)
     with server.ScriptedLLM(steps) as llm:

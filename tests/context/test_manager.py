@@ -40,7 +40,8 @@ TOOLS = ToolRegistry([Tool("dump", "Print lines.", DumpArgs, dump)])
 
 
 def manager(window: int = 7_000, **config: object) -> ContextManager:
-    cfg = ContextConfig(**{"keep_recent_tokens": 1_500, **config})
+    """Compaction on the spot (the summary made in the background is tested in test_background.py)."""
+    cfg = ContextConfig(**{"keep_recent_tokens": 1_500, "background_compaction": False, **config})
     return ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, config=cfg, memory=MEMORY,
                           archive=MemoryArchive())
 
@@ -272,11 +273,14 @@ def test_from_settings_uses_the_window_and_sections() -> None:
 # --- a whole session through prepare(), like the loop -----------------------------------------------
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(6_000, 30_000))
+@given(st.data(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(6_000, 30_000),
+       st.booleans())
 def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(
-    data: st.DataObject, strategy: str, window: int
+    data: st.DataObject, strategy: str, window: int, ahead: bool
 ) -> None:
-    context = manager(window=window, strategy=strategy, keep_recent_tokens=window // 5)
+    """Every request stays paired and under the compaction threshold; with a summary made in the
+    background, under the hard limit (the loop works on past the threshold until the summary is in)."""
+    context = manager(window=window, strategy=strategy, keep_recent_tokens=window // 5, background_compaction=ahead)
     summarizer = EchoSummarizer()
     history: list[Message] = []
     typed: list[str] = []
@@ -294,7 +298,9 @@ def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(
             assert request.system == SYSTEM + MEMORY
             assert_pairing(request.messages)
             assert prompts(history) == typed
-            assert context.state(history).total <= context.budget.limit
+            ceiling = context.budget.hard_limit if ahead and strategy == "summarize" else context.budget.limit
+            assert context.state(history).total <= ceiling
+    context.close()
     event(f"compactions: {min(len(context.compactions), 3)}{'+' if len(context.compactions) > 3 else ''}")
 
 
@@ -339,7 +345,8 @@ def test_every_request_leaves_room_for_its_reply_and_never_asks_more_than_the_wi
 
 
 def test_the_dynamic_tail_counts_toward_the_compaction_trigger(tmp_path: Path) -> None:
-    settings = Settings(model="scripted-model", max_tokens=16, context=ContextConfig(keep_recent_tokens=300))
+    settings = Settings(model="scripted-model", max_tokens=16,
+                        context=ContextConfig(keep_recent_tokens=300, background_compaction=False))
     context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=tmp_path,
                                            on_event=lambda event: None)
     history: list[Message] = [UserMessage(content="make the build pass")]
