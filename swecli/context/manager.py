@@ -156,6 +156,11 @@ class ContextManager:
         if job is not None:
             job.done.wait(wait)
 
+    @property
+    def background_job(self) -> SummaryJob | None:
+        """The summary being made in the background (or ready, or failed, until the threshold)."""
+        return self._job
+
     def background_status(self) -> str:
         """For the toolbar: what the background summary is doing ("" when there is none)."""
         job = self._job
