@@ -15,6 +15,11 @@ Cuts happen only at turn boundaries (see `boundaries`), so a tool call is never 
 result. Strategies: `summarize` (an LLM writes the summary; chunked when the span does not fit one
 request, truncation when the model fails), `truncate` (no model call), `importance` (drop the
 lowest-value turns first, keep the rest verbatim).
+
+`compact_history` does it all at once. Its three steps are also offered apart, for a summary made
+ahead on another thread (`background.py`): `plan_span` (where the span ends), `prepare_span` (the
+archive, the index of saved outputs, the facts, the model's summary: the slow part) and `apply_span`
+(the prepared summary over the span, then every later message verbatim).
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ and a model imitates its own context, so placeholders in its past calls invite p
 arguments in its next ones; they must also stay valid JSON for the Anthropic wire. In the sessions
 measured, arguments are a small share of the prompt next to outputs.
 
+Per turn: the loop keeps a `DecayScan`, which looks at each message once, when it leaves the newest
+zone, and caches what folding it would save; `decay` is the same decision made from scratch.
+
 Invariants: same length, same order, every ToolMessage keeps its tool_call_id, name and is_error
 (only `content` changes), so tool-call/result pairing can never break; a digest is never digested
 again; the function is pure except through `reference_for`, which is called only for results that

@@ -12,6 +12,10 @@ CompactionDone on the event bus, and a line in `/context`):
 - references: every summarizing compaction lists the references it drops, with pointers back.
 - the append-only check: between two rewrites, each request must extend the previous one byte for
   byte; a violation is reported as a warning. Prefix reuse is measured for every request.
+
+Per-turn work is proportional to what was appended (the ContextManager's `Ledger` says where the
+prompts and steps are): decay classifies each message once, the recitation reads each message's
+terms once, the append-only check serializes only new messages.
 """
 
 from __future__ import annotations
