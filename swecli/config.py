@@ -44,7 +44,7 @@ class ContextConfig(Section):
     strategy: Literal["summarize", "truncate", "importance"] = "summarize"
     keep_recent_tokens: int | None = Field(None, ge=0)
     """Recent history kept verbatim by compaction (a token budget, not a message count). Unset: a quarter
-    of the window, at least 2,000 and at most 40,000 tokens."""
+    of the window, at least 2,000 and at most 40,000 tokens (decay then keeps at most 12,000 verbatim)."""
     auto_compact: bool = True
     offload: bool = True
     offload_threshold_tokens: int = Field(8_000, ge=200)

@@ -71,6 +71,9 @@ KEEP_RECENT_FLOOR = 2_000
 KEEP_RECENT_CEILING = 40_000
 """When `context.keep_recent_tokens` is unset, compaction keeps this share of the window verbatim, within
 the floor and the ceiling: 8k of a 32k window, 16k of 64k, 32k of 128k, 40k of 200k and more."""
+DECAY_RECENT_CEILING = 12_000
+"""Decay keeps at most this much of the newest history verbatim when `keep_recent_tokens` is unset: a big
+window is no reason to keep re-sending old outputs in full (each one is a read away once folded)."""
 MIN_REPLY = 256
 """The smallest max_tokens worth sending (a quarter of the reserve when that is smaller: a tiny window)."""
 
@@ -80,6 +83,14 @@ def keep_recent_for(window: int, configured: int | None = None) -> int:
     if configured is not None:
         return configured
     return max(KEEP_RECENT_FLOOR, min(KEEP_RECENT_CEILING, round(window * KEEP_RECENT_SHARE)))
+
+
+def decay_recent_for(window: int, configured: int | None = None) -> int:
+    """The newest history decay leaves verbatim: the configured `keep_recent_tokens`, else what compaction
+    keeps, up to `DECAY_RECENT_CEILING`."""
+    if configured is not None:
+        return configured
+    return min(DECAY_RECENT_CEILING, keep_recent_for(window))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,14 @@ from swecli.config import ContextConfig, HookConfig
 from swecli.context import background
 from swecli.context.archive import Archive, DiskArchive
 from swecli.context.background import SummaryJob, SummaryWork
-from swecli.context.budget import Calibration, ContextBudget, ContextState, keep_recent_for, provider_prompt_tokens
+from swecli.context.budget import (
+    Calibration,
+    ContextBudget,
+    ContextState,
+    decay_recent_for,
+    keep_recent_for,
+    provider_prompt_tokens,
+)
 from swecli.context.compaction import (
     CompactionParams,
     CompactionResult,
@@ -234,7 +241,7 @@ class ContextManager:
         # While a summary is being made, decay waits: the compaction rewrites that history soon anyway,
         # and a decay batch now would cost a prompt-cache miss for nothing.
         if self.mechanisms is not None and not open_calls and self._job is None:
-            keep = self.calibration.to_local(self.keep_recent_tokens)
+            keep = self.calibration.to_local(decay_recent_for(self.window, self.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, self._ledger.sync(history), keep)
         state = self.state(history, self._tail_for(history))
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)

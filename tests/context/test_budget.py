@@ -4,7 +4,14 @@ from pathlib import Path
 
 import pytest
 
-from swecli.context.budget import Calibration, ContextBudget, ContextState, keep_recent_for, provider_prompt_tokens
+from swecli.context.budget import (
+    Calibration,
+    ContextBudget,
+    ContextState,
+    decay_recent_for,
+    keep_recent_for,
+    provider_prompt_tokens,
+)
 from swecli.messages import Usage
 from swecli.testing.replay import held_out_replay
 from swecli.testing.shared import TRAJECTORIES, load_trajectory, trajectory_paths
@@ -94,6 +101,8 @@ def test_the_reply_shrinks_for_a_prompt_over_the_hard_limit_and_never_passes_the
 def test_what_compaction_keeps_scales_with_the_window_between_a_floor_and_a_ceiling(window: int, kept: int) -> None:
     assert keep_recent_for(window) == kept
     assert keep_recent_for(window, 5_000) == 5_000  # a configured number is used as is
+    # Decay's verbatim zone follows it up to 12k: a big window is no reason to re-send old outputs.
+    assert decay_recent_for(window) == min(kept, 12_000) and decay_recent_for(window, 5_000) == 5_000
 
 
 def test_state_breakdown() -> None:
