@@ -243,7 +243,7 @@ def trajectories(quick: bool) -> None:
     rows = []
     paths = trajectory_paths()[: 4 if quick else None]
     totals = {"before": 0, "truncate": 0, "summarize": 0}
-    over = 0
+    over = requests = summaries = 0
     for path in paths:
         system, tools, history = load_trajectory(path)
         assert boundaries(history)[-1] == len(history)
@@ -251,6 +251,7 @@ def trajectories(quick: bool) -> None:
         summarized, calls = compact_once(system, tools, history, "summarize")
         compactions, check = held_out_replay(system, tools, history, 32_000)
         over += check.over_window
+        requests, summaries = requests + check.requests, summaries + check.summary_requests_seen
         replay_cells = [f"{compactions} / {check.largest:,}", f"{check.requests} / {check.worst:,}",
                         str(check.over_window), "yes" if not (check.unpaired or check.over_threshold) else "NO"]
         if truncated is None or summarized is None:
@@ -274,8 +275,8 @@ def trajectories(quick: bool) -> None:
           ["trajectory", "msgs", "tokens", "truncate -> (saved)", "summarize -> (saved)", "model calls",
            "summarize ms", "replay: compactions / max prompt", "requests / max prompt+max_tokens",
            "over the window", "paired, under threshold"], rows)
-    print(f"\nheld-out replay at 32k: {over} request(s) with prompt + max_tokens over the window "
-          f"({'PASS' if over == 0 else 'FAIL'})")
+    print(f"\nheld-out replay at 32k: {requests:,} requests of the loop and {summaries:,} summary requests; "
+          f"{over} with prompt + max_tokens over the window ({'PASS' if over == 0 else 'FAIL'})")
 
 
 def main(argv: list[str] | None = None) -> int:

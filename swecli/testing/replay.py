@@ -116,6 +116,7 @@ class BudgetCheck:
     worst: int = 0
     """The largest prompt + max_tokens seen."""
     summary_requests_seen: int = 0
+    """Summary requests checked (they are made during compactions, between two requests of the loop)."""
 
     def __call__(self, request: ModelRequest, context: ContextManager) -> None:
         prompt = context.calibration.apply(context.counter.request(request))
