@@ -4,13 +4,18 @@ The loop's exits are exceptions that carry what to report (mini-swe-agent style)
 the model answers without tool calls, `Interrupted` when the user pressed Esc; running out of
 iterations ends the `for` loop itself. Everything else (context assembly, compaction, approvals, rendering,
 transcripts) is delegated; the loop only decides what happens next.
+
+A reply's tool calls run in order, except that consecutive calls of a `concurrent` tool (`task`: a
+sub-agent each) run side by side, at most `max_parallel` at once; their results are appended in call
+order either way.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
 from swecli.events import (
@@ -32,6 +37,7 @@ from swecli.llm.base import (
     ReasoningDelta,
     ResponseDone,
     TextDelta,
+    Waiting,
 )
 from swecli.messages import (
     Message,
@@ -65,6 +71,8 @@ class Agent:
     policy: Policy = field(default_factory=Policy)
     on_event: Callable[[Event], None] = lambda event: None
     max_iterations: int = 200
+    max_parallel: int = 1
+    """How many calls of a concurrent tool (sub-agents) may run at once."""
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     tool_calls_run: int = 0
@@ -102,16 +110,27 @@ class Agent:
         return turn
 
     def step(self, iteration: int) -> None:
+        self.sync_tools()
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
         if not response.message.tool_calls:
             raise Finished(response.message.content)
-        for call in response.message.tool_calls:
+        for batch in self._batches(response.message.tool_calls):
             if self.cancel.cancelled:
                 self.close_open_calls()
                 raise Interrupted
-            self.append(self.execute(call))
+            if len(batch) == 1:
+                self.append(self.execute(batch[0]))
+            else:
+                for message in self._execute_together(batch):
+                    self.append(message)
+
+    def sync_tools(self) -> None:
+        """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
+        changes = self.tools.refresh()
+        if changes:
+            self.context.set_tools(self.tools.schemas(), changes.reason)
 
     def query(self, iteration: int) -> ResponseDone:
         request = self.context.request(self.history)
@@ -119,16 +138,22 @@ class Agent:
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
         try:
             return self._stream(request)
-        except ContextOverflowError:
-            # The provider's count beat ours: compact now and retry the same step once.
+        except ContextOverflowError as overflow:
+            # The provider's count beat ours (or the server's window is smaller than planned): compact now
+            # and retry the same step once.
+            self.context.note_overflow(overflow)
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
-            return self._stream(self.context.request(self.history))
+            try:
+                return self._stream(self.context.request(self.history))
+            except ContextOverflowError as again:
+                self.context.note_overflow(again)
+                raise self.context.overflow_failure(overflow, again) from None
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
         try:
             for event in self.provider.stream(request, self.cancel):
-                if isinstance(event, (TextDelta, ReasoningDelta)):
+                if isinstance(event, (TextDelta, ReasoningDelta, Waiting)):
                     self.on_event(event)
                 elif isinstance(event, ResponseDone):
                     self._account(request, event, time.monotonic() - start)
@@ -147,24 +172,56 @@ class Agent:
         self.on_event(ModelCallFinished(usage, duration, done.model or self.provider.model, done.finish_reason,
                                         reported=done.usage is not None))
 
+    def _batches(self, calls: tuple[ToolCall, ...]) -> Iterator[list[ToolCall]]:
+        """The reply's calls in order: runs of a concurrent tool together, every other call alone."""
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if self.max_parallel > 1 and tool is not None and tool.concurrent and not tool.mutating:
+                batch.append(call)
+                continue
+            if batch:
+                yield batch
+                batch = []
+            yield [call]
+        if batch:
+            yield batch
+
+    def _execute_together(self, batch: list[ToolCall]) -> list[ToolMessage]:
+        """Run non-mutating concurrent calls side by side; events and results stay on this thread."""
+        start = time.monotonic()
+        for call in batch:
+            self.on_event(ToolStarted(call, call.args()))
+        self.tool_calls_run += len(batch)
+        workers = min(self.max_parallel, len(batch))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="swecli-tool") as pool:
+            futures = [pool.submit(self.tools.run, call, self.tool_ctx) for call in batch]
+            results = [future.result() for future in futures]
+        return [self._finish(call, result, start, True) for call, result in zip(batch, results, strict=True)]
+
     def execute(self, call: ToolCall) -> ToolMessage:
         tool = self.tools.get(call.name)
         start = time.monotonic()
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved = True
+        approved, ctx = True, self.tool_ctx
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
-        result = self.tools.run(call, self.tool_ctx) if approved else ToolResult(
+            # The verdict also says how this call is confined (the sandbox for bash, or none).
+            ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
+        result = self.tools.run(call, ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
+        return self._finish(call, result, start, approved)
+
+    def _finish(self, call: ToolCall, result: ToolResult, start: float, approved: bool) -> ToolMessage:
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
                                 meta=result.meta)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
-                           is_error=result.is_error)
+                           is_error=result.is_error, images=result.images)
 
     def _preview(self, call: ToolCall) -> str:
         tool = self.tools.get(call.name)

@@ -10,8 +10,9 @@ transcript, log and notes, resume, and the playbook around it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,16 +22,20 @@ from swecli.config import Settings
 from swecli.context.manager import ContextManager
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
-from swecli.llm.base import Provider
+from swecli.llm.base import CancelToken, Provider
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
-from swecli.messages import SystemBlock, UserMessage
+from swecli.messages import ImagePart, SystemBlock, UserMessage
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 
 if TYPE_CHECKING:
+    from swecli.delegation.definitions import AgentDefinition
+    from swecli.delegation.runner import Spawn
     from swecli.llm.retry import RetryNotice
+    from swecli.mcp.catalog import McpCatalog
     from swecli.session.recorder import SessionRecorder
+    from swecli.skills.catalog import SkillCatalog
 
 
 def system_prompt() -> str:
@@ -44,10 +49,10 @@ def system_blocks(root: Path) -> tuple[SystemBlock, ...]:
 
 
 def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
-                  playbook: Playbook | None = None) -> tuple[SystemBlock, ...]:
+                  playbook: Playbook | None = None, skills: SkillCatalog | None = None) -> tuple[SystemBlock, ...]:
     """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md), the
-    session notes and the learned playbook. One block, one cache breakpoint; it changes only when a
-    session starts."""
+    session notes, the learned playbook and the skills catalog (names and descriptions only). One
+    block, one cache breakpoint; it changes only when a session starts."""
     from swecli.memory.notes import notes_prompt
     from swecli.memory.opencli import load_memory_prompt
 
@@ -56,25 +61,36 @@ def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
         parts.append(notes_prompt(root, settings.memory.notes_budget_tokens, count))
     if playbook is not None:
         parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
+    if skills:
+        from swecli.skills.catalog import catalog_prompt
+
+        parts.append(catalog_prompt(skills, settings.skills.catalog_tokens, count))
     text = "\n\n".join(p for p in parts if p.strip())
     return (SystemBlock(text=text, cache=True),) if text else ()
 
 
 @dataclass
 class EventBus:
-    """Fans the loop's events out to every listener (renderer, transcript, log, notes)."""
+    """Fans the loop's events out to every listener (renderer, transcript, log, notes). Sub-agents
+    report from their own threads, so one event is delivered at a time."""
 
     listeners: list[Callable[[Event], None]] = field(default_factory=list)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def __call__(self, event: Event) -> None:
-        for listener in self.listeners:
-            listener(event)
+        with self._lock:
+            for listener in self.listeners:
+                listener(event)
 
 
 def build_tools(extra: list[Tool[Any]] | None = None) -> ToolRegistry:
     from swecli.tools.builtin import default_tools
 
     return ToolRegistry([*default_tools(), *(extra or [])])
+
+
+ProviderFor = Callable[[str], Provider]
+"""model name -> a new provider instance for it (a sub-agent's own client)."""
 
 
 def build_agent(
@@ -86,19 +102,151 @@ def build_agent(
     bus: EventBus | None = None,
     extra_tools: list[Tool[Any]] | None = None,
     playbook: Playbook | None = None,
+    skills: SkillCatalog | None = None,
+    provider_for: ProviderFor | None = None,
+    transcript_for: Callable[[str], str] | None = None,
 ) -> Agent:
+    """One agent with its tools, context engine and policy.
+
+    `skills`: the session's skill catalog (`swecli.skills.catalog.discover`); with skills, the agent
+    gets the `skill` tool, the catalog in its memory block, and compaction keeps loaded skills.
+    With `subagents.enabled` it also gets the `task` tool; each sub-agent gets its own provider from
+    `provider_for` (default: `make_provider` for these settings and the model asked for), and
+    `transcript_for(call_id)` names where the recorder writes a sub-agent's transcript.
+    """
     bus = bus or EventBus()
     todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
-    tools = build_tools([todo_tool(todo), *(extra_tools or [])])
+    extra = [todo_tool(todo), *(extra_tools or [])]
+    if skills:
+        from swecli.skills.loading import skill_tool
+
+        extra.append(skill_tool(skills))
+    tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
+                           max_output_chars=settings.tools.max_output_chars,
+                           images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge)
+    policy = build_policy(settings, root, approver, bus)
+    holder: list[Agent] = []  # the agent, once built: sub-agents follow its current model
+    if settings.subagents.enabled:
+        base = build_tools(extra)
+        extra.append(_task_tool(settings, root, base, tool_ctx, policy, bus, holder, provider_for, transcript_for))
+    tools = build_tools(extra)
     context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
                                            on_event=bus, todo=todo)
-    context.memory = memory_blocks(root, settings, context.counter.text, playbook)
-    tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
-                           max_output_chars=settings.tools.max_output_chars)
+    context.memory = memory_blocks(root, settings, context.counter.text, playbook, skills)
+    if skills:
+        from swecli.skills.loading import pin_skills
+
+        context.pin = pin_skills
+        tool_ctx.read_roots = tuple(s.directory for s in skills.skills if s.scope == "user")
     context.cancel = tool_ctx.cancel  # Esc also stops a summary request
-    return Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx,
-                 policy=Policy(mode=settings.mode, approver=approver), on_event=bus,
-                 max_iterations=settings.max_iterations)
+    agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=policy, on_event=bus,
+                  max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel)
+    holder.append(agent)
+    return agent
+
+
+# --- sub-agents ------------------------------------------------------------------------------------
+
+CHILD_EXCLUDED = frozenset({"task", "skill", "todo", "notes"})
+"""Never given to a sub-agent: no recursion, and no writing to the parent's todo list or notes."""
+TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
+                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
+"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
+
+
+def _task_tool(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: ToolContext, policy: Policy,
+               bus: EventBus, holder: list[Agent], provider_for: ProviderFor | None,
+               transcript_for: Callable[[str], str] | None) -> Tool[Any]:
+    from swecli.delegation.definitions import load_agents
+    from swecli.delegation.runner import Delegator
+    from swecli.delegation.task import task_tool
+
+    agents = load_agents(root)
+    for warning in agents.warnings:
+        bus(Notice("warning", warning))
+
+    def count(text: str) -> int:
+        return holder[0].context.counter.text(text) if holder else len(text) // 4
+
+    spawn = child_spawner(settings, root, base, tool_ctx, policy, holder, provider_for or _provider_for(settings))
+    delegator = Delegator(agents, spawn, tool_ctx.cancel, bus, settings.subagents, count,
+                          transcript_for or (lambda call_id: ""))
+    return task_tool(delegator)
+
+
+def _provider_for(settings: Settings) -> ProviderFor:
+    def make(model: str) -> Provider:
+        from swecli.llm.factory import make_provider
+
+        return make_provider(settings.model_copy(update={"model": model}))
+
+    return make
+
+
+def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
+    """(the sub-agent's tools, names in its definition that are not tools here)."""
+    if agent.tools is None:
+        chosen = [t for n in base.names() if (t := base.get(n)) is not None and not t.mutating]
+        return ToolRegistry([t for t in chosen if t.name not in CHILD_EXCLUDED]), []
+    wanted = [TOOL_ALIASES.get(name, name) for name in agent.tools]
+    unknown = [name for name in wanted if name not in base or name in CHILD_EXCLUDED]
+    return ToolRegistry([t for n in wanted if n not in unknown and (t := base.get(n)) is not None]), unknown
+
+
+def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: ToolContext, policy: Policy,
+                  holder: list[Agent], provider_for: ProviderFor) -> Spawn:
+    """Builds a sub-agent: the same loop, tools, policy (mode, approvals, guard) and tool context
+    (root, sandbox) as the parent; a fresh context; its own provider, cancel token and step budget."""
+    from swecli.memory.opencli import load_memory_prompt
+
+    def spawn(agent: AgentDefinition, cancel: CancelToken, on_event: Callable[[Event], None]) -> Agent:
+        tools, unknown = child_tools(base, agent)
+        if unknown:
+            on_event(Notice("warning", f"sub-agent {agent.name}: no tool named {', '.join(unknown)}; ignored"))
+        model = agent.model or (holder[0].provider.model if holder else settings.model)
+        child_settings = settings.model_copy(update={"model": model})
+        system = (SystemBlock(text=f"{agent.prompt}\nThe project root is {root}.", cache=True),)
+        context = ContextManager.from_settings(child_settings, system=system, tools=tools.schemas(), root=root,
+                                               on_event=on_event)
+        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, context.counter.text)
+        context.memory = (SystemBlock(text=memory, cache=True),) if memory else ()
+        context.cancel = cancel
+        writes = any(t.mutating for n in tools.names() if (t := tools.get(n)) is not None)
+        # Writing tools go through the parent's own policy: its mode decides, its approvals apply.
+        child_policy = policy if writes else Policy(mode="plan")
+        return Agent(provider=provider_for(model), tools=tools, context=context,
+                     tool_ctx=replace(tool_ctx, cancel=cancel), policy=child_policy, on_event=on_event,
+                     max_iterations=settings.subagents.max_iterations)
+
+    return spawn
+
+
+def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus) -> Policy:
+    """The approval policy with the configured sandbox; says once (per session) why the sandbox
+    cannot run here, and which writable paths do not exist."""
+    from swecli.tools.sandbox import from_settings
+
+    sandbox, problem, warnings = from_settings(settings.sandbox, root)
+    for text in ([problem] if problem else []) + warnings:
+        bus(Notice("warning", text))
+    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem)
+
+
+def start_mcp(settings: Settings, root: Path, agent: Agent) -> McpCatalog | None:
+    """Start the configured MCP servers in the background (never waiting for them); their tools reach
+    the loop through the registry's source, loaded or deferred within `mcp.schema_budget`."""
+    if not settings.mcp.servers:
+        return None
+    from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, serialize_tool
+    from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.manager import McpManager
+
+    cfg, context = settings.mcp, agent.context
+    manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout).start()
+    catalog = McpCatalog(manager, budget=lambda: cfg.budget_tokens(context.window),
+                         count=lambda schema: TOOL_SCHEMA_OVERHEAD + context.counter.text(serialize_tool(schema)))
+    agent.tools.source = catalog
+    return catalog
 
 
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
@@ -106,7 +254,7 @@ def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
 
     def announce(notice: RetryNotice) -> None:
         delay = f"{notice.delay:.1f}s" if notice.delay < 60 else f"{notice.delay / 60:.1f}min"
-        bus(Notice("warning", f"{notice.error} Retrying in {delay} "
+        bus(Notice("warning", f"{str(notice.error).rstrip('.')}; retrying in {delay} "
                               f"(attempt {notice.attempt + 1} of {notice.max_attempts})."))
 
     return announce
@@ -123,6 +271,8 @@ class AgentSession:
 
     playbook: Playbook | None = None
     reflector: Reflector | None = None
+    skills: SkillCatalog | None = None
+    mcp: McpCatalog | None = None
 
     @property
     def session_id(self) -> str:
@@ -131,10 +281,14 @@ class AgentSession:
     def run(self, prompt: str, attachments: Sequence[str] = ()) -> TurnFinished:
         """One user task: just-in-time context for what the prompt names, the loop, then reflection.
 
-        `attachments` are root-relative paths already attached by the caller (`@path` mentions).
+        `attachments` are root-relative paths already attached by the caller (`@path` mentions). Images
+        the prompt names (`@shot.png`, a pasted image path) are attached to the prompt itself.
         """
-        self._attach_named_context(prompt, attachments)
-        turn = self.agent.run(prompt)
+        self._await_mcp()
+        images = self._prompt_images(prompt)
+        self._attach_named_context(prompt, [*attachments, *(image.path for image in images)])
+        turn = self.agent.run(UserMessage(content=prompt, images=images))
+        self.drain_notices()
         if turn.stop_reason == "done" and self.reflector is not None:
             reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
             if reflection.changes:
@@ -142,6 +296,34 @@ class AgentSession:
             for warning in reflection.warnings:
                 self.bus(Notice("warning", warning))
         return turn
+
+    def _prompt_images(self, prompt: str) -> tuple[ImagePart, ...]:
+        """The images the prompt names, loaded and capped; each problem is one warning, nothing is lost."""
+        from swecli.tools.base import ToolError
+        from swecli.tools.images import image_refs, load_image, resolve_image
+
+        images: list[ImagePart] = []
+        for ref in image_refs(prompt):
+            path, shown = resolve_image(self.root, ref.raw)
+            if not path.is_file():
+                if ref.mentioned:
+                    self.bus(Notice("warning", f"@{ref.raw}: no such image file; nothing was attached."))
+                continue
+            if self.settings.accepts_images is False:
+                self.bus(Notice("warning", f"{self.agent.provider.model} does not accept images, so {shown} was "
+                                           "not attached; switch to a model that does (/model), or describe it."))
+                continue
+            try:
+                image = load_image(path, shown, "attached by the user", self.settings.images.max_edge)
+            except ToolError as exc:
+                self.bus(Notice("warning", str(exc)))
+                continue
+            if not path.is_relative_to(self.root.resolve()):  # so its stand-in's read_file can show it again
+                self.agent.tool_ctx.read_roots = (*self.agent.tool_ctx.read_roots, path)
+            tokens = self.agent.context.counter.image_tokens(image.width, image.height)
+            self.bus(Notice("info", f"attached image {shown} ({image.width}×{image.height}, ~{tokens:,} tokens)"))
+            images.append(image)
+        return tuple(images)
 
     def _attach_named_context(self, prompt: str, attachments: Sequence[str]) -> None:
         if not self.settings.context.just_in_time:
@@ -154,7 +336,25 @@ class AgentSession:
             self.agent.append(UserMessage(content=found.text, kind="context"))
             self.bus(Notice("info", found.summary()))
 
+    def _await_mcp(self) -> None:
+        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
+        between requests."""
+        if self.mcp is not None and (starting := self.mcp.manager.starting()):
+            from swecli.mcp.manager import START_GRACE
+
+            self.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
+            self.mcp.manager.wait_started(START_GRACE, self.agent.cancel)
+        self.drain_notices()
+
+    def drain_notices(self) -> None:
+        """Announce MCP servers that failed or hung since the last call (once each)."""
+        if self.mcp is not None:
+            for level, text in self.mcp.manager.take_notices():
+                self.bus(Notice(level, text))
+
     def close(self) -> None:
+        if self.mcp is not None:
+            self.mcp.manager.close()  # first: no server process outlives the session
         self.agent.context.close()  # a background summary still running is dropped (and logged)
         self.recorder.close()
         self.provider.close()
@@ -192,7 +392,10 @@ def open_session(
     provider = make_provider(settings, on_retry=retry_notices(bus))
     extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
     playbook = Playbook.for_project(root) if settings.context.playbook else None
-    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook)
+    skills = discover_skills(root, settings, warn)
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook,
+                        skills=skills,
+                        transcript_for=lambda call_id: _relative(recorder.child_transcript(call_id), root))
     bus.listeners.append(recorder.handle)
     if loaded is not None:
         agent.history = list(loaded.history)
@@ -200,13 +403,30 @@ def open_session(
             agent.context.mechanisms.failures.replay(agent.history)  # repeated failures survive a resume
         for problem in loaded.problems:
             warn(problem)
+    catalog = start_mcp(settings, root, agent)
     reflector = None
     if playbook is not None:
         for problem in playbook.warnings:
             warn(problem)
         reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    session = AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector)
+    session = AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
     # A background summary talks to its own provider (its own HTTP client, no retry notices from its
     # thread), for the model the session uses at the time (/model changes it).
     agent.context.summary_provider = lambda: make_provider(session.settings)
     return session
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def discover_skills(root: Path, settings: Settings, warn: Callable[[str], None]) -> SkillCatalog | None:
+    """The session's skills (None when `skills.enabled` is off); each bad SKILL.md is one warning."""
+    if not settings.skills.enabled:
+        return None
+    from swecli.skills.catalog import discover
+
+    catalog = discover(root)
+    for warning in catalog.warnings:
+        warn(warning)
+    return catalog

@@ -46,6 +46,8 @@ def main_command(
     model: str = typer.Option(None, "--model", "-m", help="Model name."),
     base_url: str = typer.Option(None, "--base-url", help="API base URL (OpenAI-compatible: ending in /v1)."),
     mode: str = typer.Option(None, "--mode", help="default (ask before changes) | auto | plan (read-only)."),
+    sandbox: str = typer.Option(None, "--sandbox", metavar="MODE",
+                                help="How bash is confined: workspace-write | read-only | off."),
     max_iterations: int = typer.Option(None, "--max-iterations", help="Model calls allowed per task."),
     context_limit: int = typer.Option(None, "--context-limit", help="Context window to plan for, in tokens."),
     continue_: bool = typer.Option(False, "--continue", "-c", help="Resume this project's latest session."),
@@ -58,7 +60,8 @@ def main_command(
     if output_format not in ("text", "json", "stream-json"):
         _fail(f"--output-format must be text, json or stream-json, not {output_format!r}.")
     flags = {"provider": provider, "model": model, "base_url": base_url, "mode": mode,
-             "max_iterations": max_iterations, "context_limit": context_limit}
+             "max_iterations": max_iterations, "context_limit": context_limit,
+             "sandbox": {"mode": sandbox} if sandbox is not None else None}
     code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
                continue_latest=continue_)
     raise typer.Exit(code)
@@ -92,6 +95,46 @@ def sessions(
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
 
 
+skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this project can use.", no_args_is_help=True)
+app.add_typer(skills_app, name="skills")
+
+
+@skills_app.command("list")
+def skills_list() -> None:
+    """List the skills found for this project (and the user), where each came from, and any skipped."""
+    raise typer.Exit(list_skills(Path.cwd()))
+
+
+mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+                      no_args_is_help=True)
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command("list")
+def mcp_list() -> None:
+    """Start each configured server and list its tools with their schema sizes in tokens."""
+    raise typer.Exit(list_mcp(Path.cwd()))
+
+
+@mcp_app.command("add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def mcp_add(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Server name: its tools are called mcp__NAME__TOOL."),
+    url: str = typer.Option(None, "--url", help="A streamable-HTTP server's URL (instead of -- COMMAND)."),
+    env: list[str] = typer.Option(None, "--env", "-e", help="KEY=VALUE for the command's environment (repeatable)."),
+    header: list[str] = typer.Option(None, "--header", "-H", help="KEY=VALUE HTTP header for --url (repeatable)."),
+    always_load: bool = typer.Option(False, "--always-load", help="Never defer this server's tools."),
+) -> None:
+    """Add a server to the project config: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL)."""
+    raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load))
+
+
+@mcp_app.command("remove")
+def mcp_remove(name: str = typer.Argument(..., help="The server to remove.")) -> None:
+    """Remove a server from the project config."""
+    raise typer.Exit(remove_mcp(Path.cwd(), name))
+
+
 # -- what the commands do -----------------------------------------------------------------------
 
 def _error(message: str) -> int:
@@ -100,15 +143,17 @@ def _error(message: str) -> int:
 
 
 def _settings(root: Path, flags: dict[str, Any]) -> Settings:
-    """Settings with the provider resolved (auto-detected when none is configured)."""
+    """Settings with the provider resolved (auto-detected when none is configured) and the context
+    window the server reports (when the user set none)."""
     from swecli.config import load_settings
+    from swecli.llm.window import resolve_window
 
     settings = load_settings(root, flags)
-    if settings.provider and settings.model:
-        return settings
-    from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
+    if not (settings.provider and settings.model):
+        from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
-    return discover(settings)
+        settings = discover(settings)
+    return resolve_window(settings)
 
 
 def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
@@ -184,6 +229,17 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
     return 0
 
 
+def list_skills(root: Path) -> int:
+    """`swecli skills list`: the same listing as `/skills` (skipped SKILL.md files are listed with why)."""
+    from swecli.skills.catalog import discover
+    from swecli.ui.commands.skills import describe_catalog
+
+    catalog = discover(root)
+    for line in describe_catalog(catalog):
+        print(line)
+    return 0
+
+
 def _confirm(question: str) -> bool:
     if not sys.stdin.isatty():
         return False
@@ -234,6 +290,82 @@ def manage_sessions(root: Path, delete: list[str], older_than_days: int | None, 
         for path in delete_session(root, sid):
             print(f"deleted {path}")
     return 0
+
+
+def list_mcp(root: Path) -> int:
+    """`swecli mcp list`: start the servers (as a session would), list them, stop them."""
+    from swecli.config import ConfigError, load_settings
+    from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, TokenCounter, encoding_for_model, serialize_tool
+    from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.manager import McpManager
+    from swecli.mcp.report import listing
+
+    try:
+        settings = load_settings(root, resolve_provider=False)
+    except ConfigError as exc:
+        return _error(str(exc))
+    cfg = settings.mcp
+    if not cfg.servers:
+        print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
+        return 0
+    counter = TokenCounter(encoding_for_model(settings.model))
+    manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout)
+    try:
+        manager.start().wait_started(cfg.startup_timeout + 1)
+        catalog = McpCatalog(manager, lambda: cfg.budget_tokens(settings.context_window),
+                             lambda schema: TOOL_SCHEMA_OVERHEAD + counter.text(serialize_tool(schema)))
+        catalog.poll()
+        for text, _style in listing(catalog):
+            print(text)
+    finally:
+        manager.close()
+    return 1 if any(s.status == "failed" for s in manager.states()) else 0
+
+
+def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],
+            always_load: bool) -> int:
+    from pydantic import ValidationError
+
+    from swecli.config import ConfigError, McpServerConfig, load_settings
+    from swecli.mcp.configfile import McpConfigError, add_server
+
+    if bool(command) == bool(url):
+        return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
+    try:
+        server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=url or "",
+                                 env=_pairs(env, "--env"), headers=_pairs(headers, "--header"),
+                                 always_load=always_load)
+        path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
+    except ValidationError as exc:
+        return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
+    except (McpConfigError, ConfigError) as exc:
+        return _error(str(exc))
+    print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
+    return 0
+
+
+def remove_mcp(root: Path, name: str) -> int:
+    from swecli.config import ConfigError, load_settings
+    from swecli.mcp.configfile import McpConfigError, remove_server
+
+    try:
+        path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
+    except (McpConfigError, ConfigError) as exc:
+        return _error(str(exc))
+    print(f"Removed MCP server {name} from {path}.")
+    return 0
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    from swecli.mcp.configfile import McpConfigError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise McpConfigError(f"{option} takes KEY=VALUE, not {item!r}.")
+        out[key] = value
+    return out
 
 
 def _fail(message: str) -> None:

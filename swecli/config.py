@@ -9,14 +9,17 @@ provider variables) < CLI flags. Every setting has one name: the config key, `SW
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from swecli.llm.presets import PRESETS, context_window
+from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 
 Mode = Literal["default", "auto", "plan"]
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class Section(BaseModel):
@@ -79,6 +82,21 @@ class ToolsConfig(Section):
     max_output_chars: int = Field(30_000, ge=1_000)
 
 
+class SandboxConfig(Section):
+    mode: Literal["workspace-write", "read-only", "off"] = "workspace-write"
+    """How bash commands are confined (bubblewrap, Linux): `workspace-write` lets them write only to the
+    project, the writable paths and a private /tmp; `read-only` writes nowhere; `off` runs them
+    unconfined. Plan mode always uses read-only. Applies in default and auto mode alike."""
+    writable_paths: list[str] = Field(default_factory=list)
+    """More directories commands may write to (`~/.cache`, `../shared-build`); `~` is the home
+    directory, relative paths are under the project."""
+    network: bool = False
+    """Let sandboxed commands use the network (package installs, `git push`, API calls)."""
+    hidden_paths: list[str] = Field(default_factory=list)
+    """More files or directories sandboxed commands must not see, beyond the built-in credentials list
+    (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`, `~/.netrc`, ...)."""
+
+
 class MemoryConfig(Section):
     memory_budget_tokens: int = Field(4_000, ge=0)
     """OPENCLI.md / AGENTS.md / CLAUDE.md in the system prompt."""
@@ -86,6 +104,102 @@ class MemoryConfig(Section):
     playbook_budget_tokens: int = Field(1_000, ge=0)
     session_notes: bool = True
     reflect_with_llm: bool = False
+
+
+class SkillsConfig(Section):
+    enabled: bool = True
+    """Discover skills (folders with a SKILL.md), list them in the system prompt, offer the `skill` tool
+    and a `/skill-name` command for each."""
+    catalog_tokens: int = Field(2_000, ge=0)
+    """Budget for the skills' `name: description` lines in the system prompt; skills past it are left out
+    of the list (a note says how many; the `skill` tool still loads them)."""
+
+
+class SubagentsConfig(Section):
+    enabled: bool = True
+    """Offer the `task` tool: the model hands a self-contained job to a sub-agent with a fresh context."""
+    max_iterations: int = Field(30, ge=1)
+    """Model calls one sub-agent may make before it must report."""
+    max_tokens: int = Field(400_000, ge=1_000)
+    """Tokens (input + output, all its calls) one sub-agent may spend before it must report."""
+    report_tokens: int = Field(2_000, ge=100)
+    """The report a sub-agent hands back is cut to this (its whole transcript is in the session folder)."""
+    parallel: int = Field(3, ge=1, le=16)
+    """How many `task` calls of one reply may run at the same time."""
+
+
+class ImagesConfig(Section):
+    accept: Literal["auto", "yes", "no"] = "auto"
+    """Whether the model takes images: auto decides from the model's name (a model known not to gets a
+    sentence instead of the image); yes or no overrides that."""
+    max_edge: int = Field(1568, ge=64, le=8192)
+    """Images are scaled down to this many pixels on their long edge before they are sent."""
+    keep_turns: int = Field(2, ge=1)
+    """Images older than this many user turns are replaced by a one-line stand-in (with their path) at the
+    next compaction or decay batch, or on their own once they add up to `batch_min_tokens`."""
+    batch_min_tokens: int = Field(3_000, ge=0)
+    """Old images are replaced on their own (a prefix rewrite) only when they cost at least this much."""
+
+
+class McpServerConfig(Section):
+    """One MCP server (`[mcp.servers.NAME]`): a command to run (stdio) or a URL (streamable HTTP)."""
+
+    command: str = ""
+    """The executable that runs a stdio server (looked up on PATH)."""
+    args: list[str] = Field(default_factory=list)
+    """Its arguments."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment variables for the command (merged over PATH, HOME, USER, SHELL, TERM, LOGNAME)."""
+    url: str = ""
+    """The endpoint of a streamable-HTTP server (instead of `command`)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """HTTP headers sent to `url` (an Authorization token, for instance)."""
+    enabled: bool = True
+    """false: configured but not started (`/mcp enable NAME` starts it for one session)."""
+    always_load: bool = False
+    """true: the server's tools are always in the tools list, never deferred behind tool_search."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("set either command (a stdio server) or url (an HTTP server), not both or neither")
+        if self.url and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return self
+
+
+class McpConfig(Section):
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    """The MCP servers, one `[mcp.servers.NAME]` table each."""
+    schema_budget: float = Field(0.1, ge=0)
+    """When the MCP tool schemas together exceed this, they are deferred behind one `tool_search` tool:
+    a fraction of the context window (0.1 = 10%), or a number of tokens when above 1."""
+    startup_timeout: float = Field(30.0, gt=0)
+    """Seconds a server may take to start and list its tools before it counts as failed."""
+    tool_timeout: float = Field(300.0, gt=0)
+    """Seconds one MCP tool call may take before it is abandoned (the model gets an error)."""
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in servers:
+            if not SERVER_NAME.fullmatch(name):
+                raise ValueError(f"server name {name!r} may use only letters, digits, '_' and '-'")
+        return servers
+
+    def budget_tokens(self, window: int) -> int:
+        return int(self.schema_budget) if self.schema_budget > 1 else int(self.schema_budget * window)
+
+
+@dataclass(frozen=True)
+class ServerWindow:
+    """The context window a server reported for one model at one base URL (see `swecli.llm.window`)."""
+
+    tokens: int
+    source: str
+    """Where it came from, for /context and the log: "llama.cpp /props", "vLLM /v1/models max_model_len"."""
+    base_url: str
+    model: str
 
 
 class Settings(Section):
@@ -100,15 +214,69 @@ class Settings(Section):
     """Output tokens requested per response, and the room every request leaves for the reply (at most a
     quarter of the window; shrunk for a request whose prompt would otherwise not fit with it)."""
     request_timeout: float = Field(600.0, gt=0)
+    """Longest silence accepted from the server, in seconds. Long, because a local server says nothing
+    while it processes a large prompt; swecli shows the wait meanwhile."""
+    request_deadline: float = Field(1200.0, gt=0)
+    """Give up on a model call whose answer has not begun after this many seconds, retries included."""
     max_retries: int = Field(5, ge=0)
+    probe_context_window: bool = True
+    """When `context_limit` is not set, ask the server for the window it runs (llama.cpp, vLLM, Ollama,
+    LM Studio, OpenRouter); cached per base URL and model under the user's cache directory."""
     context: ContextConfig = Field(default_factory=ContextConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hooks: HookConfig = Field(default_factory=HookConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+
+    _server_window: ServerWindow | None = PrivateAttr(None)
+
+    def with_server_window(self, window: ServerWindow | None) -> Settings:
+        """A copy that plans with the window the server reported (used while model and base URL match)."""
+        copy = self.model_copy()
+        copy._server_window = window
+        return copy
+
+    @property
+    def server_window(self) -> ServerWindow | None:
+        window = self._server_window
+        if window is None or window.model != self.model or window.base_url != self.base_url:
+            return None  # reported for another model (after /model) or server
+        return window
 
     @property
     def context_window(self) -> int:
-        return self.context_limit or context_window(self.model)
+        """The window to plan for: the user's setting, else the server's, else the known-models table."""
+        if self.context_limit:
+            return self.context_limit
+        server = self.server_window
+        if server is not None:
+            return server.tokens
+        return known_context_window(self.model) or DEFAULT_CONTEXT_WINDOW
+
+    @property
+    def window_source(self) -> str:
+        """Where `context_window` came from, in words (for /context and the log)."""
+        if self.context_limit:
+            return "user setting (context_limit)"
+        server = self.server_window
+        if server is not None:
+            return f"server ({server.source})"
+        if known_context_window(self.model) is not None:
+            return "known-models table"
+        return "default for unknown models"
+
+    @property
+    def accepts_images(self) -> bool | None:
+        """True/False when known (from `images.accept`, else the model's name), None when unknown."""
+        if self.images.accept != "auto":
+            return self.images.accept == "yes"
+        from swecli.llm.vision import accepts_images
+
+        return accepts_images(self.model)
 
 
 class ConfigError(Exception):
@@ -126,8 +294,11 @@ def project_config_path(root: Path) -> Path:
 
 
 def load_settings(
-    root: Path, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None
+    root: Path, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+    resolve_provider: bool = True,
 ) -> Settings:
+    """The layered settings. `resolve_provider=False` skips the provider's URL and key checks (for
+    commands that never call a model, like `swecli mcp list`)."""
     env = dict(os.environ) if env is None else env
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -139,7 +310,7 @@ def load_settings(
     _merge(merged, env_layer, sources, "environment")
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None}, sources, "command line")
     settings = _validate(merged, sources)
-    return _resolve_provider(settings, env, sources)
+    return _resolve_provider(settings, env, sources) if resolve_provider else settings
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -171,6 +342,21 @@ def _check_keys(data: dict[str, Any], model: type[BaseModel], where: str, prefix
         sub = field.annotation
         if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
             _check_keys(value, sub, where, f"{prefix}{key}.")
+        elif isinstance(value, dict) and (item := _dict_of_sections(sub)) is not None:
+            for name, entry in value.items():  # [mcp.servers.NAME] tables
+                if isinstance(entry, dict):
+                    _check_keys(entry, item, where, f"{prefix}{key}.{name}.")
+
+
+def _dict_of_sections(annotation: Any) -> type[BaseModel] | None:
+    """The value model of a `dict[str, Section]` field, else None."""
+    from typing import get_args, get_origin
+
+    args = get_args(annotation)
+    if get_origin(annotation) is dict and len(args) == 2 and isinstance(args[1], type) \
+            and issubclass(args[1], BaseModel):
+        return args[1]
+    return None
 
 
 def _merge(into: dict[str, Any], layer: dict[str, Any], sources: dict[str, str], where: str, prefix: str = "") -> None:
@@ -208,16 +394,17 @@ def _validate(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        where = sources.get(key, "configuration")
-        if err["type"] == "value_error" and not isinstance(merged.get(key), str | int | float):
+        # A whole-table error (an MCP server with neither command nor url) names the file of one of its keys.
+        where = sources.get(key) or next((v for k, v in sources.items() if k.startswith(key + ".")), "configuration")
+        if err["type"] == "value_error" and key in Settings.model_fields and isinstance(merged.get(key), dict):
             # A section's own check across its keys: its message already names them and the fix.
-            where = next((sources[k] for k in sources if k.startswith(key + ".")), where)
             raise ConfigError(f"{where}: in [{key}], {err['ctx']['error']}.") from None
         env_name = "SWECLI_" + key.upper().replace(".", "__")
-        raise ConfigError(
-            f"{where}: '{key}' is invalid ({err['msg'].lower()}); set it to a valid value "
-            f"(config key '{key}', environment variable {env_name})."
-        ) from None
+        msg = err["msg"].removeprefix("Value error, ")
+        no_env = (key + ".").startswith("mcp.servers.")  # servers are tables: no variable sets one
+        hint = f"config key '{key}'" + ("" if no_env else f", environment variable {env_name}")
+        raise ConfigError(f"{where}: '{key}' is invalid ({msg[:1].lower() + msg[1:]}); set it to a valid value "
+                          f"({hint}).") from None
 
 
 def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str, str]) -> Settings:
@@ -237,7 +424,8 @@ def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str
         updates["base_url"] = (conventional and env.get(conventional)) or preset.base_url
     if not settings.api_key and preset.key_env:
         updates["api_key"] = env.get(preset.key_env, "")
-    if not settings.model:
+    if not settings.model and updates.get("base_url", settings.base_url).rstrip("/") == preset.base_url:
+        # At another URL (a local server behind OPENAI_BASE_URL) the server names the model: llm.discovery.
         updates["model"] = preset.default_model
     settings = settings.model_copy(update=updates)
     if not settings.base_url:

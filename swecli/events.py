@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from swecli.llm.base import ReasoningDelta, TextDelta
+from swecli.llm.base import ReasoningDelta, TextDelta, Waiting
 from swecli.messages import Message, ToolCall, Usage
 from swecli.tools.base import ToolResult
 
 __all__ = [
     "BackgroundSummary",
+    "ChildEvent",
     "CompactionDone",
+    "ContextOverflow",
     "Event",
     "HistoryReplaced",
     "MessageAppended",
@@ -23,6 +25,7 @@ __all__ = [
     "ToolFinished",
     "ToolStarted",
     "TurnFinished",
+    "Waiting",
 ]
 
 
@@ -113,6 +116,20 @@ class BackgroundSummary:
 
 
 @dataclass(frozen=True)
+class ContextOverflow:
+    """The provider rejected a request as too large for the model's window (logged as `context_overflow`)."""
+
+    planned_window: int
+    """The window swecli planned with when it sent the request."""
+    server_window: int | None
+    """The window the server's error named, if it named one."""
+    requested: int | None
+    message: str
+    adopted: bool = False
+    """The server's window was smaller, and swecli plans with it from now on."""
+
+
+@dataclass(frozen=True)
 class Notice:
     level: str  # "info" | "warning" | "error"
     text: str
@@ -134,7 +151,19 @@ class TurnFinished:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ChildEvent:
+    """An event of a sub-agent (`swecli.delegation`), reported on the parent's bus: `call_id` is the
+    parent's `task` call that started it, so front ends fold its progress under that call and the
+    recorder links its transcript to it."""
+
+    call_id: str
+    agent: str
+    event: Event
+
+
 Event = (
     TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolFinished
-    | MessageAppended | HistoryReplaced | CompactionDone | BackgroundSummary | Notice | TurnFinished
+    | MessageAppended | HistoryReplaced | CompactionDone | BackgroundSummary | ContextOverflow | Notice
+    | TurnFinished | Waiting | ChildEvent
 )

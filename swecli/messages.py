@@ -34,11 +34,36 @@ class ToolCall(_Frozen):
         return data if isinstance(data, dict) else {}
 
 
+class ImagePart(_Frozen):
+    """An image sent to the model with a message (already capped in size), and where it came from."""
+
+    media_type: str
+    """image/png, image/jpeg, image/gif or image/webp."""
+    data: str = Field(repr=False)
+    """Base64 of the image bytes."""
+    width: int
+    height: int
+    path: str
+    """Where it can be read again: root-relative in the project, else absolute."""
+    origin: str = "attached by the user"
+    """What brought it in: `attached by the user`, `read with read_file`."""
+
+    def stand_in(self) -> str:
+        """The one line that stands for the image once it is old (see `swecli.context.images`), or for a
+        model that does not take images: what it was, where it came from, how to see it again."""
+        kind = self.media_type.removeprefix("image/").upper()
+        return (f"[image: {self.path} ({self.width}×{self.height} {kind}), {self.origin}; not in the context now: "
+                f"read_file {self.path!r} to see it]")
+
+
 class UserMessage(_Frozen):
     role: Literal["user"] = "user"
     content: str
-    kind: Literal["prompt", "context", "summary", "note"] = "prompt"
-    """`prompt` is what the person typed; the other kinds are text swecli adds on their behalf."""
+    kind: Literal["prompt", "context", "summary", "note", "skill"] = "prompt"
+    """`prompt` is what the person typed; the other kinds are text swecli adds on their behalf
+    (`skill`: a skill's instructions the person loaded with /skill-name)."""
+    images: tuple[ImagePart, ...] = ()
+    """Images attached to the message (`@shot.png`, a pasted image path), sent after its text."""
 
 
 class AssistantMessage(_Frozen):
@@ -54,6 +79,8 @@ class ToolMessage(_Frozen):
     name: str
     content: str
     is_error: bool = False
+    images: tuple[ImagePart, ...] = ()
+    """Images the tool returned (read_file on an image file)."""
 
 
 Message = Annotated[UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")]

@@ -1,20 +1,33 @@
-"""Who may run what: modes, approvals and the "always" scopes.
+"""Who may run what: modes, approvals, the "always" scopes, and how each bash call is confined.
 
-- default: read-only tools run freely; mutating tools (write/edit/bash) ask first.
-- auto: everything runs, except commands matching the dangerous-command guard, which still ask
-  (or are refused when no one is there to ask).
-- plan: read-only; mutating tools are refused with a message the model sees.
+- default: read-only tools run freely, and so do read-only bash commands (`cat`, `ls`, `grep`,
+  `git status/log/diff`, ... decided by `swecli/tools/readonly.py`); write, edit and other commands
+  ask first. Commands run in the sandbox; when the sandbox blocks one, the user may let it run again
+  outside (`Verdict.escalate`).
+- auto: everything runs, in the sandbox, except commands the dangerous-command guard flags, which
+  still ask (or are refused when no one is there to ask). When the sandbox is wanted but cannot run
+  (no bwrap), commands that are not read-only ask too: never silently unsandboxed.
+- plan: write and edit are refused; bash runs in a read-only sandbox (no network), or, when there is
+  no sandbox, only read-only commands run.
+
+`sandbox` is None when the user turned the sandbox off (`sandbox.mode = "off"`); `sandbox_problem`
+is why it cannot run here (then commands are asked for as described above).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 
 from swecli.messages import ToolCall
 
+if TYPE_CHECKING:
+    from swecli.tools.sandbox import Sandbox
+
 MODES = ("default", "auto", "plan")
+UNSANDBOXED = "runs without the sandbox (it cannot start here)"
 
 
 @dataclass(frozen=True)
@@ -24,7 +37,9 @@ class ApprovalRequest:
     preview: str
     """The diff of an edit, the full command of bash: what will happen if allowed."""
     danger: str = ""
-    """Why the dangerous-command guard flagged it, if it did."""
+    """Why the dangerous-command guard flagged it, or why it needs the sandbox lifted; no "always"."""
+    note: str = ""
+    """A caution that still allows "always" (e.g. that the command runs unsandboxed)."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,11 @@ class Verdict:
     """When refused: what the model is told."""
     summary: str = ""
     """When refused: one line for the person (`declined`, `refused in plan mode`)."""
+    sandbox: Sandbox | None = None
+    """When an allowed bash call: the sandbox it runs in (None: unconfined)."""
+    escalate: Callable[[str], bool] | None = None
+    """When an allowed bash call: asks the user to re-run it outside the sandbox after the sandbox
+    blocked it (default mode, with someone to ask); None otherwise."""
 
 
 @dataclass
@@ -52,34 +72,92 @@ class Policy:
     """None means no one is there to ask (headless without a TTY)."""
     always_tools: set[str] = field(default_factory=set)
     always_commands: set[str] = field(default_factory=set)
+    sandbox: Sandbox | None = None
+    """The configured sandbox (workspace-write or read-only); None when the user turned it off."""
+    sandbox_problem: str = ""
+    """Why the configured sandbox cannot run here ("" when it can)."""
 
     def check(self, call: ToolCall, args: dict[str, Any], mutating: bool, preview: str) -> Verdict:
         if not mutating:
             return Verdict(True)
+        if call.name == "bash":
+            return self._check_bash(call, args, preview)
         if self.mode == "plan":
-            return Verdict(False, f"{call.name} is not available in plan mode (read-only). Explore with the "
-                                  "read-only tools and finish by proposing a plan; the user will switch modes "
-                                  "to carry it out.", "refused in plan mode")
+            return self._plan_refusal(call.name)
+        if self.mode == "auto" or call.name in self.always_tools:
+            return Verdict(True)
+        return self._ask(ApprovalRequest(call, args, preview), "")
+
+    # -- bash ------------------------------------------------------------------------------------------
+
+    @property
+    def confinement(self) -> Sandbox | None:
+        """The sandbox bash runs in under the current mode, or None when it runs unconfined."""
+        if self.sandbox is None or self.sandbox_problem:
+            return None
+        return self.sandbox.read_only() if self.mode == "plan" else self.sandbox
+
+    @property
+    def unconfined_against_wishes(self) -> bool:
+        """The user wants a sandbox but it cannot run: commands must not slip through unasked."""
+        return self.sandbox is not None and bool(self.sandbox_problem)
+
+    def _check_bash(self, call: ToolCall, args: dict[str, Any], preview: str) -> Verdict:
         from swecli.tools.guard import dangerous_reason
+        from swecli.tools.readonly import is_read_only
 
-        command = str(args.get("command", "")) if call.name == "bash" else ""
-        danger = dangerous_reason(command) if command else ""
-        if self.mode == "auto" and not danger:
-            return Verdict(True)
-        if not danger and self._always_allows(call.name, command):
-            return Verdict(True)
-        return self._ask(ApprovalRequest(call, args, preview, danger), command)
+        command = str(args.get("command", ""))
+        if not command.strip():
+            return Verdict(True)  # nothing to run: the tool answers the malformed call itself
+        danger = dangerous_reason(command)
+        read_only = not danger and is_read_only(command)
+        box = self.confinement
+        if self.mode == "plan":
+            if danger or not (read_only or box is not None):
+                return self._plan_refusal("bash", danger)
+            return Verdict(True, sandbox=box)
+        allowed = self._allowed(call, args, box, command)
+        if read_only or (not danger and self.mode == "auto" and not self.unconfined_against_wishes):
+            return allowed
+        if not danger and command in self.always_commands:
+            return allowed
+        note = UNSANDBOXED if self.unconfined_against_wishes else ""
+        verdict = self._ask(ApprovalRequest(call, args, preview, danger, note), command)
+        return allowed if verdict.allowed else verdict
 
-    def _always_allows(self, tool: str, command: str) -> bool:
-        # "Always" for bash is scoped to that exact command, never to its first word.
-        return command in self.always_commands if tool == "bash" else tool in self.always_tools
+    def _allowed(self, call: ToolCall, args: dict[str, Any], box: Sandbox | None, command: str) -> Verdict:
+        escalate = None
+        if box is not None and self.mode == "default" and self.approver is not None:
+            escalate = partial(self._escalate, call, args, command)
+        return Verdict(True, sandbox=box, escalate=escalate)
+
+    def _escalate(self, call: ToolCall, args: dict[str, Any], command: str, why: str) -> bool:
+        """Ask whether a command the sandbox blocked may run again outside it (never "always")."""
+        assert self.approver is not None
+        request = ApprovalRequest(call, args, command, f"{why}; run it again outside the sandbox?")
+        return self.approver(request).verdict != "no"
+
+    def _plan_refusal(self, tool: str, danger: str = "") -> Verdict:
+        if tool != "bash":
+            why = f"{tool} is not available in plan mode (read-only)."
+        elif danger:
+            why = f"This command is not allowed in plan mode ({danger})."
+        else:
+            why = ("In plan mode without a sandbox, only read-only commands (cat, ls, grep, git status/log/diff, "
+                   "...) may run.")
+        return Verdict(False, f"{why} Explore with the read-only tools and finish by proposing a plan; the user "
+                              "will switch modes to carry it out.", "refused in plan mode")
+
+    # -- asking ----------------------------------------------------------------------------------------
 
     def _ask(self, request: ApprovalRequest, command: str) -> Verdict:
         if self.approver is None:
-            why = f" ({request.danger})" if request.danger else ""
+            why = f" ({request.danger or request.note})" if request.danger or request.note else ""
+            fix = ("The user can re-run with --mode auto to allow changes without approval." if not request.note
+                   else "The user can install bubblewrap, or set sandbox.mode = \"off\", to allow it.")
             return Verdict(False, f"{request.call.name} needs the user's approval{why}, and no one is there to "
-                                  "approve it (non-interactive run). The user can re-run with --mode auto to allow "
-                                  "changes without approval.", "refused: needs approval (use --mode auto)")
+                                  f"approve it (non-interactive run). {fix}",
+                           "refused: needs approval" + (" (use --mode auto)" if not request.note else ""))
         decision = self.approver(request)
         if decision.verdict == "always" and not request.danger:
             if command:

@@ -69,7 +69,7 @@ def test_bad_arguments_and_unknown_tools_go_back_to_the_model(project: Path) -> 
     make_agent(model, project).run("go")
     results = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
     assert all(r.is_error for r in results)
-    assert "Invalid JSON arguments for echo" in results[0].content
+    assert "arguments for echo end before the JSON object is complete" in results[0].content
     assert "Unknown tool 'nope'" in results[1].content and "echo" in results[1].content
     assert "text: Field required" in results[2].content
 
@@ -135,3 +135,36 @@ def test_usage_adds_up(project: Path) -> None:
     turn = agent.run("go")
     assert turn.usage.input_tokens == 20 and turn.usage.requests == 2
     assert isinstance(agent.history[-1], AssistantMessage)
+
+
+def test_tools_that_join_between_requests_are_appended_as_a_planned_prefix_change(project: Path) -> None:
+    from swecli.config import Settings
+    from swecli.tools.base import ToolChanges
+
+    class Arrivals:
+        """Offers `late` at the second poll (a server that finished starting during the task)."""
+
+        def __init__(self) -> None:
+            self.polls = 0
+
+        def poll(self) -> ToolChanges:
+            self.polls += 1
+            late = Tool("late", "Arrived late.", EchoArgs, lambda a, c: ToolResult(f"late: {a.text}"))
+            return ToolChanges((late,), reason="server ready") if self.polls == 2 else ToolChanges()
+
+        def resolve(self, name: str) -> None:
+            return None
+
+    model = ScriptedModel([calls(("echo", '{"text": "a"}')), calls(("late", '{"text": "b"}')), say("done")])
+    tools = registry([])
+    tools.source = Arrivals()
+    events: list[Event] = []
+    context = ContextManager.from_settings(Settings(), system=(SystemBlock(text="sys"),), tools=tools.schemas(),
+                                           root=project, on_event=events.append)
+    agent = Agent(model, tools, context, ToolContext(root=project), Policy("auto"), on_event=events.append)
+    assert agent.run("go").answer == "done"
+    first, second, third = ([t.name for t in r.tools] for r in model.requests)
+    assert second == third == [*first, "late"]
+    assert agent.history[-2].content == "late: b"  # type: ignore[union-attr]
+    stats = context.mechanisms.prefix.stats  # type: ignore[union-attr]
+    assert stats.rewrites == 1 and stats.violations == 0

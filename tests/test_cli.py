@@ -53,3 +53,34 @@ def test_missing_key_names_the_variable(project: Path) -> None:
 def test_bad_output_format(project: Path) -> None:
     out = swecli("-p", "hi", "--output-format", "xml", cwd=project)
     assert out.returncode == 2 and "--output-format" in out.stderr
+
+
+def test_mcp_add_list_remove_with_the_real_time_server(project: Path) -> None:
+    (project / ".swecli").mkdir()
+    config = project / ".swecli" / "config.toml"
+    config.write_text("# hand-written\nmax_iterations = 50  # enough\n")
+    added = swecli("mcp", "add", "time", "--", "mcp-server-time", "--local-timezone", "UTC", cwd=project)
+    assert added.returncode == 0 and "Added MCP server time" in added.stdout, added.stderr
+    assert config.read_text().startswith("# hand-written\nmax_iterations = 50  # enough\n")
+    listed = swecli("mcp", "list", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].startswith("time · ready in ") and "stdio: mcp-server-time --local-timezone UTC" in lines[0]
+    tool = next(line for line in lines if "mcp__time__get_current_time" in line)
+    assert "Get current time in a specific timezone" in tool and " tokens  loaded · read-only" in tool
+    assert "MCP tool schemas:" in lines[-1] and "all loaded" in lines[-1]
+    removed = swecli("mcp", "remove", "time", cwd=project)
+    assert removed.returncode == 0 and "Removed MCP server time" in removed.stdout
+    assert swecli("mcp", "list", cwd=project).stdout.startswith("No MCP servers configured.")
+
+
+def test_mcp_mistakes_are_one_sentence(project: Path) -> None:
+    neither = swecli("mcp", "add", "x", cwd=project)
+    assert neither.returncode == 2 and neither.stderr.startswith("swecli: give the server either a command")
+    bad_env = swecli("mcp", "add", "x", "--env", "NOVALUE", "--", "cmd", cwd=project)
+    assert bad_env.returncode == 2 and bad_env.stderr == "swecli: --env takes KEY=VALUE, not 'NOVALUE'.\n"
+    missing = swecli("mcp", "add", "ghost", "--", "no-such-mcp-server-xyz", cwd=project)
+    assert missing.returncode == 0
+    listed = swecli("mcp", "list", cwd=project)
+    assert listed.returncode == 1 and "ghost · failed: command not found: no-such-mcp-server-xyz" in listed.stdout
+    assert "Traceback" not in listed.stderr + bad_env.stderr + neither.stderr

@@ -124,3 +124,34 @@ def test_the_removed_reply_reserve_key_says_what_replaced_it(project: Path) -> N
         load_settings(project, {}, env={})
     assert "'context.reserve_output_tokens' is no longer a setting" in str(err.value)
     assert "set max_tokens instead" in str(err.value)
+def test_mcp_servers_layer_like_every_setting(project: Path, tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    write(xdg / "swecli" / "config.toml", '[mcp.servers.time]\ncommand = "mcp-server-time"\n'
+                                          '[mcp.servers.docs]\nurl = "https://example.com/mcp"\n'
+                                          'headers = { Authorization = "Bearer t" }\n')
+    write(project / ".swecli" / "config.toml", '[mcp]\nschema_budget = 5000\n'
+                                               '[mcp.servers.time]\nargs = ["--local-timezone", "UTC"]\n'
+                                               '[mcp.servers.docs]\nenabled = false\n')
+    s = load_settings(project, {}, env={"XDG_CONFIG_HOME": str(xdg), "SWECLI_MCP__TOOL_TIMEOUT": "30"})
+    time, docs = s.mcp.servers["time"], s.mcp.servers["docs"]
+    assert (time.command, time.args, time.enabled, time.always_load) == \
+        ("mcp-server-time", ["--local-timezone", "UTC"], True, False)
+    assert docs.url == "https://example.com/mcp" and docs.headers == {"Authorization": "Bearer t"} and not docs.enabled
+    assert s.mcp.tool_timeout == 30 and s.mcp.budget_tokens(200_000) == 5000
+    assert load_settings(tmp_path, {}, env={}).mcp.budget_tokens(200_000) == 20_000  # default: 10% of the window
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ('[mcp.servers.x]\ncomand = "a"\n', "unknown key 'mcp.servers.x.comand'; remove it or use one of: always_load"),
+    ("[mcp.servers.x]\nargs = []\n", "'mcp.servers.x' is invalid (set either command (a stdio server) or url"),
+    ('[mcp.servers.x]\ncommand = "a"\nurl = "https://h/mcp"\n', "not both or neither"),
+    ('[mcp.servers.x]\nurl = "ftp://h"\n', "url must start with http:// or https://"),
+    ('[mcp.servers."a b"]\ncommand = "a"\n', "server name 'a b' may use only letters"),
+    ("[mcp]\nschema_budget = -1\n", "'mcp.schema_budget' is invalid"),
+])
+def test_bad_mcp_settings_name_file_and_key(project: Path, table: str, message: str) -> None:
+    write(project / ".swecli" / "config.toml", table)
+    with pytest.raises(ConfigError) as err:
+        load_settings(project, {}, env={})
+    assert message in str(err.value) and str(project / ".swecli" / "config.toml") in str(err.value)
+    assert "SWECLI_MCP__SERVERS" not in str(err.value)  # no environment variable sets a server

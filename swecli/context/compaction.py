@@ -46,6 +46,10 @@ CountText = Callable[[str], int]
 SummarySection = Callable[[Sequence[Message], str, int], str]
 """An extra section for the summary message: (compacted span, archive path, token budget) -> markdown
 starting with a `## ` heading (or "" for none). Used by later mechanisms (e.g. reference lists)."""
+Pin = Callable[[Sequence[Message], Sequence[Message]], Mapping[int, Message]]
+"""(compacted span, the messages kept after it) -> {index in the span: the message to keep in its
+place}. What a pin keeps is re-attached verbatim after compaction, like the user's prompts (a loaded
+skill's instructions, see `swecli.skills`)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,8 @@ class CompactionParams:
     """Tool results in the summary request are clipped to this (the archive has them in full)."""
     max_chunks: int = 8
     sections: tuple[SummarySection, ...] = ()
+    pin: Pin | None = None
+    """Messages of the compacted span that survive it verbatim (besides the prompts)."""
     force: bool = False
     """Compact even when nothing is over budget (a manual /compact)."""
 
@@ -128,10 +134,11 @@ def is_summary(msg: Message) -> bool:
     return isinstance(msg, UserMessage) and msg.kind == "summary"
 
 
-def compactable(head: Sequence[Message]) -> bool:
-    """Whether a span holds anything compaction would shrink (kept prompts and earlier summaries
-    alone are already as small as compaction makes them)."""
-    return any(not is_prompt(m) and not is_summary(m) for m in head)
+def compactable(head: Sequence[Message], pinned: Mapping[int, Message] | None = None) -> bool:
+    """Whether a span holds anything compaction would shrink (kept prompts, pinned messages and
+    earlier summaries alone are already as small as compaction makes them)."""
+    pinned = pinned or {}
+    return any(not is_prompt(m) and not is_summary(m) and i not in pinned for i, m in enumerate(head))
 
 
 def choose_cut(history: Sequence[Message], count: Count, keep_recent: int, room: Callable[[int], int]) -> int:
@@ -216,16 +223,27 @@ def compact_history(
 
 @dataclass(frozen=True)
 class PreparedSpan:
-    """What replaces a compacted span `history[:cut]`: the prompts (and turns) it keeps, then its summary
-    message. Made ahead of time by a background summary, or at once by `compact_history`."""
+    """What replaces a compacted span `history[:cut]`: the prompts (and turns, and pinned messages) it
+    keeps, then its summary message. Made ahead of time by a background summary, or at once by
+    `compact_history`."""
 
     cut: int
-    kept: tuple[Message, ...]
+    head: tuple[Message, ...]
+    """The span itself (the pins are worked out again against what follows it when it is applied)."""
+    prompts: Mapping[int, UserMessage]
+    """The span's prompts as kept (a huge paste shortened), by index in the span."""
+    kept: frozenset[int]
+    """Indices of the span's messages a strategy keeps verbatim (importance)."""
     summary: UserMessage
     strategy: str
     archive: str
     notes: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
+
+    def kept_messages(self, pinned: Mapping[int, Message]) -> list[Message]:
+        """Prompts, pinned messages and the turns a strategy kept, in their original order."""
+        return [self.prompts.get(i) or pinned.get(i) or m for i, m in enumerate(self.head)
+                if i in self.prompts or i in pinned or i in self.kept]
 
 
 def plan_span(history: Sequence[Message], params: CompactionParams, count: Count, text_count: CountText) -> int:
@@ -271,7 +289,11 @@ def _plan_cut(work: _Work, history: Sequence[Message]) -> int:
     cut = choose_cut(history, work.count, params.keep_recent,
                      lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
     cut = max(cut, _after_last_summary(history))
-    return cut if compactable(history[:cut]) else 0
+    return cut if compactable(history[:cut], _pinned(params, history[:cut], history[cut:])) else 0
+
+
+def _pinned(params: CompactionParams, head: Sequence[Message], tail: Sequence[Message]) -> dict[int, Message]:
+    return dict(params.pin(head, tail)) if params.pin is not None else {}
 
 
 def _prepare(work: _Work, history: Sequence[Message], cut: int, meta: Mapping[str, Mapping[str, Any]] | None,
@@ -281,20 +303,23 @@ def _prepare(work: _Work, history: Sequence[Message], cut: int, meta: Mapping[st
     index = _write_index(work, head)
     facts = extract_facts(head, meta).merged(Facts(archives=[work.archive_path] if work.archive_path else []))
     prompts = {i: _keep_prompt(m, work) for i, m in enumerate(head) if is_prompt(m)}
-    strategy, body, kept = _run_strategy(work, head, tail, list(prompts.values()))
+    pinned = _pinned(work.params, head, tail)
+    strategy, body, kept = _run_strategy(work, head, tail, [*prompts.values(), *pinned.values()])
     if strategy != work.params.strategy and strategy != "hook" and not fallback:
         return None
     summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts, index))
-    # Prompts and the turns importance keeps stay in their original order, before the summary.
-    kept_head = [prompts.get(i, m) for i, m in enumerate(head) if i in prompts or i in kept]
-    if len(kept_head) == len(head):
+    prepared = PreparedSpan(cut, tuple(head), prompts, frozenset(kept), summary, strategy, work.archive_path,
+                            tuple(work.notes), work.usage)
+    if len(prepared.kept_messages(pinned)) == len(head):
         return None
-    return PreparedSpan(cut, tuple(kept_head), summary, strategy, work.archive_path, tuple(work.notes), work.usage)
+    return prepared
 
 
 def _assemble(work: _Work, history: Sequence[Message], prepared: PreparedSpan) -> CompactionResult:
     work.notes.extend(n for n in prepared.notes if n not in work.notes)
-    result = _fit(work, [*prepared.kept, prepared.summary, *history[prepared.cut:]], prepared.summary)
+    tail = history[prepared.cut:]
+    kept = prepared.kept_messages(_pinned(work.params, prepared.head, tail))
+    result = _fit(work, [*kept, prepared.summary, *tail], prepared.summary)
     return CompactionResult(
         history=result, changed=True, strategy=prepared.strategy, messages_compacted=_replaced(history, result),
         notes=tuple(work.notes), archive=prepared.archive, tokens_after=work.total(result),
@@ -321,9 +346,12 @@ def _facts_budget(params: CompactionParams) -> int:
 
 
 def _prompt_costs(history: Sequence[Message], work: _Work) -> Callable[[int], int]:
-    """cost(cut): tokens the prompts before `cut` take once kept (huge pastes shortened)."""
+    """cost(cut): tokens the prompts (and pinned messages) before `cut` take once kept (huge pastes
+    shortened)."""
     cap = work.params.prompt_head_tokens + 60
-    costs = [min(work.count(m), cap) if is_prompt(m) else 0 for m in history]
+    pinned = work.params.pin(history, ()) if work.params.pin is not None else {}
+    costs = [min(work.count(m), cap) if is_prompt(m) else work.count(pinned[i]) if i in pinned else 0
+             for i, m in enumerate(history)]
     prefix = [0]
     for c in costs:
         prefix.append(prefix[-1] + c)
@@ -410,7 +438,7 @@ def _replaced(before: Sequence[Message], after: Sequence[Message]) -> int:
 
 
 def _run_strategy(
-    work: _Work, head: list[Message], tail: list[Message], prompts: list[UserMessage]
+    work: _Work, head: list[Message], tail: list[Message], prompts: Sequence[Message]
 ) -> tuple[str, str, set[int]]:
     """(strategy that ran, summary body, indices of head messages kept verbatim besides prompts)."""
     params = work.params
@@ -651,7 +679,7 @@ def segment_score(span: Sequence[Message], position: float) -> float:
 
 
 def _importance_keep(
-    work: _Work, head: list[Message], tail: list[Message], prompts: list[UserMessage]
+    work: _Work, head: list[Message], tail: list[Message], prompts: Sequence[Message]
 ) -> set[int] | None:
     """Head messages kept verbatim, best value per token first, within the room left; None when no
     whole segment fits (plain truncation then)."""

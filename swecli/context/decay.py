@@ -15,7 +15,7 @@ has aged out of the newest zone.
 
 Per-tool policies: a listing, a grep or a file read is cheap to redo and folds as soon as it leaves
 the newest zone; a test run's output (bash) lives a few steps longer; an edit's result (the diff
-that shows what changed) lives much longer; todo/notes results are never folded.
+that shows what changed) lives much longer; todo/notes results and loaded skills are never folded.
 
 What is never touched: user and assistant messages. In particular the tool-call arguments of old
 assistant messages stay verbatim, even a large write_file `content`: they are what the model did,
@@ -76,6 +76,7 @@ DEFAULT_POLICIES: Mapping[str, DecayPolicy] = {
     "write_file": DecayPolicy(min_age=20),
     "todo": DecayPolicy(keep=True),
     "notes": DecayPolicy(keep=True),
+    "skill": DecayPolicy(keep=True),
     "*": DecayPolicy(min_age=4),
 }
 """`*` applies to tools not listed."""

@@ -7,6 +7,9 @@ CompactionDone on the event bus, and a line in `/context`):
   enters the history as a head+tail preview that says how to read the rest.
 - decay (`context.decay`): old tool results fold into one-line digests, in rare batches that each
   save at least `decay_min_savings_tokens` (each batch rewrites the prefix once, like a compaction).
+- image stand-ins (`[images]`): images older than `keep_turns` user turns become one-line stand-ins,
+  riding along with a decay batch (or a compaction), or in their own batch at the start of a user turn
+  once they cost `batch_min_tokens` (see `swecli.context.images`).
 - recitation (`context.recitation`): goal, todo progress and next step in the dynamic tail.
 - failure evidence (`context.failure_evidence`): repeated failures and loops noted in the tail.
 - references: every summarizing compaction lists the references it drops, with pointers back.
@@ -24,9 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swecli.config import ContextConfig
+from swecli.config import ContextConfig, ImagesConfig
 from swecli.context.decay import DecayScan, saving_reference
 from swecli.context.failures import FailureTracker
+from swecli.context.images import age_images, pending_tokens
 from swecli.context.ledger import Ledger
 from swecli.context.offload import OffloadError, offload
 from swecli.context.prefix import PrefixMonitor
@@ -59,6 +63,8 @@ class Mechanisms:
     warnings: int = 0
     findings: list[str] = field(default_factory=list)
     """Top references from the latest compaction, kept in view by the recitation."""
+    images: ImagesConfig = field(default_factory=ImagesConfig)
+    images_replaced: int = 0
 
     def __post_init__(self) -> None:
         self.recitation = Recitation(todo=self.todo)
@@ -96,17 +102,35 @@ class Mechanisms:
     def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:
         """`ledger` is synced to `history`; each call reads only what was appended since the last one."""
         if not self.config.decay:
-            return history
+            return self.age_images(history)
         result = self._decay.run(history, ledger, keep_recent_tokens, self.config.decay_min_savings_tokens,
                                  reference_for=saving_reference(self.root))
         if not result.changed:
-            return history
+            return self.age_images(history)
         before = ledger.tokens()
         self.decays += 1
         self.decay_saved += result.saved_tokens
         self.on_event(CompactionDone("decay", "decay", before, before - result.saved_tokens, result.folded, 0.0,
                                      note=f"folded {result.folded} old tool outputs into digests"))
         self.rewrite("decay")
+        return self.age_images(result.history, riding_along=True)
+
+    def age_images(self, history: list[Message], riding_along: bool = False) -> list[Message]:
+        """Old images become stand-ins: always when the prefix is being rewritten anyway (`riding_along`:
+        a decay batch, a compaction), else only at the start of a user turn and when they cost enough."""
+        keep, cost = self.images.keep_turns, self.counter.image_tokens
+        if not riding_along and not (starts_turn(history) and
+                                     pending_tokens(history, keep, cost) >= self.images.batch_min_tokens):
+            return history
+        result = age_images(history, keep, cost)
+        if not result.replaced:
+            return history
+        self.images_replaced += result.replaced
+        if not riding_along:
+            before = self.counter.messages(history)
+            self.on_event(CompactionDone("images", "decay", before, before - result.saved_tokens, result.replaced,
+                                         0.0, note=f"{result.replaced} old image(s) replaced by one-line stand-ins"))
+            self.rewrite("images")
         return result.history
 
     # -- per request ----------------------------------------------------------------------------------
@@ -165,7 +189,8 @@ class Mechanisms:
                                       ("failure evidence", self.config.failure_evidence)) if flag]
         lines.append(f"mechanisms on: {', '.join(on) or 'none'} · {self.offloaded} output(s) offloaded · "
                      f"{self.decays} decay batch(es) saved {self.decay_saved:,} tokens · "
-                     f"recitation fired {self.recitation.fired_count}×")
+                     f"recitation fired {self.recitation.fired_count}×"
+                     + (f" · {self.images_replaced} old image(s) now stand-ins" if self.images_replaced else ""))
         if self.failures.summary():
             lines.append(self.failures.summary())
         return lines
@@ -176,6 +201,9 @@ class Mechanisms:
 
 def _content(msg: Message) -> str:
     return msg.content
+def starts_turn(history: Sequence[Message]) -> bool:
+    """The last message is the person's new request: the next request opens a user turn."""
+    return bool(history) and isinstance(history[-1], UserMessage) and history[-1].kind == "prompt"
 
 
 def iteration_of(history: Sequence[Message]) -> int:

@@ -7,9 +7,11 @@ The loop calls, in order, each iteration:
   `request(history)`            -> the ModelRequest (stable prefix, append-only history, dynamic tail)
   `observe(request, usage)`     -> calibrate the local token count to the provider's number
 and per tool call `tool_content(call, result)` -> the text that enters the history (offload hook),
-and on a provider context-length error `compact(history, provider, trigger="overflow")`, then one
-retry. `/compact [focus]` calls `compact(history, provider, trigger="manual", focus=...)`;
-`/context` and the toolbar call `state(history)`.
+and on a provider context-length error `note_overflow(error)` (logged; a smaller window named by the
+server is adopted) and `compact(history, provider, trigger="overflow")`, then one retry; when that
+fails too, `overflow_failure(first, again)` is the error the user reads.
+`/compact [focus]` calls `compact(history, provider, trigger="manual", focus=...)`; `/context` and the
+toolbar call `state(history)`.
 
 Every compaction is appended to `compactions` and sent to `on_event` as a `CompactionDone`;
 warnings (a failing hook, a summary that fell back to truncation) go to `on_event` as `Notice`s, and
@@ -41,6 +43,7 @@ from swecli.context.budget import (
 from swecli.context.compaction import (
     CompactionParams,
     CompactionResult,
+    Pin,
     SummarySection,
     apply_span,
     compact_history,
@@ -52,8 +55,8 @@ from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreComp
 from swecli.context.ledger import Ledger
 from swecli.context.todo import TodoState
 from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, encoding_for_model
-from swecli.events import BackgroundSummary, CompactionDone, Event, Notice
-from swecli.llm.base import CancelToken, ModelRequest, Provider
+from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, Event, Notice
+from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.tools.base import ToolResult
@@ -78,6 +81,8 @@ class ContextManager:
     compactions: list[CompactionDone] = field(default_factory=list)
     window: int = DEFAULT_CONTEXT_WINDOW
     """The model's context window in provider tokens (`Settings.context_window`)."""
+    window_source: str = "default for unknown models"
+    """Where `window` came from (`Settings.window_source`), for /context."""
     config: ContextConfig = field(default_factory=ContextConfig)
     hooks: HookConfig = field(default_factory=HookConfig)
     memory: tuple[SystemBlock, ...] = ()
@@ -93,6 +98,8 @@ class ContextManager:
     """Where compaction saves what it removes; a fresh `DiskArchive(root)` per compaction when None."""
     summary_sections: list[SummarySection] = field(default_factory=list)
     """Extra sections for the summary message (e.g. a reference list), see `compaction.SummarySection`."""
+    pin: Pin | None = None
+    """Messages compaction keeps verbatim besides the prompts (loaded skills), see `compaction.Pin`."""
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
     mechanisms: Mechanisms | None = None
@@ -117,7 +124,7 @@ class ContextManager:
 
     def __post_init__(self) -> None:
         if self.counter is None:
-            self.counter = TokenCounter(encoding_for_model(self.model))
+            self.counter = TokenCounter(encoding_for_model(self.model), image_tokens=image_formula(self.model))
         self._ledger = Ledger(self.counter.message)
 
     @classmethod
@@ -133,10 +140,11 @@ class ContextManager:
         todo: TodoState | None = None,
     ) -> ContextManager:
         manager = cls(system=system, tools=tools, max_tokens=settings.max_tokens, window=settings.context_window,
-                      config=settings.context, hooks=settings.hooks, memory=memory, root=root, model=settings.model,
-                      on_event=on_event)
+                      window_source=settings.window_source, config=settings.context, hooks=settings.hooks,
+                      memory=memory, root=root, model=settings.model, on_event=on_event)
         manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
-                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None))
+                                        todo=todo or TodoState(), on_event=on_event or (lambda event: None),
+                                        images=settings.images)
         manager.summary_sections.append(manager.mechanisms.references_section)
         return manager
 
@@ -176,10 +184,20 @@ class ContextManager:
         return {"running": "summarizing older context", "ready": "summary ready",
                 "declined": "", "failed": "background summary failed", "cancelled": ""}[job.phase]
 
-    def use_model(self, model: str, window: int) -> None:
+    def set_tools(self, tools: tuple[ToolSchema, ...], reason: str) -> None:
+        """The tools list changed between two requests (MCP tools loaded or removed): a planned
+        prefix change, so the append-only check does not report it (the history is untouched: a
+        background summary goes on)."""
+        if tools != self.tools:
+            self.tools = tools
+            if self._last_request is not None and self.mechanisms is not None:  # else no prefix to keep yet
+                self.mechanisms.rewrite(reason or "tools changed")
+
+    def use_model(self, model: str, window: int, source: str = "") -> None:
         """After /model: the new window drives compaction, the new model's tokenizer family picks the
         encoding, and the calibration starts over (it described the old model's tokenizer)."""
         self.window = window
+        self.window_source = source or self.window_source
         self.cancel_background("the model changed")
         if model != self.model:
             self.model = model
@@ -189,6 +207,7 @@ class ContextManager:
                 self._ledger = Ledger(self.counter.message)
                 if self.mechanisms is not None:
                     self.mechanisms.use_counter(self.counter)
+            self.counter.image_tokens = image_formula(model)
 
     # --- budget and accounting ------------------------------------------------------------------
 
@@ -318,7 +337,9 @@ class ContextManager:
         )
         self.compaction_usage = self.compaction_usage + result.usage
         if not result.changed:
-            if trigger != "auto":
+            # After an overflow the retry's outcome speaks for itself (`overflow_failure` when it fails);
+            # "N tokens over the target" would only confuse (the target is not the server's window).
+            if trigger == "manual":
                 self._notice("info", "; ".join(result.notes) or "nothing to compact")
             return history
         duration = time.monotonic() - start
@@ -401,6 +422,37 @@ class ContextManager:
     def _report(self, job: SummaryJob, phase: str, note: str = "") -> None:
         self._emit(BackgroundSummary(phase, job.cut, job.tokens, job.duration, note))
 
+    def note_overflow(self, error: ContextOverflowError) -> None:
+        """A provider's context-length error: reported (a `ContextOverflow` event, which the log keeps), and
+        when the server names a window smaller than the planned one, planned with from now on."""
+        planned, server = self.window, error.server_window
+        adopted = server is not None and server < planned
+        if self.on_event is not None:
+            self.on_event(ContextOverflow(planned, server, error.requested, error.reason, adopted))
+        if server is None or not adopted:
+            return
+        self.window, self.window_source = server, "server (its context-length error)"
+        self._notice("warning", f"the server's context window is {server:,} tokens, smaller than the {planned:,} "
+                                f"swecli planned for; using {server:,} from now on. Set context_limit = {server} "
+                                "to start with it, or give the server a larger context (llama-server -c, "
+                                "Ollama num_ctx, LM Studio's context length).")
+
+    def overflow_failure(self, first: ContextOverflowError, again: ContextOverflowError) -> ContextOverflowError:
+        """The error for a request that still does not fit after compacting: both windows and the fix,
+        and every request sent (the retries of both attempts)."""
+        window = again.server_window or first.server_window
+        sent = f"{first.attempts + again.attempts} requests sent"
+        if window is not None:
+            size = f" and the request {again.requested:,}" if again.requested else ""
+            message = (f"the request does not fit the model's context window even after compacting ({sent}): the "
+                       f"server's window is {window:,} tokens{size}; give the server a larger context "
+                       "(llama-server -c, Ollama num_ctx) or send a shorter message.")
+        else:
+            message = (f"{again.reason}; still too large after compacting ({sent}): swecli planned for "
+                       f"{self.window:,} tokens ({self.window_source}); if the server's window is smaller, set "
+                       "context_limit to it or give the server a larger context.")
+        return ContextOverflowError(message, server_window=window, requested=again.requested)
+
     # --- internals ------------------------------------------------------------------------------
 
     def _hook_decision(self, trigger: str, focus: str, state: ContextState, count: int,
@@ -440,6 +492,7 @@ class ContextManager:
             strategy=self.config.strategy, focus=focus, instructions=decision.instructions,
             summary_text=decision.summary, summary_tokens=summary_tokens, request_window=to_local(self.window),
             prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=tuple(self.summary_sections),
+            pin=self.pin,
             force=trigger != "auto",
         )
 
@@ -456,11 +509,14 @@ class ContextManager:
 
     def _record(self, trigger: str, before: ContextState, result: CompactionResult, duration: float,
                 waited: float = 0.0, background: bool = False) -> list[Message]:
-        after = self.state(result.history)
+        history = result.history
+        if self.mechanisms is not None:  # the prefix is rewritten anyway: old images become stand-ins now
+            history = self.mechanisms.age_images(history, riding_along=True)
+        after = self.state(history)
         self.last_state = after
         if self.mechanisms is not None:
             self.mechanisms.rewrite("compaction")
-            self.mechanisms.remember_references(result.history)
+            self.mechanisms.remember_references(history)
         event = CompactionDone(trigger=trigger, strategy=result.strategy, tokens_before=before.total,
                                tokens_after=after.total, messages_compacted=result.messages_compacted,
                                duration=duration, note="; ".join(result.notes),
@@ -471,7 +527,7 @@ class ContextManager:
         if after.over_threshold:
             self._notice("warning", f"after compaction the context is still {after.percent:.0f}% of the window "
                                     f"({'; '.join(result.notes) or 'the latest turn alone is too large'})")
-        return result.history
+        return history
 
     def _notice(self, level: str, text: str) -> None:
         if self.on_event is not None:
@@ -487,6 +543,13 @@ class ContextManager:
 def _tail_tokens(counter: TokenCounter, tail: str) -> int:
     """As `TokenCounter.request` counts a tail: one more message."""
     return MESSAGE_OVERHEAD + counter.text(tail) if tail else 0
+
+
+def image_formula(model: str) -> Callable[[int, int], int]:
+    """The model's image cost (`swecli.llm.vision.image_tokens`) as the counter takes it."""
+    from swecli.llm.vision import image_tokens
+
+    return lambda width, height: image_tokens(model, width, height)
 
 
 def current_turn_start(history: Sequence[Message]) -> int:

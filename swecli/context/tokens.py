@@ -17,7 +17,9 @@ What is counted per message, and why:
 - not `AssistantMessage.reasoning`: providers do not resend earlier reasoning (OpenAI-compatible
   servers drop it, Anthropic strips old thinking blocks), so counting it would overstate the prompt.
   `TokenCounter(include_reasoning=True)` counts it for a provider that does resend it.
-- not tool-call ids: they are routing metadata most chat templates never show the model.
+- not tool-call ids: they are routing metadata most chat templates never show the model;
+- images: by the provider's published formula from width and height (`image_tokens`, set from the
+  model by the ContextManager; `swecli.llm.vision`), never by the size of their base64.
 The remaining template differences between providers are absorbed by calibration.
 """
 
@@ -263,9 +265,13 @@ class TokenCounter:
     """Counts what a request sends: messages, system blocks, tool schemas. Each message is counted
     once (messages are immutable) and its count cached, so a turn costs O(new content)."""
 
-    def __init__(self, encoding: str = "o200k_base", include_reasoning: bool = False) -> None:
+    def __init__(self, encoding: str = "o200k_base", include_reasoning: bool = False,
+                 image_tokens: Callable[[int, int], int] | None = None) -> None:
+        from swecli.llm.vision import image_tokens as default_formula
+
         self.text = Tokenizer(encoding)
         self.include_reasoning = include_reasoning
+        self.image_tokens: Callable[[int, int], int] = image_tokens or (lambda w, h: default_formula("", w, h))
         self._messages = IdentityCache[int]()
         self._tools_key: tuple[ToolSchema, ...] | None = None
         self._tools_count = 0
@@ -294,6 +300,8 @@ class TokenCounter:
         if isinstance(msg, SystemBlock):
             return self.text(msg.text) + MESSAGE_OVERHEAD
         total = MESSAGE_OVERHEAD + self.text(msg.content)
+        if not isinstance(msg, AssistantMessage):
+            total += sum(self.image_tokens(image.width, image.height) for image in msg.images)
         if isinstance(msg, AssistantMessage):
             if self.include_reasoning:
                 total += self.text(msg.reasoning)

@@ -39,10 +39,11 @@ from swecli.llm.base import (
 )
 from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, non_stream_error
-from swecli.llm.retry import Retryable, retry_stream
+from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
-from swecli.llm.transport import Endpoint, HttpProvider, stream_sse
-from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
+from swecli.llm.transport import Endpoint, HttpProvider
+from swecli.llm.vision import sends_images
+from swecli.messages import AssistantMessage, ImagePart, Message, SystemBlock, ToolMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
     pass
@@ -55,6 +56,9 @@ STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_c
 
 class AnthropicProvider(HttpProvider):
     default_name = "anthropic"
+    images: bool | None = None
+    """Send images (True), their one-line stand-ins (False), or decide from the model's name (None);
+    set by the factory from `images.accept`."""
     default_base_url = "https://api.anthropic.com"
     default_key_env = "ANTHROPIC_API_KEY"
 
@@ -68,17 +72,14 @@ class AnthropicProvider(HttpProvider):
         endpoint = Endpoint(self.name, self.key_env, self.url, self._headers())
         taken = ids_in(request.messages)
 
-        def attempt() -> Iterator[StreamEvent]:
-            return stream_sse(self._client, endpoint, body, AnthropicStream(self.name, taken, self.model), cancel)
-
-        return retry_stream(attempt, self.retry, cancel)
+        return self._attempts(endpoint, body, lambda: AnthropicStream(self.name, taken, self.model), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "stream": True}
         system = wire_system(request.system)
         if system:
             body["system"] = system
-        body["messages"] = wire_messages(request)
+        body["messages"] = wire_messages(request, images=sends_images(self.images, self.model))
         if request.tools:
             body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                              for t in request.tools]
@@ -103,11 +104,12 @@ def wire_system(blocks: tuple[SystemBlock, ...]) -> list[dict[str, Any]]:
     return wire
 
 
-def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def wire_messages(request: ModelRequest, images: bool = True) -> list[dict[str, Any]]:
+    """`images=False` (a model known not to take images) sends each image's one-line stand-in instead."""
     turns: list[dict[str, Any]] = []
     for message in request.messages:
         role = "assistant" if isinstance(message, AssistantMessage) else "user"
-        blocks = content_blocks(message)
+        blocks = content_blocks(message, images)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -126,13 +128,23 @@ def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return turns
 
 
-def content_blocks(message: Message) -> list[dict[str, Any]]:
+def image_block(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+
+
+def content_blocks(message: Message, images: bool = True) -> list[dict[str, Any]]:
     if isinstance(message, UserMessage):
-        return [{"type": "text", "text": message.content if message.content.strip() else "(empty message)"}]
+        text = message.content if message.content.strip() else "(empty message)"
+        if message.images and images:  # images before the text that refers to them, as Anthropic advises
+            return [*map(image_block, message.images), {"type": "text", "text": text}]
+        return [{"type": "text", "text": "\n".join([text, *(i.stand_in() for i in message.images)])}]
     if isinstance(message, ToolMessage):
         result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-        if message.content:
-            result["content"] = message.content
+        if message.images and images:
+            result["content"] = [{"type": "text", "text": message.content or "(image)"},
+                                 *map(image_block, message.images)]
+        elif message.content or message.images:
+            result["content"] = "\n".join([message.content, *(i.stand_in() for i in message.images)]).strip()
         if message.is_error:
             result["is_error"] = True
         return [result]

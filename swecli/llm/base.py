@@ -52,7 +52,18 @@ class ResponseDone:
     model: str = ""
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | ResponseDone
+@dataclass(frozen=True)
+class Waiting:
+    """Nothing has arrived from the server for `seconds` (sent every few seconds of silence, so a front
+    end can show the wait instead of looking frozen)."""
+
+    seconds: float
+    provider: str
+    limit: float
+    """The silence after which the attempt fails (`Settings.request_timeout`)."""
+
+
+StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | Waiting | ResponseDone
 
 
 @dataclass
@@ -89,6 +100,25 @@ class Provider(Protocol):
 class ProviderError(Exception):
     """A provider failed in a way the user should read about. `str()` is one clear sentence."""
 
+    attempts: int = 1
+    """Requests sent before giving up (set by the retry loop)."""
+    _reason: str = ""
+
+    @property
+    def reason(self) -> str:
+        """The sentence without the notes the retry loop added."""
+        return self._reason or str(self)
+
+    def with_note(self, note: str, attempts: int) -> ProviderError:
+        """The same error (same type and details) with `note` added to its sentence."""
+        import copy
+
+        noted = copy.copy(self)
+        noted._reason = self.reason
+        noted.args = (f"{self} ({note})",)
+        noted.attempts = attempts
+        return noted
+
 
 class AuthError(ProviderError):
     pass
@@ -104,6 +134,13 @@ class TransientError(ProviderError):
 
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window: the context engine compacts and retries."""
+
+    def __init__(self, message: str, *, server_window: int | None = None, requested: int | None = None) -> None:
+        super().__init__(message)
+        self.server_window = server_window
+        """The window the server said it has, when its error message names it."""
+        self.requested = requested
+        """The request's size in the server's tokens, when its error message names it."""
 
 
 class Cancelled(Exception):

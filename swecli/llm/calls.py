@@ -1,5 +1,8 @@
 """Tool calls as they stream in, and the ids they end up with.
 
+Arguments are assembled from their fragments and repaired where the model wrote almost-JSON
+(`arguments.normalize_arguments`).
+
 Servers differ: some send no id (older llama.cpp, some Ollama builds), some repeat the same id for
 every call (`call_0` on each turn). swecli's history pairs results with calls by id, so every call
 gets an id that is unique within the response and against every id already in the request.
@@ -12,6 +15,7 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from swecli.llm.arguments import normalize_arguments
 from swecli.messages import AssistantMessage, Message, ToolCall
 
 
@@ -69,5 +73,7 @@ def to_tool_calls(pending: Iterable[PendingCall], ids: IdAllocator,
             continue
         if not call.announced:
             call.id, call.announced = ids.assign(call.id), True
-        calls.append(ToolCall(id=call.id, name=call.name, arguments=call.text or "{}"))
+        # Almost-JSON is repaired here, once, so the tool, the approval prompt, the log and the history
+        # sent back to the provider all see the same arguments.
+        calls.append(ToolCall(id=call.id, name=call.name, arguments=normalize_arguments(call.text)))
     return tuple(calls)

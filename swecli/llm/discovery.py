@@ -3,6 +3,11 @@
 Order: an API key in the environment (`presets.KEY_ORDER`), then a local server on its usual port
 (`presets.LOCAL_ORDER`: Ollama 11434, LM Studio 1234, llama.cpp 8080), asked for `GET /v1/models`
 with a short timeout; else a `ConfigError` that explains in a few lines how to configure one.
+
+A preset pointed at another server (`OPENAI_API_KEY=dummy OPENAI_BASE_URL=http://127.0.0.1:8080/v1`, the
+usual way to reach a local server with tools written for OpenAI) and no model configured does not get
+the preset's model (`gpt-4.1`, which that server does not have): the server's `/models` picks it, the
+preset's own model when listed, else the first one.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from dataclasses import dataclass
 
 from swecli.config import ConfigError, Settings
 from swecli.llm.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
-from swecli.llm.transport import is_loopback_url
+from swecli.llm.transport import is_loopback_url, ssl_context
 
 PROBE_TIMEOUT = 0.5
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
@@ -43,8 +48,8 @@ def discover(settings: Settings, env: Mapping[str, str] | None = None,
         key = env.get(preset.key_env or "", "")
         if key:
             base_url = env.get(_BASE_URL_ENV.get(name, ""), "") or preset.base_url
-            return settings.model_copy(update={"provider": name, "api_key": key, "base_url": base_url,
-                                               "model": settings.model or preset.default_model})
+            found = settings.model_copy(update={"provider": name, "api_key": key, "base_url": base_url})
+            return found.model_copy(update={"model": settings.model or served_model(found, timeout)})
     notes: list[str] = []
     for server in default_local_servers() if local_servers is None else local_servers:
         models = list_models(server.base_url, settings.api_key, timeout)
@@ -65,7 +70,7 @@ def list_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=timeout,
-                             trust_env=not is_loopback_url(base_url))
+                             trust_env=not is_loopback_url(base_url), verify=ssl_context())
         if response.status_code != 200:
             return None
         data = response.json().get("data")
@@ -77,17 +82,29 @@ def list_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT
 
 
 def _with_model(settings: Settings, timeout: float) -> Settings:
-    """A configured OpenAI-compatible server without a model name: use the first one it serves."""
+    """A configured OpenAI-compatible server without a model name: use one it serves."""
     preset = PRESETS.get(settings.provider)
     if settings.model or preset is None or preset.wire != "openai" or not settings.base_url:
         return settings
-    models = list_models(settings.base_url, settings.api_key, max(timeout, 2.0))
-    if not models:
+    model = served_model(settings, timeout)
+    if not model:
         raise ConfigError(
             f"provider '{settings.provider}' has no model configured and {settings.base_url}/models "
             f"named none; set one with --model, SWECLI_MODEL or model in .swecli/config.toml."
         )
-    return settings.model_copy(update={"model": models[0]})
+    return settings.model_copy(update={"model": model})
+
+
+def served_model(settings: Settings, timeout: float = PROBE_TIMEOUT) -> str:
+    """The model to use when none is configured: the preset's own at the preset's URL; elsewhere one the
+    server lists (the preset's when listed, else the first), or the preset's when the server lists none."""
+    preset = PRESETS[settings.provider]
+    if preset.wire != "openai" or settings.base_url.rstrip("/") == preset.base_url:
+        return preset.default_model
+    models = list_models(settings.base_url, settings.api_key, max(timeout, 2.0))
+    if not models:
+        return preset.default_model
+    return preset.default_model if preset.default_model in models else models[0]
 
 
 def _nothing_found(notes: list[str], local_servers: Sequence[LocalServer] | None) -> str:

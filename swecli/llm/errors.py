@@ -2,7 +2,12 @@
 the typed errors of `swecli.llm.base`, with one sentence the user can act on.
 
 Context-length errors get their own type because the context engine reacts to them (it compacts and
-retries); every server words them differently, so they are recognised by code and by wording.
+retries); every server words them differently, so they are recognised by code and by wording, and the
+window and request size they name are kept (`overflow_numbers`).
+
+An HTML page where an API answer belongs comes from something in between (nginx, a load balancer, a
+captive portal): it is reduced to its title. A page that reports an outage ("502 Bad Gateway"), even
+one sent with status 200, is a transient failure and retried like the same status would be.
 """
 
 from __future__ import annotations
@@ -25,6 +30,33 @@ _OVERFLOW = re.compile(
 )
 _MAX_MESSAGE = 500
 
+# What servers write in their context-length errors, window first, then the request's size:
+# OpenAI/vLLM/OpenRouter/DeepSeek "maximum context length is 8192 tokens. However, you requested 12018",
+# Anthropic "prompt is too long: 12018 tokens > 8192 maximum", llama-cpp-python "Requested tokens (5000)
+# exceed context window of 4096", llama.cpp's JSON fields n_ctx / n_prompt_tokens, LM Studio "loaded with
+# context length of only 4096 tokens", Mistral "Prompt contains 40000 tokens ... 32768 maximum context length".
+_WINDOW = [re.compile(p, re.IGNORECASE) for p in (
+    r"maximum context length is (\d[\d,]*)",
+    r"(?:tokens|token) > (\d[\d,]*) maximum",
+    r"context window of (\d[\d,]*)",
+    r"context length of (?:only )?(\d[\d,]*)",
+    r"\bn_ctx\W{1,4}(\d+)",
+    r"(\d[\d,]*) maximum context length",
+    r"context size \((\d[\d,]*) tokens\)",
+)]
+_REQUESTED = [re.compile(p, re.IGNORECASE) for p in (
+    r"you requested (?:about )?(\d[\d,]*)",
+    r"(\d[\d,]*) tokens > \d",
+    r"requested tokens \((\d[\d,]*)\)",
+    r"\bn_prompt_tokens\W{1,4}(\d+)",
+    r"prompt contains (\d[\d,]*) tokens",
+    r"your request has (\d[\d,]*) input tokens",
+)]
+_HTML = re.compile(r"^\s*(?:<!doctype html|<html|<head|<body)|</html>|<title>", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<(title|h1)[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
+_OUTAGE = re.compile(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|temporarily unavailable|"
+                     r"overloaded|origin is unreachable|web server is down", re.IGNORECASE)
+
 
 @dataclass(frozen=True)
 class ErrorInfo:
@@ -46,7 +78,41 @@ def parse_error_body(body: bytes | str | Any) -> ErrorInfo:
                 message = json.dumps(error)
             return ErrorInfo(_clip(str(message)), str(error.get("code") or ""), str(error.get("type") or ""))
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else str(body)
+    if is_html(text):
+        return ErrorInfo(html_title(text))
     return ErrorInfo(_clip(" ".join(text.split())))
+
+
+def is_html(text: str) -> bool:
+    return bool(_HTML.search(text[:2000]))
+
+
+def html_title(text: str) -> str:
+    """The title (or first heading) of an HTML page as plain text; its first words when it has neither."""
+    match = _HTML_TITLE.search(text)
+    inner = match.group(2) if match else re.sub(r"(?is)<(script|style)[^>]*>.*?</\1>", " ", text)
+    words = " ".join(re.sub(r"<[^>]+>", " ", inner).split())
+    return words if len(words) <= 120 else words[:120] + "..."
+
+
+def overflow_numbers(text: str) -> tuple[int | None, int | None]:
+    """(the server's window, the request's size) as a context-length error names them, None where it does not."""
+    return _first_number(_WINDOW, text), _first_number(_REQUESTED, text)
+
+
+def _first_number(patterns: list[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return int(match.group(1).replace(",", ""))
+    return None
+
+
+def overflow_error(provider: str, message: str, raw: str) -> ContextOverflowError:
+    window, requested = overflow_numbers(raw)
+    said = f"{provider}: {message}" if message else provider
+    return ContextOverflowError(f"the request does not fit the model's context window ({said})",
+                                server_window=window, requested=requested)
 
 
 def is_context_overflow(info: ErrorInfo, status: int = 400) -> bool:
@@ -61,15 +127,16 @@ def classify_status(provider: str, key_env: str | None, status: int, body: bytes
                     reason: str = "") -> ProviderError:
     """The typed error for an HTTP error answer."""
     info = parse_error_body(body)
-    said = f": {info.message}" if info.message else ""
+    label = f"HTTP {status}{' ' + reason if reason else ''}"
+    said = f": {info.message}" if info.message and info.message not in label else ""
     if status in (401, 403):
         env = key_env or "SWECLI_API_KEY"
         return AuthError(f"API key rejected by {provider} (set {env}); HTTP {status}{said}")
     if is_context_overflow(info, status):
-        return ContextOverflowError(f"the request does not fit the model's context window ({provider}{said})")
+        raw = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else str(body)
+        return overflow_error(provider, info.message, raw)
     if status == 429:
         return RateLimitError(f"rate limited by {provider} (HTTP 429){said}")
-    label = f"HTTP {status}{' ' + reason if reason else ''}"
     if is_retryable_status(status):
         return TransientError(f"{provider} is unavailable ({label}){said}")
     hint = " (check the model name and base_url)" if status == 404 else ""
@@ -78,10 +145,11 @@ def classify_status(provider: str, key_env: str | None, status: int, body: bytes
 
 def classify_stream_error(provider: str, payload: Any) -> tuple[ProviderError, bool]:
     """An error sent inside a 200 stream (an `error` event or chunk): the error and whether to retry."""
-    info = parse_error_body(payload if isinstance(payload, (bytes, str)) else json.dumps(payload))
+    raw = payload if isinstance(payload, (bytes, str)) else json.dumps(payload)
+    info = parse_error_body(raw)
     if is_context_overflow(info):
-        return ContextOverflowError(f"the request does not fit the model's context window ({provider}: "
-                                    f"{info.message})"), False
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        return overflow_error(provider, info.message, text), False
     kind = f"{info.type} {info.code}".lower()
     if "rate_limit" in kind or "429" in kind:
         return RateLimitError(f"rate limited by {provider}: {info.message}"), True
@@ -99,8 +167,21 @@ def non_stream_error(provider: str, text: str) -> tuple[ProviderError, bool]:
     data = _as_json(text)
     if isinstance(data, dict) and data.get("error"):
         return classify_stream_error(provider, data)
+    if is_html(text):
+        return html_page_error(provider, text)
     snippet = _clip(" ".join(text.split()))
     return ProviderError(f"{provider} did not answer with an event stream (check base_url): {snippet}"), False
+
+
+def html_page_error(provider: str, text: str) -> tuple[ProviderError, bool]:
+    """An HTML page instead of an answer: an outage page is retried, anything else points at base_url."""
+    title = html_title(text)
+    named = f' ("{title}")' if title else ""
+    if _OUTAGE.search(title or text[:2000]):
+        return TransientError(f"{provider} is unavailable: a proxy answered with an error page{named} "
+                              "instead of a response"), True
+    return ProviderError(f"{provider} answered with a web page{named} instead of an API response; "
+                         "check base_url"), False
 
 
 def is_retryable_status(status: int) -> bool:

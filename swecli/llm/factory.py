@@ -29,14 +29,21 @@ def make_provider(settings: Settings, *, sleep: Callable[[float], None] | None =
     if not base_url:
         raise ConfigError(f"provider '{preset.name}' needs a base URL; set --base-url, SWECLI_BASE_URL or "
                           "base_url in .swecli/config.toml.")
+    images = None if settings.images.accept == "auto" else settings.images.accept == "yes"
     if preset.wire == "anthropic":
         from swecli.llm.anthropic import AnthropicProvider
 
-        return AnthropicProvider(model=settings.model, base_url=base_url, api_key=settings.api_key, name=preset.name,
-                                 key_env=preset.key_env, timeout=settings.request_timeout,
-                                 max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry)
+        anthropic = AnthropicProvider(model=settings.model, base_url=base_url, api_key=settings.api_key,
+                                      name=preset.name, key_env=preset.key_env, timeout=settings.request_timeout,
+                                      max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry,
+                                      deadline=settings.request_deadline)
+        anthropic.images = images
+        return anthropic
     from swecli.llm.openai import OpenAIProvider
 
-    return OpenAIProvider(model=settings.model, base_url=base_url, api_key=settings.api_key, name=preset.name,
-                          key_env=preset.key_env, timeout=settings.request_timeout,
-                          max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry)
+    openai = OpenAIProvider(model=settings.model, base_url=base_url, api_key=settings.api_key, name=preset.name,
+                            key_env=preset.key_env, timeout=settings.request_timeout,
+                            max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry,
+                            deadline=settings.request_deadline)
+    openai.images = images
+    return openai

@@ -42,11 +42,12 @@ from swecli.llm.base import (
 )
 from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, json_object, non_stream_error
-from swecli.llm.retry import Retryable, retry_stream
+from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import Endpoint, HttpProvider, stream_sse
-from swecli.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
+from swecli.llm.transport import Endpoint, HttpProvider
+from swecli.llm.vision import sends_images
+from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
     pass
@@ -57,21 +58,21 @@ EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when 
 
 class OpenAIProvider(HttpProvider):
     default_name = "openai"
+    images: bool | None = None
+    """Send images (True), their one-line stand-ins (False), or decide from the model's name (None);
+    set by the factory from `images.accept`."""
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         body = self.request_body(request)
         endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
 
-        def attempt() -> Iterator[StreamEvent]:
-            return stream_sse(self._client, endpoint, body, OpenAIStream(self.name, taken, self.model), cancel)
-
-        return retry_stream(attempt, self.retry, cancel)
+        return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": wire_messages(request),
+            "messages": wire_messages(request, images=sends_images(self.images, self.model)),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -90,22 +91,53 @@ class OpenAIProvider(HttpProvider):
         return headers
 
 
-def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def wire_messages(request: ModelRequest, images: bool = True) -> list[dict[str, Any]]:
+    """`images=False` (a model known not to take images) sends each image's one-line stand-in instead.
+
+    Chat Completions tool messages carry text only, so the images a run of tool results returned
+    follow it as one user message (the same place every time: the mapping stays deterministic)."""
     messages: list[dict[str, Any]] = []
     system = "\n\n".join(block.text for block in request.system if block.text)
     if system:
         messages.append({"role": "system", "content": system})
-    messages.extend(wire_message(m) for m in request.messages)
+    returned: list[ImagePart] = []
+    for message in request.messages:
+        if returned and not isinstance(message, ToolMessage):
+            messages.append(tool_images_message(returned))
+            returned = []
+        messages.append(wire_message(message, images))
+        if images and isinstance(message, ToolMessage):
+            returned.extend(message.images)
+    if returned:
+        messages.append(tool_images_message(returned))
     if request.tail:
         messages.append({"role": "user", "content": request.tail})
     return messages
 
 
-def wire_message(message: Message) -> dict[str, Any]:
+def image_url(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+
+
+def tool_images_message(images: list[ImagePart]) -> dict[str, Any]:
+    names = ", ".join(image.path for image in images)
+    return {"role": "user", "content": [{"type": "text", "text": f"The image(s) returned by the tool calls above: "
+                                                                 f"{names}"}, *map(image_url, images)]}
+
+
+def with_stand_ins(text: str, images: tuple[ImagePart, ...]) -> str:
+    return "\n".join([text, *(image.stand_in() for image in images)]) if images else text
+
+
+def wire_message(message: Message, images: bool = True) -> dict[str, Any]:
     if isinstance(message, UserMessage):
-        return {"role": "user", "content": message.content}
+        if message.images and images:
+            return {"role": "user", "content": [{"type": "text", "text": message.content},
+                                                *map(image_url, message.images)]}
+        return {"role": "user", "content": with_stand_ins(message.content, message.images)}
     if isinstance(message, ToolMessage):
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        content = message.content if images else with_stand_ins(message.content, message.images)
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
     wire: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         wire["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

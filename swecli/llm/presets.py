@@ -68,10 +68,15 @@ KNOWN_MODELS: dict[str, int] = {
 }
 
 
-def context_window(model: str) -> int:
+def known_context_window(model: str) -> int | None:
+    """The window of the model's family in the table, or None for a model it does not know."""
     name = model.lower().rsplit("/", 1)[-1] if not model.lower().startswith("anthropic/") else model.lower()
     for prefix in sorted(KNOWN_MODELS, key=len, reverse=True):
         if name.startswith(prefix) or f"/{prefix}" in model.lower():
             return KNOWN_MODELS[prefix]
-    return DEFAULT_CONTEXT_WINDOW
+    return None
+
+
+def context_window(model: str) -> int:
+    return known_context_window(model) or DEFAULT_CONTEXT_WINDOW
 

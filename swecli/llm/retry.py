@@ -2,7 +2,9 @@
 
 A provider attempt raises `Retryable(error)` for failures worth another try (408/409/429/5xx/529,
 connection errors, timeouts, a stream cut short); any other exception goes straight through. After
-`max_retries` retries the wrapped error is raised with the number of attempts added to its message.
+`max_retries` retries the wrapped error is raised with the number of attempts added to its message
+(and kept in `error.attempts`). With a `deadline` (a `time.monotonic()` instant, from
+`Settings.request_deadline`) no retry starts, or waits, past it: the error then names the setting.
 
 A retry restarts the response from the beginning. When a stream broke after some text was already
 shown, the new attempt streams its own text again: `on_retry` lets the front end say so.
@@ -63,7 +65,7 @@ class RetryPolicy:
 
 
 def retry_stream(attempt: Callable[[], Iterator[T]], policy: RetryPolicy,
-                 cancel: CancelToken | None = None) -> Iterator[T]:
+                 cancel: CancelToken | None = None, deadline: Deadline | None = None) -> Iterator[T]:
     """Run `attempt()` until it completes, retrying `Retryable` failures per `policy`."""
     retries = 0
     while True:
@@ -78,6 +80,9 @@ def retry_stream(attempt: Callable[[], Iterator[T]], policy: RetryPolicy,
             wait = _wait_for(failure, policy, retries)
             if retries >= limit or wait is None:
                 raise _final(failure, retries + 1, policy) from None
+            if deadline is not None and deadline.passed(wait):
+                note = f"gave up after {_attempts(retries + 1)}: another would pass {deadline.limit()}"
+                raise failure.error.with_note(note, retries + 1) from None
             if policy.on_retry is not None:
                 policy.on_retry(RetryNotice(retries + 1, limit + 1, wait, failure.error))
             _sleep(wait, policy, cancel)
@@ -93,6 +98,37 @@ def _wait_for(failure: Retryable, policy: RetryPolicy, retries: int) -> float | 
     return max(0.0, failure.retry_after)
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """The instant a model call gives up, retries included (`Settings.request_deadline`)."""
+
+    at: float
+    """A `time.monotonic()` instant."""
+    seconds: float
+    setting: str = "request_deadline"
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds)
+
+    def passed(self, plus: float = 0.0) -> bool:
+        return time.monotonic() + plus >= self.at
+
+    def limit(self) -> str:
+        return f"the {format_seconds(self.seconds)} limit set by {self.setting}; raise it if the server needs longer"
+
+
+def _attempts(count: int) -> str:
+    return "1 attempt" if count == 1 else f"{count} attempts"
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.1f}s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m {rest:02d}s" if rest else f"{minutes} min"
+
+
 def _final(failure: Retryable, attempts: int, policy: RetryPolicy) -> ProviderError:
     error = failure.error
     if failure.retry_after is not None and failure.retry_after > policy.max_retry_after:
@@ -101,7 +137,7 @@ def _final(failure: Retryable, attempts: int, policy: RetryPolicy) -> ProviderEr
         note = f"gave up after {attempts} attempts"
     else:
         return error
-    return type(error)(f"{error} ({note})")
+    return error.with_note(note, attempts)
 
 
 def _sleep(seconds: float, policy: RetryPolicy, cancel: CancelToken | None) -> None:

@@ -5,8 +5,13 @@ caller waits on the queue in short slices and checks the `CancelToken` between t
 every phase with one mechanism: connecting, a server thinking for minutes before its first byte
 (llama.cpp processing a long prompt), and a silent stall mid-stream. On cancel the caller stops at
 once, shuts the socket down so the server sees the disconnect and stops generating (and billing),
-and leaves the worker to finish on its own. A stall longer than the read timeout
-(`Settings.request_timeout`) fails the attempt like a dropped connection.
+and leaves the worker to finish on its own.
+
+While nothing arrives the caller also keeps time (`Pacing`): every few seconds of silence it yields a
+`Waiting` event (the front ends show the wait); a silence longer than `Settings.request_timeout` fails
+the attempt like a dropped connection (SSE comments, the keep-alives some proxies send while the model
+is stuck, do not count as progress); and once the call's deadline (`Settings.request_deadline`) has
+passed, an attempt that has received no event yet gives up, naming the setting.
 
 `stream_sse` drives one attempt: it classifies HTTP errors, feeds bytes to the SSE parser and the
 wire-format handler, and turns transport failures into `Retryable` errors.
@@ -15,10 +20,12 @@ wire-format handler, and turns transport failures into `Retryable` errors.
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,17 +36,47 @@ from swecli.llm.base import (
     ProviderError,
     StreamEvent,
     TransientError,
+    Waiting,
 )
 from swecli.llm.errors import classify_status, is_retryable_status
-from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, parse_retry_after
+from swecli.llm.retry import (
+    Deadline,
+    Retryable,
+    RetryNotice,
+    RetryPolicy,
+    format_seconds,
+    parse_retry_after,
+    retry_stream,
+)
 from swecli.llm.sse import SSEEvent, SSEParser
 from swecli.messages import AssistantMessage
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
 POLL_SECONDS = 0.1
 """How often a waiting caller looks at the cancel token."""
+HEARTBEAT_SECONDS = 20.0
+"""How often a silent server's wait is reported (`Waiting`): often enough to show life, rarely enough
+for a CI log. Shorter for short stall limits: at least four reports before an attempt is given up."""
+BACKSTOP_SECONDS = 5.0
+"""httpx's own read timeout trails `Pacing.stall` by this much, so the clearer message comes first."""
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """How long one attempt waits for a silent server, and how often it says so."""
+
+    stall: float
+    """Seconds without an event before the attempt fails (`Settings.request_timeout`)."""
+    heartbeat: float
+    deadline: Deadline | None = None
+
+    @classmethod
+    def for_timeout(cls, timeout: float, deadline: Deadline | None = None) -> Pacing:
+        return cls(timeout, min(HEARTBEAT_SECONDS, max(timeout / 4, POLL_SECONDS)), deadline)
 
 
 class StreamHandler(Protocol):
@@ -74,7 +111,16 @@ def make_client(timeout: float, base_url: str = "") -> httpx.Client:
     import httpx
 
     return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(15.0, timeout)), follow_redirects=True,
-                        trust_env=not is_loopback_url(base_url))
+                        trust_env=not is_loopback_url(base_url), verify=ssl_context())
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """One certificate store for every client of the process: loading it takes 0.2-0.5 s, which each new
+    `httpx.Client` would otherwise pay (the window probe and the provider both make one at start)."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def is_loopback_url(url: str) -> bool:
@@ -91,11 +137,12 @@ def is_loopback_url(url: str) -> bool:
 
 
 def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], handler: StreamHandler,
-               cancel: CancelToken | None) -> Iterator[StreamEvent]:
+               cancel: CancelToken | None, pacing: Pacing | None = None) -> Iterator[StreamEvent]:
     channel = _Channel(client, endpoint, body)
+    watch = _Silence(endpoint, pacing)
     complete = False
     try:
-        head = channel.next_item(cancel, None)
+        head = yield from channel.wait(cancel, None, watch)
         if isinstance(head, _Failed):
             raise _transport_error(endpoint, head.error)
         assert isinstance(head, _Head)
@@ -103,10 +150,14 @@ def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], h
             raise _http_error(endpoint, head)
         parser = SSEParser()
         while not handler.done:
-            item = channel.next_item(cancel, handler)
+            item = yield from channel.wait(cancel, handler, watch)
             if isinstance(item, _Failed):
                 raise _transport_error(endpoint, item.error)
             events = parser.close() if item is _END else parser.feed(item) if isinstance(item, bytes) else []
+            if events:
+                watch.progress()
+            else:  # bytes that are no event (keep-alive comments): time goes on as if nothing came
+                yield from watch.tick()
             for event in events:
                 yield from _handle(endpoint, handler, event)
                 if handler.done:
@@ -126,6 +177,38 @@ def _handle(endpoint: Endpoint, handler: StreamHandler, event: SSEEvent) -> list
     except (ValueError, TypeError, KeyError, AttributeError) as exc:  # a chunk of an unexpected shape
         raise Retryable(TransientError(f"{endpoint.provider} sent a stream event swecli cannot read "
                                        f"({type(exc).__name__}: {exc}): {event.data[:200]}")) from None
+
+
+class _Silence:
+    """Keeps time while one attempt waits: `Waiting` reports, the stall limit and the deadline."""
+
+    def __init__(self, endpoint: Endpoint, pacing: Pacing | None) -> None:
+        self.endpoint = endpoint
+        self.pacing = pacing
+        self.since = time.monotonic()
+        self.next_report = pacing.heartbeat if pacing is not None else 0.0
+        self.progressed = False
+
+    def progress(self) -> None:
+        self.since = time.monotonic()
+        self.next_report = self.pacing.heartbeat if self.pacing is not None else 0.0
+        self.progressed = True
+
+    def tick(self) -> Iterator[StreamEvent]:
+        pacing = self.pacing
+        if pacing is None:
+            return
+        silent = time.monotonic() - self.since
+        where = f"{self.endpoint.provider} at {self.endpoint.url}"
+        if pacing.deadline is not None and not self.progressed and pacing.deadline.passed():
+            raise Retryable(TransientError(f"no answer from {where} within {pacing.deadline.limit()}"),
+                            max_retries=0)
+        if silent >= pacing.stall:
+            raise Retryable(TransientError(f"{where} sent nothing for {format_seconds(silent)}, the limit set by "
+                                           "request_timeout"))
+        if silent >= self.next_report:
+            self.next_report += pacing.heartbeat
+            yield Waiting(silent, self.endpoint.provider, pacing.stall)
 
 
 # -- the worker thread and what it hands over -----------------------------------------------------
@@ -158,14 +241,16 @@ class _Channel:
                                         name=f"swecli-{endpoint.provider}-stream")
         self._thread.start()
 
-    def next_item(self, cancel: CancelToken | None, handler: StreamHandler | None) -> _Item:
+    def wait(self, cancel: CancelToken | None, handler: StreamHandler | None,
+             watch: _Silence) -> Generator[StreamEvent, None, _Item]:
+        """The next item from the worker; meanwhile `Waiting` reports (and the stall and deadline checks)."""
         while True:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled(handler.partial() if handler is not None else None)
             try:
                 return self._items.get(timeout=POLL_SECONDS)
             except queue.Empty:
-                continue
+                yield from watch.tick()
 
     def close(self, complete: bool = False) -> None:
         """After a complete response the worker reads the end of the body (a few bytes) so the connection
@@ -219,7 +304,7 @@ def _transport_error(endpoint: Endpoint, exc: Exception) -> Exception:
 
     if isinstance(exc, httpx.TimeoutException):
         return Retryable(TransientError(f"{endpoint.provider} did not answer in time ({type(exc).__name__}) "
-                                        f"at {endpoint.url}"))
+                                        f"at {endpoint.url}; see request_timeout"))
     if isinstance(exc, httpx.ConnectError):
         # Nothing listens there (a local server not started, a wrong port): a couple of quick retries
         # cover a restart, more would only keep the user waiting for the inevitable message.
@@ -247,14 +332,29 @@ class HttpProvider:
     def __init__(self, *, model: str, base_url: str = "", api_key: str = "", name: str = "",
                  key_env: str | None = "", timeout: float = 600.0, max_retries: int = 5,
                  sleep: Callable[[float], None] | None = None, on_retry: Callable[[RetryNotice], None] | None = None,
-                 client: httpx.Client | None = None) -> None:
+                 client: httpx.Client | None = None, deadline: float | None = None) -> None:
         self.name = name or self.default_name
         self.model = model
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.key_env = self.default_key_env if key_env == "" else key_env
         self._api_key = api_key
         self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
-        self._client = client or make_client(timeout, self.base_url)
+        self.timeout = timeout
+        self.deadline = deadline
+        """Seconds one model call may wait for an answer to begin, retries included (None: no limit)."""
+        self._client = client or make_client(timeout + BACKSTOP_SECONDS, self.base_url)
+
+    def _attempts(self, endpoint: Endpoint, body: dict[str, Any], handler: Callable[[], StreamHandler],
+                  cancel: CancelToken | None) -> Iterator[StreamEvent]:
+        """One model call: `stream_sse` attempts with a fresh `handler()` each, under the retry policy,
+        the stall limit and the deadline (which starts when the caller begins reading)."""
+        deadline = Deadline.after(self.deadline) if self.deadline else None
+        pacing = Pacing.for_timeout(self.timeout, deadline)
+
+        def attempt() -> Iterator[StreamEvent]:
+            return stream_sse(self._client, endpoint, body, handler(), cancel, pacing)
+
+        yield from retry_stream(attempt, self.retry, cancel, deadline)
 
     def close(self) -> None:
         self._client.close()

@@ -1,7 +1,8 @@
 """Structured session logs: `<root>/.swecli/logs/<session_id>.jsonl`, one JSON object per line.
 
 Every record has `ts` (local ISO time) and `event`:
-  session_start  cwd, model, provider, config_digest (hash of the settings without secrets), resumed
+  session_start  cwd, model, provider, context_window, window_source, config_digest (hash of the settings
+                 without secrets), resumed
   user_input     text
   llm_call       model, tokens_in, tokens_out, tokens_cached, cache_write, duration, finish_reason
   tool           tool, call_id, args (summary, long values truncated), approved, is_error, exit_code,
@@ -11,8 +12,11 @@ Every record has `ts` (local ISO time) and `event`:
                  duration, waited (seconds the loop stood still), background (summary made ahead)
   background_summary  phase (started, then used | failed | cancelled | declined | dropped), messages,
                  tokens, duration (start to end), used, note
+  context_overflow planned_window, server_window, requested, adopted, text (a provider's context-length error)
   history_replaced reason, messages
   turn_end       stop_reason, iterations, tool_calls, tokens, duration
+  subagent       a sub-agent's end: parent_call, agent, stop_reason, iterations, tool_calls, tokens, transcript
+                 (its llm_call and tool records carry parent_call and agent too)
   error/warning  text
   stats          (on close) turns, llm_calls, tools_executed, compactions, compaction_wait, total_tokens,
                  files_modified...
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from swecli.config import Settings
-from swecli.events import BackgroundSummary, CompactionDone, TurnFinished
+from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, TurnFinished
 from swecli.messages import ToolCall, Usage
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -105,22 +109,29 @@ class SessionLog:
 
         self.write("session_start", session_id=self.session_id, cwd=str(cwd), model=settings.model,
                    provider=settings.provider, base_url=settings.base_url, mode=settings.mode,
-                   context_window=settings.context_window, config_digest=config_digest(settings),
+                   context_window=settings.context_window, window_source=settings.window_source,
+                   config_digest=config_digest(settings),
                    resumed=resumed, version=__version__)
 
     def user_input(self, text: str) -> None:
         self.write("user_input", text=_cut(text, USER_INPUT_CHARS), chars=len(text))
 
     def llm_call(self, usage: Usage, duration: float, model: str, finish_reason: str = "",
-                 reported: bool = True) -> None:
+                 reported: bool = True, **link: str) -> None:
+        """`link`: parent_call and agent, for a sub-agent's call."""
         self.write("llm_call", model=model, tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
                    tokens_cached=usage.cache_read_tokens, cache_write=usage.cache_write_tokens,
-                   duration=round(duration, 3), finish_reason=finish_reason, usage_reported=reported)
+                   duration=round(duration, 3), finish_reason=finish_reason, usage_reported=reported, **link)
 
-    def tool(self, call: ToolCall, result: ToolResult, duration: float, approved: bool = True) -> None:
+    def subagent(self, turn: TurnFinished, transcript: str, **link: str) -> None:
+        self.write("subagent", **link, stop_reason=turn.stop_reason, iterations=turn.iterations,
+                   tool_calls=turn.tool_calls, tokens=turn.usage.total_tokens, duration=round(turn.duration, 3),
+                   transcript=transcript)
+
+    def tool(self, call: ToolCall, result: ToolResult, duration: float, approved: bool = True, **link: str) -> None:
         fields: dict[str, Any] = {
             "tool": call.name, "call_id": call.id, "args": summarize_args(call), "approved": approved,
-            "is_error": result.is_error, "duration": round(duration, 3), "summary": result.summary,
+            "is_error": result.is_error, "duration": round(duration, 3), "summary": result.summary, **link,
         }
         if "exit_code" in result.meta:
             fields["exit_code"] = result.meta["exit_code"]
@@ -142,6 +153,10 @@ class SessionLog:
     def background_summary(self, event: BackgroundSummary) -> None:
         self.write("background_summary", phase=event.phase, messages=event.messages, tokens=event.tokens,
                    duration=round(event.duration, 3), used=event.used, note=event.note)
+
+    def context_overflow(self, overflow: ContextOverflow) -> None:
+        self.write("context_overflow", planned_window=overflow.planned_window, server_window=overflow.server_window,
+                   requested=overflow.requested, adopted=overflow.adopted, text=overflow.message)
 
     def history_replaced(self, reason: str, messages: int) -> None:
         self.write("history_replaced", reason=reason, messages=messages)
@@ -276,8 +291,12 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str]] = {
                                      + (f", after {r['duration']:.1f}s" if r["phase"] != "started" else "")
                                      + (f" ({r['note']})" if r.get("note") else "")),
     "history_replaced": lambda r: f"{r['reason']}: {r['messages']} messages",
+    "context_overflow": lambda r: (f"server window {r['server_window'] or '?'}, planned {r['planned_window']:,}"
+                                   f"{' (adopted)' if r.get('adopted') else ''}: {_cut(str(r['text']), 100)}"),
     "turn_end": lambda r: (f"{r['stop_reason']} after {r['iterations']} iterations, {r['tool_calls']} tool calls, "
                            f"{r['tokens']:,} tokens, {r['duration']:.1f}s"),
+    "subagent": lambda r: (f"{r['agent']} for call {r['parent_call']}: {r['stop_reason']} after {r['iterations']} "
+                           f"iterations, {r['tool_calls']} tool calls, {r['tokens']:,} tokens; {r['transcript']}"),
     "error": lambda r: str(r["text"]),
     "warning": lambda r: str(r["text"]),
     "stats": _describe_stats,

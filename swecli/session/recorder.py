@@ -23,7 +23,9 @@ from typing import Any
 from swecli.config import Settings
 from swecli.events import (
     BackgroundSummary,
+    ChildEvent,
     CompactionDone,
+    ContextOverflow,
     HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
@@ -44,6 +46,7 @@ from swecli.session.store import (
     new_session_id,
     persist_closed_calls,
     resolve_session_id,
+    subagent_transcript_path,
 )
 
 ErrorSink = Callable[[str], None]
@@ -65,6 +68,7 @@ class SessionRecorder:
         self.log = SessionLog(root, session_id, redactor=redactor, durable=durable)
         self.resumed = resumed
         self._writers: list[tuple[str, Callable[[object], None]]] = []
+        self._children: dict[str, Transcript] = {}
         self.stats: dict[str, Any] | None = None
         self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
 
@@ -114,7 +118,9 @@ class SessionRecorder:
             self._guard(target, partial(write, event))
 
     def _record(self, event: object) -> None:
-        if isinstance(event, MessageAppended):
+        if isinstance(event, ChildEvent):
+            self._record_child(event)
+        elif isinstance(event, MessageAppended):
             self._guard("transcript", lambda: self.transcript.append(event.message))
             if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
                 self._guard("log", lambda: self.log.user_input(event.message.content))
@@ -123,6 +129,38 @@ class SessionRecorder:
             self._guard("log", lambda: self.log.history_replaced(event.reason, len(event.history)))
         else:
             self._guard("log", lambda: self._log_event(event))
+
+    def child_transcript(self, call_id: str) -> Path:
+        """Where the sub-agent started by the parent's call `call_id` has its transcript."""
+        return subagent_transcript_path(self.root, self.session_id, call_id)
+
+    def _record_child(self, wrapped: ChildEvent) -> None:
+        """A sub-agent's messages go to its own transcript; its calls, tools and end go to the session log,
+        each linked to the parent's call (`parent_call`)."""
+        event, link = wrapped.event, {"parent_call": wrapped.call_id, "agent": wrapped.agent}
+        if isinstance(event, MessageAppended | HistoryReplaced):
+            transcript = self._children.get(wrapped.call_id)
+            if transcript is None:
+                transcript = self._children[wrapped.call_id] = Transcript(
+                    self.root, self.session_id, model=self.settings.model, redactor=self.redactor,
+                    path=self.child_transcript(wrapped.call_id))
+            if isinstance(event, MessageAppended):
+                self._guard("transcript", lambda: transcript.append(event.message))
+            else:
+                self._guard("transcript", lambda: transcript.replace(event.history, event.reason))
+        elif isinstance(event, ModelCallFinished):
+            self._guard("log", lambda: self.log.llm_call(event.usage, event.duration, event.model,
+                                                         event.finish_reason, event.reported, **link))
+        elif isinstance(event, ToolFinished):
+            self._guard("log", lambda: self.log.tool(event.call, event.result, event.duration, event.approved,
+                                                     **link))
+        elif isinstance(event, TurnFinished):
+            path = self.child_transcript(wrapped.call_id)
+            self._guard("log", lambda: self.log.subagent(event, transcript=str(path.relative_to(self.root)),
+                                                         **link))
+            child = self._children.pop(wrapped.call_id, None)
+            if child is not None:
+                child.close()
 
     def _log_event(self, event: object) -> None:
         if isinstance(event, ModelCallStarted) and event.context_tokens:
@@ -135,6 +173,8 @@ class SessionRecorder:
             self.log.compaction(event)
         elif isinstance(event, BackgroundSummary):
             self.log.background_summary(event)
+        elif isinstance(event, ContextOverflow):
+            self.log.context_overflow(event)
         elif isinstance(event, TurnFinished):
             self.log.turn_end(event)
         elif isinstance(event, Notice) and event.level in ("error", "warning"):
@@ -160,6 +200,8 @@ class SessionRecorder:
         self._guard("log", finish)
         self.log.close()
         self.transcript.close()
+        for child in self._children.values():
+            child.close()
         return self.stats
 
     def _guard(self, target: str, write: Callable[[], None]) -> None:

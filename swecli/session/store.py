@@ -58,6 +58,12 @@ def log_path(root: Path, session_id: str) -> Path:
     return logs_dir(root) / f"{session_id}.jsonl"
 
 
+def subagent_transcript_path(root: Path, session_id: str, call_id: str) -> Path:
+    """A sub-agent's transcript, named by the parent's `task` call that started it."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in call_id)
+    return sessions_dir(root) / session_id / "subagents" / f"{safe}.jsonl"
+
+
 def new_session_id(root: Path | None = None, now: datetime | None = None) -> str:
     """A fresh id that sorts by creation time; unique among the project's sessions."""
     stamp = (now or datetime.now()).strftime(_ID_FORMAT)
@@ -88,10 +94,11 @@ class Transcript:
     """
 
     def __init__(self, root: Path, session_id: str, *, model: str = "", cwd: Path | None = None,
-                 redactor: Redactor = NO_REDACTION, durable: bool = False) -> None:
+                 redactor: Redactor = NO_REDACTION, durable: bool = False, path: Path | None = None) -> None:
         self.root = root
         self.session_id = session_id
-        self.path = transcript_path(root, session_id)
+        self.path = path or transcript_path(root, session_id)
+        """`path`: another file of the session (a sub-agent's transcript), in the same format."""
         self.model = model
         self.cwd = cwd or root
         self.redactor = redactor
@@ -328,4 +335,10 @@ def delete_session(root: Path, session_id: str) -> list[Path]:
         raise SessionError(f"no session {session_id!r} to delete; run `swecli sessions` to list them.")
     for path in paths:
         os.remove(path)
+    children = sessions_dir(root) / session_id
+    if children.is_dir():
+        import shutil
+
+        shutil.rmtree(children)
+        paths.append(children)
     return paths

@@ -6,17 +6,25 @@ Tests (and benchmarks) drive swecli's real provider code over real HTTP with it:
         run swecli with base_url=llm.base_url ...
         assert llm.requests[1]["messages"][-1]["role"] == "tool"
 
-Each POST consumes the next step. A step is a `Reply` (streamed as SSE when the request asks
-for `stream`, else one JSON body), a `Fail` (an HTTP error with a provider-shaped body), `Drop`
-(the connection dies mid-stream), `EmptyStream` (HTTP 200 with no events, as llama.cpp answers an
-oversized streamed request), or a callable that receives the request body and returns a step.
-A request with no step left is answered 500 and recorded as a failure; `assert_done()` (called on
-a clean exit from the `with` block) fails on such extra calls and on unused steps.
+Each chat POST consumes the next step. A step is a `Reply` (streamed as SSE when the request asks
+for `stream`, else one JSON body), a `Fail` (an HTTP error with a provider-shaped body, or any status
+and body: an HTML proxy page), `Drop` (the connection dies mid-stream: closed, or reset), `Garbled`
+(a malformed SSE line in the middle of a stream), `Silent` (the server accepts and then sends nothing),
+`EmptyStream` (HTTP 200 with no events, as llama.cpp answers an oversized streamed request), or a
+callable that receives the request body and returns a step. A request with no step left is answered
+500 and recorded as a failure; `assert_done()` (called on a clean exit from the `with` block) fails on
+such extra calls and on unused steps.
+
+The metadata endpoints answer like the server named by `ServerInfo.kind` (llama.cpp `/props`, vLLM
+and OpenRouter `/v1/models`, Ollama `/api/ps` and `/api/show`, LM Studio `/api/v0/models`), so the
+context-window probe is tested over real HTTP; `metadata_requests` records what was asked.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -60,6 +68,19 @@ class Fail:
     status: int
     body: dict[str, Any] | str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = ""
+    """Default: application/json for a dict body, text/plain for a string."""
+
+    @staticmethod
+    def html_page(status: int = 200, title: str = "502 Bad Gateway") -> Fail:
+        """What nginx (or another proxy) sends when the server behind it is down, here with `status`."""
+        page = (f"<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>"
+                "\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n")
+        return Fail(status, page, content_type="text/html")
+
+    @staticmethod
+    def anthropic_overloaded() -> Fail:
+        return Fail(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
 
     @staticmethod
     def rate_limited(retry_after: float = 0) -> Fail:
@@ -95,6 +116,28 @@ class Drop:
 
     reply: Reply = field(default_factory=lambda: Reply("partial answer that never ends"))
     after: int = 2
+    reset: bool = False
+    """Reset the connection (TCP RST, "connection reset by peer") instead of closing it."""
+
+
+@dataclass
+class Garbled:
+    """Send `after` SSE events of the reply, then a malformed line, then the rest."""
+
+    reply: Reply = field(default_factory=lambda: Reply("an answer with a broken line in it"))
+    after: int = 2
+    line: str = 'data: {"choices": [{"index": 0, "delta": {"content": "cut'
+
+
+@dataclass
+class Silent:
+    """Accept the request and send nothing for `seconds` (or until the server stops), then hang up."""
+
+    seconds: float = 60.0
+    headers: bool = False
+    """Send the 200 status and headers first (a proxy that answered, a model that never starts)."""
+    keepalive: float = 0.0
+    """With `headers`: send an SSE comment (`: keep-alive`) this often, as some proxies do, and nothing else."""
 
 
 @dataclass
@@ -102,20 +145,41 @@ class EmptyStream:
     """HTTP 200 with an empty body."""
 
 
-Step = Reply | Fail | Drop | EmptyStream | Callable[[dict[str, Any]], "Reply | Fail | Drop | EmptyStream"]
+Outcome = Reply | Fail | Drop | Garbled | Silent | EmptyStream
+Step = Outcome | Callable[[dict[str, Any]], Outcome]
+
+
+@dataclass
+class ServerInfo:
+    """What the metadata endpoints say about the served model."""
+
+    kind: Literal["plain", "llamacpp", "vllm", "ollama", "lmstudio", "openrouter"] = "plain"
+    window: int = 0
+    """The context the server runs the model with (llama.cpp n_ctx, vLLM max_model_len, ...)."""
+    trained: int = 131_072
+    """The model's own maximum (llama.cpp n_ctx_train, Ollama model_info, LM Studio max_context_length)."""
+    loaded: bool = True
+    """Ollama / LM Studio: the model is loaded (only then is `window` reported as its loaded size)."""
+    num_ctx: int = 0
+    """Ollama: `num_ctx` in the model's parameters (0: none set)."""
 
 
 class ScriptedLLM:
     def __init__(self, steps: list[Step] | None = None, wire: Wire = "openai", model: str = "scripted-model",
-                 strict: bool = True) -> None:
+                 strict: bool = True, info: ServerInfo | None = None) -> None:
         self.steps: list[Step] = list(steps or [])
         self.wire = wire
         self.model = model
         self.strict = strict
+        self.info = info or ServerInfo()
         self.requests: list[dict[str, Any]] = []
+        self.times: list[float] = []
+        """`time.monotonic()` of each chat request's arrival (to check the waits between retries)."""
         self.headers: list[dict[str, str]] = []
+        self.metadata_requests: list[str] = []
         self.failures: list[str] = []
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -127,6 +191,7 @@ class ScriptedLLM:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -162,9 +227,10 @@ class ScriptedLLM:
         if problems:
             raise AssertionError("scripted LLM: " + "; ".join(problems))
 
-    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Reply | Fail | Drop | EmptyStream:
+    def _next(self, body: dict[str, Any], headers: dict[str, str]) -> Outcome:
         with self._lock:
             self.requests.append(body)
+            self.times.append(time.monotonic())
             self.headers.append(headers)
             if not self.steps:
                 self.failures.append(f"unexpected extra request #{len(self.requests)}")
@@ -177,17 +243,19 @@ class ScriptedLLM:
 class _Handler(BaseHTTPRequestHandler):
     llm: ScriptedLLM
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: without this each answer waits ~40 ms
 
     def log_message(self, format: str, *args: object) -> None:
         return
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": self.llm.model, "object": "model"}]})
-        elif self.path.rstrip("/") == "/api/tags":
-            self._json(200, {"models": [{"name": self.llm.model}]})
-        else:
+        path = self.path.rstrip("/")
+        self.llm.metadata_requests.append(f"GET {path}")
+        answer = _metadata(self.llm, "GET", path)
+        if answer is None:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
+        else:
+            self._json(200, answer)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
@@ -195,6 +263,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(self.rfile.read(length) or b"{}")
         except json.JSONDecodeError:
             self._json(400, {"error": {"message": "body is not JSON"}})
+            return
+        path = self.path.rstrip("/")
+        if path.startswith("/api/"):  # Ollama's own API, not a chat request
+            self.llm.metadata_requests.append(f"POST {path}")
+            answer = _metadata(self.llm, "POST", path)
+            self._json(200, answer) if answer is not None else self._json(404, {"error": f"no route {path}"})
             return
         step = self.llm._next(body, {k.lower(): v for k, v in self.headers.items()})
         if isinstance(step, Fail):
@@ -204,18 +278,40 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Content-Length", "0")
             self.end_headers()
+        elif isinstance(step, Silent):
+            self._silent(step)
         elif isinstance(step, Drop):
-            self._stream(body, step.reply, limit=step.after)
+            self._stream(body, step.reply, limit=step.after, reset=step.reset)
+        elif isinstance(step, Garbled):
+            self._stream(body, step.reply, garble=(step.after, step.line))
         elif body.get("stream"):
             self._stream(body, step)
         else:
             self._json(200, _full_body(self.llm, body, step))
 
+    def _silent(self, step: Silent) -> None:
+        if step.headers:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.flush()
+        until = time.monotonic() + step.seconds
+        while not self.llm._stopping.wait(min(step.keepalive or step.seconds, max(0.0, until - time.monotonic()))):
+            if time.monotonic() >= until:
+                break
+            try:
+                self.wfile.write(b": keep-alive\n\n")
+                self.wfile.flush()
+            except OSError:
+                break  # the client gave up
+        self.close_connection = True
+
     def _fail(self, step: Fail) -> None:
         data = step.body if isinstance(step.body, str) else json.dumps(step.body)
         raw = data.encode()
         self.send_response(step.status)
-        self.send_header("Content-Type", "application/json" if not isinstance(step.body, str) else "text/plain")
+        default_type = "application/json" if not isinstance(step.body, str) else "text/plain"
+        self.send_header("Content-Type", step.content_type or default_type)
         for k, v in step.headers.items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(raw)))
@@ -230,7 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def _stream(self, body: dict[str, Any], reply: Reply, limit: int | None = None) -> None:
+    def _stream(self, body: dict[str, Any], reply: Reply, limit: int | None = None, reset: bool = False,
+                garble: tuple[int, str] | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -242,13 +339,62 @@ class _Handler(BaseHTTPRequestHandler):
             for n, event in enumerate(events):
                 if limit is not None and n >= limit:
                     break
+                if garble is not None and n == garble[0]:
+                    self.wfile.write((garble[1] + "\n\n").encode())
                 self.wfile.write(event.encode())
                 self.wfile.flush()
                 if reply.delay:
                     time.sleep(reply.delay)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client hung up (an interrupt): nothing more to send
+        if reset:
+            # SO_LINGER with a zero timeout: close() sends RST instead of FIN ("connection reset by peer").
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
         self.close_connection = True
+
+
+# -- metadata endpoints ----------------------------------------------------------------------------
+
+def _metadata(llm: ScriptedLLM, method: str, path: str) -> dict[str, Any] | None:
+    """The answer of the server `llm.info.kind` at `path`, None for a route that server does not have."""
+    info, model = llm.info, llm.model
+    if method == "GET" and path.endswith("/models") and not path.startswith("/api/"):
+        return {"object": "list", "data": [_listed_model(info, model)]}
+    routes: dict[str, dict[str, Any]] = {}
+    if info.kind == "llamacpp":
+        routes["GET /props"] = {"default_generation_settings": {"n_ctx": info.window, "n_predict": -1},
+                                "total_slots": 1, "model_path": f"/models/{model}.gguf"}
+    elif info.kind == "ollama":
+        running = [{"name": model, "model": model, "context_length": info.window}] if info.loaded else []
+        parameters = f"num_ctx                        {info.num_ctx}\nstop \"<end_of_turn>\"" if info.num_ctx \
+            else 'stop "<end_of_turn>"'
+        routes["GET /api/tags"] = {"models": [{"name": model, "model": model}]}
+        routes["GET /api/ps"] = {"models": running}
+        routes["POST /api/show"] = {"parameters": parameters, "details": {"family": "gemma3"},
+                                    "model_info": {"general.architecture": "gemma3",
+                                                   "gemma3.context_length": info.trained}}
+    elif info.kind == "lmstudio":
+        entry: dict[str, Any] = {"id": model, "object": "model", "type": "llm", "arch": "gemma3",
+                                 "state": "loaded" if info.loaded else "not-loaded",
+                                 "max_context_length": info.trained}
+        if info.loaded:
+            entry["loaded_context_length"] = info.window
+        routes["GET /api/v0/models"] = {"object": "list", "data": [entry]}
+    elif info.kind == "plain":
+        routes["GET /api/tags"] = {"models": [{"name": model}]}
+    return routes.get(f"{method} {path}")
+
+
+def _listed_model(info: ServerInfo, model: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"id": model, "object": "model", "owned_by": "scripted"}
+    if info.kind == "vllm":
+        entry["max_model_len"] = info.window
+    elif info.kind == "openrouter":
+        entry.update(context_length=info.window, top_provider={"context_length": info.window})
+    elif info.kind == "llamacpp":
+        entry["meta"] = {"n_ctx_train": info.trained}  # the training context: not the window it runs
+    return entry
 
 
 # -- wire formats ----------------------------------------------------------------------------------
@@ -256,10 +402,53 @@ class _Handler(BaseHTTPRequestHandler):
 def _estimate_usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     if isinstance(reply.usage, dict):
         return reply.usage
-    prompt = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools", [])))
+    sizes: list[tuple[int, int]] = []
+    messages = _without_image_data(body.get("messages", []), sizes)
+    prompt = len(json.dumps(messages)) + len(json.dumps(body.get("tools", [])))
     prompt += len(json.dumps(body.get("system", "")))
     out = len(reply.text) + len(reply.reasoning) + sum(len(c.arguments) + len(c.name) for c in reply.calls)
-    return {"prompt_tokens": max(1, prompt // 4), "completion_tokens": max(1, out // 4)}
+    return {"prompt_tokens": max(1, prompt // 4) + _image_tokens(body, sizes), "completion_tokens": max(1, out // 4)}
+
+
+def image_sizes(body: dict[str, Any]) -> list[tuple[int, int]]:
+    """(width, height) of every image in a request body, either wire, in order (for tests)."""
+    sizes: list[tuple[int, int]] = []
+    _without_image_data(body.get("messages", []), sizes)
+    return sizes
+
+
+def _without_image_data(value: Any, sizes: list[tuple[int, int]]) -> Any:
+    """The body with each image's base64 replaced by "" (a real server counts an image by its pixels,
+    not its bytes); the images' sizes are collected in `sizes`."""
+    if isinstance(value, list):
+        return [_without_image_data(v, sizes) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("type") == "image_url":
+        sizes.append(_size(str(value["image_url"]["url"]).split(",", 1)[-1]))
+        return {"type": "image_url", "image_url": {"url": ""}}
+    if value.get("type") == "image" and isinstance(value.get("source"), dict):
+        sizes.append(_size(str(value["source"].get("data", ""))))
+        return {"type": "image", "source": {**value["source"], "data": ""}}
+    return {k: _without_image_data(v, sizes) for k, v in value.items()}
+
+
+def _size(data: str) -> tuple[int, int]:
+    import base64
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        return image.size
+
+
+def _image_tokens(body: dict[str, Any], sizes: list[tuple[int, int]]) -> int:
+    from swecli.llm.vision import anthropic_tokens, tile_count
+
+    if "system" in body or body.get("anthropic_version"):  # the Anthropic wire
+        return sum(anthropic_tokens(w, h) for w, h in sizes)
+    return sum(85 + 170 * tile_count(w, h) for w, h in sizes)
 
 
 def _pieces(text: str, size: int) -> Iterator[str]:

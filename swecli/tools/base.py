@@ -1,17 +1,26 @@
-"""Tools are plain functions with a pydantic argument model that doubles as their JSON schema."""
+"""Tools are plain functions with a pydantic argument model that doubles as their JSON schema.
+
+The registry may grow and shrink during a session (MCP servers that finish starting, tools loaded by
+`tool_search`, a server disabled): a `ToolSource` offers such changes, and the loop pulls them with
+`ToolRegistry.refresh()` at a request boundary, so the tools list changes only between requests.
+"""
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
-from swecli.messages import ToolCall, ToolSchema
+from swecli.messages import ImagePart, ToolCall, ToolSchema
+
+if TYPE_CHECKING:
+    from swecli.tools.sandbox import Sandbox
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -26,6 +35,19 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
     max_output_chars: int = 30_000
+    read_roots: tuple[Path, ...] = ()
+    """Folders outside the project that read_file may also read (user-level skill folders)."""
+    call_id: str = ""
+    """The id of the call being run (set per call by `ToolRegistry.run`; a sub-agent links to it)."""
+    images: bool = True
+    """Whether read_file may return an image file as an image (False: the model is known not to take images)."""
+    image_max_edge: int = 1568
+    """Images are scaled down to this many pixels on their long edge."""
+    sandbox: Sandbox | None = None
+    """How bash confines this call; None runs it unconfined (the approval policy decides, per call)."""
+    escalate: Callable[[str], bool] | None = None
+    """Asks the user whether a command the sandbox blocked may run again outside it (given why it
+    failed); None when no one may be asked."""
 
 
 @dataclass
@@ -39,6 +61,8 @@ class ToolResult:
     """Unified diff for edits and writes, shown to the person."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Structured facts (exit_code, path, duration) for logs and compaction's extractors."""
+    images: tuple[ImagePart, ...] = ()
+    """Images for the model (read_file on an image file), sent with `content`."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +75,15 @@ class Tool(Generic[A]):
     """Mutating tools need approval in default mode and are refused in plan mode."""
     preview: Callable[[A, ToolContext], str] | None = None
     """What the tool will do, shown before approval (the diff of an edit, the command of bash)."""
+    parameters: dict[str, Any] | None = None
+    """The JSON schema when it is not the argument model's own (an MCP tool carries its server's)."""
+    concurrent: bool = False
+    """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
+    state with the other calls. Only non-mutating tools run concurrently."""
 
     def schema(self) -> ToolSchema:
+        if self.parameters is not None:
+            return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
         params = self.args.model_json_schema()
         params.pop("title", None)
         for prop in params.get("properties", {}).values():
@@ -64,8 +95,7 @@ class Tool(Generic[A]):
         try:
             data = json.loads(raw or "{}")
         except json.JSONDecodeError as exc:
-            raise ToolError(f"Invalid JSON arguments for {self.name}: {exc.msg} at position {exc.pos}. "
-                            f"Send a JSON object matching the tool schema.") from None
+            raise ToolError(invalid_json(self.name, raw, exc)) from None
         if not isinstance(data, dict):
             raise ToolError(f"Arguments for {self.name} must be a JSON object, got {type(data).__name__}.")
         try:
@@ -77,33 +107,95 @@ class Tool(Generic[A]):
             raise ToolError(f"Invalid arguments for {self.name}: {problems}.") from None
 
 
+@dataclass(frozen=True)
+class ToolChanges:
+    """What a `ToolSource` adds to or removes from the registry at one request boundary."""
+
+    added: tuple[Tool[Any], ...] = ()
+    removed: tuple[str, ...] = ()
+    reason: str = ""
+    """For the prefix monitor and the logs: `tools loaded: mcp__time__convert_time`."""
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+class ToolSource(Protocol):
+    """Tools that come and go during a session (MCP). Called on the loop's thread only."""
+
+    def poll(self) -> ToolChanges:
+        """The changes since the last poll (new tools are appended after the existing ones)."""
+        ...
+
+    def resolve(self, name: str) -> Tool[Any] | None:
+        """A tool the model called by name that the registry does not have yet (a deferred one)."""
+        ...
+
+def invalid_json(tool: str, raw: str, exc: json.JSONDecodeError) -> str:
+    """What the model reads about arguments that are not JSON (the provider already repaired what it
+    could, see `swecli.llm.arguments`): a cut-off call is named as such, so the model resends it whole."""
+    if exc.msg.startswith("Unterminated string") or exc.pos >= len(raw.rstrip()):
+        return (f"The arguments for {tool} end before the JSON object is complete ({len(raw):,} characters "
+                f"received; {exc.msg}): the call was cut off, probably at the output limit, and was not run. "
+                "Send it again complete; split long content into smaller writes or edits.")
+    return (f"Invalid JSON arguments for {tool}: {exc.msg} at position {exc.pos}; the call was not run. "
+            "Send a JSON object matching the tool schema.")
+
+
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
-        self._tools = {t.name: t for t in tools}
+    def __init__(self, tools: Iterable[Tool[Any]], source: ToolSource | None = None) -> None:
+        # Sorted by name so the serialized schemas (part of the cached prompt prefix) never reorder;
+        # tools that join later are appended after them, in the order they joined.
+        self._tools = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
+        self.source = source
+        self._resolved: list[Tool[Any]] = []
+        self._lock = threading.Lock()
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
 
     def get(self, name: str) -> Tool[Any] | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is None and self.source is not None:
+            tool = self.source.resolve(name)
+            if tool is not None:
+                with self._lock:
+                    self._tools[name] = tool
+                    self._resolved.append(tool)  # announced by the next refresh()
+        return tool
 
     def names(self) -> list[str]:
         return sorted(self._tools)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
-        # Sorted by name so the serialized schemas (part of the cached prompt prefix) never reorder.
-        return tuple(self._tools[n].schema() for n in self.names())
+        """In a stable order: the initial tools by name, then the ones that joined, as they joined."""
+        return tuple(t.schema() for t in self._tools.values())
+
+    def refresh(self) -> ToolChanges:
+        """Apply the source's changes (and announce tools resolved by name since the last call)."""
+        changes = self.source.poll() if self.source is not None else ToolChanges()
+        with self._lock:
+            resolved, self._resolved = self._resolved, []
+            for name in changes.removed:
+                self._tools.pop(name, None)
+            for tool in changes.added:
+                self._tools.setdefault(tool.name, tool)
+        if not resolved:
+            return changes
+        names = ", ".join(t.name for t in resolved)
+        reason = "; ".join(r for r in (changes.reason, f"tools called by name: {names}") if r)
+        return ToolChanges(tuple(resolved) + changes.added, changes.removed, reason)
 
     def run(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run one call; every failure becomes a result the model can read, never an exception."""
-        tool = self._tools.get(call.name)
+        tool = self.get(call.name)
         if tool is None:
             return ToolResult(
                 f"Unknown tool {call.name!r}. Available tools: {', '.join(self.names())}.",
                 is_error=True, summary="unknown tool",
             )
         try:
-            return tool.fn(tool.parse(call.arguments), ctx)
+            return tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
         except Exception as exc:

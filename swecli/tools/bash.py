@@ -4,6 +4,11 @@ The command runs in its own session (its own process group), so a timeout or an 
 everything it started (pipelines, `&` jobs, subshells) with one signal to the group. Output is read
 with `select` in the same thread that watches the clock and the cancel token, so a quiet command and
 a flood of output are both interruptible within ~0.1s.
+
+When the call comes with a sandbox (`ToolContext.sandbox`, chosen by the approval policy), the shell
+runs under bubblewrap (`swecli/tools/sandbox.py`), still in that process group. A failure the
+sandbox caused is said so in the result; when someone may be asked (`ToolContext.escalate`, default
+mode), the user can let the command run again outside the sandbox.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
+from swecli.tools.sandbox import Denial, Sandbox
 
 MAX_TIMEOUT = 600.0
 POLL_SECONDS = 0.1
@@ -88,12 +94,16 @@ class _Outcome:
     output: OutputBuffer = field(default_factory=lambda: OutputBuffer(30_000))
 
 
-def run_command(command: str, ctx: ToolContext, timeout: float) -> _Outcome:
+def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None) -> _Outcome:
     outcome = _Outcome(output=OutputBuffer(ctx.max_output_chars))
     start = time.monotonic()
+    argv = ["/bin/bash", "-c", command]
+    env = {**os.environ, **_ENV_OVERRIDES}
+    if sandbox is not None:
+        argv, env = sandbox.wrap(argv), sandbox.environment(env)
     proc = subprocess.Popen(
-        ["/bin/bash", "-c", command], cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, **_ENV_OVERRIDES},
+        argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True, env=env,
     )
     assert proc.stdout is not None
     stream = _Stream(proc, proc.stdout.fileno(), outcome.output)
@@ -195,13 +205,34 @@ def _format(outcome: _Outcome, timeout: float) -> tuple[str, str]:
 
 def bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
     timeout = args.timeout if args.timeout is not None else ctx.bash_timeout
-    outcome = run_command(args.command, ctx, timeout)
+    sandbox = ctx.sandbox
+    outcome = run_command(args.command, ctx, timeout, sandbox)
+    denial = _denial(outcome, sandbox)
+    note = ""
+    if sandbox is not None and denial is not None:
+        why = f"it failed in the sandbox ({denial.kind}: {denial.evidence})"
+        if ctx.escalate is not None and not ctx.cancel.cancelled and ctx.escalate(why):
+            note = f"[sandbox] {why}; the user allowed running it again outside the sandbox, which gave:\n"
+            sandbox, denial = None, None
+            outcome = run_command(args.command, ctx, timeout)
     content, summary = _format(outcome, timeout)
+    if sandbox is not None and denial is not None:
+        content += "\n" + sandbox.advice(denial)
+        summary += " · blocked by the sandbox"
     failed = outcome.exit_code != 0 or outcome.stopped in ("timeout", "cancel")
     meta = {"exit_code": outcome.exit_code, "duration": round(outcome.duration, 3), "command": args.command,
             "timed_out": outcome.stopped == "timeout", "interrupted": outcome.stopped == "cancel",
-            "output_bytes": outcome.output.total}
-    return ToolResult(content, is_error=failed, summary=summary, meta=meta)
+            "output_bytes": outcome.output.total, "sandbox": sandbox.mode if sandbox is not None else "off"}
+    if denial is not None:
+        meta["sandbox_denied"] = denial.kind
+    return ToolResult(note + content, is_error=failed, summary=summary, meta=meta)
+
+
+def _denial(outcome: _Outcome, sandbox: Sandbox | None) -> Denial | None:
+    """The sandbox restriction that made the command fail, if that is what happened."""
+    if sandbox is None or outcome.stopped or outcome.exit_code == 0:
+        return None
+    return sandbox.explain_failure(outcome.output.text())
 
 
 def preview_bash(args: BashArgs, ctx: ToolContext) -> str:

@@ -10,7 +10,8 @@ from typing import BinaryIO
 from pydantic import BaseModel, Field
 
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
-from swecli.tools.paths import display_path, resolve_in_root
+from swecli.tools.images import is_image_path, load_image
+from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.text import (
     BINARY_SNIFF_BYTES,
     TextFile,
@@ -201,10 +202,12 @@ class _Page:
 
 
 def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
-    target = resolve_in_root(ctx.root, args.path)
-    shown = display_path(ctx.root, target)
+    target = resolve_readable(ctx.root, args.path, ctx.read_roots)
+    shown = shown_path(ctx.root, target)
     if target.exists() and not target.is_file() and not target.is_dir():
         raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); read_file only reads files.")
+    if is_image_path(target) and target.is_file() and (image := _read_image(target, shown, ctx)) is not None:
+        return image
     try:
         with target.open("rb") as fh:
             if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
@@ -224,6 +227,21 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     whole = args.offset == 1 and page.last == page.total
     summary = _pluralize(page.total, "line") if whole else f"lines {args.offset}-{page.last} of {page.total:,}"
     return ToolResult("\n".join(page.lines + _page_notes(page)), summary=summary, meta=meta)
+
+
+def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None:
+    """The image as the model sees it; None when the file is not a readable image (read as any file)."""
+    if not ctx.images:
+        raise ToolError(f"{shown} is an image, and the current model does not accept images, so read_file cannot "
+                        "show it. Work from its name and context, or ask the user to describe it.")
+    try:
+        image = load_image(target, shown, "read with read_file", ctx.image_max_edge)
+    except ToolError:
+        return None
+    kind = image.media_type.removeprefix("image/").upper()
+    return ToolResult(f"Image {shown} ({image.width}×{image.height} {kind}) is attached.", images=(image,),
+                      summary=f"image {image.width}×{image.height}",
+                      meta={"path": shown, "width": image.width, "height": image.height})
 
 
 def _read_page(fh: BinaryIO, offset: int, limit: int) -> _Page:
@@ -275,7 +293,8 @@ READ_FILE = Tool(
     description=(
         "Read a text file, with line numbers (`     1<TAB>text`). Shows up to "
         f"{READ_LIMIT} lines from `offset` (1-based); longer files end with a note giving the offset to "
-        f"continue from. Lines over {LINE_CHARS} characters are cut. Binary files are refused. "
+        f"continue from. Lines over {LINE_CHARS} characters are cut. An image file (png, jpg, gif, webp) is "
+        "returned as an image you can see. Other binary files are refused. "
         "The line-number prefix is not part of the file: never copy it into edit_file."
     ),
     args=ReadFileArgs,

@@ -39,3 +39,22 @@ def _lexically_outside(root: Path, real_root: Path, candidate: Path) -> bool:
     joined = candidate if candidate.is_absolute() else real_root / candidate
     normalized = Path(os.path.normpath(joined))
     return not any(normalized == base or normalized.is_relative_to(base) for base in (root.absolute(), real_root))
+
+
+def resolve_readable(root: Path, path: str | os.PathLike[str], extra: tuple[Path, ...] = ()) -> Path:
+    """Like `resolve_in_root`, but an absolute path inside one of the `extra` read-only folders (a
+    user-level skill's folder) is allowed too."""
+    try:
+        return resolve_in_root(root, path)
+    except ToolError:
+        candidate = Path(os.fspath(path)).expanduser()
+        if candidate.is_absolute():
+            target = candidate.resolve()
+            if any(target.is_relative_to(folder.resolve()) for folder in extra):
+                return target
+        raise
+
+
+def shown_path(root: Path, path: Path) -> str:
+    """`display_path` inside the project; the absolute path for a file outside it (an extra read root)."""
+    return display_path(root, path) if path.is_relative_to(Path(root).resolve()) else str(path)

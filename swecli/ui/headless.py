@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.events import (
     BackgroundSummary,
+    ChildEvent,
     CompactionDone,
     Event,
     Notice,
@@ -30,7 +31,9 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
+from swecli.llm.retry import format_seconds
 from swecli.ui.render import key_argument
 
 if TYPE_CHECKING:
@@ -47,7 +50,9 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     data: dict[str, Any] = {"type": kind}
     for f in dataclasses.fields(event):
-        data[f.name] = _jsonable(getattr(event, f.name))
+        value = getattr(event, f.name)
+        data[f.name] = event_to_dict(value) if isinstance(event, ChildEvent) and f.name == "event" else \
+            _jsonable(value)
     return data
 
 
@@ -71,6 +76,9 @@ class ProgressPrinter:
         self._in_reasoning = False
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ChildEvent):
+            self._child(event)
+            return
         if isinstance(event, ReasoningDelta):
             if not self._in_reasoning:
                 self.out.write("thinking: ")
@@ -95,6 +103,18 @@ class ProgressPrinter:
             self.out.write(f"background summary {event.phase}" + (f": {event.note}" if event.note else "") + "\n")
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
+        elif isinstance(event, Waiting):
+            self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
+                           f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")
+        self.out.flush()
+
+    def _child(self, wrapped: ChildEvent) -> None:
+        """A sub-agent's actions, indented under its task call."""
+        event = wrapped.event
+        if isinstance(event, ToolStarted):
+            self.out.write(f"    > [{wrapped.agent}] {event.call.name} {key_argument(event.call.name, event.args)}\n")
+        elif isinstance(event, Notice) and event.level != "info":
+            self.out.write(f"    {event.level}: [{wrapped.agent}] {event.text}\n")
         self.out.flush()
 
 
@@ -172,8 +192,9 @@ def tty_approver() -> Approver | None:
 
     def ask(request: ApprovalRequest) -> Decision:
         sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
-        if request.danger:
-            sys.stderr.write(f"warning: {request.danger}\n")
+        for warning in (request.danger, request.note):
+            if warning:
+                sys.stderr.write(f"warning: {warning}\n")
         answer = input("Allow? [y]es / [n]o / [a]lways this session: ").strip().lower()
         if answer.startswith("a"):
             return Decision("always")

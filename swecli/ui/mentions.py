@@ -14,6 +14,7 @@ from pathlib import Path
 
 from swecli.messages import UserMessage
 from swecli.tools.base import ToolError
+from swecli.tools.images import is_image_path
 from swecli.tools.paths import display_path, resolve_in_root
 
 MENTION = re.compile(r"(?:^|(?<=\s))@([^\s@]+)")
@@ -70,6 +71,8 @@ def collect(root: Path, text: str, count: Callable[[str], int] = estimate_tokens
     """Read every file mentioned in `text`; mentions that are not readable files become problems."""
     found = Mentions()
     for raw in mentioned_paths(text):
+        if is_image_path(raw):
+            continue  # images are attached to the prompt itself (AgentSession.run, swecli.tools.images)
         try:
             found.attachments.append(_attach(root, raw, count))
         except ToolError as exc:

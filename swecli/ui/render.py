@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
@@ -25,9 +26,11 @@ from rich.text import Text
 
 from swecli.events import (
     BackgroundSummary,
+    ChildEvent,
     CompactionDone,
     Event,
     MessageAppended,
+    ModelCallFinished,
     ModelCallStarted,
     Notice,
     ReasoningDelta,
@@ -35,6 +38,7 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import AssistantMessage
 from swecli.ui.meter import format_tokens
@@ -52,6 +56,8 @@ ICONS = {
     "write_file": "📝",
     "edit_file": "✏️",
     "bash": "⚡",
+    "task": "🤖",
+    "skill": "📘",
 }
 VERBS = {
     "list_files": "list",
@@ -60,6 +66,8 @@ VERBS = {
     "write_file": "write",
     "edit_file": "edit",
     "bash": "bash",
+    "task": "task",
+    "skill": "skill",
 }
 OTHER_ICON = "🔧"
 RESULT_MARK = "  ⎿  "
@@ -120,6 +128,10 @@ def key_argument(name: str, args: dict[str, Any]) -> str:
         return " ".join(parts)
     if name == "read_file":
         return str(args.get("path", "")) + _line_range(args)
+    if name == "task":
+        return f"{args.get('agent') or 'explore'}: {_one_line(args.get('description') or args.get('prompt', ''), 80)}"
+    if name == "skill":
+        return str(args.get("name") or "(list)")
     if "path" in args:
         return str(args["path"])
     return _compact_args(args)
@@ -271,6 +283,8 @@ def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> Rend
         parts.append(Text(request.preview, style=""))
     if request.danger:
         parts.append(Text(f"    ⚠ {request.danger}", style="bold red"))
+    if request.note:
+        parts.append(Text(f"    ⚠ {request.note}", style="yellow"))
     return Group(*parts)
 
 
@@ -343,6 +357,40 @@ class BlockStream:
         return [rest] if rest.strip() else []
 
 
+# -- sub-agents -----------------------------------------------------------------------------------
+
+@dataclass
+class ChildProgress:
+    """A running sub-agent, as the live region shows it under its `task` call."""
+
+    agent: str
+    actions: list[str] = field(default_factory=list)
+    tools: int = 0
+    tokens: int = 0
+
+    def see(self, event: Event) -> None:
+        if isinstance(event, ToolStarted):
+            self.tools += 1
+            self.actions = [*self.actions[-(CHILD_ACTIONS - 1):], action_line(event.call.name, event.args).plain]
+        elif isinstance(event, ModelCallFinished):
+            self.tokens += event.usage.total_tokens
+
+    def lines(self) -> list[Text]:
+        head = Text(f"{RESULT_MARK}{self.agent}: ", style="dim")
+        head.append(f"{_plural(self.tools, 'tool use')} · {format_tokens(self.tokens)} tokens", style="dim")
+        out = [head]
+        hidden = self.tools - len(self.actions)
+        if hidden > 0:
+            out.append(Text(f"{PREVIEW_INDENT}… +{hidden} earlier", style="dim"))
+        out += [Text(PREVIEW_INDENT + action, style="dim", overflow="ellipsis", no_wrap=True)
+                for action in self.actions]
+        return out
+
+
+CHILD_ACTIONS = 3
+"""A running sub-agent's latest actions shown under its call (the rest are folded into a count)."""
+
+
 # -- the event listener ---------------------------------------------------------------------------
 
 class Renderer:
@@ -366,6 +414,9 @@ class Renderer:
         self._after_code = False
         self._streamed = False
         self._approved_diffs: set[str] = set()
+        self._children: dict[str, ChildProgress] = {}
+        self._silent_since: float | None = None
+        """When the model went quiet, while it stays quiet (from `Waiting` events)."""
         self.interrupting = False
         self.summarizing = False
         """A background summary is being made (shown in the status line)."""
@@ -411,6 +462,13 @@ class Renderer:
             self._dispatch(event)
 
     def _dispatch(self, event: Event) -> None:
+        if isinstance(event, ChildEvent):
+            self._on_child(event)
+            return
+        if isinstance(event, Waiting):
+            self._silent_since = time.monotonic() - event.seconds
+            return
+        self._silent_since = None
         if isinstance(event, ReasoningDelta):
             self._on_reasoning(event.text)
         elif isinstance(event, TextDelta):
@@ -476,7 +534,17 @@ class Renderer:
         self._finish_streams()
         self._streamed = False
 
+    def _on_child(self, wrapped: ChildEvent) -> None:
+        """A sub-agent's progress stays folded in the live region under its call; only its warnings and
+        its outcome (the parent's ToolFinished) reach the scrollback."""
+        progress = self._children.setdefault(wrapped.call_id, ChildProgress(wrapped.agent))
+        progress.see(wrapped.event)
+        if isinstance(wrapped.event, Notice) and wrapped.event.level != "info":
+            self._finish_streams()
+            self.console.print(Text(PREVIEW_INDENT) + notice_line(wrapped.event))
+
     def _on_tool_finished(self, event: ToolFinished) -> None:
+        self._children.pop(event.call.id, None)
         self._finish_streams()
         width = self._text_width(PREVIEW_INDENT)
         self.console.print(result_text(event.call.name, event.result, self.preview_lines, width))
@@ -533,6 +601,8 @@ class Renderer:
         if pending.strip():
             tail = pending.rstrip("\n").splitlines()[-TAIL_LINES:]
             parts.append(Text("\n".join(tail), overflow="ellipsis", no_wrap=True))
+        for progress in list(self._children.values()):
+            parts.extend(progress.lines())
         parts.append(self.status_line())
         return Group(*parts)
 
@@ -542,7 +612,10 @@ class Renderer:
         line = frame.copy() if isinstance(frame, Text) else Text("·")
         label = "Interrupting" if self.interrupting else self._activity
         line.append(f" {label}… ", style="bold")
-        line.append(f"{format_duration(now - self._turn_started)} · esc to interrupt", style="dim")
+        line.append(f"{format_duration(now - self._turn_started)}", style="dim")
+        if self._silent_since is not None:
+            line.append(f" · no reply for {format_duration(now - self._silent_since)}", style="yellow")
+        line.append(" · esc to interrupt", style="dim")
         if self.summarizing:
             line.append(" · summarizing older context in the background", style="dim")
         return line

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from swecli.agent import Agent
     from swecli.assembly import AgentSession, EventBus
+    from swecli.skills.catalog import Skill
 
 POLL = 0.05
 """Seconds between checks for keys and approval requests while the agent works."""
@@ -84,6 +85,7 @@ class Repl:
         self.session_usage = Usage()
         self.approvals = ApprovalBridge()
         self.session: AgentSession = self._open(self.resume, self.continue_latest)
+        self._skill_commands()
         self._exit = False
         self._meter = self._measure()
 
@@ -109,7 +111,13 @@ class Repl:
         session.agent.policy.always_commands |= policy.always_commands
         old, self.session = self.session, session
         old.close()
+        self._skill_commands()
         self.refresh_meter()
+
+    def _skill_commands(self) -> None:
+        from swecli.ui.commands.skills import register_skill_commands
+
+        register_skill_commands(self.commands, self.session.skills)
 
     @property
     def agent(self) -> Agent:
@@ -151,8 +159,9 @@ class Repl:
     def switch_model(self, name: str) -> None:
         from swecli.assembly import retry_notices
         from swecli.llm.factory import make_provider
+        from swecli.llm.window import resolve_window
 
-        settings = self.settings.model_copy(update={"model": name})
+        settings = resolve_window(self.settings.model_copy(update={"model": name}))
         try:
             provider = make_provider(settings, on_retry=retry_notices(self.bus))
         except (ProviderError, ConfigError, ValueError) as exc:
@@ -161,7 +170,8 @@ class Repl:
         old = self.session.provider
         self.session.provider = self.agent.provider = provider
         self.session.settings = self.settings = settings
-        self.agent.context.use_model(name, settings.context_window)  # window, tokenizer, calibration
+        self.agent.context.use_model(name, settings.context_window, settings.window_source)  # window, tokenizer
+        self.agent.tool_ctx.images = settings.accepts_images is not False
         old.close()
         self.refresh_meter()
         self.print(Text(f"Model: {name} (context window {format_tokens(settings.context_window)})"))
@@ -202,6 +212,7 @@ class Repl:
         armed = False  # Ctrl-C pressed once on an empty prompt
         try:
             while not self._exit:
+                self.session.drain_notices()  # an MCP server that failed while the prompt was idle
                 self.refresh_meter()
                 if session is not None:  # a background summary that ends redraws the toolbar (thread-safe)
                     self.agent.context.on_background_done = session.app.invalidate
@@ -258,7 +269,21 @@ class Repl:
             return
         self.run_task(text)
 
-    def run_task(self, text: str) -> TurnFinished | None:
+    def run_skill(self, skill: Skill, request: str) -> TurnFinished | None:
+        """`/skill-name [request]`: the skill's instructions go into the conversation, then the request runs."""
+        from swecli.skills.catalog import SkillError
+        from swecli.skills.loading import skill_message
+
+        try:
+            message = skill_message(skill, self.root)
+        except SkillError as exc:
+            self.warn(f"/{skill.name}: {exc}")
+            return None
+        self.print(Text(f"📘 loaded skill {skill.name} ({skill.path})", style="dim"))
+        return self.run_task(request.strip() or f"Use the {skill.name} skill.", preface=(message,))
+
+    def run_task(self, text: str, preface: Sequence[UserMessage] = ()) -> TurnFinished | None:
+        """Run one request; `preface` messages (a loaded skill) go into the history just before it."""
         attached = mentions.collect(self.root, text)
         for problem in attached.problems:
             self.warn(problem)
@@ -267,7 +292,8 @@ class Repl:
             self.print(Text(f"📎 {a.path} · {a.lines} lines · ~{format_tokens(a.tokens)} tokens{note}", style="dim"))
         turn = _Turn()
         paths = [str(a.path) for a in attached.attachments]
-        worker = threading.Thread(target=self._work, args=(text, attached.message(), paths, turn),
+        context = (*preface, *filter(None, [attached.message()]))
+        worker = threading.Thread(target=self._work, args=(text, context, paths, turn),
                                   name="swecli-agent", daemon=True)
         self.renderer.begin_turn()
         worker.start()
@@ -277,10 +303,10 @@ class Repl:
             self._report(turn.error)
         return turn.result
 
-    def _work(self, prompt: str, context: UserMessage | None, attached: list[str], turn: _Turn) -> None:
+    def _work(self, prompt: str, context: Sequence[UserMessage], attached: list[str], turn: _Turn) -> None:
         try:
-            if context is not None:
-                self.agent.append(context)
+            for message in context:
+                self.agent.append(message)
             turn.result = self.session.run(prompt, attachments=attached)
         except BaseException as exc:  # reported by the main thread; the session goes on
             turn.error = exc

@@ -15,7 +15,7 @@ from swecli.context.archive import MemoryArchive
 from swecli.context.compaction import SUMMARY_SYSTEM
 from swecli.context.extract import parse_facts
 from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
-from swecli.events import CompactionDone, Event, Notice
+from swecli.events import CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import ContextOverflowError, ModelRequest
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.permissions import Policy
@@ -389,3 +389,40 @@ def test_what_auto_compaction_keeps_verbatim_scales_with_the_window() -> None:
         kept[window] = context.counter.messages(compacted[summary + 1:])
         assert window // 4 - 1_000 < kept[window] <= window // 4
     assert kept[80_000] > 1.8 * kept[40_000]
+def test_an_overflow_naming_a_smaller_window_is_logged_adopted_and_explained() -> None:
+    context = manager(window=131_072)
+    context.window_source = "known-models table"
+    events: list[Event] = []
+    context.on_event = events.append
+    context.note_overflow(ContextOverflowError("too long", server_window=4096, requested=5000))
+    overflow = [e for e in events if isinstance(e, ContextOverflow)]
+    assert overflow == [ContextOverflow(131_072, 4096, 5000, "too long", adopted=True)]
+    assert context.window == 4096 and context.window_source == "server (its context-length error)"
+    notice = next(e for e in events if isinstance(e, Notice))
+    assert "4,096 tokens, smaller than the 131,072 swecli planned for" in notice.text
+    assert "context_limit = 4096" in notice.text and "llama-server -c" in notice.text
+
+
+def test_an_overflow_without_numbers_or_with_a_larger_window_changes_nothing() -> None:
+    context = manager(window=8_192)
+    events: list[Event] = []
+    context.on_event = events.append
+    context.note_overflow(ContextOverflowError("empty stream"))
+    context.note_overflow(ContextOverflowError("too long", server_window=32_768))
+    assert context.window == 8_192 and not any(isinstance(e, Notice) for e in events)
+    assert [e.adopted for e in events if isinstance(e, ContextOverflow)] == [False, False]
+
+
+def test_the_final_overflow_error_counts_every_request_and_names_the_fix() -> None:
+    context = manager(window=32_768)
+    context.window_source = "default for unknown models"
+    first = ContextOverflowError("empty stream").with_note("gave up after 2 attempts", 2)
+    again = ContextOverflowError("empty stream").with_note("gave up after 2 attempts", 2)
+    assert isinstance(first, ContextOverflowError) and isinstance(again, ContextOverflowError)
+    error = context.overflow_failure(first, again)
+    assert str(error) == ("empty stream; still too large after compacting (4 requests sent): swecli planned for "
+                          "32,768 tokens (default for unknown models); if the server's window is smaller, set "
+                          "context_limit to it or give the server a larger context.")
+    named = context.overflow_failure(ContextOverflowError("x", server_window=4096),
+                                     ContextOverflowError("x", server_window=4096, requested=6000))
+    assert "(2 requests sent): the server's window is 4,096 tokens and the request 6,000" in str(named)

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from swecli.config import ConfigError, Settings
+from swecli.config import ConfigError, Settings, load_settings
 from swecli.llm.discovery import LocalServer, discover, list_models
 from swecli.testing.server import ScriptedLLM
 
@@ -62,3 +64,26 @@ def test_list_models_tolerates_non_servers() -> None:
     assert list_models("http://127.0.0.1:9/v1") is None
     with ScriptedLLM() as llm:
         assert list_models(llm.base_url) == ["scripted-model"]
+
+
+def test_dummy_key_and_a_local_base_url_use_the_served_model() -> None:
+    """OPENAI_API_KEY=dummy + OPENAI_BASE_URL at a local server: its model, not gpt-4.1."""
+    with ScriptedLLM(model="qwen2.5-coder:7b") as llm:
+        found = discover(Settings(), env={"OPENAI_API_KEY": "dummy", "OPENAI_BASE_URL": llm.base_url},
+                         local_servers=NOWHERE)
+    assert (found.provider, found.model, found.api_key) == ("openai", "qwen2.5-coder:7b", "dummy")
+
+
+def test_a_server_that_lists_nothing_keeps_the_presets_model() -> None:
+    found = discover(Settings(), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"},
+                     local_servers=NOWHERE)
+    assert found.model == "gpt-4.1"
+
+
+def test_configured_preset_at_another_url_asks_the_server(project: Path) -> None:
+    with ScriptedLLM(model="served") as llm:
+        loaded = load_settings(project, {"provider": "openai", "base_url": llm.base_url},
+                               env={"OPENAI_API_KEY": "dummy"})
+        assert loaded.model == ""
+        assert discover(loaded, env={}).model == "served"
+    assert load_settings(project, {"provider": "openai"}, env={"OPENAI_API_KEY": "k"}).model == "gpt-4.1"

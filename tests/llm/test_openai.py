@@ -396,7 +396,7 @@ def test_server_that_ignores_stream_sends_one_json_answer() -> None:
 
 
 def test_html_instead_of_a_stream_points_at_the_base_url() -> None:
-    with pytest.raises(ProviderError, match=r"did not answer with an event stream \(check base_url\): <html>"):
+    with pytest.raises(ProviderError, match=r'answered with a web page \("Welcome to the web UI"\).*check base_url'):
         parse([b"<html>\n<body>Welcome to the web UI</body>\n</html>\n"])
 
 

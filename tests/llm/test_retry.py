@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from email.utils import formatdate
 
 import pytest
 
-from swecli.llm.base import Cancelled, CancelToken, RateLimitError, TransientError
-from swecli.llm.retry import Retryable, RetryNotice, RetryPolicy, parse_retry_after, retry_stream
+from swecli.llm.base import Cancelled, CancelToken, ContextOverflowError, RateLimitError, TransientError
+from swecli.llm.retry import Deadline, Retryable, RetryNotice, RetryPolicy, parse_retry_after, retry_stream
 
 
 def flaky(failures: list[Exception], result: str = "ok") -> tuple[list[int], Callable[[], Iterator[str]]]:
@@ -99,3 +100,22 @@ def test_parse_retry_after() -> None:
     now = 1_700_000_000.0
     assert parse_retry_after({"Retry-After": formatdate(now + 30, usegmt=True)}, now=now) == pytest.approx(30)
     assert parse_retry_after({"Retry-After": formatdate(now - 30, usegmt=True)}, now=now) == 0.0
+
+
+def test_no_retry_starts_past_the_deadline() -> None:
+    calls, attempt = flaky([Retryable(TransientError("openai sent nothing for 600s")) for _ in range(5)])
+    deadline = Deadline(time.monotonic() + 0.5, 0.5)  # a retry would wait at least 0.5 s: past it
+    with pytest.raises(TransientError) as failure:
+        list(retry_stream(attempt, RetryPolicy(sleep=lambda s: None, jitter=lambda: 1.0), deadline=deadline))
+    assert len(calls) == 1 and failure.value.attempts == 1
+    assert str(failure.value) == ("openai sent nothing for 600s (gave up after 1 attempt: another would pass the "
+                                  "0.5s limit set by request_deadline; raise it if the server needs longer)")
+    assert failure.value.reason == "openai sent nothing for 600s"
+
+
+def test_the_attempt_count_travels_with_the_error() -> None:
+    _, attempt = flaky([Retryable(ContextOverflowError("empty stream", server_window=4096), max_retries=1)] * 2)
+    with pytest.raises(ContextOverflowError) as failure:
+        list(retry_stream(attempt, RetryPolicy(sleep=lambda s: None)))
+    assert failure.value.attempts == 2 and failure.value.server_window == 4096
+    assert failure.value.reason == "empty stream" and str(failure.value) == "empty stream (gave up after 2 attempts)"

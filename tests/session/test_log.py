@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from swecli.config import Settings
-from swecli.events import CompactionDone, TurnFinished
+from swecli.events import CompactionDone, ContextOverflow, TurnFinished
 from swecli.messages import ToolCall, Usage
 from swecli.session.log import (
     SessionLog,
@@ -175,3 +175,16 @@ def test_find_log_latest_by_default_or_by_prefix(project: Path) -> None:
 
 def call_with(arguments: str) -> ToolCall:
     return ToolCall(id="c1", name="write_file", arguments=arguments)
+
+
+def test_context_overflow_record_and_its_line(project: Path) -> None:
+    log = SessionLog(project, "s2")
+    log.session_start(Settings(model="gemma3-270m", provider="llamacpp"), project)
+    log.context_overflow(ContextOverflow(131_072, 4096, 5000, "prompt too long", adopted=True))
+    log.close()
+    start, overflow = records(log.path)
+    assert start["context_window"] == 131_072 and start["window_source"] == "known-models table"
+    assert overflow == {**overflow, "event": "context_overflow", "planned_window": 131_072, "server_window": 4096,
+                        "requested": 5000, "adopted": True, "text": "prompt too long"}
+    lines = format_log(log.path)
+    assert any("server window 4096, planned 131,072 (adopted): prompt too long" in line for line in lines)

@@ -220,7 +220,8 @@ def test_read_file_is_confined_to_the_root(project: Path, tmp_path: Path, run_to
 
 
 @pytest.mark.parametrize(("raw", "expected"), [
-    ('{"path": "a.py"', "Invalid JSON arguments for read_file"),
+    ('{"path": "a.py"', "arguments for read_file end before the JSON object is complete"),
+    ('{"path" "a.py"}', "Invalid JSON arguments for read_file"),
     ('["a.py"]', "must be a JSON object"),
     ("{}", "path: Field required"),
     ('{"path": "a.py", "offset": 0}', "offset"),

@@ -17,6 +17,7 @@ from swecli.events import (
     ToolFinished,
     ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import AssistantMessage, ToolCall, Usage
 from swecli.permissions import ApprovalRequest
@@ -146,6 +147,8 @@ def test_approval_preview_shows_the_full_command_or_the_diff() -> None:
     assert render(approval_preview(edit)).splitlines()[-1] == "    +    return 42"
     danger = ApprovalRequest(call("bash"), {"command": "rm -rf /"}, "rm -rf /", danger="deletes the filesystem root")
     assert render(approval_preview(danger)) == "    $ rm -rf /\n    ⚠ deletes the filesystem root"
+    note = ApprovalRequest(call("bash"), {"command": "make"}, "make", note="runs without the sandbox")
+    assert render(approval_preview(note)) == "    $ make\n    ⚠ runs without the sandbox"
 
 
 def test_line_stream_wraps_long_paragraphs_at_spaces() -> None:
@@ -264,3 +267,14 @@ def test_status_line_shows_elapsed_time_and_how_to_interrupt() -> None:
     renderer(ToolStarted(call("bash"), {"command": "make"}))
     renderer.mark_interrupting()
     assert render(renderer.status_line(start + 14.0))[1:] == " Interrupting… 14s · esc to interrupt"
+
+
+def test_status_line_shows_how_long_a_silent_model_has_said_nothing() -> None:
+    renderer = Renderer(capture_console(), live=False)
+    renderer.begin_turn()
+    renderer(ModelCallStarted(1, 100))
+    renderer(Waiting(20.0, "llamacpp", 600.0))
+    now = renderer._silent_since + 45.0 if renderer._silent_since is not None else 0.0
+    assert render(renderer.status_line(now)).endswith(" · no reply for 45s · esc to interrupt")
+    renderer(TextDelta("finally"))
+    assert "no reply" not in render(renderer.status_line(now))

@@ -5,6 +5,8 @@
 - `model`: /model /mode
 - `context`: /context /compact
 - `memory`: /init /notes /playbook
+- `skills`: /skills, and one /skill-name per skill (registered by the REPL once the session has its catalog)
+- `mcp`: /mcp
 
 A new command is a decorated function in the family it belongs to (a new family module is added to
 `default_registry`).
@@ -19,6 +21,7 @@ __all__ = ["Command", "CommandRegistry", "Family", "default_registry", "is_comma
 
 def default_registry() -> CommandRegistry:
     """Every family's commands on one registry (the REPL's)."""
-    from swecli.ui.commands import context, memory, model, session
+    from swecli.ui.commands import context, mcp, memory, model, session, skills
 
-    return CommandRegistry([*session.commands, *model.commands, *context.commands, *memory.commands])
+    return CommandRegistry([*session.commands, *model.commands, *context.commands, *memory.commands,
+                            *skills.commands, *mcp.commands])

@@ -31,8 +31,11 @@ commands = Family()
 
 @commands.command("context", "Show what fills the context window: system, tools, memory, history, current turn")
 def context(repl: Repl, args: str) -> None:
+    repl.agent.sync_tools()  # MCP servers that became ready since the last request
     manager = repl.agent.context
     repl.print(context_report(manager.state(repl.agent.history), manager))
+    if repl.session.mcp is not None:
+        repl.print(Text(repl.session.mcp.summary(), style="dim"))
 
 
 @commands.command("compact", "Compact the conversation now; the focus text steers what the summary keeps",
@@ -88,7 +91,7 @@ def _levels(state: ContextState, context: ContextManager) -> str:
 
 
 def _footer(state: ContextState, context: ContextManager | None) -> Text:
-    lines = []
+    lines = [f"window {format_tokens(state.budget.window)}: {context.window_source}"] if context is not None else []
     if state.calibrated:
         lines.append(f"calibrated to the provider: ×{state.ratio:.3f} (local {state.encoding} count "
                      f"{state.raw_total:,})")

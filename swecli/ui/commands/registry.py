@@ -69,6 +69,10 @@ class CommandRegistry:
         for alias in command.aliases:
             self._aliases[alias] = command.name
 
+    def unregister(self, name: str) -> None:
+        """Remove a command (and its aliases); nothing happens when there is none of that name."""
+        self._forget(name)
+
     def _forget(self, name: str) -> None:
         old = self._commands.pop(name, None)
         for alias in old.aliases if old else ():

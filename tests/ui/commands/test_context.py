@@ -25,6 +25,14 @@ class FakeAgent:
             self.history = list(history)
             self.replaced.append(reason)
 
+    def sync_tools(self) -> None:
+        """No tool source here (MCP is covered by tests/mcp)."""
+
+
+@dataclass
+class NoMcp:
+    mcp: None = None
+
 
 @dataclass
 class FakeRepl:
@@ -32,6 +40,7 @@ class FakeRepl:
     provider: Any
     console: Console = field(default_factory=lambda: Console(record=True, width=110, color_system=None))
     meter_refreshed: int = 0
+    session: NoMcp = field(default_factory=NoMcp)
 
     def print(self, renderable: Any = "") -> None:
         self.console.print(renderable)
@@ -106,3 +115,12 @@ def test_compact_on_an_empty_conversation_says_so() -> None:
 def test_the_context_family_declares_context_and_compact() -> None:
     assert [c.name for c in commands] == ["context", "compact"]
     assert [c.signature for c in commands][1] == "/compact [focus instructions]"
+
+
+def test_context_report_says_where_the_window_came_from() -> None:
+    repl = make([])
+    context = repl.agent.context
+    context.window_source = "server (llama.cpp /props default_generation_settings.n_ctx)"
+    console = Console(record=True, width=110, color_system=None)
+    console.print(context_report(context.state(repl.agent.history), context))
+    assert "window 200k: server (llama.cpp /props default_generation_settings.n_ctx)" in console.export_text()

@@ -150,4 +150,6 @@ def test_every_family_lands_on_the_one_registry() -> None:
         "model", "mode",  # model
         "context", "compact",  # context
         "init", "notes", "playbook",  # memory
+        "skills",  # skills (each /skill-name is registered by the REPL once it has the session's catalog)
+        "mcp",  # mcp
     ])

@@ -1,0 +1,138 @@
+"""Sub-agent definitions: the built-in `explore` agent and user-defined ones in markdown files.
+
+A definition is a markdown file whose name is the agent's name (Claude Code's format, so its agents
+work unchanged):
+
+    ---
+    description: Reviews a diff for bugs and style problems   (required: when to use it)
+    tools: read_file, grep, bash                               (optional: default, the read-only tools)
+    model: inherit                                             (optional: a model name, or inherit)
+    ---
+    The system prompt of the agent (its instructions).
+
+Folders, earlier ones winning a name: `.swecli/agents/`, `.claude/agents/` (project), then
+`~/.config/swecli/agents/` (honours XDG_CONFIG_HOME) and `~/.claude/agents/` (user). A bad file (no
+front matter, no description, a name taken earlier) is skipped with one warning naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+DEFAULT_AGENT = "explore"
+
+EXPLORE_PROMPT = """You are a sub-agent of swecli, a coding agent. The main agent handed you one \
+self-contained job; you have a fresh context and only read-only tools. Do the job, then answer with \
+one report for the main agent: it sees only that report, not your tool calls.
+
+- Search broadly first (grep, list_files), then read only what you need (read_file with offset/limit).
+- Be thorough but stop as soon as the job is answered.
+- Report facts with exact paths and line numbers (`src/app.py:42`), quote short snippets when they \
+matter, and say what you could not find or verify. No preamble; keep it short."""
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    name: str
+    description: str
+    prompt: str
+    """The agent's own instructions (the body of its file); the system prompt of the child."""
+    tools: tuple[str, ...] | None = None
+    """Tool names it may use; None for the default read-only set."""
+    model: str = ""
+    """A model name, or "" to use the parent's model (`inherit` in the file)."""
+    path: Path | None = None
+    """The file it came from (None for the built-in)."""
+    source: str = "built-in"
+
+
+BUILTIN = AgentDefinition(
+    name=DEFAULT_AGENT,
+    description="Read-only codebase exploration; reports files, lines and findings.",
+    prompt=EXPLORE_PROMPT,
+)
+
+
+@dataclass
+class AgentCatalog:
+    agents: list[AgentDefinition] = field(default_factory=lambda: [BUILTIN])
+    warnings: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> AgentDefinition | None:
+        return next((a for a in self.agents if a.name == name.strip()), None)
+
+    def names(self) -> list[str]:
+        return [a.name for a in self.agents]
+
+
+class DefinitionError(Exception):
+    pass
+
+
+def agent_folders(root: Path, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    from swecli.config import user_config_path
+
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    return [
+        (".swecli/agents", root / ".swecli" / "agents"),
+        (".claude/agents", root / ".claude" / "agents"),
+        ("~/.config/swecli/agents", user_config_path(dict(env)).parent / "agents"),
+        ("~/.claude/agents", home / ".claude" / "agents"),
+    ]
+
+
+def load_agents(root: Path, env: Mapping[str, str] | None = None) -> AgentCatalog:
+    """The built-in agent, then every valid definition file, in folder precedence order."""
+    catalog = AgentCatalog()
+    for label, folder in agent_folders(root, env):
+        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            try:
+                agent = parse_agent(path, label)
+            except DefinitionError as exc:
+                catalog.warnings.append(f"agent skipped: {path}: {exc}")
+                continue
+            taken = catalog.get(agent.name)
+            if taken is not None:
+                catalog.warnings.append(f"agent skipped: {path}: the name {agent.name!r} is already taken by "
+                                        f"{taken.path or 'the built-in agent'}")
+                continue
+            catalog.agents.append(agent)
+    return catalog
+
+
+def parse_agent(path: Path, source: str) -> AgentDefinition:
+    from swecli.frontmatter import FrontMatterError, split_front_matter
+
+    try:
+        meta, body = split_front_matter(path.read_text(encoding="utf-8", errors="replace"))
+    except FrontMatterError as exc:
+        raise DefinitionError(str(exc)) from None
+    except OSError as exc:
+        raise DefinitionError(f"cannot read it ({exc.strerror or exc})") from None
+    name = str(meta.get("name") or path.stem).strip()
+    if not NAME.match(name):
+        raise DefinitionError(f"the name {name!r} must be letters, digits, - or _ (at most 64 characters)")
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise DefinitionError("its front matter has no `description` (say when the agent should be used)")
+    model = str(meta.get("model") or "").strip()
+    return AgentDefinition(name=name, description=" ".join(description.split()), prompt=body.strip(),
+                           tools=_tools(meta.get("tools")), model="" if model == "inherit" else model, path=path,
+                           source=source)
+
+
+def _tools(raw: Any) -> tuple[str, ...] | None:
+    """`tools: read_file, grep` or a YAML list; absent or empty means the default read-only set."""
+    if raw is None or raw == "" or raw == []:
+        return None
+    items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
+    if items is None:
+        raise DefinitionError("`tools` must be a comma-separated list of tool names")
+    return tuple(str(item).strip() for item in items if str(item).strip())

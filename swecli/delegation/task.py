@@ -1,0 +1,64 @@
+"""The `task` tool: the model hands a self-contained job to a sub-agent and gets its report back.
+
+Several `task` calls in one reply run side by side (`Tool.concurrent`, bounded by
+`subagents.parallel`). The result is the child's condensed report, headed by one line that says
+which agent ran, how it ended and what it cost; a cancelled or failed child says so.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from swecli.delegation.runner import ChildOutcome, Delegator, resolve_agent
+from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+
+TOOL_NAME = "task"
+ENDINGS = {
+    "done": "finished",
+    "budget": "stopped at its token budget",
+    "iteration_limit": "stopped at its step limit",
+    "cancelled": "was cancelled by the user",
+    "error": "failed",
+}
+
+
+class TaskArgs(BaseModel):
+    description: str = Field(description="A 3-6 word label for the job, shown to the user.")
+    prompt: str = Field(description="The whole job, self-contained, and what the report should contain.")
+    agent: str = Field("explore", description="Which sub-agent runs it.")
+
+
+def task_tool(delegator: Delegator) -> Tool[TaskArgs]:
+    def run(args: TaskArgs, ctx: ToolContext) -> ToolResult:
+        try:
+            agent = resolve_agent(delegator.agents, args.agent)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        call_id = ctx.call_id or f"task-{id(args):x}"
+        outcome = delegator.run(call_id, agent, args.prompt)
+        return _result(agent.name, outcome, delegator.transcript_for(call_id))
+
+    listing = "\n".join(f"- {a.name}: {a.description}" for a in delegator.agents.agents)
+    return Tool(
+        name=TOOL_NAME,
+        description=(
+            "Hand a self-contained job to a sub-agent with a fresh context and get back only its report. Use it "
+            "for exploration that would fill your context with files you will not need again (where is X "
+            "defined or configured, how does a feature work across files). It sees nothing of this "
+            "conversation: put all it needs in `prompt`. Several task calls in one reply run in parallel.\n"
+            f"Sub-agents:\n{listing}"),
+        args=TaskArgs,
+        fn=run,
+        concurrent=True,
+    )
+
+
+def _result(agent: str, outcome: ChildOutcome, transcript: str) -> ToolResult:
+    ending = ENDINGS.get(outcome.stop_reason, outcome.stop_reason)
+    cost = f"{outcome.steps} step(s), {outcome.tool_calls} tool call(s), {outcome.usage.total_tokens:,} tokens"
+    where = f"; transcript: {transcript}" if transcript else ""
+    header = f"[sub-agent {agent} {ending}: {cost}{where}]"
+    failed = outcome.stop_reason in ("cancelled", "error")
+    return ToolResult(f"{header}\n{outcome.report}", is_error=failed,
+                      summary=f"{agent} {ending} · {outcome.tool_calls} tools · {outcome.usage.total_tokens:,} tokens",
+                      meta={"agent": agent, "stop_reason": outcome.stop_reason, "transcript": transcript})

@@ -1,0 +1,263 @@
+"""The context window a server actually runs, asked of the server itself.
+
+A model's name does not say how large a window the server gives it: `llama-server -c 4096` serves a
+gemma model with 4,096 tokens although the family supports 131,072. When the user set no
+`context_limit`, swecli asks (the first answer wins):
+
+- llama.cpp: `GET {root}/props`, `default_generation_settings.n_ctx` (per slot), else `n_ctx`;
+- vLLM, OpenRouter, Groq, Together, Mistral: `GET {base}/models`, the model's `max_model_len`,
+  `context_length`, `context_window` or `max_context_length`;
+- LM Studio: `GET {root}/api/v0/models`, `loaded_context_length`; for a model not loaded yet, its
+  default load size;
+- Ollama: `GET {root}/api/ps` (the loaded model's `context_length`), else `POST {root}/api/show`
+  (`num_ctx` in its parameters, else Ollama's default).
+
+(`{root}` is the base URL without its `/v1`.) The official OpenAI and Anthropic APIs are not asked: their
+model lists carry no window and the known-models table is right for them. Asking is time-boxed
+(`PROBE_BUDGET` seconds in all) and cached per base URL and model in
+`$XDG_CACHE_HOME/swecli/context-windows.json`: a day for a remote server, ten minutes for one on this
+machine, whose window changes whenever it is restarted with another `-c`. A server that answers none of
+these is cached as such, so it costs nothing on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swecli.config import ServerWindow, Settings
+from swecli.llm.presets import PRESETS
+from swecli.llm.transport import is_loopback_url, ssl_context
+
+if TYPE_CHECKING:
+    import httpx
+
+PROBE_BUDGET = 3.0
+"""Seconds all the questions to one server may take together."""
+LOCAL_TTL = 600.0
+REMOTE_TTL = 86_400.0
+DEFAULT_LOAD_CONTEXT = 4_096
+"""What Ollama and LM Studio give a model nobody configured (Ollama: on less than 24 GiB of VRAM; set
+`OLLAMA_CONTEXT_LENGTH` / `num_ctx` or LM Studio's context length for more)."""
+_WINDOW_KEYS = ("max_model_len", "context_length", "context_window", "max_context_length")
+_OFFICIAL = {"https://api.openai.com/v1", "https://api.anthropic.com", "https://api.anthropic.com/v1"}
+
+Probe = Callable[["_Asker", str], "tuple[int, str] | None"]
+
+
+def resolve_window(settings: Settings, cache: WindowCache | None = None, budget: float = PROBE_BUDGET) -> Settings:
+    """`settings` planning with the server's own window when it reports one (and the user set none)."""
+    if settings.context_limit or not settings.probe_context_window or not worth_asking(settings):
+        return settings
+    cache = cache if cache is not None else WindowCache.default()
+    hit, window = cache.get(settings.base_url, settings.model)
+    if not hit:
+        window = probe_window(settings, budget)
+        cache.put(settings.base_url, settings.model, window)
+    return settings.with_server_window(window)
+
+
+def worth_asking(settings: Settings) -> bool:
+    preset = PRESETS.get(settings.provider)
+    base = settings.base_url.rstrip("/")
+    return bool(base and settings.model) and preset is not None and preset.wire == "openai" and base not in _OFFICIAL
+
+
+def probe_window(settings: Settings, budget: float = PROBE_BUDGET) -> ServerWindow | None:
+    """Ask the server at `settings.base_url` for the window it runs `settings.model` with."""
+    asker = _Asker(settings.base_url, settings.api_key, time.monotonic() + budget)
+    try:
+        for probe in _probes_for(settings.provider):
+            found = probe(asker, settings.model)
+            if found is not None:
+                return ServerWindow(found[0], found[1], settings.base_url, settings.model)
+            if asker.out_of_time:
+                break
+    finally:
+        asker.close()
+    return None
+
+
+def _probes_for(provider: str) -> list[Probe]:
+    native: dict[str, list[Probe]] = {"llamacpp": [_llamacpp], "lmstudio": [_lmstudio], "ollama": [_ollama]}
+    first = native.get(provider, [])
+    return first + [p for p in (_model_list, _llamacpp, _lmstudio, _ollama) if p not in first]
+
+
+# -- the probes: each returns (tokens, where it was read) or None ----------------------------------
+
+def _llamacpp(ask: _Asker, model: str) -> tuple[int, str] | None:
+    props = ask.get_json(ask.root + "/props")
+    if not isinstance(props, dict):
+        return None
+    settings = props.get("default_generation_settings")
+    per_slot = settings.get("n_ctx") if isinstance(settings, dict) else None
+    for value, where in ((per_slot, "default_generation_settings.n_ctx"), (props.get("n_ctx"), "n_ctx")):
+        if (tokens := _tokens(value)) is not None:
+            return tokens, f"llama.cpp /props {where}"
+    return None
+
+
+def _model_list(ask: _Asker, model: str) -> tuple[int, str] | None:
+    listing = ask.get_json(ask.base + "/models")
+    entry = _entry_for(listing.get("data") if isinstance(listing, dict) else None, model, "id")
+    if entry is None:
+        return None
+    for key in _WINDOW_KEYS:
+        if (tokens := _tokens(entry.get(key))) is not None:
+            return tokens, f"/models {key}"
+    return None
+
+
+def _lmstudio(ask: _Asker, model: str) -> tuple[int, str] | None:
+    listing = ask.get_json(ask.root + "/api/v0/models")
+    entry = _entry_for(listing.get("data") if isinstance(listing, dict) else None, model, "id")
+    if entry is None:
+        return None
+    if (loaded := _tokens(entry.get("loaded_context_length"))) is not None:
+        return loaded, "LM Studio /api/v0/models loaded_context_length"
+    most = _tokens(entry.get("max_context_length"))
+    if most is None:
+        return None
+    if entry.get("state") == "loaded":
+        return most, "LM Studio /api/v0/models max_context_length"
+    return min(most, DEFAULT_LOAD_CONTEXT), "LM Studio's default load size (the model is not loaded yet)"
+
+
+def _ollama(ask: _Asker, model: str) -> tuple[int, str] | None:
+    running = ask.get_json(ask.root + "/api/ps")
+    entry = _entry_for(running.get("models") if isinstance(running, dict) else None, model, "name")
+    if entry is not None and (running_size := _tokens(entry.get("context_length"))) is not None:
+        return running_size, "Ollama /api/ps context_length"
+    shown = ask.post_json(ask.root + "/api/show", {"model": model})
+    if not isinstance(shown, dict):
+        return None
+    for line in str(shown.get("parameters") or "").splitlines():
+        name, _, value = line.partition(" ")
+        if name == "num_ctx" and (configured := _tokens(value.strip())) is not None:
+            return configured, "Ollama /api/show num_ctx"
+    info = shown.get("model_info")
+    trained = [_tokens(v) for k, v in info.items() if k.endswith(".context_length")] if isinstance(info, dict) else []
+    most = next((t for t in trained if t is not None), None)
+    if most is None:
+        return None
+    return min(most, DEFAULT_LOAD_CONTEXT), "Ollama's default context (no num_ctx set for the model)"
+
+
+def _entry_for(entries: Any, model: str, key: str) -> dict[str, Any] | None:
+    """The list entry for `model` (Ollama's `name:latest` matches `name`); the only entry of a one-model list."""
+    if not isinstance(entries, list):
+        return None
+    dicts = [e for e in entries if isinstance(e, dict)]
+    wanted = {model, f"{model}:latest", model.removesuffix(":latest")}
+    for entry in dicts:
+        if str(entry.get(key) or entry.get("model") or "") in wanted:
+            return entry
+    return dicts[0] if len(dicts) == 1 else None
+
+
+def _tokens(value: Any) -> int | None:
+    """`value` as a window: a whole number of at least 256 tokens, else None."""
+    try:
+        tokens = int(str(value))
+    except ValueError:
+        return None
+    return tokens if tokens >= 256 else None
+
+
+class _Asker:
+    """GET/POST JSON with what is left of the time box; any failure is None (the next probe may know)."""
+
+    def __init__(self, base_url: str, api_key: str, until: float) -> None:
+        self.base = base_url.rstrip("/")
+        self.root = self.base.removesuffix("/v1")
+        self.until = until
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client: httpx.Client | None = None
+
+    @property
+    def out_of_time(self) -> bool:
+        return time.monotonic() >= self.until
+
+    def get_json(self, url: str) -> Any:
+        return self._send("GET", url, None)
+
+    def post_json(self, url: str, body: dict[str, Any]) -> Any:
+        return self._send("POST", url, body)
+
+    def _send(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
+        import httpx
+
+        left = self.until - time.monotonic()
+        if left <= 0.05:
+            return None
+        if self._client is None:
+            self._client = httpx.Client(trust_env=not is_loopback_url(self.base), follow_redirects=True,
+                                        verify=ssl_context())
+        try:
+            response = self._client.request(method, url, json=body, headers=self._headers, timeout=left)
+            return response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+
+class WindowCache:
+    """Windows (or "the server reports none") per base URL and model, in one small JSON file."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.clock = clock
+
+    @classmethod
+    def default(cls, env: Mapping[str, str] | None = None) -> WindowCache:
+        env = os.environ if env is None else env
+        base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
+        return cls(Path(base) / "swecli" / "context-windows.json")
+
+    def get(self, base_url: str, model: str) -> tuple[bool, ServerWindow | None]:
+        """(whether a fresh entry exists, the window it holds)."""
+        entry = self._read().get(_key(base_url, model))
+        if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)):
+            return False, None
+        ttl = LOCAL_TTL if is_loopback_url(base_url) else REMOTE_TTL
+        if not 0 <= self.clock() - entry["at"] <= ttl:
+            return False, None
+        tokens = entry.get("tokens")
+        if not isinstance(tokens, int) or tokens <= 0:
+            return True, None
+        return True, ServerWindow(tokens, f"{entry.get('source', 'server')}, cached", base_url, model)
+
+    def put(self, base_url: str, model: str, window: ServerWindow | None) -> None:
+        """Remember the answer; a cache that cannot be written only means asking again next time."""
+        entries = self._read()
+        now = self.clock()
+        ttl = max(LOCAL_TTL, REMOTE_TTL)
+        entries = {k: v for k, v in entries.items() if isinstance(v, dict) and now - v.get("at", 0) <= ttl}
+        entries[_key(base_url, model)] = {"tokens": window.tokens if window else 0,
+                                          "source": window.source if window else "", "at": now}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
+            partial.replace(self.path)
+        except OSError:
+            return
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+def _key(base_url: str, model: str) -> str:
+    return f"{base_url.rstrip('/')} {model}"

@@ -1,0 +1,554 @@
+"""Shell command lines as data, for the dangerous-command guard and the read-only classifier.
+
+    script = parse("cd src && sudo rm -rf build | tee log")
+    for command in script.walk():       # every command the line would run, at any depth
+        command.name, command.args, command.redirects, command.via
+
+`parse` uses bashlex (a port of bash's own grammar): quotes and backslashes are removed as bash
+removes them (`r\\m` is `rm`), and every simple command is found wherever it sits: in pipelines,
+`&&`/`;` lists, `if`/`for`/`while` bodies, functions, subshells and `$(...)`/`<(...)` substitutions.
+
+`walk` also follows what a command runs: the command behind a wrapper (`sudo`, `env`, `nohup`,
+`timeout`, `xargs`, ...), the code given to `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host`/`watch`, and
+text that reaches a shell's stdin when it can be known: a literal `echo`/`printf`, a heredoc or
+here-string, and literal base64 or hex decoded on the way (`echo <b64> | base64 -d | sh`). Each
+command reached that way carries `via` ("bash -c", "a pipe into sh", ...), to a bounded depth.
+
+bashlex does not implement all of bash (`case`, `[[ ]]`, `$(( ))`, `time`, `coproc`). Those lines
+are split with shlex at the control operators instead: words and redirections are still found but
+the structure is approximate, and `Script.exact` is False so callers can be careful.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+"""Programs that run shell code from `-c`, a script file, or their stdin."""
+MAX_DEPTH = 4
+"""How many times `walk` follows code into code (`bash -c "eval '...'"`): enough for real use."""
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+
+
+@dataclass(frozen=True)
+class Word:
+    """One shell word after quote removal; expansions are left as written (`$HOME`, `$(cmd)`)."""
+
+    text: str
+    parameters: tuple[str, ...] = ()
+    """Names of the `$NAME` / `${NAME...}` expansions in the word."""
+    substituted: tuple[Command, ...] = ()
+    """The commands inside its `$(...)`, backquote and `<(...)` substitutions."""
+
+    @property
+    def literal(self) -> bool:
+        """True when the word means exactly its text (no expansion is needed to know it)."""
+        return not self.parameters and not self.substituted
+
+
+@dataclass(frozen=True)
+class Redirect:
+    op: str
+    """`>`, `>>`, `>|`, `&>`, `<`, `<<`, `<<<`, `>&`, `<&`, ..."""
+    target: Word | None
+    """The file (or here-string); None for a duplication such as `2>&1`."""
+    fd: int | None = None
+    heredoc: str = ""
+
+    @property
+    def writes_file(self) -> bool:
+        """An output redirection to a file (not a descriptor duplication)."""
+        return self.target is not None and self.op in (">", ">>", ">|", "&>", "&>>", "<>", ">&")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One simple command as the shell would run it."""
+
+    words: tuple[Word, ...]
+    assignments: tuple[Word, ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+    upstream: tuple[Command, ...] = ()
+    """The earlier stages of its pipeline, whose output is its stdin (nearest last)."""
+    via: str = ""
+    """How `walk` reached it when not written directly: "sudo", "bash -c", "a pipe into sh", ..."""
+
+    @property
+    def name(self) -> str:
+        """The program, as a bare name (`/usr/bin/rm` is `rm`); "" for a pure assignment."""
+        if not self.words:
+            return ""
+        text = self.words[0].text
+        return text.rsplit("/", 1)[-1] if text.startswith("/") else text
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return tuple(w.text for w in self.words[1:])
+
+    @property
+    def dynamic_name(self) -> bool:
+        """The program is computed at run time (`$CMD`, `$(which rm)`), so it cannot be known here."""
+        return bool(self.words) and not self.words[0].literal
+
+    def shifted(self, start: int, via: str) -> Command:
+        """The command that starts at word `start` (what a wrapper such as `sudo` runs)."""
+        return replace(self, words=self.words[start:], assignments=(), via=via)
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    commands: tuple[Command, ...]
+    background: bool
+    """Its body starts something with `&`."""
+
+
+@dataclass(frozen=True)
+class Script:
+    source: str
+    commands: tuple[Command, ...]
+    """Every simple command, in order, at any nesting (substitutions included)."""
+    functions: tuple[Function, ...] = ()
+    variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Literal values given to variables in the line (`D=/`, `for d in a b`), for expanding `$D`."""
+    exact: bool = True
+    """False when bashlex could not parse the line and the shlex fallback split it."""
+    error: str = ""
+
+    @property
+    def substitutions(self) -> bool:
+        return any(w.substituted for c in self.commands for w in (*c.words, *c.assignments)) or any(
+            r.target is not None and r.target.substituted for c in self.commands for r in c.redirects)
+
+    def walk(self) -> Iterator[Command]:
+        """Every command the line would run: its own, then what wrappers and code strings run."""
+        for command in self.commands:
+            yield from follow(command)
+
+
+@functools.lru_cache(maxsize=512)
+def parse(line: str) -> Script:
+    """Parse a command line; never raises (a line bashlex cannot parse is split approximately)."""
+    import bashlex
+
+    try:
+        nodes = bashlex.parse(_unquote_heredoc_delimiters(line))
+    except Exception as exc:  # bashlex raises several types, and NotImplementedError for whole features
+        return _fallback(line, f"{type(exc).__name__}: {exc}")
+    builder = _Builder()
+    for node in nodes:
+        builder.node(node, ())
+    return Script(line, tuple(builder.commands), tuple(builder.functions), builder.variables)
+
+
+def _unquote_heredoc_delimiters(line: str) -> str:
+    # bashlex cannot find the end of `<<'EOF'` / `<<"EOF"` / `<<\EOF`; the quotes only turn off expansion
+    # inside the document, which bashlex does not do anyway.
+    return re.sub(r"<<(-?)\s*(?:(['\"])(\w+)\2|\\(\w+))", lambda m: f"<<{m[1]}{m[3] or m[4]}", line)
+
+
+class _Builder:
+    """Flattens a bashlex tree into Commands, Functions and literal variable values."""
+
+    def __init__(self) -> None:
+        self.commands: list[Command] = []
+        self.functions: list[Function] = []
+        self.variables: dict[str, tuple[str, ...]] = {}
+
+    def node(self, node: Any, upstream: tuple[Command, ...]) -> None:
+        kind = node.kind
+        if kind == "command":
+            self.command(node, upstream)
+        elif kind == "pipeline":
+            self.pipeline(node, upstream)
+        elif kind == "function":
+            self.function(node)
+        elif kind == "for":
+            self.for_loop(node, upstream)
+        elif kind == "compound":
+            for part in node.list:
+                self.node(part, upstream)
+        elif kind in ("list", "if", "while", "until"):
+            for part in node.parts:
+                self.node(part, upstream)
+
+    def pipeline(self, node: Any, upstream: tuple[Command, ...]) -> None:
+        for part in node.parts:
+            if part.kind in ("pipe", "reservedword"):
+                continue
+            start = len(self.commands)
+            self.node(part, upstream)
+            upstream = upstream + tuple(self.commands[start:])
+
+    def command(self, node: Any, upstream: tuple[Command, ...]) -> None:
+        words: list[Word] = []
+        assignments: list[Word] = []
+        redirects: list[Redirect] = []
+        for part in node.parts:
+            if part.kind == "word":
+                words.append(self.word(part))
+            elif part.kind == "assignment":
+                assignments.append(self.word(part))
+            elif part.kind == "redirect":
+                redirects.append(self.redirect(part))
+        if not words:
+            self._remember(assignments)
+        self.commands.append(Command(tuple(words), tuple(assignments), tuple(redirects), upstream))
+
+    def _remember(self, assignments: list[Word]) -> None:
+        for word in assignments:
+            name, _, value = word.text.partition("=")
+            if word.literal:
+                self.variables[name] = (value,)
+
+    def word(self, node: Any) -> Word:
+        parameters: list[str] = []
+        substituted: list[Command] = []
+        for part in _descendants(node):
+            if part.kind == "parameter":
+                match = _NAME.match(getattr(part, "value", "") or "")
+                parameters.append(match.group(0) if match else "?")
+            elif part.kind in ("commandsubstitution", "processsubstitution"):
+                inner = _Builder()
+                inner.node(part.command, ())
+                substituted.extend(inner.commands)
+                self.commands.extend(inner.commands)
+        return Word(node.word, tuple(parameters), tuple(substituted))
+
+    def redirect(self, node: Any) -> Redirect:
+        fd = node.input if isinstance(node.input, int) else None
+        heredoc = getattr(node, "heredoc", None)
+        if heredoc is not None:
+            return Redirect(node.type, None, fd, _heredoc_text(heredoc.value))
+        target = self.word(node.output) if hasattr(node.output, "kind") else None
+        return Redirect(node.type, target, fd)
+
+    def function(self, node: Any) -> None:
+        inner = _Builder()
+        inner.node(node.body, ())
+        background = any(p.kind == "operator" and p.op == "&" for p in _descendants(node.body))
+        self.functions.append(Function(node.name.word, tuple(inner.commands), background))
+        self.functions.extend(inner.functions)
+
+    def for_loop(self, node: Any, upstream: tuple[Command, ...]) -> None:
+        parts = list(node.parts)
+        words = [p for p in parts if p.kind == "word"]
+        if len(words) >= 1:
+            values = [self.word(w) for w in words[1:]]
+            if all(v.literal for v in values):
+                self.variables[words[0].word] = tuple(v.text for v in values)
+        for part in parts:
+            if part.kind not in ("word", "reservedword"):
+                self.node(part, upstream)
+
+
+def _descendants(node: Any) -> Iterator[Any]:
+    for attr in ("parts", "list"):
+        for child in getattr(node, attr, None) or ():
+            yield child
+            if child.kind not in ("commandsubstitution", "processsubstitution"):
+                yield from _descendants(child)
+
+
+def _heredoc_text(value: str) -> str:
+    # bashlex keeps the terminating delimiter line at the end of the document.
+    lines = value.split("\n")
+    return "\n".join(lines[:-1]) + "\n" if len(lines) > 1 else ""
+
+
+# -- the shlex fallback -----------------------------------------------------------------------------
+
+_CONTROL = {";", "&", "&&", "|", "||", "|&", "(", ")", ";;", "&;", ";&"}
+_REDIRECT = re.compile(r"^(?:\d*|&)(?:>>|>\||>&|>|<<<|<<-|<<|<&|<>|<)$")
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "time",
+             "coproc", "esac", "in"}
+
+
+def _fallback(line: str, error: str) -> Script:
+    lexer = shlex.shlex(_newlines_to_semicolons(line), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    try:
+        tokens = [piece for token in lexer for piece in _operators(token)]
+    except ValueError:  # unbalanced quotes: bash would refuse the line too; split on blanks to see the words
+        tokens = line.replace(";", " ; ").replace("|", " | ").replace("&", " & ").split()
+    commands: list[Command] = []
+    upstream: tuple[Command, ...] = ()
+    segment: list[str] = []
+    for token in [*tokens, ";"]:
+        if token not in _CONTROL:
+            segment.append(token)
+            continue
+        command = _segment_command(segment, upstream)
+        segment = []
+        if command is not None:
+            commands.append(command)
+        upstream = (*upstream, command) if token in ("|", "|&") and command is not None else ()
+    return Script(line, tuple(commands), exact=False, error=error)
+
+
+_OPERATORS = ("<<<", "&>>", ">>", "<<", "&&", "||", "|&", ";;", ">&", "<&", "&>", ">|", ";", "&", "|", "(", ")", "<",
+              ">")
+
+
+def _operators(token: str) -> list[str]:
+    """shlex glues adjacent punctuation (`));`, `&&(`): split it into bash's operators, longest first."""
+    if not token or set(token) - set(";&|()<>"):
+        return [token]
+    pieces: list[str] = []
+    while token:
+        operator = next(op for op in _OPERATORS if token.startswith(op))
+        pieces.append(operator)
+        token = token[len(operator):]
+    return pieces
+
+
+def _segment_command(tokens: list[str], upstream: tuple[Command, ...]) -> Command | None:
+    while tokens and (tokens[0] in _KEYWORDS or tokens[0].endswith(")")):
+        tokens = tokens[1:]
+    if tokens[:1] in (["for"], ["case"], ["select"]):
+        return None  # `for x in a b` / `case $x in`: the loop's header, not a command
+    words: list[Word] = []
+    redirects: list[Redirect] = []
+    assignments: list[Word] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if _REDIRECT.match(token):
+            target = _fallback_word(tokens[i + 1]) if i + 1 < len(tokens) else None
+            redirects.append(Redirect(token.lstrip("0123456789"), target))
+            i += 2
+            continue
+        if not words and re.match(r"^[A-Za-z_]\w*=", token):
+            assignments.append(_fallback_word(token))
+        else:
+            words.append(_fallback_word(token))
+        i += 1
+    if not words and not assignments:
+        return None
+    return Command(tuple(words), tuple(assignments), tuple(redirects), upstream)
+
+
+def _fallback_word(text: str) -> Word:
+    names = tuple(m.group(1) or m.group(2) for m in re.finditer(r"\$\{?([A-Za-z_]\w*)|\$([0-9@*#?$!])", text))
+    return Word(text, names)
+
+
+def _newlines_to_semicolons(line: str) -> str:
+    """shlex treats newlines as blanks; outside quotes they separate commands."""
+    out: list[str] = []
+    quote = ""
+    escaped = False
+    for char in line:
+        if escaped:
+            escaped = False
+        elif char == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "\n":
+            char = ";"
+        out.append(char)
+    return "".join(out)
+
+
+# -- following what a command runs ------------------------------------------------------------------
+
+def follow(command: Command, depth: int = 0) -> Iterator[Command]:
+    """The command, then (recursively) the command a wrapper runs and the commands in code it runs."""
+    yield command
+    if depth >= MAX_DEPTH:
+        return
+    inner = unwrap(command)
+    if inner is not None:
+        yield from follow(_with_xargs_input(command, inner), depth + 1)
+    for code, via in code_strings(command):
+        for nested in parse(code).commands:
+            yield from follow(replace(nested, via=nested.via or via), depth + 1)
+
+
+# Wrappers that run the rest of their arguments as a command, with the options that take a value.
+_WRAPPERS: dict[str, str] = {
+    "sudo": "ugpChDrtTU", "doas": "uC", "env": "uSC", "nohup": "", "nice": "n", "ionice": "cnp",
+    "timeout": "sk", "time": "fo", "command": "", "exec": "a", "builtin": "", "stdbuf": "ioe",
+    "xargs": "aIiLlnPsdEe", "setsid": "", "chronic": "", "torsocks": "", "proxychains": "f",
+    "proxychains4": "f", "unbuffer": "", "nsenter": "tSGwr", "chroot": "", "caffeinate": "",
+    "flock": "wEc", "strace": "eoOpsuP", "ltrace": "eoOpsuP", "firejail": "", "rlwrap": "",
+}
+_POSITIONAL_FIRST = {"timeout": 1, "chroot": 1, "flock": 1}
+"""Wrappers whose first positional argument is theirs (a duration, a directory, a lock file)."""
+
+
+def unwrap(command: Command) -> Command | None:
+    """The command a wrapper runs (`sudo rm x` -> `rm x`), or None when it is not a wrapper."""
+    takes_value = _WRAPPERS.get(command.name)
+    if takes_value is None:
+        return None
+    i = 1
+    skip_positional = _POSITIONAL_FIRST.get(command.name, 0)
+    words = command.words
+    while i < len(words):
+        text = words[i].text
+        if text == "--":
+            i += 1
+            break
+        if command.name == "env" and "=" in text and not text.startswith("-"):
+            i += 1
+            continue
+        if text.startswith("-") and len(text) > 1:
+            short = text[1:] if not text.startswith("--") else ""
+            i += 2 if short and short[-1] in takes_value and len(short) == 1 else 1
+            continue
+        if skip_positional:
+            skip_positional -= 1
+            i += 1
+            continue
+        break
+    return command.shifted(i, command.name) if i < len(words) else None
+
+
+def _with_xargs_input(wrapper: Command, inner: Command) -> Command:
+    """`echo a b | xargs rm` runs `rm a b`: append the words xargs reads when the line fixes them."""
+    text = stdin_text(wrapper) if wrapper.name == "xargs" else None
+    if not text:
+        return inner
+    return replace(inner, words=inner.words + tuple(Word(token) for token in text.split()))
+
+
+def code_strings(command: Command) -> list[tuple[str, str]]:
+    """Shell code the command runs, as (code, how): `bash -c CODE`, `eval`, `su -c`, `ssh HOST CMD`,
+    `watch CMD`, and the text piped, here-doc'ed or here-string'ed into a shell when it can be known."""
+    name, args = command.name, command.args
+    if name in SHELLS:
+        code = _shell_code(command)
+        if code is not None:
+            return [(code, f"{name} -c")]
+        if _reads_stdin(command):
+            text = stdin_text(command)
+            return [(text, f"a pipe into {name}")] if text is not None else []
+        return []
+    if name == "eval":
+        return [(" ".join(args), "eval")]
+    if name in ("su", "runuser") and "-c" in args:
+        index = args.index("-c")
+        return [(args[index + 1], name + " -c")] if index + 1 < len(args) else []
+    if name == "ssh":
+        remote = _ssh_command(args)
+        return [(remote, "ssh")] if remote else []
+    if name == "watch":
+        rest = _after_options(args, "nd")
+        return [(" ".join(rest), "watch")] if rest else []
+    return []
+
+
+def _shell_code(command: Command) -> str | None:
+    """The code of `sh -c CODE` (also `-lc`, `-ec`, `-o pipefail -c`), or None."""
+    args = command.args
+    if command.name == "busybox":
+        args = args[1:] if args[:1] in (("sh",), ("ash",)) else ()
+    seen_c = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith(("-", "+")) and len(arg) > 1 and arg != "--":
+            seen_c = seen_c or ("c" in arg[1:] and not arg.startswith("--"))
+            i += 2 if arg in ("-o", "+o", "-O", "+O") else 1
+            continue
+        return arg if seen_c else None
+    return None
+
+
+def _reads_stdin(command: Command) -> bool:
+    """A shell that will read its program from stdin: no script file, or `-s`."""
+    positional = [a for a in command.args if not a.startswith(("-", "+"))]
+    if command.name == "busybox":
+        positional = positional[1:]
+    return not positional or "-s" in command.args
+
+
+def stdin_text(command: Command) -> str | None:
+    """The text the command reads on stdin when it is fixed by the line itself, else None.
+
+    Known: a heredoc or here-string; a pipe from `echo`/`printf` with literal words, passed through
+    `cat`, `base64 -d` (decoded), `xxd -r -p` (hex decoded) or `rev`.
+    """
+    for redirect in command.redirects:
+        if redirect.op in ("<<", "<<-"):
+            return redirect.heredoc
+        if redirect.op == "<<<" and redirect.target is not None:
+            return redirect.target.text + "\n" if redirect.target.literal else None
+    if not command.upstream:
+        return None
+    source = command.upstream[-1]
+    return output_text(source)
+
+
+def output_text(command: Command) -> str | None:
+    """What the command writes to stdout when the line itself fixes it (`echo`, `printf`, decoders
+    of a known input), else None."""
+    if any(not w.literal for w in command.words):
+        return None
+    name, args = command.name, command.args
+    if name == "echo":
+        words = [a for a in args if a not in ("-n", "-e", "-E")]
+        return " ".join(words) + "\n"
+    if name == "printf" and args:
+        return _printf(args[0], args[1:])
+    upstream_text = stdin_text(command)
+    if upstream_text is None:
+        return None
+    return _transform(name, args, upstream_text)
+
+
+def _printf(template: str, values: tuple[str, ...]) -> str | None:
+    template = template.replace("\\n", "\n")
+    if "%" not in template:
+        return template
+    if template.rstrip("\n") == "%s":
+        return " ".join(values) + template[2:]
+    return None  # other formats: not worth emulating
+
+
+def _transform(name: str, args: tuple[str, ...], text: str) -> str | None:
+    if name == "cat" and not [a for a in args if a != "-"]:
+        return text
+    if name == "rev":
+        return "\n".join(line[::-1] for line in text.split("\n"))
+    try:
+        if name in ("base64", "base32") and any(a in ("-d", "--decode", "-D") for a in args):
+            blob = "".join(text.split())
+            decoded = base64.b64decode(blob + "=" * (-len(blob) % 4)) if name == "base64" else \
+                base64.b32decode(blob)
+            return decoded.decode("utf-8", errors="replace")
+        if name == "xxd" and "-r" in args:
+            return binascii.unhexlify("".join(text.split())).decode("utf-8", errors="replace")
+    except (binascii.Error, ValueError):
+        return None
+    return None
+
+
+_SSH_VALUE_OPTIONS = set("BbcDEeFIiJLlmOoPpQRSWw")
+
+
+def _ssh_command(args: tuple[str, ...]) -> str:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        flag = args[i]
+        i += 2 if len(flag) == 2 and flag[1] in _SSH_VALUE_OPTIONS else 1
+    return " ".join(args[i + 1:])  # args[i] is the host
+
+
+def _after_options(args: tuple[str, ...], takes_value: str) -> tuple[str, ...]:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        flag = args[i]
+        i += 2 if len(flag) == 2 and flag[1] in takes_value else 1
+    return args[i:]

@@ -1,0 +1,70 @@
+"""Skill commands: `/skills` (what was found, and from where) and one `/skill-name` per skill.
+
+`/skill-name [request]` loads that skill's instructions into the conversation and runs the request
+with them (`Use the <name> skill.` when no request is given). A skill whose name is taken by a
+built-in command is loaded with the `skill` tool only (`/skills` says so).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from swecli.ui.commands.registry import Command, CommandRegistry, Family
+
+if TYPE_CHECKING:
+    from swecli.skills.catalog import Skill, SkillCatalog
+    from swecli.ui.repl import Repl
+
+commands = Family()
+
+
+@commands.command("skills", "List the skills found (name, description, folder) and any skipped SKILL.md")
+def skills(repl: Repl, args: str) -> None:
+    catalog = repl.session.skills
+    if catalog is None:
+        repl.print(Text("Skills are off (skills.enabled = false).", style="dim"))
+        return
+    for line in describe_catalog(catalog, shadowed=_shadowed(repl.commands, catalog)):
+        repl.print(Text(line, style="dim" if line.startswith(("  ", "(")) else ""))
+
+
+def describe_catalog(catalog: SkillCatalog, shadowed: set[str] | None = None) -> list[str]:
+    """The listing shared by `/skills` and `swecli skills list`."""
+    lines: list[str] = []
+    if not catalog.skills:
+        lines.append("No skills found. A skill is a folder with a SKILL.md (front matter: name, description).")
+    for skill in catalog.skills:
+        note = " (load it with the skill tool: a built-in command has this name)" if skill.name in (shadowed or ()) \
+            else ""
+        lines.append(f"{skill.name}: {skill.description}{note}")
+        lines.append(f"  {skill.path} ({skill.scope}, {skill.source})")
+    lines += [f"⚠ {warning}" for warning in catalog.warnings]
+    lines.append("(searched: " + ", ".join(label for label, _ in catalog.searched) + ")")
+    return lines
+
+
+def _shadowed(registry: CommandRegistry, catalog: SkillCatalog) -> set[str]:
+    return {s.name for s in catalog.skills if (c := registry.get(s.name)) is not None and not _is_skill(c)}
+
+
+def _is_skill(command: Command) -> bool:
+    return command.help.startswith("Skill: ")
+
+
+def register_skill_commands(registry: CommandRegistry, catalog: SkillCatalog | None) -> None:
+    """One `/name` per skill, replacing those of an earlier catalog; built-in commands keep their names."""
+    for command in registry.commands():
+        if _is_skill(command):
+            registry.unregister(command.name)
+    for skill in catalog.skills if catalog is not None else ():
+        if skill.name not in registry:
+            registry.register(skill_command(skill))
+
+
+def skill_command(skill: Skill) -> Command:
+    def run(repl: Repl, args: str) -> None:
+        repl.run_skill(skill, args)
+
+    return Command(skill.name, f"Skill: {skill.description}", run, usage=f"/{skill.name} [request]")

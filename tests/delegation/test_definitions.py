@@ -1,0 +1,44 @@
+"""User-defined sub-agents from markdown files: Claude Code's format, precedence, bad files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from swecli.delegation.definitions import DEFAULT_AGENT, load_agents
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_definitions_from_project_and_user_folders(project: Path) -> None:
+    write(project / ".swecli" / "agents" / "reviewer.md",
+          "---\ndescription: Reviews diffs.\ntools: [read_file, grep]\nmodel: inherit\n---\nReview carefully.\n")
+    write(project / ".claude" / "agents" / "tester.md",
+          "---\nname: tester\ndescription: Runs tests.\ntools: Read, Bash\nmodel: small-model\n---\nRun them.\n")
+    write(Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "agents" / "mine.md", "---\ndescription: Mine.\n---\n")
+    catalog = load_agents(project)
+    assert catalog.warnings == []
+    assert catalog.names() == [DEFAULT_AGENT, "reviewer", "tester", "mine"]
+    reviewer, tester = catalog.get("reviewer"), catalog.get("tester")
+    assert reviewer is not None and reviewer.tools == ("read_file", "grep") and reviewer.model == ""
+    assert reviewer.prompt == "Review carefully."
+    assert tester is not None and tester.tools == ("Read", "Bash") and tester.model == "small-model"
+    assert catalog.get("mine").tools is None  # type: ignore[union-attr]
+
+
+def test_bad_definitions_are_skipped_with_one_warning_each(project: Path) -> None:
+    agents = project / ".swecli" / "agents"
+    plain = write(agents / "plain.md", "You are an agent without front matter.\n")
+    nodesc = write(agents / "nodesc.md", "---\ntools: grep\n---\nbody\n")
+    builtin = write(agents / "explore.md", "---\ndescription: Shadows the built-in.\n---\n")
+    catalog = load_agents(project)
+    assert catalog.names() == [DEFAULT_AGENT]
+    assert catalog.warnings == [
+        f"agent skipped: {builtin}: the name 'explore' is already taken by the built-in agent",
+        f"agent skipped: {nodesc}: its front matter has no `description` (say when the agent should be used)",
+        f"agent skipped: {plain}: it has no YAML front matter (the file must start with a `---` line)",
+    ]

@@ -1,0 +1,89 @@
+"""The wait for a silent server, over real HTTP: `Waiting` reports, the stall limit, the deadline."""
+
+from __future__ import annotations
+
+import pytest
+
+from swecli.llm.anthropic import AnthropicProvider
+from swecli.llm.base import ModelRequest, ResponseDone, StreamEvent, TransientError, Waiting
+from swecli.llm.openai import OpenAIProvider
+from swecli.llm.retry import RetryNotice
+from swecli.llm.transport import HEARTBEAT_SECONDS, HttpProvider, Pacing
+from swecli.messages import UserMessage
+from swecli.testing.server import Reply, ScriptedLLM, Silent, Wire
+
+REQUEST = ModelRequest(system=(), messages=(UserMessage(content="hi"),))
+
+
+def provider(llm: ScriptedLLM, wire: Wire, notices: list[RetryNotice] | None = None, **extra: float) -> HttpProvider:
+    cls = OpenAIProvider if wire == "openai" else AnthropicProvider
+    return cls(model="m", base_url=llm.base_url, api_key="k", sleep=lambda s: None,
+               on_retry=(notices if notices is not None else []).append, **extra)  # type: ignore[arg-type]
+
+
+def collect(p: HttpProvider) -> list[StreamEvent]:
+    try:
+        return list(p.stream(REQUEST))
+    finally:
+        p.close()
+
+
+def test_heartbeat_is_a_fraction_of_the_stall_limit() -> None:
+    assert Pacing.for_timeout(600).heartbeat == HEARTBEAT_SECONDS == 20
+    assert Pacing.for_timeout(60).heartbeat == 15
+    assert Pacing.for_timeout(1).heartbeat == 0.25
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_slow_start_is_reported_while_it_lasts(wire: Wire) -> None:
+    with ScriptedLLM([Silent(0.6), Reply("at last")], wire=wire) as llm:
+        events = collect(provider(llm, wire, timeout=2.0))
+    waits = [e for e in events if isinstance(e, Waiting)]
+    assert waits and all(w.provider == wire and w.limit == 2.0 for w in waits)
+    assert [w.seconds for w in waits] == sorted(w.seconds for w in waits)
+    assert isinstance(events[-1], ResponseDone) and events[-1].message.content == "at last"
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_silence_past_the_stall_limit_fails_the_attempt_and_names_the_setting(wire: Wire) -> None:
+    notices: list[RetryNotice] = []
+    with ScriptedLLM([Silent(30, headers=True), Reply("second try")], wire=wire) as llm:
+        events = collect(provider(llm, wire, notices, timeout=0.5))
+    assert isinstance(events[-1], ResponseDone) and events[-1].message.content == "second try"
+    assert len(notices) == 1 and "sent nothing for" in str(notices[0].error)
+    assert "the limit set by request_timeout" in str(notices[0].error)
+
+
+def test_keep_alive_comments_are_not_progress() -> None:
+    """A proxy that sends `: keep-alive` while the model is stuck is still a silent server."""
+    notices: list[RetryNotice] = []
+    with ScriptedLLM([Silent(30, headers=True, keepalive=0.03), Reply("unstuck")]) as llm:
+        events = collect(provider(llm, "openai", notices, timeout=0.6))
+    assert len(notices) == 1 and "sent nothing for" in str(notices[0].error)
+    assert any(isinstance(e, Waiting) for e in events)
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_the_deadline_ends_a_wait_that_has_not_begun(wire: Wire) -> None:
+    with ScriptedLLM([Silent(30)], wire=wire) as llm:
+        with pytest.raises(TransientError, match=r"no answer from .* within the 0\.5s limit set by "
+                                                 r"request_deadline; raise it"):
+            collect(provider(llm, wire, timeout=60, deadline=0.5))
+        assert len(llm.requests) == 1
+
+
+def test_the_deadline_stops_further_retries() -> None:
+    notices: list[RetryNotice] = []
+    with ScriptedLLM([Silent(30), Silent(30), Silent(30)], strict=False) as llm:
+        with pytest.raises(TransientError) as failure:
+            collect(provider(llm, "openai", notices, timeout=0.3, deadline=0.5))
+        requests = len(llm.requests)
+    assert requests == len(notices) + 1 < 3 and failure.value.attempts == requests
+    assert "request_deadline" in str(failure.value)
+
+
+def test_a_streaming_answer_is_not_cut_by_the_deadline() -> None:
+    """The deadline bounds the wait for an answer to begin, not a long answer in progress."""
+    with ScriptedLLM([Reply("a long answer streaming slowly", chunk=3, delay=0.05)]) as llm:
+        events = collect(provider(llm, "openai", timeout=5, deadline=0.2))
+    assert isinstance(events[-1], ResponseDone) and events[-1].message.content == "a long answer streaming slowly"

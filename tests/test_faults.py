@@ -1,0 +1,256 @@
+"""The fault matrix: provider failures as users meet them, each through the real `swecli -p` process and
+its agent loop, on both wires, against the scripted server.
+
+For every fault: one clear sentence to the user (the `says` pattern, on stderr), no traceback, bounded
+retries that honour Retry-After (the number of requests the server saw), the expected outcome (exit
+status, answer), and a transcript and log that are still valid JSON Lines. The README's fault table lists
+the same ids (`test_readme_lists_every_fault` keeps them in step).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from swecli.testing.server import (
+    Call,
+    Drop,
+    EmptyStream,
+    Fail,
+    Garbled,
+    Reply,
+    ScriptedLLM,
+    Silent,
+    Step,
+    Wire,
+)
+
+WIRES: list[Wire] = ["openai", "anthropic"]
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+@dataclass(frozen=True)
+class Fault:
+    id: str
+    steps: Callable[[Wire], list[Step]]
+    says: str
+    """A pattern the user reads on stderr."""
+    exit_code: int = 0
+    requests: int | dict[Wire, int] = 2
+    """Chat requests the server saw (per wire where the wires differ)."""
+    answer: str = "done"
+    """What stdout ends with (exit 0 only)."""
+    env: dict[str, str] = field(default_factory=dict)
+    log_event: str = ""
+    """A record the session log must hold."""
+    check: Callable[[Path, ScriptedLLM], None] | None = None
+
+
+def rate_limited(wire: Wire) -> Fail:
+    if wire == "anthropic":
+        return Fail(429, {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limit reached"}},
+                    {"retry-after": "1"})
+    return Fail.rate_limited(retry_after=1)
+
+
+def unauthorized(wire: Wire) -> Fail:
+    if wire == "anthropic":
+        return Fail(401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}})
+    return Fail.unauthorized()
+
+
+def waited_for_retry_after(project: Path, llm: ScriptedLLM) -> None:
+    assert llm.times[1] - llm.times[0] >= 1.0  # Retry-After: 1 was honoured
+
+
+def repaired_write(project: Path, llm: ScriptedLLM) -> None:
+    assert (project / "notes.txt").read_text() == "hi"
+    assert "error" not in _tool_results(llm.requests[1]).lower()
+
+
+def resent_after_cut_call(project: Path, llm: ScriptedLLM) -> None:
+    assert "cut off" in _tool_results(llm.requests[1]) and "not run" in _tool_results(llm.requests[1])
+    assert (project / "notes.txt").read_text() == "hello"
+
+
+def overflow_logged(project: Path, llm: ScriptedLLM) -> None:
+    record = next(r for r in _records(project, "logs") if r["event"] == "context_overflow")
+    assert record["server_window"] == 8192 and record["planned_window"] == 32_768 and record["adopted"] is True
+
+
+def _tool_results(body: dict[str, object]) -> str:
+    return json.dumps(body.get("messages"))
+
+
+FAULTS = [
+    Fault("rate-limit-429", lambda w: [rate_limited(w), Reply("done")],
+          r"rate limited by \S+ \(HTTP 429\).*retrying in 1\.0s \(attempt 2 of 6\)", check=waited_for_retry_after),
+    Fault("server-error-500", lambda w: [Fail.overloaded(500), Reply("done")],
+          r"is unavailable \(HTTP 500 Internal Server Error\): The server had an error; retrying in"),
+    Fault("unavailable-503", lambda w: [Fail.overloaded(503), Reply("done")],
+          r"is unavailable \(HTTP 503 Service Unavailable\).*retrying in"),
+    Fault("overloaded-529", lambda w: [Fail.anthropic_overloaded(), Reply("done")],
+          r"is unavailable \(HTTP 529\): Overloaded; retrying in"),
+    Fault("server-error-every-time", lambda w: [Fail.overloaded(500)] * 3,
+          r"error: \S+ is unavailable \(HTTP 500 Internal Server Error\): The server had an error "
+          r"\(gave up after 3 attempts\)", exit_code=1, requests=3, env={"SWECLI_MAX_RETRIES": "2"}),
+    Fault("html-proxy-page-200", lambda w: [Fail.html_page(200), Reply("done")],
+          r'is unavailable: a proxy answered with an error page \("502 Bad Gateway"\) instead of a response; '
+          r"retrying in"),
+    Fault("never-answers", lambda w: [Silent(30), Silent(30)],
+          r"waiting for \S+: no reply for [\d.]+s \(swecli waits up to 1\.0s of silence, request_timeout\)"
+          r"(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying"
+          r"(.|\n)*error: .*\(gave up after 2 attempts: another would pass the 3\.0s limit set by request_deadline; "
+          r"raise it if the server needs longer\)$",
+          exit_code=1, env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "3"}),
+    Fault("headers-then-silence", lambda w: [Silent(30, headers=True), Reply("done")],
+          r"waiting for \S+: no reply for(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying",
+          env={"SWECLI_REQUEST_TIMEOUT": "1"}),
+    Fault("reset-after-text", lambda w: [Drop(Reply("a partial answer that gets cut"), after=4, reset=True),
+                                         Reply("done")],
+          r"connection to \S+ at \S+ failed: .*; retrying in"),
+    Fault("malformed-sse-line", lambda w: [Garbled(Reply("done")), Reply("done")],
+          r"sent a malformed (stream chunk|event): .*; retrying in"),
+    Fault("tool-arguments-repairable",
+          lambda w: [Reply(calls=[Call("write_file", "```json\n{'path': 'notes.txt', 'content': 'hi',}\n```")]),
+                     Reply("done")],
+          r"> write_file notes\.txt\n  \. ", check=repaired_write),
+    Fault("tool-arguments-cut-off",
+          lambda w: [Reply(calls=[Call("write_file", '{"path": "notes.txt", "content": "hel')]),
+                     Reply(calls=[Call("write_file", {"path": "notes.txt", "content": "hello"})]), Reply("done")],
+          r"  x The arguments for write_file end before the JSON object is complete", requests=3,
+          check=resent_after_cut_call),
+    Fault("context-overflow", lambda w: [Fail.context_overflow(w, requested=9000, limit=8192), Reply("done")],
+          r"warning: the server's context window is 8,192 tokens, smaller than the 32,768 swecli planned for; "
+          r"using 8,192 from now on\. Set context_limit = 8192",
+          env={"SWECLI_CONTEXT__STRATEGY": "truncate", "SWECLI_MAX_TOKENS": "1000"}, log_event="context_overflow",
+          check=overflow_logged),
+    Fault("context-overflow-after-compacting",
+          lambda w: [Fail.context_overflow(w, requested=40_000, limit=8192)] * 2,
+          r"error: the request does not fit the model's context window even after compacting \(2 requests sent\): "
+          r"the server's window is 8,192 tokens and the request 40,000; give the server a larger context",
+          exit_code=1, requests=2,
+          env={"SWECLI_CONTEXT__STRATEGY": "truncate", "SWECLI_MAX_TOKENS": "1000"}, log_event="context_overflow"),
+    Fault("empty-200", lambda w: [EmptyStream(), Reply("done")],
+          r"(returned an empty stream|sent an empty stream).*; retrying in"),
+    Fault("empty-200-every-time", lambda w: [EmptyStream()] * (4 if w == "openai" else 3),
+          r"error: (the server returned an empty stream, which llama\.cpp does when the request exceeds its context "
+          r"\(openai-compatible\); still too large after compacting \(4 requests sent\): swecli planned for 32,768 "
+          r"tokens \(default for unknown models\); if the server's window is smaller, set context_limit to it"
+          r"|anthropic sent an empty stream \(gave up after 3 attempts\))",
+          exit_code=1, requests={"openai": 4, "anthropic": 3}, env={"SWECLI_MAX_RETRIES": "2"}),
+    Fault("unauthorized-401", lambda w: [unauthorized(w)],
+          r"error: API key rejected by \S+ \(set (SWECLI_API_KEY|ANTHROPIC_API_KEY)\); HTTP 401: "
+          r"(Incorrect API key provided|invalid x-api-key)$", exit_code=1, requests=1),
+]
+
+
+def run_swecli(project: Path, llm: ScriptedLLM, wire: Wire, *args: str, extra_env: dict[str, str] | None = None,
+               popen: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
+    provider = "openai-compatible" if wire == "openai" else "anthropic"
+    if wire == "anthropic":
+        env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
+    command = [sys.executable, "-m", "swecli", "--provider", provider, "--base-url", llm.base_url,
+               "--model", "scripted-model", *args]
+    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=180,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("fault", FAULTS, ids=[f.id for f in FAULTS])
+def test_fault(project: Path, fault: Fault, wire: Wire) -> None:
+    with ScriptedLLM(fault.steps(wire), wire=wire) as llm:
+        out = run_swecli(project, llm, wire, "-p", "write notes.txt, then say done", "--mode", "auto",
+                         extra_env=fault.env)
+        requests = len(llm.requests)
+    assert "Traceback" not in out.stderr + out.stdout
+    assert out.returncode == fault.exit_code, out.stderr
+    assert re.search(fault.says, out.stderr, re.MULTILINE), out.stderr
+    assert requests == (fault.requests if isinstance(fault.requests, int) else fault.requests[wire]), out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    if fault.exit_code == 0:
+        assert out.stdout.strip().endswith(fault.answer) and not errors
+    else:
+        assert len(errors) == 1 and out.stdout == ""  # one sentence, on stderr
+    assert_valid_session_files(project)
+    if fault.log_event:
+        assert fault.log_event in [r["event"] for r in _records(project, "logs")]
+    if fault.check is not None:
+        fault.check(project, llm)
+
+
+def assert_valid_session_files(project: Path) -> None:
+    """Every line of every transcript and log is a JSON object."""
+    for folder in ("sessions", "logs"):
+        files = list((project / ".swecli" / folder).glob("*.jsonl"))
+        assert files, folder
+        for path in files:
+            for line in path.read_text().splitlines():
+                assert isinstance(json.loads(line), dict), (path, line)
+
+
+def _records(project: Path, folder: str) -> list[dict[str, object]]:
+    path = next((project / ".swecli" / folder).glob("*.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# -- SIGKILL mid-turn, then --continue ------------------------------------------------------------------
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_sigkill_mid_turn_then_continue_loses_nothing(project: Path, wire: Wire) -> None:
+    """Killed while the model streams its second answer: every line written before the kill is still there,
+    byte for byte, after `--continue`, and the resumed request carries every message the transcript held."""
+    (project / "notes.txt").write_text("hello\n")
+    first: list[Step] = [Reply("Reading it.", calls=[Call("read_file", {"path": "notes.txt"})]),
+                         Reply("This answer streams slowly and is killed halfway. " * 4, chunk=4, delay=0.05)]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}}
+    if wire == "anthropic":
+        env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
+    provider = "openai-compatible" if wire == "openai" else "anthropic"
+    with ScriptedLLM(first, wire=wire, strict=False) as llm:
+        proc = subprocess.Popen([sys.executable, "-m", "swecli", "--provider", provider, "--base-url", llm.base_url,
+                                 "--model", "scripted-model", "-p", "read notes.txt", "--mode", "auto"],
+                                cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(llm.requests) < 2:
+            time.sleep(0.05)
+        time.sleep(0.3)  # mid-stream of the second answer
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL and len(llm.requests) == 2
+    transcript = next((project / ".swecli" / "sessions").glob("*.jsonl"))
+    log = next((project / ".swecli" / "logs").glob("*.jsonl"))
+    before = {transcript: transcript.read_bytes(), log: log.read_bytes()}
+    assert_valid_session_files(project)
+    written = [json.loads(line) for line in before[transcript].splitlines()]
+    assert any("hello" in json.dumps(r) for r in written)  # the tool result was written before the kill
+
+    with ScriptedLLM([Reply("Picked up where we left off.")], wire=wire) as llm:
+        out = run_swecli(project, llm, wire, "--continue", "-p", "go on", "--mode", "auto")
+    assert out.returncode == 0, out.stderr
+    for path, old in before.items():
+        assert path.read_bytes().startswith(old)  # nothing written was lost or rewritten
+    assert_valid_session_files(project)
+    sent = json.dumps(llm.requests[0])
+    assert "read notes.txt" in sent and "hello" in sent and "go on" in sent
+
+
+# -- the README's table lists exactly these faults ----------------------------------------------------
+
+def test_readme_lists_every_fault() -> None:
+    text = README.read_text()
+    section = text[text.index("## Faults"):]
+    listed = re.findall(r"^\| `([a-z0-9-]+)` \|", section, re.MULTILINE)
+    assert listed == [f.id for f in FAULTS] + ["sigkill-then-continue"]

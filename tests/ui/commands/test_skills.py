@@ -1,0 +1,73 @@
+"""`/skills`, `/skill-name` (in the real REPL, through a pty) and `swecli skills list` (a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swecli.testing.server import Reply, ScriptedLLM
+from tests.skills.test_catalog import write_skill
+from tests.ui.harness import Terminal, spawn_swecli
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+
+
+@pytest.fixture
+def skills(project: Path) -> Path:
+    write_skill(project / ".swecli" / "skills", "release", "Cut a release of this project.",
+                "# Release\n1. Bump the version in pyproject.toml.\n")
+    write_skill(project / ".claude" / "skills", "help", "A skill named like a built-in command.")
+    broken = project / ".agents" / "skills" / "broken" / "SKILL.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("no front matter here\n")
+    return broken
+
+
+@pytest.fixture
+def terminal(project: Path, tmp_path: Path) -> Iterator[list[Terminal]]:
+    made: list[Terminal] = []
+    yield made
+    for term in made:
+        term.close()
+
+
+def test_skills_listing_and_slash_skill_runs_with_the_instructions(project: Path, tmp_path: Path, skills: Path,
+                                                                     terminal: list[Terminal]) -> None:
+    with ScriptedLLM([Reply("Bumped to 1.2.0.")]) as llm:
+        term = spawn_swecli(llm.base_url, project, tmp_path / "home")
+        terminal.append(term)
+        term.expect(f"skill skipped: {skills}: it has no YAML front matter")  # one warning at start
+        term.prompt()
+        term.line("/skills")
+        term.expect("release: Cut a release of this project.")
+        term.expect(".swecli/skills/release/SKILL.md (project, .swecli/skills)")
+        term.expect("help: A skill named like a built-in command. (load it with the skill tool")
+        term.expect("(searched: .swecli/skills, .claude/skills, .agents/skills")
+        term.prompt()
+        term.line("/release to 1.2.0")
+        term.expect("📘 loaded skill release")
+        term.expect("Bumped to 1.2.0.")
+        term.expect("⏺ done in")
+        term.prompt()
+        term.send("\x04")
+        assert term.exit_status() == 0
+    messages = llm.requests[0]["messages"]
+    skill, prompt = messages[-2], messages[-1]
+    assert skill["role"] == "user" and skill["content"].startswith('<skill name="release"')
+    assert "1. Bump the version in pyproject.toml." in skill["content"]
+    assert prompt == {"role": "user", "content": "to 1.2.0"}
+
+
+def test_cli_skills_list(project: Path, skills: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "swecli", "skills", "list"], cwd=project, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "release: Cut a release of this project."
+    assert lines[1].endswith(".swecli/skills/release/SKILL.md (project, .swecli/skills)")
+    assert f"⚠ skill skipped: {skills}: it has no YAML front matter (the file must start with a `---` line)" in lines

@@ -1,0 +1,97 @@
+"""Approvals as a person meets them in the real REPL (pseudo-terminal, scripted LLM over HTTP): read-only
+commands run without a question in default mode, writes ask, and a command the sandbox blocked may
+run again outside it when the person says so."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from swecli.tools.sandbox import unavailable_reason
+from tests.ui.harness import Terminal, spawn_swecli
+
+pytest.importorskip("pexpect")
+pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+
+APPROVAL = "Allow? [y]es / [n]o / [a]lways this session"
+LIFT = re.compile(r"run it again\s+outside\s+the\s+sandbox\?")  # the preview wraps long lines
+
+
+@pytest.fixture
+def start(project: Path, tmp_path: Path) -> Iterator[Any]:
+    terminals: list[Terminal] = []
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def _start(llm: ScriptedLLM) -> Terminal:
+        term = spawn_swecli(llm.base_url, project, home)
+        terminals.append(term)
+        term.prompt()
+        return term
+
+    yield _start
+    for term in terminals:
+        term.close()
+
+
+def test_read_only_commands_do_not_ask_and_a_write_does(start: Any, project: Path) -> None:
+    (project / "greet.py").write_text("print('hello')\n")
+    steps: list[Step] = [
+        Reply(calls=[Call("bash", {"command": "cat greet.py"})]),
+        Reply(calls=[Call("bash", {"command": "git log --oneline -3 2>/dev/null | head -3; ls"})]),
+        Reply(calls=[Call("bash", {"command": "echo \"print('bye')\" > greet.py"})]),
+        Reply(text="Changed the greeting."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("change the greeting")
+        term.expect("⚡ bash cat greet.py")
+        term.expect("⚡ bash git log --oneline -3")
+        assert APPROVAL not in term.since()  # two read-only commands, no question
+        term.expect("⚡ bash echo \"print('bye')\" > greet.py")
+        term.expect(APPROVAL)
+        term.send("y")
+        term.expect("Changed the greeting.")
+        term.expect("⏺ done in")
+        term.prompt()
+        term.send("\x04")
+        assert term.exit_status() == 0
+    assert (project / "greet.py").read_text() == "print('bye')\n"
+    assert "print('hello')" in str(llm.requests[1]["messages"][-1]["content"])
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+def test_a_command_the_sandbox_blocked_can_run_outside_after_asking(start: Any, project: Path) -> None:
+    outside = Path(tempfile.mkdtemp(prefix="swecli-lift-", dir="/var/tmp"))
+    target = outside / "installed.txt"
+    steps: list[Step] = [
+        Reply(calls=[Call("bash", {"command": f"echo tool > {target}"})]),
+        Reply(text="Installed."),
+    ]
+    try:
+        with ScriptedLLM(steps) as llm:
+            term = start(llm)
+            term.line("install the tool")
+            term.expect(APPROVAL)
+            term.send("y")
+            term.expect("Read-only file system")  # the reason, shown with the second question
+            term.expect(LIFT)
+            term.expect("Allow? [y]es / [n]o")
+            term.send("y")
+            term.expect("Installed.")
+            term.expect("⏺ done in")
+            term.prompt()
+            term.send("\x04")
+            assert term.exit_status() == 0
+        assert target.read_text() == "tool\n"
+        told = str(llm.requests[1]["messages"][-1]["content"])
+        assert "the user allowed running it again outside the sandbox" in told
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
