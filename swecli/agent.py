@@ -2,7 +2,9 @@
 
 The loop's exits are exceptions that carry what to report (mini-swe-agent style): `Finished` when
 the model answers without tool calls, `Interrupted` when the user pressed Esc; running out of
-iterations ends the `for` loop itself. Everything else (context assembly, compaction, approvals, rendering,
+iterations ends the `for` loop itself. Replies that are cut at the output limit, paused, refused or
+empty are read by `replies.read_reply`, which says whether the turn ends, goes on, or which calls
+must not run. Everything else (context assembly, compaction, approvals, rendering,
 transcripts) is delegated; the loop only decides what happens next.
 
 A reply's tool calls run in order, except that consecutive calls of a `concurrent` tool (`task`: a
@@ -24,6 +26,7 @@ from swecli.events import (
     MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
+    Notice,
     ToolFinished,
     ToolStarted,
     TurnFinished,
@@ -34,11 +37,13 @@ from swecli.llm.base import (
     ContextOverflowError,
     ModelRequest,
     Provider,
+    ProviderNote,
     ReasoningDelta,
     ResponseDone,
     TextDelta,
     Waiting,
 )
+from swecli.llm.thinking import Thinking
 from swecli.messages import (
     Message,
     ToolCall,
@@ -48,14 +53,16 @@ from swecli.messages import (
     close_dangling_tool_calls,
 )
 from swecli.permissions import Policy
+from swecli.replies import cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 
 INTERRUPTED = "interrupted by user"
 
 
 class Finished(Exception):
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: str, stop_reason: str = "done") -> None:
         self.answer = answer
+        self.stop_reason = stop_reason
 
 
 class Interrupted(Exception):
@@ -76,6 +83,8 @@ class Agent:
     history: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     tool_calls_run: int = 0
+    thinking: Thinking = field(default_factory=Thinking)
+    """Extended thinking / reasoning effort for the loop's requests (`/thinking` changes it)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -92,7 +101,7 @@ class Agent:
             try:
                 self.step(iteration)
             except Finished as done:
-                answer = done.answer
+                answer, reason = done.answer, done.stop_reason
                 break
             except Interrupted:
                 answer, reason = INTERRUPTED, "interrupted"
@@ -114,14 +123,21 @@ class Agent:
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
-        if not response.message.tool_calls:
-            raise Finished(response.message.content)
+        verdict = read_reply(response, self.context.max_tokens)
+        if verdict.notice:
+            self.on_event(Notice("warning", verdict.notice))
+        if verdict.action == "continue":
+            return  # Anthropic paused the turn: the next request lets the model go on
+        if verdict.action == "finish":
+            raise Finished(response.message.content, verdict.stop_reason)
         for batch in self._batches(response.message.tool_calls):
             if self.cancel.cancelled:
                 self.close_open_calls()
                 raise Interrupted
-            if len(batch) == 1:
-                self.append(self.execute(batch[0]))
+            if len(batch) == 1 or any(call.id in verdict.cut_calls for call in batch):
+                for call in batch:
+                    cut = call.id in verdict.cut_calls
+                    self.append(cut_call_result(call, self.context.max_tokens) if cut else self.execute(call))
             else:
                 for message in self._execute_together(batch):
                     self.append(message)
@@ -133,7 +149,7 @@ class Agent:
             self.context.set_tools(self.tools.schemas(), changes.reason)
 
     def query(self, iteration: int) -> ResponseDone:
-        request = self.context.request(self.history)
+        request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
         try:
@@ -144,10 +160,16 @@ class Agent:
             self.context.note_overflow(overflow)
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
             try:
-                return self._stream(self.context.request(self.history))
+                return self._stream(self._request())
             except ContextOverflowError as again:
                 self.context.note_overflow(again)
                 raise self.context.overflow_failure(overflow, again) from None
+
+    def _request(self) -> ModelRequest:
+        # The context engine fits the thinking budget into the reply's room (prompt + reply <= window).
+        if self.thinking.on:
+            return self.context.request(self.history, self.thinking)
+        return self.context.request(self.history)
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
@@ -155,6 +177,8 @@ class Agent:
             for event in self.provider.stream(request, self.cancel):
                 if isinstance(event, (TextDelta, ReasoningDelta, Waiting)):
                     self.on_event(event)
+                elif isinstance(event, ProviderNote):
+                    self.on_event(Notice("info", event.text))
                 elif isinstance(event, ResponseDone):
                     self._account(request, event, time.monotonic() - start)
                     return event
@@ -167,7 +191,8 @@ class Agent:
 
     def _account(self, request: ModelRequest, done: ResponseDone, duration: float) -> None:
         self.context.observe(request, done.usage)
-        usage = done.usage or Usage(requests=1)
+        # A server that reports no usage (llama.cpp) still gets real numbers: our own counts, marked.
+        usage = done.usage or self.context.estimate_usage(request, done.message)
         self.usage = self.usage + usage
         self.on_event(ModelCallFinished(usage, duration, done.model or self.provider.model, done.finish_reason,
                                         reported=done.usage is not None))

@@ -23,6 +23,7 @@ from swecli.context.manager import ContextManager
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
+from swecli.llm.thinking import Thinking
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
 from swecli.messages import ImagePart, SystemBlock, UserMessage
@@ -140,7 +141,8 @@ def build_agent(
         tool_ctx.read_roots = tuple(s.directory for s in skills.skills if s.scope == "user")
     context.cancel = tool_ctx.cancel  # Esc also stops a summary request
     agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=policy, on_event=bus,
-                  max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel)
+                  max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel,
+                  thinking=Thinking.parse(settings.thinking))
     holder.append(agent)
     return agent
 
@@ -214,9 +216,11 @@ def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: 
         writes = any(t.mutating for n in tools.names() if (t := tools.get(n)) is not None)
         # Writing tools go through the parent's own policy: its mode decides, its approvals apply.
         child_policy = policy if writes else Policy(mode="plan")
+        # A sub-agent thinks as the parent does now (`/thinking` may have changed it since the start).
+        thinking = holder[0].thinking if holder else Thinking.parse(settings.thinking)
         return Agent(provider=provider_for(model), tools=tools, context=context,
                      tool_ctx=replace(tool_ctx, cancel=cancel), policy=child_policy, on_event=on_event,
-                     max_iterations=settings.subagents.max_iterations)
+                     max_iterations=settings.subagents.max_iterations, thinking=thinking)
 
     return spawn
 

@@ -50,6 +50,8 @@ def main_command(
                                 help="How bash is confined: workspace-write | read-only | off."),
     max_iterations: int = typer.Option(None, "--max-iterations", help="Model calls allowed per task."),
     context_limit: int = typer.Option(None, "--context-limit", help="Context window to plan for, in tokens."),
+    thinking: str = typer.Option(None, "--thinking", help="off | on | low | medium | high | BUDGET (tokens): "
+                                                          "extended thinking / reasoning effort."),
     continue_: bool = typer.Option(False, "--continue", "-c", help="Resume this project's latest session."),
     resume: str = typer.Option(None, "--resume", help="Resume session ID (or pick from a list with --resume '')."),
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
@@ -60,7 +62,7 @@ def main_command(
     if output_format not in ("text", "json", "stream-json"):
         _fail(f"--output-format must be text, json or stream-json, not {output_format!r}.")
     flags = {"provider": provider, "model": model, "base_url": base_url, "mode": mode,
-             "max_iterations": max_iterations, "context_limit": context_limit,
+             "max_iterations": max_iterations, "context_limit": context_limit, "thinking": thinking,
              "sandbox": {"mode": sandbox} if sandbox is not None else None}
     code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
                continue_latest=continue_)

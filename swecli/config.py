@@ -219,6 +219,10 @@ class Settings(Section):
     request_deadline: float = Field(1200.0, gt=0)
     """Give up on a model call whose answer has not begun after this many seconds, retries included."""
     max_retries: int = Field(5, ge=0)
+    thinking: str = "off"
+    """Extended thinking / reasoning effort: off, on, low, medium, high, or a token budget (>= 1024).
+    Anthropic gets a thinking budget, OpenAI reasoning models a `reasoning_effort` (`/thinking` in
+    the REPL changes it for the session)."""
     probe_context_window: bool = True
     """When `context_limit` is not set, ask the server for the window it runs (llama.cpp, vLLM, Ollama,
     LM Studio, OpenRouter); cached per base URL and model under the user's cache directory."""
@@ -246,6 +250,14 @@ class Settings(Section):
         if window is None or window.model != self.model or window.base_url != self.base_url:
             return None  # reported for another model (after /model) or server
         return window
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _known_thinking(cls, value: object) -> str:
+        from swecli.llm.thinking import Thinking
+
+        Thinking.parse(value if isinstance(value, (str, int)) else str(value))  # one sentence if invalid
+        return str(value).strip().lower()
 
     @property
     def context_window(self) -> int:

@@ -38,7 +38,7 @@ class ModelCallStarted:
 @dataclass(frozen=True)
 class ModelCallFinished:
     usage: Usage
-    """Provider-reported usage, or local counts when the server reports none."""
+    """Provider-reported usage, or local counts when the server reports none (`usage.estimated`)."""
     duration: float
     model: str
     finish_reason: str
@@ -141,7 +141,8 @@ class TurnFinished:
     iterations: int
     usage: Usage
     duration: float
-    stop_reason: str = "done"  # done | iteration_limit | interrupted | error
+    stop_reason: str = "done"
+    """done | output_limit (answer cut) | refused | empty | iteration_limit | interrupted | error."""
     error: str = ""
     tool_calls: int = 0
     compactions: int = 0

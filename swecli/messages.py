@@ -66,11 +66,25 @@ class UserMessage(_Frozen):
     """Images attached to the message (`@shot.png`, a pasted image path), sent after its text."""
 
 
+class ThinkingBlock(_Frozen):
+    """One Anthropic thinking block, kept verbatim: during tool use the API wants each block back,
+    unchanged and with its signature, alongside the tool results of the same turn."""
+
+    text: str = ""
+    signature: str = ""
+    redacted: str = ""
+    """The encrypted `data` of a `redacted_thinking` block (then `text` is empty)."""
+
+
 class AssistantMessage(_Frozen):
     role: Literal["assistant"] = "assistant"
     content: str = ""
     reasoning: str = ""
+    """The model's reasoning as text, for display (never sent back on its own)."""
     tool_calls: tuple[ToolCall, ...] = ()
+    thinking: tuple[ThinkingBlock, ...] = ()
+    """Signed thinking blocks (Anthropic extended thinking), sent back as they came; decay drops
+    them from old messages."""
 
 
 class ToolMessage(_Frozen):
@@ -100,35 +114,37 @@ class ToolSchema(_Frozen):
 
 
 class Usage(BaseModel):
-    """Token usage as a value object: responses add up with `+`."""
+    """Token usage as a value object: responses add up with `+` (every field is a sum).
+
+    Estimates compose by counting: a server that reports no usage (llama.cpp ignores
+    `include_usage`) gets local counts with `estimated_requests=1`, so a sum says how many of its
+    `requests` were counted locally, and `estimated` whether any number in it is an estimate.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Part of `output_tokens` the model spent reasoning, when the provider says."""
     requests: int = 0
+    estimated_requests: int = 0
+    """Requests whose numbers are local counts, not the provider's."""
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            requests=self.requests + other.requests,
-        )
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
     def __sub__(self, other: Usage) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens - other.input_tokens,
-            output_tokens=self.output_tokens - other.output_tokens,
-            cache_read_tokens=self.cache_read_tokens - other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens - other.cache_write_tokens,
-            requests=self.requests - other.requests,
-        )
+        return Usage(**{name: getattr(self, name) - getattr(other, name) for name in Usage.model_fields})
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def estimated(self) -> bool:
+        """Some of these numbers are local counts (shown with `~`)."""
+        return self.estimated_requests > 0
 
 
 def dangling_tool_calls(history: list[Message]) -> list[ToolCall]:

@@ -17,7 +17,11 @@ Per-tool policies: a listing, a grep or a file read is cheap to redo and folds a
 the newest zone; a test run's output (bash) lives a few steps longer; an edit's result (the diff
 that shows what changed) lives much longer; todo/notes results and loaded skills are never folded.
 
-What is never touched: user and assistant messages. In particular the tool-call arguments of old
+Old thinking goes too: the signed thinking blocks of assistant messages before the newest zone
+(Anthropic extended thinking) are dropped in the same batches. The API needs them back only for the
+turn in progress, and a block cannot be shortened (its signature covers it), only removed.
+
+What is never touched otherwise: user and assistant messages. In particular the tool-call arguments of old
 assistant messages stay verbatim, even a large write_file `content`: they are what the model did,
 and a model imitates its own context, so placeholders in its past calls invite placeholder
 arguments in its next ones; they must also stay valid JSON for the Anthropic wire. In the sessions
@@ -137,6 +141,8 @@ class DecayScan:
         self._ready: list[int] = []
         self._waiting: list[tuple[int, int]] = []
         """(index, steps it must be old) of results that will be eligible once old enough."""
+        self._thoughts: list[tuple[int, int]] = []
+        """(index, tokens) of assistant messages before the zone that still carry thinking blocks."""
         self.pending = 0
         """What folding every eligible result now would save."""
 
@@ -144,11 +150,11 @@ class DecayScan:
             reference_for: ReferenceFor | None = None) -> DecayResult:
         """`ledger` must be synced to `history`."""
         self._advance(ledger, keep_recent_tokens)
-        if not self._ready or self.pending < min_savings_tokens:
+        if not (self._ready or self._thoughts) or self.pending < min_savings_tokens:
             return DecayResult(history, 0, 0, self.pending)
         candidates = [self._candidate(ledger, index) for index in sorted(self._ready)]
         # The folded history is a rewrite: the ledger restarts on it, and so will this scan.
-        return _fold_all(history, candidates, self.counter, reference_for)
+        return _fold_all(history, candidates, self._thoughts, self.counter, reference_for)
 
     def _advance(self, ledger: Ledger, keep_recent_tokens: int) -> None:
         zone = ledger.zone_start(keep_recent_tokens)
@@ -164,6 +170,11 @@ class DecayScan:
 
     def _classify(self, ledger: Ledger, index: int) -> None:
         msg = ledger.messages[index]
+        if isinstance(msg, AssistantMessage) and msg.thinking:
+            tokens = sum(self.counter.text(block.text) for block in msg.thinking)
+            self._thoughts.append((index, tokens))
+            self.pending += tokens
+            return
         if not isinstance(msg, ToolMessage) or is_digest(msg):
             return
         policy = self.rules.get(msg.name) or self.rules.get("*") or DecayPolicy()
@@ -204,16 +215,19 @@ def _call_for(ledger: Ledger, index: int) -> ToolCall | None:
     return next((c for c in assistant.tool_calls if c.id == msg.tool_call_id), None)
 
 
-def _fold_all(history: list[Message], candidates: Sequence[_Candidate], counter: TokenCounter,
-              reference_for: ReferenceFor | None) -> DecayResult:
+def _fold_all(history: list[Message], candidates: Sequence[_Candidate], thoughts: Sequence[tuple[int, int]],
+              counter: TokenCounter, reference_for: ReferenceFor | None) -> DecayResult:
     out = list(history)
     saved = 0
+    for index, saving in thoughts:
+        out[index] = history[index].model_copy(update={"thinking": ()})
+        saved += saving
     for cand in candidates:
         reference = reference_for(cand.message) if reference_for is not None else default_reference(cand.message)
         folded = fold(cand.message, cand.call, reference, counter)
         saved += counter.message(cand.message) - counter.message(folded)
         out[cand.index] = folded
-    return DecayResult(out, saved, len(candidates))
+    return DecayResult(out, saved, len(candidates) + len(thoughts))
 
 
 def newest_zone_start(history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int) -> int:

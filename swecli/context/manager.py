@@ -21,6 +21,7 @@ also calls `cancel_background(reason)` when the user interrupts, and `close()` a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter,
 from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
+from swecli.llm.thinking import MIN_BUDGET, Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.tools.base import ToolResult
 
@@ -121,6 +123,9 @@ class ContextManager:
     on_background_done: Callable[[], None] | None = None
     """Called from the summary's thread when it ends (a REPL redraws its toolbar); nothing else may be."""
     _job: SummaryJob | None = field(default=None, repr=False)
+    thinking_budget: int = 0
+    """The extended-thinking budget of the latest request: part of the reply reserve (a wire that asks for
+    it sends max_tokens + budget)."""
 
     def __post_init__(self) -> None:
         if self.counter is None:
@@ -213,8 +218,8 @@ class ContextManager:
 
     @property
     def budget(self) -> ContextBudget:
-        return ContextBudget(window=self.window, threshold=self.config.threshold, max_tokens=self.max_tokens,
-                             warning=self.config.warning_level)
+        return ContextBudget(window=self.window, threshold=self.config.threshold,
+                             max_tokens=self.max_tokens + self.thinking_budget, warning=self.config.warning_level)
 
     @property
     def keep_recent_tokens(self) -> int:
@@ -249,6 +254,15 @@ class ContextManager:
         local = self._last_request_tokens if request is self._last_request else self.counter.request(request)
         self.calibration.observe(provider_prompt_tokens(usage), local)
 
+    def estimate_usage(self, request: ModelRequest, reply: AssistantMessage) -> Usage:
+        """Local counts for a response whose server reported no usage: the prompt as the meter counts
+        it (calibrated), the output from the reply's text, reasoning and tool calls."""
+        count = self.counter.text
+        output = count(reply.content) + count(reply.reasoning)
+        output += sum(count(call.name) + count(call.arguments) for call in reply.tool_calls)
+        return Usage(input_tokens=self.calibration.apply(self.counter.request(request)), output_tokens=output,
+                     requests=1, estimated_requests=1)
+
     # --- the loop's calls -----------------------------------------------------------------------
 
     def prepare(self, history: list[Message], provider: Provider) -> list[Message]:
@@ -272,13 +286,17 @@ class ContextManager:
             return self._with_background(history, provider, state)
         return self.compact(history, provider, trigger="auto") if state.over_threshold else history
 
-    def request(self, history: list[Message]) -> ModelRequest:
-        """The request for `history`: max_tokens is the reply reserve, shrunk when needed so that the
-        prompt and the reply fit the window together."""
+    def request(self, history: list[Message], thinking: Thinking | None = None) -> ModelRequest:
+        """The request for `history`: the reply reserve (max_tokens, plus the thinking budget when
+        extended thinking is on), shrunk when needed so that the prompt and everything the reply may
+        use fit the window together."""
         tail = self._tail_for(history)
         local = self._request_tokens(history, tail)
+        self.thinking_budget = thinking.budget if thinking is not None else 0
+        room = self.budget.reply_tokens(self.calibration.apply(local))
+        think, max_tokens = _split_reply(room, thinking or Thinking(), self.max_tokens)
         request = ModelRequest(system=self.system + self.memory, messages=tuple(history), tools=self.tools,
-                               max_tokens=self.budget.reply_tokens(self.calibration.apply(local)), tail=tail)
+                               max_tokens=max_tokens, tail=tail, thinking=think)
         if self.mechanisms is not None:
             self.mechanisms.check(request)
         self._last_request, self._last_request_tokens = request, local
@@ -503,7 +521,7 @@ class ContextManager:
         if request is None:
             return
         local = self.counter.request(request)
-        room = self.window - request.max_tokens
+        room = self.window - request.max_tokens - request.thinking.budget
         if local > 0 and room > 0:
             self.calibration.at_least(room / local)
 
@@ -538,6 +556,19 @@ class ContextManager:
     def _emit(self, event: Event) -> None:
         if self.on_event is not None:
             self.on_event(event)
+
+
+def _split_reply(room: int, thinking: Thinking, max_tokens: int) -> tuple[Thinking, int]:
+    """(thinking, max_tokens) for a reply that may use `room` tokens in all: a wire that thinks adds the
+    budget to max_tokens, so the two share the room, in the proportion asked for (all of both when the
+    room allows); a budget below Anthropic's minimum turns thinking off for this request rather than
+    let the request overflow the window."""
+    if not thinking.on:
+        return thinking, room
+    budget = min(thinking.budget, room * thinking.budget // (max_tokens + thinking.budget))
+    if budget < MIN_BUDGET:
+        return Thinking(), room
+    return dataclasses.replace(thinking, budget=budget), room - budget
 
 
 def _tail_tokens(counter: TokenCounter, tail: str) -> int:

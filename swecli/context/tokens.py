@@ -15,8 +15,9 @@ What is counted per message, and why:
 - a fixed per-message overhead (role markers and separators of the chat template) and a per-call
   overhead (the call's JSON envelope);
 - not `AssistantMessage.reasoning`: providers do not resend earlier reasoning (OpenAI-compatible
-  servers drop it, Anthropic strips old thinking blocks), so counting it would overstate the prompt.
-  `TokenCounter(include_reasoning=True)` counts it for a provider that does resend it.
+  servers drop it), so counting it would overstate the prompt. `TokenCounter(include_reasoning=True)`
+  counts it for a provider that does resend it. Signed thinking blocks (`AssistantMessage.thinking`,
+  Anthropic extended thinking) are sent back, so their text counts; decay drops old ones.
 - not tool-call ids: they are routing metadata most chat templates never show the model;
 - images: by the provider's published formula from width and height (`image_tokens`, set from the
   model by the ContextManager; `swecli.llm.vision`), never by the size of their base64.
@@ -305,6 +306,8 @@ class TokenCounter:
         if isinstance(msg, AssistantMessage):
             if self.include_reasoning:
                 total += self.text(msg.reasoning)
+            else:  # signed thinking blocks are sent back (Anthropic); their text is what they cost
+                total += sum(self.text(block.text) for block in msg.thinking)
             for call in msg.tool_calls:
                 total += TOOL_CALL_OVERHEAD + self.text(call.name) + self.text(call.arguments)
         elif isinstance(msg, ToolMessage):

@@ -10,8 +10,10 @@ Request mapping:
 - an assistant turn is its text plus `tool_use` blocks with the parsed arguments. Arguments that are
   not a JSON object (the model wrote malformed JSON, and the tool layer told it so) are sent as
   `{"_raw_arguments": "<what it wrote>"}`, so the model can still see its mistake;
-- reasoning is not sent back: thinking blocks are only accepted with their signatures, which swecli
-  does not keep, and extended thinking is not requested;
+- extended thinking (`ModelRequest.thinking`) sends `thinking: {type: enabled, budget_tokens}` and
+  asks for `max_tokens + budget`; each thinking block is kept with its signature (redacted ones with
+  their data) and sent back first in its assistant message, as the API requires during tool use.
+  Without thinking in the request, no thinking block is sent (the reasoning text never is);
 - `ModelRequest.tail` is an extra text block after the conversation breakpoint (in the last user
   message, or a new one), so it is never part of the cached prefix.
 
@@ -43,7 +45,16 @@ from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.transport import Endpoint, HttpProvider
 from swecli.llm.vision import sends_images
-from swecli.messages import AssistantMessage, ImagePart, Message, SystemBlock, ToolMessage, Usage, UserMessage
+from swecli.messages import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    SystemBlock,
+    ThinkingBlock,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
 
 if TYPE_CHECKING:
     pass
@@ -51,7 +62,9 @@ if TYPE_CHECKING:
 API_VERSION = "2023-06-01"
 EPHEMERAL = {"type": "ephemeral"}
 MAX_SYSTEM_BREAKPOINTS = 3
-STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
+STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+                "model_context_window_exceeded": "length"}
+"""To OpenAI's vocabulary; `pause_turn` and `refusal` keep their names (see `ResponseDone.finish_reason`)."""
 
 
 class AnthropicProvider(HttpProvider):
@@ -76,6 +89,10 @@ class AnthropicProvider(HttpProvider):
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "stream": True}
+        if request.thinking.on:
+            # The budget comes on top of max_tokens, so the answer and its tool calls keep their room.
+            body["max_tokens"] = request.max_tokens + request.thinking.budget
+            body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking.budget}
         system = wire_system(request.system)
         if system:
             body["system"] = system
@@ -109,7 +126,7 @@ def wire_messages(request: ModelRequest, images: bool = True) -> list[dict[str, 
     turns: list[dict[str, Any]] = []
     for message in request.messages:
         role = "assistant" if isinstance(message, AssistantMessage) else "user"
-        blocks = content_blocks(message, images)
+        blocks = content_blocks(message, images, request.thinking.on)
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -132,7 +149,9 @@ def image_block(image: ImagePart) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
 
 
-def content_blocks(message: Message, images: bool = True) -> list[dict[str, Any]]:
+def content_blocks(message: Message, images: bool = True, thinking: bool = False) -> list[dict[str, Any]]:
+    """One message as content blocks; an assistant's signed thinking blocks lead (as the API wants
+    them) when the request has thinking enabled."""
     if isinstance(message, UserMessage):
         text = message.content if message.content.strip() else "(empty message)"
         if message.images and images:  # images before the text that refers to them, as Anthropic advises
@@ -148,12 +167,18 @@ def content_blocks(message: Message, images: bool = True) -> list[dict[str, Any]
         if message.is_error:
             result["is_error"] = True
         return [result]
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = [thinking_block(b) for b in message.thinking] if thinking else []
     if message.content.strip():
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call.arguments)})
     return blocks or [{"type": "text", "text": "(no answer)"}]
+
+
+def thinking_block(block: ThinkingBlock) -> dict[str, Any]:
+    if block.redacted:
+        return {"type": "redacted_thinking", "data": block.redacted}
+    return {"type": "thinking", "thinking": block.text, "signature": block.signature}
 
 
 def tool_input(arguments: str) -> dict[str, Any]:
@@ -175,6 +200,7 @@ class AnthropicStream:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int, PendingCall] = {}  # by content block index
+        self._thinking: dict[int, dict[str, str]] = {}  # by content block index: text, signature, data
         self._stop_reason = ""
         self._usage: dict[str, int] = {}
         self._events = 0
@@ -215,15 +241,22 @@ class AnthropicStream:
         # message_delta repeats the counts cumulatively (output_tokens, and sometimes the input ones).
         if isinstance(usage, dict):
             self._usage.update({k: int(v) for k, v in usage.items() if isinstance(v, int)})
+            details = usage.get("output_tokens_details")
+            if isinstance(details, dict) and isinstance(details.get("thinking_tokens"), int):
+                self._usage["thinking_tokens"] = details["thinking_tokens"]
 
     def _block_start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
         kind = block.get("type")
         if kind == "text":
             return self._delta(index, {"type": "text_delta", "text": block.get("text", "")})
         if kind == "thinking":
+            self._thinking[index] = {"text": "", "signature": str(block.get("signature") or "")}
             return self._delta(index, {"type": "thinking_delta", "thinking": block.get("thinking", "")})
+        if kind == "redacted_thinking":
+            self._thinking[index] = {"data": str(block.get("data") or "")}
+            return []
         if kind != "tool_use":
-            return []  # redacted thinking, server tools: nothing swecli shows or sends back
+            return []  # server tools (web search...) run on Anthropic's side: nothing swecli runs
         call = PendingCall(name=str(block.get("name", "")))
         if block.get("input"):  # normally {} with the arguments streamed after it
             call.arguments.append(json.dumps(block["input"]))
@@ -238,10 +271,14 @@ class AnthropicStream:
             return [TextDelta(str(delta["text"]))]
         if kind == "thinking_delta" and delta.get("thinking"):
             self._reasoning.append(str(delta["thinking"]))
+            if index in self._thinking:
+                self._thinking[index]["text"] += str(delta["thinking"])
             return [ReasoningDelta(str(delta["thinking"]))]
+        if kind == "signature_delta" and index in self._thinking:
+            self._thinking[index]["signature"] += str(delta.get("signature") or "")
         if kind == "input_json_delta" and index in self._calls:
             self._calls[index].arguments.append(str(delta.get("partial_json", "")))
-        return []  # signature_delta, citations: not kept
+        return []  # citations: not kept
 
     def partial(self) -> AssistantMessage:
         calls = [self._calls[i] for i in sorted(self._calls)]
@@ -253,9 +290,15 @@ class AnthropicStream:
             raise self._incomplete(stray)
         calls = [self._calls[i] for i in sorted(self._calls)]
         message = AssistantMessage(content="".join(self._text), reasoning="".join(self._reasoning),
-                                   tool_calls=to_tool_calls(calls, self._ids))
+                                   tool_calls=to_tool_calls(calls, self._ids), thinking=self.thinking_blocks())
         finish = STOP_REASONS.get(self._stop_reason, self._stop_reason or "stop")
         return [ResponseDone(message, self.usage(), finish, self.model)]
+
+    def thinking_blocks(self) -> tuple[ThinkingBlock, ...]:
+        """The signed (or redacted) thinking blocks, in order; unsigned ones cannot be sent back."""
+        blocks = (self._thinking[i] for i in sorted(self._thinking))
+        return tuple(ThinkingBlock(text=b.get("text", ""), signature=b.get("signature", ""), redacted=b.get("data", ""))
+                     for b in blocks if b.get("signature") or b.get("data"))
 
     def usage(self) -> Usage | None:
         u = self._usage
@@ -265,7 +308,7 @@ class AnthropicStream:
         if prompt == 0:
             return None  # not reported (a real prompt is never 0 tokens): the loop counts locally
         return Usage(input_tokens=prompt, output_tokens=u.get("output_tokens", 0), cache_read_tokens=cache_read,
-                     cache_write_tokens=cache_write, requests=1)
+                     cache_write_tokens=cache_write, reasoning_tokens=u.get("thinking_tokens", 0), requests=1)
 
     def _incomplete(self, stray: str) -> Exception:
         if stray:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
 
 
@@ -22,6 +23,8 @@ class ModelRequest:
     max_tokens: int = 8192
     tail: str = ""
     """Small dynamic text (recitation, failure evidence) sent after the history, never cached."""
+    thinking: Thinking = field(default_factory=Thinking)
+    """Extended thinking / reasoning effort for this request (off unless the loop asks)."""
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,22 @@ class ToolCallStarted:
 
 
 @dataclass(frozen=True)
+class ProviderNote:
+    """Something the user should read once about how the provider is being talked to (a fallback
+    it switched to for the rest of the session)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ResponseDone:
     message: AssistantMessage
     usage: Usage | None
     """None when the server did not report usage (llama.cpp ignores `include_usage`)."""
     finish_reason: str = "stop"
+    """In OpenAI's vocabulary: `stop`, `tool_calls`, `length` (cut at the output limit), plus
+    `refusal` (the model declined; the message content is its explanation) and Anthropic's
+    `pause_turn` (the turn is not over: send the history back as it is to let it go on)."""
     model: str = ""
 
 
@@ -63,7 +77,7 @@ class Waiting:
     """The silence after which the attempt fails (`Settings.request_timeout`)."""
 
 
-StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | Waiting | ResponseDone
+StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | Waiting | ProviderNote | ResponseDone
 
 
 @dataclass
@@ -141,6 +155,11 @@ class ContextOverflowError(ProviderError):
         """The window the server said it has, when its error message names it."""
         self.requested = requested
         """The request's size in the server's tokens, when its error message names it."""
+
+
+class StreamingToolsUnsupported(ProviderError):
+    """The server cannot stream a response when tools are offered (llama-cpp-python's
+    `chatml-function-calling`): the provider asks without streaming instead."""
 
 
 class Cancelled(Exception):

@@ -17,7 +17,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from swecli.llm.base import AuthError, ContextOverflowError, ProviderError, RateLimitError, TransientError
+from swecli.llm.base import (
+    AuthError,
+    ContextOverflowError,
+    ProviderError,
+    RateLimitError,
+    StreamingToolsUnsupported,
+    TransientError,
+)
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 529})
 """Plus every 5xx: timeouts, lock conflicts, rate limits, overloaded."""
@@ -28,6 +35,13 @@ _OVERFLOW = re.compile(
     r"too many tokens in (?:the )?(?:prompt|input)|input is too long|request_too_large",
     re.IGNORECASE,
 )
+_UNSUPPORTED = r"(?:is |are )?(?:not supported|unsupported|not implemented)"
+_NO_STREAMED_TOOLS = re.compile(
+    rf"stream\w*(?: \w+){{0,3}} (?:tool|function)[\w ]{{0,20}} {_UNSUPPORTED}|"
+    rf"(?:tool|function)[\w ]{{0,30}} (?:with|and|in) stream\w* {_UNSUPPORTED}",
+    re.IGNORECASE,
+)
+"""llama-cpp-python: "Automatic streaming tool choice is not supported"; other servers word it alike."""
 _MAX_MESSAGE = 500
 
 # What servers write in their context-length errors, window first, then the request's size:
@@ -123,12 +137,18 @@ def is_context_overflow(info: ErrorInfo, status: int = 400) -> bool:
     return bool(_OVERFLOW.search(" ".join((info.code, info.type, info.message))))
 
 
+def cannot_stream_tools(info: ErrorInfo) -> bool:
+    return bool(_NO_STREAMED_TOOLS.search(info.message))
+
+
 def classify_status(provider: str, key_env: str | None, status: int, body: bytes | str,
                     reason: str = "") -> ProviderError:
     """The typed error for an HTTP error answer."""
     info = parse_error_body(body)
     label = f"HTTP {status}{' ' + reason if reason else ''}"
     said = f": {info.message}" if info.message and info.message not in label else ""
+    if cannot_stream_tools(info):
+        return StreamingToolsUnsupported(f"{provider} cannot stream answers that may call tools{said}")
     if status in (401, 403):
         env = key_env or "SWECLI_API_KEY"
         return AuthError(f"API key rejected by {provider} (set {env}); HTTP {status}{said}")
@@ -147,6 +167,8 @@ def classify_stream_error(provider: str, payload: Any) -> tuple[ProviderError, b
     """An error sent inside a 200 stream (an `error` event or chunk): the error and whether to retry."""
     raw = payload if isinstance(payload, (bytes, str)) else json.dumps(payload)
     info = parse_error_body(raw)
+    if cannot_stream_tools(info):
+        return StreamingToolsUnsupported(f"{provider} cannot stream answers that may call tools: {info.message}"), False
     if is_context_overflow(info):
         text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
         return overflow_error(provider, info.message, text), False

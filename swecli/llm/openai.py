@@ -12,15 +12,30 @@ what prefix prompt caching needs):
 - `ModelRequest.tail` (small dynamic text) goes last as a separate user message, only when non-empty.
   Appending it to the last user/tool message instead would change that message's bytes on the next
   request, so a cached prefix would end one message earlier; as its own message it leaves every
-  history message untouched and the whole history stays cacheable.
+  history message untouched and the whole history stays cacheable;
+- `tool_choice: "auto"` goes with every request that offers tools (every provider's default, but
+  llama-cpp-python's function-calling chat format puts the tools into the prompt only when it is sent);
+- `reasoning_effort` when thinking is on, for reasoning models (see `llm.thinking`).
 
-Stream deviations handled (see ../shared/README.md): no usage chunk (llama.cpp ignores
-`include_usage`: `ResponseDone.usage` is None and the loop counts locally); `<think>` reasoning inside
-the content; tool-call chunks without index or id; a stream cut short (`[DONE]` or EOF with no finish
-reason) is retried; an empty 200 body, which is how llama.cpp answers a streamed request larger than
-its context, is retried once and then reported as `ContextOverflowError`, so the context engine
-compacts instead of the turn failing. A false alarm costs one compaction; a missed overflow would end
-the user's turn, so the overflow reading is the more useful one.
+Stream deviations handled (see ../shared/README.md and the recorded corpus in tests/llm/test_recorded.py):
+no usage chunk (llama.cpp ignores `include_usage`: `ResponseDone.usage` is None and the loop counts
+locally); usage of zeros (also None); Groq's usage under `x_groq`; reasoning-token counts kept;
+`<think>` reasoning inside the content; Mistral's content as typed parts (`text`, `thinking`);
+tool-call chunks without index or id; an OpenAI `refusal` (the finish reason becomes `refusal`);
+a stream that ends with its usage chunk and `[DONE]` but no finish reason is complete (kimi-k2 through
+OpenRouter), while one cut short without usage (`[DONE]` or EOF with no finish reason, as llama.cpp
+does when a second request arrives) is retried.
+
+An empty 200 body is how llama.cpp answers a streamed request larger than its context, and how
+llama-cpp-python's `chatml-function-calling` answers a streamed request whose answer is a tool call.
+The empty body is retried once (a one-off hiccup then goes unnoticed). If it comes again for a request
+offering tools, swecli asks once without streaming: an answer with a tool call means the server cannot
+stream tool calls, so requests with tools go unstreamed for the rest of the session (said once, as a
+`ProviderNote`); a context-length error (with the server's numbers) or another empty body means the
+request was too large. Otherwise the empty body is reported as `ContextOverflowError`, so the context
+engine compacts instead of the turn failing: a false alarm costs one compaction, a missed overflow
+would end the user's turn.
+A server that says it cannot stream tool calls (`StreamingToolsUnsupported`) is believed at once.
 """
 
 from __future__ import annotations
@@ -33,9 +48,11 @@ from swecli.llm.base import (
     CancelToken,
     ContextOverflowError,
     ModelRequest,
+    ProviderNote,
     ReasoningDelta,
     ResponseDone,
     StreamEvent,
+    StreamingToolsUnsupported,
     TextDelta,
     ToolCallStarted,
     TransientError,
@@ -54,34 +71,89 @@ if TYPE_CHECKING:
 
 EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when the request exceeds its "
                 "context")
+STREAMING_OFF = "swecli asks it without streaming from now on (answers appear whole, not word by word)"
+
+
+class EmptyStream(ContextOverflowError):
+    """HTTP 200 with no event at all: llama.cpp's answer to a streamed request larger than its context,
+    and llama-cpp-python's to a streamed request offering tools it cannot stream."""
 
 
 class OpenAIProvider(HttpProvider):
     default_name = "openai"
+    stream_tools = True
+    """False once the server said it cannot stream when tools are offered: such requests are then
+    sent without streaming for the rest of the session."""
     images: bool | None = None
     """Send images (True), their one-line stand-ins (False), or decide from the model's name (None);
     set by the factory from `images.accept`."""
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        probing = bool(request.tools) and self.stream_tools
+        try:
+            yield from self._call(request, cancel)
+        except StreamingToolsUnsupported as refused:
+            if not probing:
+                raise
+            self.stream_tools = False
+            yield ProviderNote(f"{refused}; {STREAMING_OFF}")
+            yield from self._call(request, cancel)
+        except EmptyStream as empty:
+            if not probing:
+                raise
+            yield from self._probe_unstreamed(request, cancel, empty.attempts)
+
+    def _probe_unstreamed(self, request: ModelRequest, cancel: CancelToken | None,
+                          sent: int) -> Iterator[StreamEvent]:
+        """Empty streams (after the retry) for a request offering tools: either the server cannot stream
+        tool calls, or the request is too large. Asked once without streaming, an oversized request gets
+        a real context-length error (with the server's numbers), and an answer with a tool call means
+        streaming was the problem: requests with tools then go unstreamed for the rest of the session."""
+        self.stream_tools = False
+        try:
+            events = list(self._call(request, cancel, empty_is_final=True))  # unstreamed: it arrives whole
+        except ContextOverflowError as overflow:
+            self.stream_tools = True
+            overflow.attempts += sent  # every request the user waited for
+            raise
+        done = events[-1]
+        if isinstance(done, ResponseDone) and done.message.tool_calls:
+            yield ProviderNote(f"{self.name} sent an empty stream for a request offering tools and answered it "
+                               f"with a tool call without streaming, so it cannot stream tool calls; {STREAMING_OFF}")
+        else:
+            self.stream_tools = True  # answered without a tool call: nothing shows that streaming was the problem
+        yield from events
+
+    def _call(self, request: ModelRequest, cancel: CancelToken | None,
+              empty_is_final: bool = False) -> Iterator[StreamEvent]:
+        """One model call with its retries; `empty_is_final`: an empty body is raised at once, not retried."""
         body = self.request_body(request)
         endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
-
-        return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model), cancel)
+        return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model,
+                                                                   empty_is_final=empty_is_final), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        streamed = self.stream_tools or not request.tools
         body: dict[str, Any] = {
             "model": self.model,
             "messages": wire_messages(request, images=sends_images(self.images, self.model)),
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream": streamed,
         }
+        if streamed:
+            body["stream_options"] = {"include_usage": True}
         if request.tools:
             body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                "parameters": t.parameters}}
                              for t in request.tools]
+            # Every provider's default, but llama-cpp-python's function-calling chat format puts the
+            # tools into the prompt only when it is sent.
+            body["tool_choice"] = "auto"
         # OpenAI's own newer models (o-series, gpt-5) refuse `max_tokens`; compatible servers know only it.
         body["max_completion_tokens" if self.name == "openai" else "max_tokens"] = request.max_tokens
+        effort = request.thinking.openai_effort(self.model)
+        if effort:
+            body["reasoning_effort"] = effort
         return body
 
     def _headers(self) -> dict[str, str]:
@@ -148,8 +220,10 @@ def wire_message(message: Message, images: bool = True) -> dict[str, Any]:
 class OpenAIStream:
     """Assembles one streamed chat completion from its chunks."""
 
-    def __init__(self, provider: str, taken_ids: set[str], model: str = "") -> None:
+    def __init__(self, provider: str, taken_ids: set[str], model: str = "", empty_is_final: bool = False) -> None:
         self.provider = provider
+        self.empty_is_final = empty_is_final
+        """An empty stream is raised at once, not retried (the provider asks without streaming instead)."""
         self.done = False
         self.model = model
         self._ids = IdAllocator(taken_ids)
@@ -157,6 +231,7 @@ class OpenAIStream:
         self._reasoning: list[str] = []
         self._think = ThinkSplitter()
         self._calls: dict[int, PendingCall] = {}
+        self._refusal: list[str] = []
         self._finish = ""
         self._usage: Usage | None = None
         self._chunks = 0
@@ -179,8 +254,9 @@ class OpenAIStream:
             raise Retryable(error) if retry else error
         self._chunks += 1
         self.model = str(chunk.get("model") or self.model)
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = parse_usage(chunk["usage"])
+        usage = chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage")  # Groq sends it under x_groq
+        if isinstance(usage, dict):
+            self._usage = parse_usage(usage)
         events: list[StreamEvent] = []
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
@@ -197,12 +273,30 @@ class OpenAIStream:
             events.append(ReasoningDelta(reasoning))
         if isinstance(delta.get("content"), str) and delta["content"]:
             events.extend(self._content(self._think.feed(delta["content"])))
+        elif isinstance(delta.get("content"), list):
+            events.extend(self._content_parts(delta["content"]))
+        if isinstance(delta.get("refusal"), str) and delta["refusal"]:
+            self._refusal.append(delta["refusal"])  # shown as a refusal at the end, not as the answer
         for fragment in delta.get("tool_calls") or []:
             if isinstance(fragment, dict):
                 events.extend(self._tool_fragment(fragment))
         if choice.get("finish_reason"):
             self._finish = str(choice["finish_reason"])
         return events
+
+    def _content_parts(self, parts: list[Any]) -> list[StreamEvent]:
+        """Content as typed parts (Mistral): `text` parts, and `thinking` parts holding text parts."""
+        pieces: list[Piece] = []
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "text" and isinstance(part.get("text"), str):
+                pieces.extend(self._think.feed(part["text"]))
+            elif part.get("type") == "thinking":
+                inner = part.get("thinking")
+                texts = [p.get("text") for p in inner if isinstance(p, dict)] if isinstance(inner, list) else [inner]
+                pieces.extend(("reasoning", t) for t in texts if isinstance(t, str) and t)
+        return self._content(pieces)
 
     def _content(self, pieces: list[Piece]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
@@ -258,6 +352,10 @@ class OpenAIStream:
         whole = json_object(stray) if stray and not self._chunks else None
         if whole is not None and isinstance(whole.get("choices"), list) and whole["choices"]:
             events = self._whole_answer(whole)  # the server ignored `stream` and sent one JSON answer
+        if not self._finish and self.done and self._usage is not None:
+            # `[DONE]` after the usage chunk: the whole answer was sent, only its finish reason is
+            # missing (kimi-k2 through OpenRouter). Retrying would bill the same answer again.
+            self._finish = "tool_calls" if self._calls else "stop"
         if not self._finish:
             raise self._incomplete(stray)
         events.extend(self._content(self._think.flush()))
@@ -267,9 +365,12 @@ class OpenAIStream:
         if not self._think.saw_block and (split := split_bare_close(content)) is not None:
             reasoning = "\n".join(part for part in (reasoning, split[0]) if part)
             content = split[1]
+        finish = self._finish
+        if self._refusal:
+            content, finish = content or "".join(self._refusal), "refusal"
         message = AssistantMessage(content=content, reasoning=reasoning,
                                    tool_calls=to_tool_calls([self._calls[i] for i in sorted(self._calls)], self._ids))
-        return [*events, ResponseDone(message, self._usage, self._finish, self.model)]
+        return [*events, ResponseDone(message, self._usage, finish, self.model)]
 
     def _whole_answer(self, body: dict[str, Any]) -> list[StreamEvent]:
         choice = body["choices"][0] if isinstance(body["choices"][0], dict) else {}
@@ -285,16 +386,22 @@ class OpenAIStream:
             error, retry = non_stream_error(self.provider, stray)
             return Retryable(error) if retry else error
         if self._chunks == 0:
-            return Retryable(ContextOverflowError(f"{EMPTY_STREAM} ({self.provider})"), max_retries=1)
+            empty = EmptyStream(f"{EMPTY_STREAM} ({self.provider})")
+            return empty if self.empty_is_final else Retryable(empty, max_retries=1)
         return Retryable(TransientError(f"the response from {self.provider} ended before it was complete "
                                         "(no finish reason)"))
 
 
-def parse_usage(raw: dict[str, Any]) -> Usage:
+def parse_usage(raw: dict[str, Any]) -> Usage | None:
+    """The usage object of a chunk or answer; None when it holds no counts (a real prompt is never
+    0 tokens), so the loop counts locally instead of showing zeros."""
     details = raw.get("prompt_tokens_details") or {}
     cached = details.get("cached_tokens") if isinstance(details, dict) else None
     if cached is None:
         cached = raw.get("prompt_cache_hit_tokens", 0)  # DeepSeek's name for it
-    return Usage(input_tokens=int(raw.get("prompt_tokens") or 0), output_tokens=int(raw.get("completion_tokens") or 0),
-                 cache_read_tokens=int(cached or 0), requests=1)
+    output = raw.get("completion_tokens_details") or {}
+    reasoning = output.get("reasoning_tokens") if isinstance(output, dict) else None
+    usage = Usage(input_tokens=int(raw.get("prompt_tokens") or 0), output_tokens=int(raw.get("completion_tokens") or 0),
+                  cache_read_tokens=int(cached or 0), reasoning_tokens=int(reasoning or 0), requests=1)
+    return usage if usage.total_tokens else None
 

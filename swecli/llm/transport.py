@@ -35,6 +35,7 @@ from swecli.llm.base import (
     ContextOverflowError,
     ProviderError,
     StreamEvent,
+    StreamingToolsUnsupported,
     TransientError,
     Waiting,
 )
@@ -294,7 +295,8 @@ class _Channel:
 
 def _http_error(endpoint: Endpoint, head: _Head) -> Exception:
     error = classify_status(endpoint.provider, endpoint.key_env, head.status, head.body, head.reason)
-    if is_retryable_status(head.status) and not isinstance(error, ContextOverflowError):
+    # An overflow or a server that cannot stream tools answers the same way every time: not retried.
+    if is_retryable_status(head.status) and not isinstance(error, (ContextOverflowError, StreamingToolsUnsupported)):
         return Retryable(error, retry_after=parse_retry_after(head.headers))
     return error
 

@@ -4,7 +4,9 @@ Every record has `ts` (local ISO time) and `event`:
   session_start  cwd, model, provider, context_window, window_source, config_digest (hash of the settings
                  without secrets), resumed
   user_input     text
-  llm_call       model, tokens_in, tokens_out, tokens_cached, cache_write, duration, finish_reason
+  llm_call       model, tokens_in, tokens_out, tokens_cached, cache_write, tokens_reasoning (when
+                 reported), duration, finish_reason, usage_reported (false: the server sent no usage
+                 and the token numbers are swecli's own counts)
   tool           tool, call_id, args (summary, long values truncated), approved, is_error, exit_code,
                  duration, summary, path (files a write/edit changed)
   context        total_tokens, window, usage_percent
@@ -14,7 +16,7 @@ Every record has `ts` (local ISO time) and `event`:
                  tokens, duration (start to end), used, note
   context_overflow planned_window, server_window, requested, adopted, text (a provider's context-length error)
   history_replaced reason, messages
-  turn_end       stop_reason, iterations, tool_calls, tokens, duration
+  turn_end       stop_reason, iterations, tool_calls, tokens, tokens_estimated, duration
   subagent       a sub-agent's end: parent_call, agent, stop_reason, iterations, tool_calls, tokens, transcript
                  (its llm_call and tool records carry parent_call and agent too)
   error/warning  text
@@ -119,8 +121,9 @@ class SessionLog:
     def llm_call(self, usage: Usage, duration: float, model: str, finish_reason: str = "",
                  reported: bool = True, **link: str) -> None:
         """`link`: parent_call and agent, for a sub-agent's call."""
+        extra = {"tokens_reasoning": usage.reasoning_tokens} if usage.reasoning_tokens else {}
         self.write("llm_call", model=model, tokens_in=usage.input_tokens, tokens_out=usage.output_tokens,
-                   tokens_cached=usage.cache_read_tokens, cache_write=usage.cache_write_tokens,
+                   tokens_cached=usage.cache_read_tokens, cache_write=usage.cache_write_tokens, **extra,
                    duration=round(duration, 3), finish_reason=finish_reason, usage_reported=reported, **link)
 
     def subagent(self, turn: TurnFinished, transcript: str, **link: str) -> None:
@@ -163,7 +166,8 @@ class SessionLog:
 
     def turn_end(self, turn: TurnFinished) -> None:
         self.write("turn_end", stop_reason=turn.stop_reason, iterations=turn.iterations, tool_calls=turn.tool_calls,
-                   tokens=turn.usage.total_tokens, duration=round(turn.duration, 3), error=turn.error)
+                   tokens=turn.usage.total_tokens, tokens_estimated=turn.usage.estimated,
+                   duration=round(turn.duration, 3), error=turn.error)
 
     def error(self, text: str, level: str = "error") -> None:
         self.write(level, text=text)
@@ -280,7 +284,8 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str]] = {
                                 f"provider={r['provider']} cwd={r['cwd']} config={r['config_digest']}"),
     "user_input": lambda r: repr(_cut(str(r["text"]), 100)),
     "llm_call": lambda r: (f"{r['model']}  in {r['tokens_in']:,} (cached {r['tokens_cached']:,})  "
-                           f"out {r['tokens_out']:,}  {r['duration']:.2f}s"),
+                           f"out {r['tokens_out']:,}  {r['duration']:.2f}s"
+                           + ("  (estimated: no usage reported)" if r.get("usage_reported") is False else "")),
     "tool": _describe_tool,
     "context": lambda r: f"{r['total_tokens']:,} / {r['window']:,} tokens ({r['usage_percent']}%)",
     "compaction": lambda r: (f"{r['strategy']} ({r['trigger']}): {r['tokens_before']:,} → {r['tokens_after']:,} "

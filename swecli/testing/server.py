@@ -10,8 +10,9 @@ Each chat POST consumes the next step. A step is a `Reply` (streamed as SSE when
 for `stream`, else one JSON body), a `Fail` (an HTTP error with a provider-shaped body, or any status
 and body: an HTML proxy page), `Drop` (the connection dies mid-stream: closed, or reset), `Garbled`
 (a malformed SSE line in the middle of a stream), `Silent` (the server accepts and then sends nothing),
-`EmptyStream` (HTTP 200 with no events, as llama.cpp answers an oversized streamed request), or a
-callable that receives the request body and returns a step. A request with no step left is answered
+`EmptyStream` (HTTP 200 with no events, as llama.cpp answers an oversized streamed request), `Raw`
+(exact bytes with a status and content type: a recorded answer replayed in pieces), or a callable
+that receives the request body and returns a step. A request with no step left is answered
 500 and recorded as a failure; `assert_done()` (called on a clean exit from the `with` block) fails on
 such extra calls and on unused steps.
 
@@ -55,7 +56,13 @@ class Reply:
     usage: dict[str, int] | bool = True
     """True: estimate from the request; False: send none (llama.cpp); a dict: exactly these numbers
     (keys prompt_tokens, completion_tokens, cached_tokens, cache_creation_tokens)."""
-    finish_reason: str = ""
+    finish_reason: str | None = ""
+    """"": the natural one (tool calls or stop); None: never sent (the stream ends with usage and
+    [DONE] only, as kimi-k2 through OpenRouter does)."""
+    refusal: str = ""
+    """OpenAI wire: streamed as `delta.refusal` (Anthropic: send `finish_reason="refusal"` with text)."""
+    thinking_signature: str = "sig"
+    """Anthropic wire: the signature of the thinking block sent for `reasoning` ("" sends none)."""
     chunk: int = 7
     """Characters per streamed text fragment; small, to exercise delta assembly."""
     delay: float = 0.0
@@ -145,7 +152,19 @@ class EmptyStream:
     """HTTP 200 with an empty body."""
 
 
-Outcome = Reply | Fail | Drop | Garbled | Silent | EmptyStream
+@dataclass
+class Raw:
+    """Exactly these bytes with this status and content type (a recorded answer, an HTML error page),
+    written in pieces of `piece` bytes (sizes cycle through the tuple), each flushed on its own."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "text/event-stream"
+    piece: tuple[int, ...] = (65_536,)
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Outcome = Reply | Fail | Drop | Garbled | Silent | EmptyStream | Raw
 Step = Outcome | Callable[[dict[str, Any]], Outcome]
 
 
@@ -273,6 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
         step = self.llm._next(body, {k.lower(): v for k, v in self.headers.items()})
         if isinstance(step, Fail):
             self._fail(step)
+        elif isinstance(step, Raw):
+            self._raw(step)
         elif isinstance(step, EmptyStream):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -317,6 +338,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
         self.wfile.write(raw)
+
+    def _raw(self, step: Raw) -> None:
+        self.send_response(step.status)
+        self.send_header("Content-Type", step.content_type)
+        for k, v in step.headers.items():
+            self.send_header(k, v)
+        self.send_header("Connection", "close")  # the end of the body is the end of the connection
+        self.end_headers()
+        offset, turn = 0, 0
+        try:
+            while offset < len(step.body):
+                size = max(1, step.piece[turn % len(step.piece)])
+                self.wfile.write(step.body[offset:offset + size])
+                self.wfile.flush()
+                offset, turn = offset + size, turn + 1
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
 
     def _json(self, status: int, payload: dict[str, Any]) -> None:
         raw = json.dumps(payload).encode()
@@ -474,12 +513,15 @@ def _openai_events(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> Iter
         yield chunk({"reasoning_content": piece})
     for piece in _pieces(reply.text, reply.chunk):
         yield chunk({"content": piece})
+    for piece in _pieces(reply.refusal, reply.chunk):
+        yield chunk({"refusal": piece})
     for i, call in enumerate(reply.calls):
         yield chunk({"tool_calls": [{"index": i, "id": _call_id(call, i, turn), "type": "function",
                                      "function": {"name": call.name, "arguments": ""}}]})
         for piece in _pieces(call.arguments, reply.chunk):
             yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-    yield chunk({}, reply.finish_reason or ("tool_calls" if reply.calls else "stop"))
+    if reply.finish_reason is not None:
+        yield chunk({}, reply.finish_reason or ("tool_calls" if reply.calls else "stop"))
     wants_usage = (body.get("stream_options") or {}).get("include_usage")
     if reply.usage is not False and wants_usage:
         yield "data: " + json.dumps({**base, "choices": [], "usage": _openai_usage(body, reply)}) + "\n\n"
@@ -519,11 +561,11 @@ def _anthropic_events(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> I
         yield event("content_block_start", {"index": index, "content_block": start})
         for piece in _pieces(text, reply.chunk):
             yield event("content_block_delta", {"index": index, "delta": {"type": delta_type, key: piece}})
-        if delta_type == "thinking_delta":
-            yield event("content_block_delta", {"index": index, "delta": {"type": "signature_delta",
-                                                                          "signature": "sig"}})
+        if delta_type == "thinking_delta" and reply.thinking_signature:
+            yield event("content_block_delta", {"index": index, "delta": {
+                "type": "signature_delta", "signature": reply.thinking_signature}})
         yield event("content_block_stop", {"index": index})
-    stop = reply.finish_reason or ("tool_use" if reply.calls else "end_turn")
+    stop = None if reply.finish_reason is None else reply.finish_reason or ("tool_use" if reply.calls else "end_turn")
     yield event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
                                   "usage": {"output_tokens": u.get("completion_tokens", 0)}})
     yield event("message_stop", {})
@@ -536,7 +578,7 @@ def _full_body(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> dict[str
         u = _estimate_usage(body, reply)
         content: list[dict[str, Any]] = []
         if reply.reasoning:
-            content.append({"type": "thinking", "thinking": reply.reasoning, "signature": "sig"})
+            content.append({"type": "thinking", "thinking": reply.reasoning, "signature": reply.thinking_signature})
         if reply.text:
             content.append({"type": "text", "text": reply.text})
         for i, call in enumerate(reply.calls):
@@ -546,6 +588,8 @@ def _full_body(llm: ScriptedLLM, body: dict[str, Any], reply: Reply) -> dict[str
                 "content": content, "stop_reason": reply.finish_reason or ("tool_use" if reply.calls else "end_turn"),
                 "usage": {"input_tokens": u["prompt_tokens"], "output_tokens": u["completion_tokens"]}}
     message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.refusal:
+        message["refusal"] = reply.refusal
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     if reply.calls:

@@ -5,8 +5,9 @@ printers below turn the loop's events into progress lines (text) or JSON events 
 
 Output formats:
 - text: the final answer on stdout; progress (actions, results, warnings) on stderr.
-- json: one object on stdout: result, turns, tool_calls, usage, compactions, compaction_wait (seconds the
-  loop stood still for them), session_id, error.
+- json: one object on stdout: result, stop_reason, turns, tool_calls, usage (with `estimated` and
+  `estimated_requests` when the server reported no usage and swecli counted locally), compactions,
+  compaction_wait (seconds the loop stood still for them), session_id, error.
 - stream-json: one JSON object per event on stdout, the last one of type "result".
 Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
 interrupted.
@@ -41,7 +42,10 @@ if TYPE_CHECKING:
     from swecli.permissions import Approver
 
 OutputFormat = Literal["text", "json", "stream-json"]
-EXIT_CODES = {"done": 0, "error": 1, "iteration_limit": 2, "interrupted": 2}
+EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
+              "interrupted": 2}
+ANSWERED = frozenset({"done", "output_limit", "refused", "empty"})
+"""The model ended the turn itself (a warning on stderr explains the last three)."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -130,7 +134,7 @@ class StreamJsonPrinter:
 
 
 def result_object(turn: TurnFinished | None, session_id: str, error: str = "") -> dict[str, Any]:
-    usage = turn.usage.model_dump() if turn else {}
+    usage = {**turn.usage.model_dump(), "estimated": turn.usage.estimated} if turn else {}
     return {
         "type": "result",
         "result": turn.answer if turn and not error else "",
@@ -156,8 +160,9 @@ def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error:
         err.write(f"error: {error}\n")
     else:
         assert turn is not None
-        out.write(turn.answer.rstrip() + "\n")
-        if turn.stop_reason != "done":
+        if turn.answer.strip():  # an empty answer was already reported on stderr, not printed as a blank line
+            out.write(turn.answer.rstrip() + "\n")
+        if turn.stop_reason not in ANSWERED:
             err.write(f"swecli: {turn.answer}\n")
     out.flush()
     return EXIT_CODES.get(summary["stop_reason"], 1)

@@ -233,9 +233,13 @@ def looks_like_diff(text: str) -> bool:
 
 
 def completion_line(turn: TurnFinished) -> Text:
-    """`⏺ done in 12s · ↑ 3.2k ↓ 450 tokens` after each turn."""
+    """`⏺ done in 12s · ↑ 3.2k ↓ 450 tokens` after each turn; `~` and "(estimated)" mark local counts
+    (the server reported no usage)."""
     words = {
         "done": ("done in", "green"),
+        "output_limit": ("cut at the output limit after", "yellow"),
+        "refused": ("refused after", "yellow"),
+        "empty": ("empty answer after", "yellow"),
         "interrupted": ("interrupted after", "yellow"),
         "iteration_limit": ("stopped at the iteration limit after", "yellow"),
         "error": ("failed after", "red"),
@@ -243,8 +247,9 @@ def completion_line(turn: TurnFinished) -> Text:
     phrase, colour = words.get(turn.stop_reason, (f"{turn.stop_reason} after", "yellow"))
     text = Text("⏺ ", style=colour)
     text.append(f"{phrase} {format_duration(turn.duration)}")
-    text.append(f" · ↑ {format_tokens(turn.usage.input_tokens)} ↓ {format_tokens(turn.usage.output_tokens)} tokens",
-                style="dim")
+    usage, mark = turn.usage, "~" if turn.usage.estimated else ""
+    text.append(f" · ↑ {mark}{format_tokens(usage.input_tokens)} ↓ {mark}{format_tokens(usage.output_tokens)} tokens"
+                + (" (estimated)" if usage.estimated else ""), style="dim")
     return text
 
 

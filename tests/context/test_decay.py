@@ -23,7 +23,7 @@ from swecli.context.offload import offload
 from swecli.context.prefix import PrefixMonitor
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import ModelRequest
-from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.messages import AssistantMessage, Message, ThinkingBlock, ToolCall, ToolMessage, UserMessage
 from swecli.testing.shared import TRAJECTORIES, load_trajectory, trajectory_paths
 from swecli.tools.base import ToolContext
 from swecli.tools.builtin import default_registry
@@ -301,3 +301,49 @@ def test_a_result_too_young_for_its_policy_folds_once_it_is_old_enough() -> None
         live += step(n, "read_file", {"path": f"f{n}.py"}, "small")
         seen.append(scan.run(live, ledger.sync(live), 0, 10**9).pending_tokens)
     assert seen[:3] == [0, 0, 0] and seen[3] == seen[4] > 0
+def thinking_session(steps: int) -> list[Message]:
+    history: list[Message] = [UserMessage(content="fix the bug")]
+    for n in range(steps):
+        call = ToolCall(id=f"c{n}", name="todo", arguments="{}")  # a kept tool: only thinking can fold
+        history += [AssistantMessage(content="", reasoning=f"thought {n}", tool_calls=(call,),
+                                     thinking=(ThinkingBlock(text=big(f"t{n}", 40), signature=f"s{n}"),)),
+                    ToolMessage(tool_call_id=call.id, name="todo", content="ok")]
+    return history
+
+
+def test_old_thinking_blocks_are_dropped_in_the_batch_and_the_newest_zone_keeps_them() -> None:
+    history = thinking_session(12)
+    result = decay(history, counter, keep_recent_tokens=1_500, min_savings_tokens=1_000)
+    assert result.changed and result.saved_tokens > 1_000
+    zone = newest_zone_start(history, counter, 1_500)
+    for old, new in zip(history, result.history, strict=True):
+        if isinstance(old, AssistantMessage):
+            assert isinstance(new, AssistantMessage)
+            assert new.tool_calls == old.tool_calls and new.reasoning == old.reasoning  # only thinking goes
+            kept = history.index(old) >= zone
+            assert new.thinking == (old.thinking if kept else ())
+    assert any(isinstance(m, AssistantMessage) and m.thinking for m in result.history)  # the newest keep theirs
+    assert counter.messages(result.history) == counter.messages(history) - result.saved_tokens
+
+
+def test_thinking_below_the_batch_threshold_is_left_alone() -> None:
+    history = thinking_session(4)
+    result = decay(history, counter, keep_recent_tokens=500, min_savings_tokens=1_000_000)
+    assert result.history is history and result.pending_tokens > 0
+
+
+def test_the_incremental_scan_drops_old_thinking_exactly_when_a_fresh_decay_does() -> None:
+    scan, ledger = DecayScan(counter), Ledger(counter.message)
+    live: list[Message] = []
+    batches = 0
+    for message in thinking_session(14):
+        live.append(message)
+        fresh = decay(live, counter, 1_500, 1_000)
+        result = scan.run(live, ledger.sync(live), 1_500, 1_000)
+        assert (result.folded, result.saved_tokens, result.pending_tokens) == \
+            (fresh.folded, fresh.saved_tokens, fresh.pending_tokens)
+        assert result.history == fresh.history
+        if result.changed:
+            batches += 1
+            live = list(result.history)
+    assert batches >= 1

@@ -123,8 +123,8 @@ def test_a_small_window_gets_a_max_tokens_that_fits_it_on_the_wire(project: Path
     prompts: list[int] = []
     real_request = context.request
 
-    def counted(history: list[Any]) -> Any:
-        request = real_request(history)
+    def counted(history: list[Any], thinking: Any = None) -> Any:
+        request = real_request(history, thinking)
         prompts.append(TokenCounter().request(request))
         return request
 

@@ -5,6 +5,7 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -17,6 +18,7 @@ from swecli.context.extract import parse_facts
 from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
 from swecli.events import CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import ContextOverflowError, ModelRequest
+from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.permissions import Policy
 from swecli.testing.model import ScriptedModel, calls, say
@@ -426,3 +428,19 @@ def test_the_final_overflow_error_counts_every_request_and_names_the_fix() -> No
     named = context.overflow_failure(ContextOverflowError("x", server_window=4096),
                                      ContextOverflowError("x", server_window=4096, requested=6000))
     assert "(2 requests sent): the server's window is 4,096 tokens and the request 6,000" in str(named)
+
+
+@pytest.mark.parametrize(("window", "thinking", "expected"), [
+    (200_000, 8_192, (8_192, 8_192)),  # room for both: all of both
+    (32_000, 8_192, (4_000, 4_000)),  # a quarter of the window, shared as asked (1:1)
+    (32_000, 24_576, (2_000, 6_000)),  # shared 1:3
+    (6_000, 8_192, (1_500, 0)),  # a budget under Anthropic's 1,024 minimum: no thinking for this request
+])
+def test_extended_thinking_shares_the_replys_room_and_the_whole_still_fits(
+        window: int, thinking: int, expected: tuple[int, int]) -> None:
+    context = manager(window=window)
+    context.max_tokens = 8_192
+    request = context.request([UserMessage(content="plan the refactor")], Thinking(thinking, "medium"))
+    assert (request.max_tokens, request.thinking.budget) == expected
+    # What a thinking wire asks for (max_tokens + budget) fits the window with the prompt.
+    assert context.counter.request(request) + request.max_tokens + request.thinking.budget <= window

@@ -19,7 +19,15 @@ from swecli.context.tokens import (
     serialize_tool,
 )
 from swecli.llm.base import ModelRequest
-from swecli.messages import AssistantMessage, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage
+from swecli.messages import (
+    AssistantMessage,
+    SystemBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolMessage,
+    ToolSchema,
+    UserMessage,
+)
 
 # The names tiktoken's own loader caches these files under: sha1 of the download URL.
 CACHE_NAMES = {
@@ -221,3 +229,12 @@ def test_the_cache_forgets_dead_messages_and_never_returns_a_stale_count() -> No
     counts = [counter.message(m) for m in keep]
     assert counts == sorted(counts) and len(set(counts)) == len(counts)
     assert counter.cached_messages() == len(keep)
+
+
+def test_signed_thinking_blocks_count_as_sent_and_plain_reasoning_does_not() -> None:
+    counter = TokenCounter()
+    plain = AssistantMessage(content="answer", reasoning="a long private chain of thought " * 20)
+    signed = plain.model_copy(update={"thinking": (ThinkingBlock(text="a long private chain of thought " * 20,
+                                                                 signature="sig"),)})
+    assert counter.message(plain) == counter.message(AssistantMessage(content="answer"))
+    assert counter.message(signed) == counter.message(plain) + counter.text("a long private chain of thought " * 20)

@@ -24,7 +24,16 @@ from swecli.llm.base import (
 )
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEParser
-from swecli.messages import AssistantMessage, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage, UserMessage
+from swecli.messages import (
+    AssistantMessage,
+    SystemBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolMessage,
+    ToolSchema,
+    Usage,
+    UserMessage,
+)
 from swecli.testing.server import Call, Drop, EmptyStream, Fail, Reply, ScriptedLLM
 from tests.llm.streams import run_pieces, splits
 
@@ -77,7 +86,8 @@ def test_full_stream() -> None:
     assert done.message == AssistantMessage(content="Reading \U0001f4c4 now.", reasoning="Need the f\u00efle.",
                                             tool_calls=(ToolCall(id="toolu_a", name="read_file",
                                                                  arguments='{"path": "\u00e9.py"}'),
-                                                        ToolCall(id="toolu_b", name="ls", arguments="{}")))
+                                                        ToolCall(id="toolu_b", name="ls", arguments="{}")),
+                                            thinking=(ThinkingBlock(text="Need the f\u00efle.", signature="abc"),))
     # input_tokens is the whole prompt: uncached + cache read + cache creation.
     assert done.usage == Usage(input_tokens=1000, output_tokens=42, cache_read_tokens=900, cache_write_tokens=90,
                                requests=1)

@@ -16,6 +16,7 @@ from swecli.llm.base import (
     ContextOverflowError,
     ModelRequest,
     ProviderError,
+    ProviderNote,
     RateLimitError,
     ReasoningDelta,
     ResponseDone,
@@ -26,6 +27,7 @@ from swecli.llm.base import (
 )
 from swecli.llm.openai import OpenAIProvider, OpenAIStream
 from swecli.llm.retry import Retryable
+from swecli.llm.thinking import Thinking
 from swecli.messages import (
     AssistantMessage,
     SystemBlock,
@@ -438,3 +440,120 @@ def test_content_that_only_closes_a_block_is_stored_as_reasoning() -> None:
     done = parse([stream])[-1]
     assert isinstance(done, ResponseDone)
     assert (done.message.content, done.message.reasoning) == ("Hello!", "Greeting, so greet.")
+
+
+# -- real servers' variations (issue 15) ------------------------------------------------------------
+
+def test_done_after_a_usage_chunk_completes_a_stream_without_finish_reason() -> None:
+    """kimi-k2 through OpenRouter never sets finish_reason; the usage chunk and [DONE] still end it."""
+    stream = (chunk({"content": "All "}) + chunk({"content": "done."}) + chunk(tool(0, '{"a": 1}', "c1", "f"))
+              + chunk(usage={"prompt_tokens": 30, "completion_tokens": 4}, choices=[]) + "data: [DONE]\n\n").encode()
+    done = parse([stream])[-1]
+    assert isinstance(done, ResponseDone) and done.message.content == "All done."
+    assert done.finish_reason == "tool_calls" and done.usage is not None and done.usage.input_tokens == 30
+
+
+def test_groq_usage_under_x_groq_and_reasoning_tokens_are_kept() -> None:
+    stream = (chunk({"content": "hi"}) + chunk({}, "stop", x_groq={"id": "req_1", "usage": {
+        "prompt_tokens": 40, "completion_tokens": 12, "completion_tokens_details": {"reasoning_tokens": 9}}})
+        + "data: [DONE]\n\n").encode()
+    done = parse([stream])[-1]
+    assert isinstance(done, ResponseDone)
+    assert done.usage == Usage(input_tokens=40, output_tokens=12, reasoning_tokens=9, requests=1)
+
+
+def test_usage_of_zeros_counts_as_not_reported() -> None:
+    stream = (chunk({"content": "hi"}) + chunk({}, "stop", usage={"prompt_tokens": 0, "completion_tokens": 0})
+              + "data: [DONE]\n\n").encode()
+    done = parse([stream])[-1]
+    assert isinstance(done, ResponseDone) and done.usage is None
+
+
+def test_mistral_typed_content_parts() -> None:
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm, "}, {"type": "text", "text": "ok."}]}
+    stream = (chunk({"content": [thinking]}) + chunk({"content": [{"type": "text", "text": "Answer."}]})
+              + chunk({}, "stop") + "data: [DONE]\n\n").encode()
+    events = parse([stream])
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert (done.message.reasoning, done.message.content) == ("Hmm, ok.", "Answer.")
+    assert [e.text for e in events if isinstance(e, ReasoningDelta)] == ["Hmm, ", "ok."]
+
+
+def test_refusal_field_becomes_a_refusal() -> None:
+    stream = (chunk({"refusal": "I can't "}) + chunk({"refusal": "help."}) + chunk({}, "stop")
+              + "data: [DONE]\n\n").encode()
+    events = parse([stream])
+    done = events[-1]
+    assert isinstance(done, ResponseDone)
+    assert (done.message.content, done.finish_reason) == ("I can't help.", "refusal")
+    assert not [e for e in events if isinstance(e, TextDelta)]  # never shown as if it were the answer
+
+
+TOOLS = (ToolSchema(name="read_file", description="Read", parameters={"type": "object"}),)
+
+
+def cannot_stream_tools(body: dict[str, Any]) -> Reply | EmptyStream:
+    """llama-cpp-python's chatml-function-calling: a streamed request whose answer is a tool call
+    gets HTTP 200 and an empty body (the handler raises after the headers went out)."""
+    return EmptyStream() if body.get("stream") else Reply(calls=[Call("read_file", {"path": "a.py"})])
+
+
+def test_a_server_that_cannot_stream_tool_calls_is_asked_without_streaming_from_then_on() -> None:
+    with ScriptedLLM([cannot_stream_tools] * 4) as llm:
+        p = provider(llm)
+        events, done = collect(p, request(tools=TOOLS))
+        later, again = collect(p, request(tools=TOOLS))
+    assert done.message.tool_calls[0].name == "read_file" and again.message.tool_calls[0].name == "read_file"
+    notes = [e for e in events + later if isinstance(e, ProviderNote)]
+    assert len(notes) == 1 and "cannot stream tool calls" in notes[0].text  # said once
+    # an empty stream, its one retry, the question without streaming; then unstreamed from the start
+    assert [r["stream"] for r in llm.requests] == [True, True, False, False]
+    assert all(r["tool_choice"] == "auto" for r in llm.requests)
+    assert "stream_options" not in llm.requests[2]
+
+
+def test_empty_streams_answered_without_a_tool_call_keep_streaming_on() -> None:
+    """Nothing shows that streaming tool calls was the problem: no note, streaming stays."""
+    with ScriptedLLM([EmptyStream(), EmptyStream(), Reply("plain text"), Reply("streamed again")]) as llm:
+        p = provider(llm)
+        events, done = collect(p, request(tools=TOOLS))
+        collect(p, request(tools=TOOLS))
+    assert done.message.content == "plain text" and not [e for e in events if isinstance(e, ProviderNote)]
+    assert [r["stream"] for r in llm.requests] == [True, True, False, True]
+
+
+def test_a_server_that_says_it_cannot_stream_tool_calls_is_believed_at_once() -> None:
+    refusal = Fail(500, {"error": {"message": "Automatic streaming tool choice is not supported",
+                                   "type": "internal_server_error"}})
+    with ScriptedLLM([refusal, Reply("fine")]) as llm:
+        events, done = collect(provider(llm), request(tools=TOOLS))
+    assert done.message.content == "fine" and [r["stream"] for r in llm.requests] == [True, False]
+    assert sum(isinstance(e, ProviderNote) for e in events) == 1
+
+
+def test_an_empty_stream_that_is_an_overflow_stays_an_overflow() -> None:
+    """The non-streamed probe gets the real context-length error; streaming stays on."""
+    with ScriptedLLM([EmptyStream(), EmptyStream(), Fail.context_overflow(), Reply("short enough now")]) as llm:
+        p = provider(llm)
+        with pytest.raises(ContextOverflowError, match="maximum context length is 8192") as caught:
+            collect(p, request(tools=TOOLS))
+        collect(p, request(tools=TOOLS))
+    assert [r["stream"] for r in llm.requests] == [True, True, False, True]
+    assert caught.value.attempts == 3 and caught.value.server_window == 8192  # the server's own numbers
+
+
+def test_reasoning_effort_for_reasoning_models_only_unless_named() -> None:
+    def body(model: str, setting: str) -> dict[str, Any]:
+        p = OpenAIProvider(model=model, base_url="http://127.0.0.1:9/v1")
+        try:
+            return p.request_body(ModelRequest(system=(), messages=(UserMessage(content="x"),),
+                                               thinking=Thinking.parse(setting)))
+        finally:
+            p.close()
+
+    assert body("o3-mini", "on")["reasoning_effort"] == "medium"
+    assert body("openai/gpt-5", "20000")["reasoning_effort"] == "high"
+    assert "reasoning_effort" not in body("gpt-4.1", "on")  # would be refused with a 400
+    assert body("qwen3-32b", "low")["reasoning_effort"] == "low"  # named: sent to any model
+    assert "reasoning_effort" not in body("o3", "off")

@@ -90,6 +90,35 @@ def test_json_output(sample: Path) -> None:
     assert "session_id" in data
 
 
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_server_without_usage_gets_estimated_counts_everywhere(sample: Path, wire: str) -> None:
+    """llama.cpp ignores include_usage: the JSON usage and the log carry local counts, marked."""
+    steps = [Reply(calls=[Call("read_file", {"path": "README.md"})], usage=False), Reply("A sample.", usage=False)]
+    with ScriptedLLM(steps, wire=wire) as llm:  # type: ignore[arg-type]
+        out = run_swecli(sample, llm, "-p", "what is this?", "--output-format", "json", wire=wire)
+    usage = json.loads(out.stdout)["usage"]
+    assert out.returncode == 0, out.stderr
+    assert usage["estimated"] is True and usage["estimated_requests"] == usage["requests"] == 2
+    assert usage["input_tokens"] > 1_000 and usage["output_tokens"] > 5  # the system prompt and tools alone
+    log = next((sample / ".swecli" / "logs").glob("*.jsonl"))
+    calls = [json.loads(line) for line in log.read_text().splitlines() if '"llm_call"' in line]
+    assert [c["usage_reported"] for c in calls] == [False, False] and all(c["tokens_in"] > 0 for c in calls)
+
+
+def test_an_empty_answer_prints_no_blank_line_but_says_so(sample: Path) -> None:
+    with ScriptedLLM([Reply("")]) as llm:
+        out = run_swecli(sample, llm, "-p", "hello?")
+    assert out.returncode == 0 and out.stdout == ""
+    assert "warning: the model returned an empty answer (no text and no tool call)" in out.stderr
+
+
+def test_an_answer_cut_at_the_output_limit_is_printed_with_a_warning(sample: Path) -> None:
+    with ScriptedLLM([Reply("Half of the answ", finish_reason="length")]) as llm:
+        out = run_swecli(sample, llm, "-p", "explain", "--output-format", "json")
+    data = json.loads(out.stdout)
+    assert out.returncode == 0 and data["stop_reason"] == "output_limit" and data["result"] == "Half of the answ"
+
+
 def test_stream_json_output(sample: Path) -> None:
     steps = [Reply(calls=[Call("read_file", {"path": "README.md"})]), Reply("Done reading.")]
     with ScriptedLLM(steps) as llm:

@@ -42,7 +42,7 @@ def completions(repl: Repl, text: str) -> list[str]:
 def test_slash_commands_and_their_arguments_complete(repl: Repl) -> None:
     assert completions(repl, "/mo") == ["/mode", "/model"]
     assert completions(repl, "/") == ["/clear", "/compact", "/context", "/exit", "/help", "/init", "/mcp", "/mode",
-                                      "/model", "/notes", "/playbook", "/resume", "/skills", "/tokens"]
+                                      "/model", "/notes", "/playbook", "/resume", "/skills", "/thinking", "/tokens"]
     assert completions(repl, "/mode p") == ["plan"]
     assert completions(repl, "/mode ") == ["default", "auto", "plan"]
     assert completions(repl, "/tokens ") == []

@@ -133,6 +133,9 @@ def test_completion_line() -> None:
     assert render(completion_line(turn)) == "⏺ done in 12s · ↑ 3.2k ↓ 450 tokens"
     stopped = TurnFinished("interrupted by user", 1, Usage(input_tokens=80), 1.24, "interrupted")
     assert render(completion_line(stopped)) == "⏺ interrupted after 1.2s · ↑ 80 ↓ 0 tokens"
+    local = TurnFinished("", 1, Usage(input_tokens=2006, output_tokens=41, requests=1, estimated_requests=1), 3.0,
+                         "output_limit")
+    assert render(completion_line(local)) == "⏺ cut at the output limit after 3.0s · ↑ ~2k ↓ ~41 tokens (estimated)"
 
 
 def test_durations() -> None:

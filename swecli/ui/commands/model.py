@@ -1,4 +1,4 @@
-"""Model and mode commands: `/model [NAME]`, `/mode [default|auto|plan]`."""
+"""Model and mode commands: `/model [NAME]`, `/mode [default|auto|plan]`, `/thinking [on|off|...]`."""
 
 from __future__ import annotations
 
@@ -49,3 +49,29 @@ def mode(repl: Repl, args: str) -> None:
                         + (f" Did you mean {hint[0]}?" if hint else ""), style="red"))
         return
     repl.set_mode(args)
+
+
+THINKING_WORDS = ("on", "off", "low", "medium", "high")
+
+
+def complete_thinking(repl: Repl, typed: str) -> list[str]:
+    return [w for w in THINKING_WORDS if w.startswith(typed)]
+
+
+@commands.command("thinking", "Show or set extended thinking (Anthropic budget) / reasoning effort (OpenAI)",
+                  usage="/thinking [on|off|low|medium|high|BUDGET]", complete=complete_thinking)
+def thinking(repl: Repl, args: str) -> None:
+    from swecli.llm.presets import PRESETS
+    from swecli.llm.thinking import Thinking
+
+    preset = PRESETS.get(repl.settings.provider)
+    wire, model = (preset.wire if preset else ""), repl.settings.model
+    if args:
+        try:
+            repl.agent.thinking = Thinking.parse(args)
+        except ValueError as exc:
+            repl.print(Text(f"{exc}.", style="red"))
+            return
+    repl.print(Text(f"Thinking: {repl.agent.thinking.describe(wire, model)}"))
+    if not args:
+        repl.print(Text("Set it with /thinking on|off|low|medium|high|BUDGET (tokens, at least 1024).", style="dim"))

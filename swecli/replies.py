@@ -1,0 +1,94 @@
+"""How the loop reads a reply that is not simply an answer or a set of tool calls.
+
+`read_reply` looks at the finish reason and the message and says what the loop does next and what
+the user is told:
+- cut at the output limit (`length`; Anthropic `max_tokens`) with no tool call: the turn ends with
+  the partial answer and a sentence saying it was cut and how to get the rest;
+- cut while writing a tool call: the cut call is not run; the model gets an error result saying
+  why, and the loop goes on so it can retry with smaller arguments (complete calls of the same
+  reply run as usual);
+- Anthropic `pause_turn`: the turn is not over; the loop sends the history back as it is and the
+  model continues;
+- `refusal` (OpenAI's `refusal` field, Anthropic's stop reason) and OpenAI's `content_filter`: the
+  turn ends as a refusal;
+- no text and no tool call: the turn ends saying the answer was empty, instead of printing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from swecli.llm.base import ResponseDone
+from swecli.messages import AssistantMessage, ToolCall, ToolMessage
+
+Action = Literal["finish", "run_tools", "continue"]
+
+
+@dataclass(frozen=True)
+class ReplyVerdict:
+    action: Action
+    stop_reason: str = "done"
+    """For a finished turn: done | output_limit | refused | empty."""
+    notice: str = ""
+    """One sentence for the user, when the reply needs explaining."""
+    cut_calls: frozenset[str] = frozenset()
+    """Ids of tool calls cut short by the output limit: answered with an error, never run."""
+
+
+def read_reply(done: ResponseDone, max_tokens: int) -> ReplyVerdict:
+    message, finish = done.message, done.finish_reason
+    if finish == "pause_turn":
+        return ReplyVerdict("continue")
+    if message.tool_calls:
+        return _with_calls(message, finish, max_tokens)
+    if finish == "refusal":
+        return ReplyVerdict("finish", "refused", "the model refused this request"
+                            + ("" if message.content.strip() else " (it gave no explanation)"))
+    if finish == "content_filter":
+        return ReplyVerdict("finish", "refused", "the provider's content filter stopped the answer")
+    if finish == "length":
+        if message.content.strip():
+            return ReplyVerdict("finish", "output_limit",
+                                f"the answer was cut at the output limit (max_tokens {max_tokens:,}); "
+                                "ask it to continue, or raise max_tokens")
+        what = "reasoning" if message.reasoning.strip() else "nothing visible"
+        return ReplyVerdict("finish", "output_limit",
+                            f"the model reached the output limit (max_tokens {max_tokens:,}) before answering "
+                            f"({what}); raise max_tokens or ask a narrower question")
+    if not message.content.strip():
+        said = "only reasoning, no text" if message.reasoning.strip() else "no text"
+        return ReplyVerdict("finish", "empty", f"the model returned an empty answer ({said} and no tool call)")
+    return ReplyVerdict("finish")
+
+
+def _with_calls(message: AssistantMessage, finish: str, max_tokens: int) -> ReplyVerdict:
+    if finish != "length":
+        return ReplyVerdict("run_tools")
+    cut = frozenset(call.id for call in message.tool_calls if not arguments_complete(call))
+    if not cut:
+        return ReplyVerdict("run_tools")
+    names = ", ".join(sorted({c.name for c in message.tool_calls if c.id in cut}))
+    return ReplyVerdict("run_tools", notice=f"a {names} call was cut at the output limit (max_tokens {max_tokens:,}) "
+                                            "and not run; the model was asked to retry with smaller arguments",
+                        cut_calls=cut)
+
+
+def arguments_complete(call: ToolCall) -> bool:
+    """A cut-off JSON object never parses; a complete one does."""
+    try:
+        return isinstance(json.loads(call.arguments or "{}"), dict)
+    except ValueError:
+        return False
+
+
+def cut_call_result(call: ToolCall, max_tokens: int) -> ToolMessage:
+    """What the model reads instead of running a call whose arguments the output limit cut off."""
+    return ToolMessage(
+        tool_call_id=call.id, name=call.name, is_error=True,
+        content=(f"Not run: this {call.name} call was cut off at the output limit ({max_tokens:,} tokens) before "
+                 f"its arguments were complete ({len(call.arguments):,} characters arrived). Retry with smaller "
+                 "arguments: split large content over several calls (write the first part, then append or "
+                 "edit in further calls), and keep any text before the call short."),
+    )
