@@ -28,6 +28,7 @@ from swecli.events import (
     ModelCallStarted,
     Notice,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnFinished,
 )
@@ -141,6 +142,8 @@ class Agent:
             else:
                 for message in self._execute_together(batch):
                     self.append(message)
+        if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
+            raise Interrupted
 
     def sync_tools(self) -> None:
         """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
@@ -236,6 +239,8 @@ class Agent:
             approved = verdict.allowed
             # The verdict also says how this call is confined (the sandbox for bash, or none).
             ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
+        # A running command's output reaches the live view as it arrives.
+        ctx = replace(ctx, on_output=lambda text: self.on_event(ToolOutput(call, text)))
         result = self.tools.run(call, ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
         return self._finish(call, result, start, approved)
@@ -243,7 +248,7 @@ class Agent:
     def _finish(self, call: ToolCall, result: ToolResult, start: float, approved: bool) -> ToolMessage:
         if self.cancel.cancelled:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
-                                meta=result.meta)
+                                meta=result.meta, full=result.full)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
                            is_error=result.is_error, images=result.images)

@@ -50,16 +50,18 @@ def system_blocks(root: Path) -> tuple[SystemBlock, ...]:
 
 
 def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
-                  playbook: Playbook | None = None, skills: SkillCatalog | None = None) -> tuple[SystemBlock, ...]:
+                  playbook: Playbook | None = None, skills: SkillCatalog | None = None,
+                  session_id: str = "") -> tuple[SystemBlock, ...]:
     """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md), the
-    session notes, the learned playbook and the skills catalog (names and descriptions only). One
-    block, one cache breakpoint; it changes only when a session starts."""
+    session notes (this session's when resumed, else the previous session's, labelled as such), the
+    learned playbook and the skills catalog (names and descriptions only). One block, one cache
+    breakpoint; it changes only when a session starts (or /init writes OPENCLI.md)."""
     from swecli.memory.notes import notes_prompt
     from swecli.memory.opencli import load_memory_prompt
 
     parts = [load_memory_prompt(root, settings.memory.memory_budget_tokens, count)]
-    if settings.memory.session_notes:
-        parts.append(notes_prompt(root, settings.memory.notes_budget_tokens, count))
+    if settings.memory.session_notes and session_id:
+        parts.append(notes_prompt(root, session_id, settings.memory.notes_budget_tokens, count))
     if playbook is not None:
         parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
     if skills:
@@ -106,6 +108,7 @@ def build_agent(
     skills: SkillCatalog | None = None,
     provider_for: ProviderFor | None = None,
     transcript_for: Callable[[str], str] | None = None,
+    session_id: str = "",
 ) -> Agent:
     """One agent with its tools, context engine and policy.
 
@@ -133,7 +136,7 @@ def build_agent(
     tools = build_tools(extra)
     context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
                                            on_event=bus, todo=todo)
-    context.memory = memory_blocks(root, settings, context.counter.text, playbook, skills)
+    context.memory = memory_blocks(root, settings, context.counter.text, playbook, skills, session_id)
     if skills:
         from swecli.skills.loading import pin_skills
 
@@ -264,6 +267,26 @@ def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
     return announce
 
 
+def explain_provider_error(settings: Settings, error: Exception) -> str:
+    """The provider error's sentence, plus a hint when an OpenAI-compatible base URL lacks the `/v1` such
+    servers serve under (the commonest cause of a 404 or of nothing answering there)."""
+    from urllib.parse import urlsplit
+
+    from swecli.llm.base import AuthError, ContextOverflowError, RateLimitError
+    from swecli.llm.presets import PRESETS
+
+    text = str(error)
+    preset = PRESETS.get(settings.provider)
+    if (preset is None or preset.wire != "openai" or not settings.base_url
+            or isinstance(error, AuthError | RateLimitError | ContextOverflowError)):
+        return text
+    parts = urlsplit(settings.base_url)
+    if "/v1" in parts.path:
+        return text
+    suggested = settings.base_url.rstrip("/") + "/v1"
+    return (f"{text} (hint: OpenAI-compatible servers usually answer under /v1; try --base-url {suggested})")
+
+
 @dataclass
 class AgentSession:
     root: Path
@@ -277,10 +300,20 @@ class AgentSession:
     reflector: Reflector | None = None
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
+    playbook_changes: list[str] = field(default_factory=list)
+    """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 
     @property
     def session_id(self) -> str:
         return self.recorder.session_id
+
+    def reload_memory(self) -> None:
+        """Load OPENCLI.md (and the rest of the memory block) again, e.g. after /init wrote it: the
+        stable prefix changes once, on purpose."""
+        context = self.agent.context
+        context.memory = memory_blocks(self.root, self.settings, context.counter.text, self.playbook, self.skills,
+                                       self.session_id)
+        context.mark_rewrite("memory")
 
     def run(self, prompt: str, attachments: Sequence[str] = ()) -> TurnFinished:
         """One user task: just-in-time context for what the prompt names, the loop, then reflection.
@@ -296,7 +329,9 @@ class AgentSession:
         if turn.stop_reason == "done" and self.reflector is not None:
             reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
             if reflection.changes:
-                self.bus(Notice("info", reflection.summary()))
+                # Bookkeeping, not news: the log and /playbook have it, the turn's output does not.
+                self.recorder.record("reflection", summary=reflection.summary())
+                self.playbook_changes += [f"{c.action}: {c.bullet.content}" for c in reflection.changes]
             for warning in reflection.warnings:
                 self.bus(Notice("warning", warning))
         return turn
@@ -381,7 +416,9 @@ def open_session(
     from swecli.llm.factory import make_provider
     from swecli.memory.notes import NotesUpdater, notes_tool
     from swecli.session.recorder import SessionRecorder
+    from swecli.session.store import ensure_state_dir
 
+    ensure_state_dir(root)
     bus = EventBus(list(listeners or []))
 
     def warn(text: str) -> None:
@@ -392,13 +429,14 @@ def open_session(
     else:
         recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
     if settings.memory.session_notes:
-        recorder.attach("notes", NotesUpdater(root, resumed=recorder.resumed, redactor=recorder.redactor).handle)
+        recorder.attach("notes", NotesUpdater(root, recorder.session_id, resumed=recorder.resumed,
+                                              redactor=recorder.redactor).handle)
     provider = make_provider(settings, on_retry=retry_notices(bus))
-    extra = [notes_tool(redactor=recorder.redactor)] if settings.memory.session_notes else []
+    extra = [notes_tool(recorder.session_id, redactor=recorder.redactor)] if settings.memory.session_notes else []
     playbook = Playbook.for_project(root) if settings.context.playbook else None
     skills = discover_skills(root, settings, warn)
     agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook,
-                        skills=skills,
+                        skills=skills, session_id=recorder.session_id,
                         transcript_for=lambda call_id: _relative(recorder.child_transcript(call_id), root))
     bus.listeners.append(recorder.handle)
     if loaded is not None:

@@ -18,13 +18,18 @@ from swecli import __version__
 
 if TYPE_CHECKING:
     from swecli.config import Settings
+    from swecli.tools.spool import FullOutput
     from swecli.ui.headless import OutputFormat
+
+TASK_OPTION = "--positional-task"
+"""Where `split_task` puts the positional TASK for typer (click's group would read it as a command name)."""
 
 HELP = """swecli: a terminal coding agent that manages its context window.
 
-Run `swecli` in a project directory for the interactive REPL, or `swecli -p "TASK"` to run one task
-unattended. Configure with .swecli/config.toml, ~/.config/swecli/config.toml, SWECLI_* variables or
-the flags below."""
+Run `swecli` in a project directory for the interactive REPL (`swecli "TASK"` starts it on a task), or
+`swecli -p "TASK"` to run one task unattended (`echo TASK | swecli -p` reads it from stdin, and
+`cat log | swecli -p "explain this"` attaches the piped text to the task). Configure with
+.swecli/config.toml, ~/.config/swecli/config.toml, SWECLI_* variables or the flags below."""
 
 app = typer.Typer(add_completion=False, help=HELP, context_settings={"help_option_names": ["-h", "--help"]},
                   rich_markup_mode=None, pretty_exceptions_enable=False)
@@ -39,21 +44,30 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def main_command(
     ctx: typer.Context,
-    prompt: str = typer.Option(None, "-p", "--print", help="Run TASK headless and print the result."),
-    output_format: str = typer.Option("text", "--output-format", help="text | json | stream-json (with -p)."),
-    provider: str = typer.Option(None, "--provider", help="openai, anthropic, fireworks, openrouter, ollama, "
-                                                          "lmstudio, llamacpp, vllm, openai-compatible."),
-    model: str = typer.Option(None, "--model", "-m", help="Model name."),
-    base_url: str = typer.Option(None, "--base-url", help="API base URL (OpenAI-compatible: ending in /v1)."),
-    mode: str = typer.Option(None, "--mode", help="default (ask before changes) | auto | plan (read-only)."),
+    prompt: str = typer.Option(None, "-p", "--print", metavar="[TASK]",
+                               help="Run TASK headless and print the result (no TASK or '-': read it from stdin)."),
+    output_format: str = typer.Option("text", "--output-format", metavar="FORMAT",
+                                      help="text | json | stream-json (with -p)."),
+    provider: str = typer.Option(None, "--provider", metavar="NAME",
+                                 help="openai, anthropic, fireworks, openrouter, ollama, lmstudio, llamacpp, vllm, "
+                                      "openai-compatible."),
+    model: str = typer.Option(None, "--model", "-m", metavar="NAME", help="Model name."),
+    base_url: str = typer.Option(None, "--base-url", metavar="URL",
+                                 help="API base URL (OpenAI-compatible: ending in /v1)."),
+    mode: str = typer.Option(None, "--mode", metavar="MODE",
+                             help="default (ask before changes) | auto | plan (read-only)."),
     sandbox: str = typer.Option(None, "--sandbox", metavar="MODE",
                                 help="How bash is confined: workspace-write | read-only | off."),
-    max_iterations: int = typer.Option(None, "--max-iterations", help="Model calls allowed per task."),
-    context_limit: int = typer.Option(None, "--context-limit", help="Context window to plan for, in tokens."),
-    thinking: str = typer.Option(None, "--thinking", help="off | on | low | medium | high | BUDGET (tokens): "
-                                                          "extended thinking / reasoning effort."),
+    max_iterations: int = typer.Option(None, "--max-iterations", metavar="N", help="Model calls allowed per task."),
+    context_limit: int = typer.Option(None, "--context-limit", metavar="TOKENS",
+                                      help="Context window to plan for, in tokens."),
+    thinking: str = typer.Option(None, "--thinking", metavar="LEVEL",
+                                 help="off | on | low | medium | high | BUDGET (tokens): extended thinking / reasoning "
+                                      "effort."),
     continue_: bool = typer.Option(False, "--continue", "-c", help="Resume this project's latest session."),
-    resume: str = typer.Option(None, "--resume", help="Resume session ID (or pick from a list with --resume '')."),
+    resume: str = typer.Option(None, "--resume", metavar="[ID]",
+                               help="Resume session ID (without one: pick from a list)."),
+    task: str = typer.Option(None, TASK_OPTION, hidden=True),  # the positional TASK, set by split_task
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
 ) -> None:
@@ -65,15 +79,15 @@ def main_command(
              "max_iterations": max_iterations, "context_limit": context_limit, "thinking": thinking,
              "sandbox": {"mode": sandbox} if sandbox is not None else None}
     code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
-               continue_latest=continue_)
+               continue_latest=continue_, task=task)
     raise typer.Exit(code)
 
 
-@app.command()
+@app.command(short_help="Scan the project and write (or update) OPENCLI.md.")
 def init(
-    provider: str = typer.Option(None, "--provider"),
-    model: str = typer.Option(None, "--model", "-m"),
-    base_url: str = typer.Option(None, "--base-url"),
+    provider: str = typer.Option(None, "--provider", metavar="NAME"),
+    model: str = typer.Option(None, "--model", "-m", metavar="NAME"),
+    base_url: str = typer.Option(None, "--base-url", metavar="URL"),
     yes: bool = typer.Option(False, "--yes", "-y", help="Apply an update to an existing OPENCLI.md without asking."),
 ) -> None:
     """Scan the project and write (or update) OPENCLI.md with the model's help."""
@@ -81,19 +95,23 @@ def init(
 
 
 @app.command()
-def logs(session: str = typer.Argument(None, help="Session ID (default: the latest).")) -> None:
+def logs(session: str = typer.Argument(None, metavar="[ID]", help="Session ID (default: the latest).")) -> None:
     """Pretty-print a session's JSON log."""
     raise typer.Exit(show_log(Path.cwd(), session))
 
 
 @app.command()
 def sessions(
-    delete: list[str] = typer.Option(None, "--delete", help="Delete this session (repeatable)."),
-    older_than: int = typer.Option(None, "--older-than", help="With --delete-old: age in days."),
+    delete: list[str] = typer.Option(None, "--delete", metavar="ID", help="Delete this session (repeatable)."),
+    older_than: int = typer.Option(None, "--older-than", metavar="DAYS", help="With --delete-old: age in days."),
     delete_old: bool = typer.Option(False, "--delete-old", help="Delete sessions older than --older-than days."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
 ) -> None:
     """List this project's sessions (or delete some)."""
+    if delete_old and older_than is None:
+        _fail("--delete-old needs --older-than DAYS, e.g. swecli sessions --delete-old --older-than 30.")
+    if older_than is not None and not delete_old:
+        _fail("--older-than goes with --delete-old, e.g. swecli sessions --delete-old --older-than 30.")
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
 
 
@@ -108,6 +126,7 @@ def skills_list() -> None:
 
 
 mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+                      short_help="List, add and remove MCP servers.",
                       no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 
@@ -159,7 +178,9 @@ def _settings(root: Path, flags: dict[str, Any]) -> Settings:
 
 
 def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
-        resume: str | None = None, continue_latest: bool = False) -> int:
+        resume: str | None = None, continue_latest: bool = False, task: str | None = None) -> int:
+    """`prompt` is -p's value (None without -p; "" or "-": read the task from stdin); `task` is the
+    positional TASK (the REPL's first request, or -p's task when -p has no value)."""
     from swecli.config import ConfigError
     from swecli.session.store import SessionError
 
@@ -168,16 +189,72 @@ def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format:
         if resume == "":
             resume = pick_session(root)
         if prompt is not None:
-            if not prompt.strip():
-                return _error("-p needs a task, e.g. swecli -p \"fix the failing test in tests/test_api.py\".")
-            from swecli.ui.headless import run_headless
-
-            return run_headless(root, settings, prompt, output_format, resume=resume, continue_latest=continue_latest)
+            return _run_print(root, settings, prompt, task, output_format, resume, continue_latest)
         from swecli.ui.repl import run_repl
 
-        return run_repl(root, settings, resume=resume, continue_latest=continue_latest)
+        return run_repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
     except (ConfigError, SessionError) as exc:
         return _error(str(exc))
+
+
+MAX_PIPED_TASK_BYTES = 100_000
+"""A task read from stdin is kept verbatim in the history; data belongs in an attachment instead."""
+PIPE_NOTE_SECONDS = 2.0
+"""After this long without piped input, say what swecli is waiting for (an open pipe nobody closes)."""
+NEEDS_TASK = ('-p needs a task: swecli -p "fix the failing test in tests/test_api.py", or pipe it: '
+              'echo "fix the failing test" | swecli -p.')
+
+
+def _run_print(root: Path, settings: Settings, prompt: str, task: str | None, output_format: OutputFormat,
+               resume: str | None, continue_latest: bool) -> int:
+    """`-p`: the task is -p's value and/or the positional words; without either it is read from stdin,
+    and with one, piped stdin is attached to it (codex exec's and Claude Code's forms)."""
+    from swecli.ui.headless import run_headless
+
+    given = " ".join(part.strip() for part in (prompt if prompt != "-" else "", task or "") if part.strip())
+    piped = read_piped_input(required=not given)
+    if not given:
+        text = piped.text(MAX_PIPED_TASK_BYTES) if piped is not None else ""
+        if text is None:
+            assert piped is not None
+            return _error(f"the task read from stdin is {piped.size:,} bytes, over the {MAX_PIPED_TASK_BYTES:,}-byte "
+                          "limit for a task; give the instructions with -p and pipe the data, e.g. "
+                          'cat build.log | swecli -p "explain this failure".')
+        if not text.strip():
+            return _error(NEEDS_TASK)
+        given, piped = text.strip(), None
+    return run_headless(root, settings, given, output_format, resume=resume, continue_latest=continue_latest,
+                        piped=piped)
+
+
+def read_piped_input(required: bool) -> FullOutput | None:
+    """What is piped into stdin (None for a terminal, or when nothing is). Unless `required`, only a pipe
+    or a file counts: /dev/null or a socket left open by the caller (an IDE, another agent) is not
+    input meant for swecli, and waiting for it to end would hang."""
+    import os
+    import select
+    import stat
+
+    from swecli.tools.spool import Spool
+
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return None
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError):
+        return None
+    if not required and not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return None
+    if stat.S_ISFIFO(mode) and not select.select([fd], [], [], PIPE_NOTE_SECONDS)[0]:
+        sys.stderr.write("swecli: waiting for the input piped to stdin to end (run with < /dev/null to skip it)\n")
+    spool = Spool()
+    while chunk := os.read(fd, 1 << 16):
+        spool.write(chunk)
+    if not spool.total:
+        spool.discard()
+        return None
+    return spool.finish()
 
 
 def pick_session(root: Path) -> str:
@@ -217,7 +294,8 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
         return _error(str(exc))
     if result.existing is None:
         result.write()
-        print(f"Created {result.path} ({len(result.text.splitlines())} lines).")
+        lines = len(result.text.splitlines())
+        print(f"Created {result.path} ({lines} line{'s' if lines != 1 else ''}).")
         return 0
     if not result.changed:
         print(f"{result.path} is already up to date.")
@@ -375,17 +453,69 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+OPTIONAL_VALUES = {"--resume": "--resume=", "-p": "--print=", "--print": "--print="}
+"""Options whose value may be left out: `--resume` alone picks from a list, `-p` alone reads stdin."""
+
+
 def _normalize(argv: list[str]) -> list[str]:
-    # `--resume` alone (no ID) means "pick from a list": click needs a value, so give it an empty one.
+    # click needs a value for these options, so one left out becomes an empty one; `-p -` keeps its "-".
     out = list(argv)
     for i, arg in enumerate(out):
-        if arg == "--resume" and (i + 1 == len(out) or out[i + 1].startswith("-")):
-            out[i] = "--resume="
+        if arg == "--":
+            break
+        nxt = out[i + 1] if i + 1 < len(out) else None
+        if arg in OPTIONAL_VALUES and (nxt is None or (nxt.startswith("-") and nxt != "-")):
+            out[i] = OPTIONAL_VALUES[arg]
     return out
 
 
+def split_task(argv: list[str], command: Any) -> list[str]:
+    """Move a positional TASK (`swecli "fix the greeting"`) into TASK_OPTION, unless the first positional
+    word names a subcommand (`swecli sessions`). Raises TaskError for a lone word that looks
+    like a mistyped subcommand (`swecli sesions`), which would otherwise start a task."""
+    import difflib
+
+    takes_value = {name for p in command.params if p.param_type_name == "option" and not p.is_flag
+                   for name in p.opts}
+    rest: list[str] = []
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            words += argv[i + 1:]
+            break
+        if arg.startswith("-") and arg != "-":
+            rest.append(arg)
+            if arg in takes_value and i + 1 < len(argv):
+                rest.append(argv[i + 1])
+                i += 1
+        elif not words and arg in command.commands:
+            return rest + argv[i:]  # a subcommand: what follows is its own
+        else:
+            words.append(arg)
+        i += 1
+    if not words:
+        return rest
+    if len(words) == 1 and not any(c.isspace() for c in words[0]):
+        close = difflib.get_close_matches(words[0], list(command.commands), n=1, cutoff=0.75)
+        if close:
+            raise TaskError(f"no command {words[0]!r}; did you mean `swecli {close[0]}`? (To start a task, "
+                                   f'say more: swecli "{words[0]} ...".)')
+    return [*rest, TASK_OPTION, " ".join(words)]
+
+
+class TaskError(Exception):
+    """A positional word that is neither a subcommand nor, it seems, a task."""
+
+
 def run_app(argv: list[str]) -> None:
-    app(args=_normalize(argv), prog_name="swecli")
+    command = typer.main.get_command(app)  # built once: it parses the arguments too
+    try:
+        args = split_task(_normalize(argv), command)
+    except TaskError as exc:
+        sys.exit(_error(str(exc)))
+    command(args=args, prog_name="swecli")
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ provider variables) < CLI flags. Every setting has one name: the config key, `SW
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -350,7 +351,8 @@ def _check_keys(data: dict[str, Any], model: type[BaseModel], where: str, prefix
             raise ConfigError(f"{where}: '{prefix}{key}' is no longer a setting: {REMOVED_KEYS[prefix + key]}.")
         if field is None:
             known = ", ".join(sorted(model.model_fields))
-            raise ConfigError(f"{where}: unknown key '{prefix}{key}'; remove it or use one of: {known}.")
+            raise ConfigError(f"{where}: unknown key '{prefix}{key}'{_did_you_mean(key, model.model_fields, prefix)}; "
+                              f"remove it or use one of: {known}.")
         sub = field.annotation
         if isinstance(value, dict) and isinstance(sub, type) and issubclass(sub, BaseModel):
             _check_keys(value, sub, where, f"{prefix}{key}.")
@@ -369,6 +371,23 @@ def _dict_of_sections(annotation: Any) -> type[BaseModel] | None:
             and issubclass(args[1], BaseModel):
         return args[1]
     return None
+
+
+def _did_you_mean(word: str, choices: Any, prefix: str = "") -> str:
+    close = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    # Two swapped letters (`modle`) are the commonest typo; difflib alone would rank `mode` first.
+    close.sort(key=lambda c: sorted(c) != sorted(word))
+    return f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+
+
+def _source_of(key: str, sources: dict[str, str]) -> str:
+    """Where a setting came from, for a message: the file, the variable or the flag."""
+    where = sources.get(key, "")
+    if where == "environment":
+        return f"SWECLI_{key.upper().replace('.', '__')}"
+    if where == "command line":
+        return f"--{key.replace('_', '-')}"
+    return where
 
 
 def _merge(into: dict[str, Any], layer: dict[str, Any], sources: dict[str, str], where: str, prefix: str = "") -> None:
@@ -412,6 +431,11 @@ def _validate(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
             # A section's own check across its keys: its message already names them and the fix.
             raise ConfigError(f"{where}: in [{key}], {err['ctx']['error']}.") from None
         env_name = "SWECLI_" + key.upper().replace(".", "__")
+        section = Settings.model_fields.get(key)
+        if err["type"] == "model_type" and section is not None and isinstance(section.annotation, type):
+            keys = ", ".join(section.annotation.model_fields)
+            raise ConfigError(f"{where}: '{key}' is a section, not a value; write its settings under a [{key}] "
+                              f"table (keys: {keys}).") from None
         msg = err["msg"].removeprefix("Value error, ")
         no_env = (key + ".").startswith("mcp.servers.")  # servers are tables: no variable sets one
         hint = f"config key '{key}'" + ("" if no_env else f", environment variable {env_name}")
@@ -425,10 +449,10 @@ def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str
         return settings  # auto-detected later (llm.discovery), which may probe local ports
     preset = PRESETS.get(settings.provider)
     if preset is None:
-        where = sources.get("provider", "configuration")
+        where = _source_of("provider", sources) or "configuration"
         raise ConfigError(
-            f"{where}: unknown provider '{settings.provider}'; use one of: {', '.join(PRESETS)} "
-            f"(or 'openai-compatible' with base_url)."
+            f"{where}: unknown provider '{settings.provider}'{_did_you_mean(settings.provider, PRESETS)}; use one "
+            f"of: {', '.join(PRESETS)} (or 'openai-compatible' with base_url)."
         )
     updates: dict[str, Any] = {}
     if not settings.base_url:
@@ -446,8 +470,9 @@ def _resolve_provider(settings: Settings, env: dict[str, str], sources: dict[str
             f"SWECLI_BASE_URL, or pass --base-url."
         )
     if preset.key_env and not settings.api_key:
+        chosen = _source_of("provider", sources)
         raise ConfigError(
-            f"provider '{preset.name}' needs an API key; set {preset.key_env} (or SWECLI_API_KEY, "
-            f"or api_key in ~/.config/swecli/config.toml)."
+            f"provider '{preset.name}'{f' (chosen by {chosen})' if chosen else ''} needs an API key; set "
+            f"{preset.key_env} (or SWECLI_API_KEY, or api_key in ~/.config/swecli/config.toml)."
         )
     return settings

@@ -23,6 +23,7 @@ __all__ = [
     "ReasoningDelta",
     "TextDelta",
     "ToolFinished",
+    "ToolOutput",
     "ToolStarted",
     "TurnFinished",
     "Waiting",
@@ -49,6 +50,14 @@ class ModelCallFinished:
 class ToolStarted:
     call: ToolCall
     args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """Output of a running tool as it arrives (bash), for a live view; the result carries all of it."""
+
+    call: ToolCall
+    text: str
 
 
 @dataclass(frozen=True)
@@ -164,7 +173,7 @@ class ChildEvent:
 
 
 Event = (
-    TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolFinished
+    TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolOutput | ToolFinished
     | MessageAppended | HistoryReplaced | CompactionDone | BackgroundSummary | ContextOverflow | Notice
     | TurnFinished | Waiting | ChildEvent
 )

@@ -55,6 +55,51 @@ def test_bad_output_format(project: Path) -> None:
     assert out.returncode == 2 and "--output-format" in out.stderr
 
 
+def test_help_names_what_each_option_takes_and_keeps_whole_lines(project: Path) -> None:
+    out = swecli("--help", cwd=project, env={"COLUMNS": "100"})
+    assert out.returncode == 0
+    assert "<str>" not in out.stdout and "<int>" not in out.stdout and "list[str]" not in out.stdout
+    assert "-p, --print [TASK]" in out.stdout and "--max-iterations N" in out.stdout
+    init_line = next(line for line in out.stdout.splitlines() if line.strip().startswith("init "))
+    assert init_line.rstrip().endswith("OPENCLI.md.")
+    commands = out.stdout.split("Commands:")[1].strip().splitlines()
+    assert len(commands) >= 3 and not [line for line in commands if line.rstrip().endswith("...")]  # none cut
+    sessions = swecli("sessions", "--help", cwd=project, env={"COLUMNS": "100"})
+    assert "--delete ID" in sessions.stdout and "--older-than DAYS" in sessions.stdout
+
+
+def test_subcommands_still_parse_beside_positional_tasks(project: Path) -> None:
+    listing = swecli("sessions", cwd=project)
+    assert listing.returncode == 0 and "No sessions yet" in listing.stdout
+    logs = swecli("logs", cwd=project)
+    assert logs.returncode == 2 and "Traceback" not in logs.stderr
+    typo = swecli("sesions", cwd=project)
+    assert typo.returncode == 2 and "did you mean `swecli sessions`" in typo.stderr
+
+
+def test_delete_old_needs_older_than(project: Path) -> None:
+    out = swecli("sessions", "--delete-old", cwd=project)
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("swecli: --delete-old needs --older-than DAYS, e.g. swecli sessions --delete-old "
+                                  "--older-than 30.")
+
+
+def test_config_errors_suggest_the_closest_name_and_say_who_chose_what(project: Path) -> None:
+    config = project / ".swecli" / "config.toml"
+    config.parent.mkdir()
+    cases = [
+        ('modle = "gpt-4.1"\n', "unknown key 'modle' (did you mean 'model'?)"),
+        ('provider = "opnai"\n', "unknown provider 'opnai' (did you mean 'openai'?)"),
+        ('provider = "openai"\n', f"provider 'openai' (chosen by {config}) needs an API key; set OPENAI_API_KEY"),
+        ("context = 5\n", "'context' is a section, not a value; write its settings under a [context] table"),
+    ]
+    for text, message in cases:
+        config.write_text(text)
+        out = swecli("-p", "hi", cwd=project, env={"OPENAI_API_KEY": ""})
+        assert out.returncode == 2 and message in out.stderr, (text, out.stderr)
+        assert "ContextConfig" not in out.stderr and "Traceback" not in out.stderr
+
+
 def test_mcp_add_list_remove_with_the_real_time_server(project: Path) -> None:
     (project / ".swecli").mkdir()
     config = project / ".swecli" / "config.toml"

@@ -142,7 +142,9 @@ def test_mcp_servers_layer_like_every_setting(project: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ('[mcp.servers.x]\ncomand = "a"\n', "unknown key 'mcp.servers.x.comand'; remove it or use one of: always_load"),
+    ('[mcp.servers.x]\ncomand = "a"\n',
+     "unknown key 'mcp.servers.x.comand' (did you mean 'mcp.servers.x.command'?); remove it or use one of: "
+     "always_load"),
     ("[mcp.servers.x]\nargs = []\n", "'mcp.servers.x' is invalid (set either command (a stdio server) or url"),
     ('[mcp.servers.x]\ncommand = "a"\nurl = "https://h/mcp"\n', "not both or neither"),
     ('[mcp.servers.x]\nurl = "ftp://h"\n', "url must start with http:// or https://"),

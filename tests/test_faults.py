@@ -46,14 +46,16 @@ class Fault:
     says: str
     """A pattern the user reads on stderr."""
     exit_code: int = 0
-    requests: int | dict[Wire, int] = 2
-    """Chat requests the server saw (per wire where the wires differ)."""
+    requests: int | dict[Wire, int] | frozenset[int] = 2
+    """Chat requests the server saw (per wire where the wires differ; a set where timing decides)."""
     answer: str = "done"
     """What stdout ends with (exit 0 only)."""
     env: dict[str, str] = field(default_factory=dict)
     log_event: str = ""
     """A record the session log must hold."""
     check: Callable[[Path, ScriptedLLM], None] | None = None
+    strict: bool = True
+    """Every scripted step must be used (False where timing decides how many are)."""
 
 
 def rate_limited(wire: Wire) -> Fail:
@@ -107,12 +109,15 @@ FAULTS = [
     Fault("html-proxy-page-200", lambda w: [Fail.html_page(200), Reply("done")],
           r'is unavailable: a proxy answered with an error page \("502 Bad Gateway"\) instead of a response; '
           r"retrying in"),
-    Fault("never-answers", lambda w: [Silent(30), Silent(30)],
+    # How many 1 s silences fit a 4 s deadline depends on the backoff's jitter and the machine's load: 2 or 3.
+    Fault("never-answers", lambda w: [Silent(30), Silent(30), Silent(30)],
           r"waiting for \S+: no reply for [\d.]+s \(swecli waits up to 1\.0s of silence, request_timeout\)"
           r"(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying"
-          r"(.|\n)*error: .*\(gave up after 2 attempts: another would pass the 3\.0s limit set by request_deadline; "
-          r"raise it if the server needs longer\)$",
-          exit_code=1, env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "3"}),
+          # The deadline ends it either between attempts ("another would pass ...") or during one ("no answer ...").
+          r"(.|\n)*^error: (?=.*the 4\.0s limit set by request_deadline; raise it if the server needs longer)"
+          r"(?=.*gave up after [23] attempts).*$",
+          exit_code=1, requests=frozenset({2, 3}), strict=False,
+          env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "4"}),
     Fault("headers-then-silence", lambda w: [Silent(30, headers=True), Reply("done")],
           r"waiting for \S+: no reply for(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying",
           env={"SWECLI_REQUEST_TIMEOUT": "1"}),
@@ -172,14 +177,15 @@ def run_swecli(project: Path, llm: ScriptedLLM, wire: Wire, *args: str, extra_en
 @pytest.mark.parametrize("wire", WIRES)
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.id for f in FAULTS])
 def test_fault(project: Path, fault: Fault, wire: Wire) -> None:
-    with ScriptedLLM(fault.steps(wire), wire=wire) as llm:
+    with ScriptedLLM(fault.steps(wire), wire=wire, strict=fault.strict) as llm:
         out = run_swecli(project, llm, wire, "-p", "write notes.txt, then say done", "--mode", "auto",
                          extra_env=fault.env)
         requests = len(llm.requests)
     assert "Traceback" not in out.stderr + out.stdout
     assert out.returncode == fault.exit_code, out.stderr
     assert re.search(fault.says, out.stderr, re.MULTILINE), out.stderr
-    assert requests == (fault.requests if isinstance(fault.requests, int) else fault.requests[wire]), out.stderr
+    expected = fault.requests[wire] if isinstance(fault.requests, dict) else fault.requests
+    assert requests in expected if isinstance(expected, frozenset) else requests == expected, out.stderr
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     if fault.exit_code == 0:
         assert out.stdout.strip().endswith(fault.answer) and not errors

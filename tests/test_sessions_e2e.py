@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM
 
@@ -94,7 +97,9 @@ def test_init_writes_opencli_md_and_next_request_loads_it(project: Path) -> None
     (project / "pyproject.toml").write_text('[project]\nname = "demo"\ndependencies = ["httpx"]\n')
     (project / "demo").mkdir()
     (project / "demo" / "__init__.py").write_text("def main():\n    pass\n")
-    filled = "# OPENCLI.md\n\n## Overview\nDemo is a tiny package (demo/__init__.py:1).\n\n## Build & test\npytest\n"
+    filled = ("# demo\n\n## Overview\nDemo is a tiny package (demo/__init__.py:1).\n\n## Structure\n- `demo/`\n\n"
+              "## Key files\n- `demo/__init__.py:1`\n\n## Patterns\nunknown\n\n## Dependencies\n- httpx\n\n"
+              "## Build and test\npytest\n\n## Current state\nA stub.\n")
     with ScriptedLLM([Reply(filled)]) as llm:
         out = subprocess.run([*swecli_cmd(llm)[:3], "init", *swecli_cmd(llm)[3:]], cwd=project, env=env(),
                              text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -102,10 +107,16 @@ def test_init_writes_opencli_md_and_next_request_loads_it(project: Path) -> None
     prompt = json.dumps(llm.requests[0])
     assert "OPENCLI.md" in prompt and "pyproject.toml" in prompt  # the template and the scan were sent
     assert "Demo is a tiny package" in (project / "OPENCLI.md").read_text()
+    assert f"({len(filled.splitlines())} lines)" in out.stdout
     with ScriptedLLM([Reply("ok")]) as llm:
         run(project, llm, "-p", "hi")
     system = llm.requests[0]["messages"][0]
     assert system["role"] == "system" and "Demo is a tiny package" in system["content"]
+    with ScriptedLLM([Reply("OK.")]) as llm:  # an answer that is no OPENCLI.md never replaces the file
+        out = subprocess.run([*swecli_cmd(llm)[:3], "init", "--yes", *swecli_cmd(llm)[3:]], cwd=project, env=env(),
+                             text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and "does not look like OPENCLI.md" in out.stderr and "Traceback" not in out.stderr
+    assert (project / "OPENCLI.md").read_text() == filled
 
 
 def test_sessions_list_logs_resume_picker_and_delete(project: Path) -> None:
@@ -131,3 +142,25 @@ def test_sessions_list_logs_resume_picker_and_delete(project: Path) -> None:
 def run_plain(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "swecli", *args], cwd=project, env=env(), text=True,
                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_notes_are_per_session_and_shell_edits_reach_files_modified(project: Path) -> None:
+    (project / "greet.py").write_text("print('helo')\n")
+    for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *command], cwd=project, check=True, capture_output=True)
+    steps = [Reply("Fixing the typo with sed.", calls=[Call("bash", {"command": "sed -i s/helo/hello/ greet.py"})]),
+             Reply("Fixed.")]
+    with ScriptedLLM(steps) as llm:
+        first = json.loads(run(project, llm, "-p", "fix the greeting typo", "--mode", "auto",
+                               "--output-format", "json").stdout)
+    notes = (project / ".swecli" / "memory" / "notes" / f"{first['session_id']}.md").read_text()
+    assert "- `greet.py` — changed by `sed -i s/helo/hello/ greet.py`" in notes
+    with ScriptedLLM([Reply("ok")]) as llm:
+        second = json.loads(run(project, llm, "-p", "write the changelog", "--output-format", "json").stdout)
+    system = llm.requests[0]["messages"][0]["content"]
+    # The previous session's goal reaches the new one as that session's, never as its own.
+    assert "# Notes from the previous session" in system and "not by you in this one" in system
+    assert "fix the greeting typo" in system and "# Session notes" not in system
+    own = (project / ".swecli" / "memory" / "notes" / f"{second['session_id']}.md").read_text()
+    assert "write the changelog" in own and "fix the greeting typo" not in own

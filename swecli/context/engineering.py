@@ -4,7 +4,8 @@ Each one is switchable in `[context]` config and reports what it did (a Notice o
 CompactionDone on the event bus, and a line in `/context`):
 
 - offload (`context.offload`): a large tool result is saved under `.swecli/tool_results/` and
-  enters the history as a head+tail preview that says how to read the rest.
+  enters the history as a head+tail preview that says how to read the rest; a result the tool cut
+  (`ToolResult.full`) is saved whole, always, so the tool's cap never loses output.
 - decay (`context.decay`): old tool results fold into one-line digests, in rare batches that each
   save at least `decay_min_savings_tokens` (each batch rewrites the prefix once, like a compaction).
 - image stand-ins (`[images]`): images older than `keep_turns` user turns become one-line stand-ins,
@@ -32,7 +33,7 @@ from swecli.context.decay import DecayScan, saving_reference
 from swecli.context.failures import FailureTracker
 from swecli.context.images import age_images, pending_tokens
 from swecli.context.ledger import Ledger
-from swecli.context.offload import OffloadError, offload
+from swecli.context.offload import OFFLOAD_MARKER, Offloaded, OffloadError, offload, offload_full
 from swecli.context.prefix import PrefixMonitor
 from swecli.context.recitation import Recitation, goal_from
 from swecli.context.references import REFERENCES_HEADING, extract_references, render_references
@@ -82,11 +83,13 @@ class Mechanisms:
         if self.config.failure_evidence:
             self.failures.observe(call, result.content, result.is_error)
         if not self.config.offload:
+            if result.full is not None:
+                result.full.discard()
+                return f"{result.content}\n[swecli: the output above is cut and was not saved (context.offload " \
+                       "is off); redirect it to a file to keep all of it]"
             return result.content
         try:
-            saved = offload(self.root, call.id, call.name, result.content, self.counter.text,
-                            self.config.offload_threshold_tokens, self.config.offload_preview_lines,
-                            arguments=call.arguments)
+            saved = self._offload(call, result)
         except OffloadError as exc:
             self._notice("warning", f"could not offload a large {call.name} output ({exc}); kept it in full")
             return result.content
@@ -94,9 +97,18 @@ class Mechanisms:
             return result.content
         if saved.saved:
             self.offloaded += 1
+            kept = "a preview" if saved.content.startswith(OFFLOAD_MARKER) else "the tool's cut of it"
             self._notice("info", f"offloaded {call.name} output ({saved.tokens:,} tokens, {saved.lines:,} lines) "
-                                 f"to {saved.path}; the context keeps a preview")
+                                 f"to {saved.path}; the context keeps {kept}")
         return saved.content
+
+    def _offload(self, call: ToolCall, result: ToolResult) -> Offloaded | None:
+        threshold, preview = self.config.offload_threshold_tokens, self.config.offload_preview_lines
+        if result.full is not None:  # the tool cut its output: the whole of it is saved, always
+            return offload_full(self.root, call.id, call.name, result.content, result.full, self.counter.text,
+                                threshold, preview)
+        return offload(self.root, call.id, call.name, result.content, self.counter.text, threshold, preview,
+                       arguments=call.arguments)
 
     # -- at a turn boundary, before compaction --------------------------------------------------------
     def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:

@@ -360,6 +360,8 @@ class ContextManager:
             if trigger == "manual":
                 self._notice("info", "; ".join(result.notes) or "nothing to compact")
             return history
+        if not self._shrinks(before, result.history):
+            return history
         duration = time.monotonic() - start
         return self._record(trigger, before, result, duration, waited=waited + duration)
 
@@ -416,6 +418,9 @@ class ContextManager:
         result = apply_span(history, job.prepared, self._params("auto", "", job.decision), self.counter.message,
                             self.counter.text, self.archive or DiskArchive(self.root or Path.cwd()))
         self.compaction_usage = self.compaction_usage + job.prepared.usage
+        if not self._shrinks(before, result.history):
+            self._report(job, "dropped", "it would not have shrunk the conversation")
+            return history
         self._report(job, "used")
         return self._record("auto", before, result, job.duration, waited=waited + time.monotonic() - start,
                             background=True)
@@ -513,6 +518,16 @@ class ContextManager:
             pin=self.pin,
             force=trigger != "auto",
         )
+
+    def _shrinks(self, before: ContextState, history: list[Message]) -> bool:
+        """A compaction is applied only when it makes the next request smaller: on a short conversation a
+        summary can outweigh what it replaces, and a bigger "compacted" history helps no one."""
+        after = self.state(history)
+        if after.total < before.total:
+            return True
+        self._notice("info", f"compaction would not shrink the conversation ({before.total:,} -> {after.total:,} "
+                             "tokens); kept it as it is")
+        return False
 
     def _learn_from_overflow(self) -> None:
         """The provider rejected the last request, so its prompt was larger than window - max_tokens:

@@ -17,7 +17,13 @@ ends with the exact `offset`/`limit` that continues it: the source is already on
 lost and every page the model gets is bounded. A grep or a bash `cat` of an offload file is a new,
 different output: it follows the normal rule (and grep's output is bounded by its match limit).
 
-Effects: only `offload()` writes (one file per offloaded result). Failures raise `OffloadError`;
+Cut outputs. A tool that caps what it returns (bash over `tools.max_output_chars`, grep over its
+match limit) hands its whole output along (`ToolResult.full`, see `swecli.tools.spool`);
+`offload_full()` saves that whole output, always, and the model gets the preview built from it (or,
+when the tool's own cut is small enough, that cut plus where the whole output is). The sizes shown are
+those of the whole output, so the cap limits what the model sees, never what is saved.
+
+Effects: only `offload()` and `offload_full()` write (one file per offloaded result). Failures raise `OffloadError`;
 the caller then keeps the full output in the context (nothing lost) and reports the message.
 """
 
@@ -26,9 +32,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from swecli.tools.spool import FullOutput
 
 OFFLOAD_DIR = ".swecli/tool_results"
 """Relative to the project root; always written with forward slashes in previews."""
@@ -102,6 +113,58 @@ def offload(
     return Offloaded(preview, path, len(lines), len(content), tokens)
 
 
+EXACT_COUNT_BYTES = 4 << 20
+"""A whole output up to this size is tokenized for the preview's header; a bigger one is estimated."""
+BYTES_PER_TOKEN = 4
+
+
+def offload_full(
+    root: Path,
+    call_id: str,
+    tool_name: str,
+    content: str,
+    full: FullOutput,
+    count_tokens: CountTokens,
+    threshold_tokens: int,
+    preview_lines: int,
+    *,
+    max_lines: int = MAX_LINES,
+) -> Offloaded:
+    """Save a tool's whole output (`content` is the tool's own cut of it) and return what the context gets:
+    the preview of the whole output when it is over the threshold, else `content` with a line saying
+    where the whole output is. Raises OffloadError when the file cannot be written."""
+    path = save_full(root, call_id, full)
+    text = full.text(EXACT_COUNT_BYTES)
+    tokens = count_tokens(text) if text is not None else full.size // BYTES_PER_TOKEN
+    size = f"{full.lines:,} lines, {full.size:,} bytes, {'' if text is not None else '~'}{tokens:,} tokens"
+    if full.lines <= max_lines and tokens <= threshold_tokens:
+        note = (f"[swecli: the output above is cut; the whole of it ({size}) is saved in `{path}`: read_file or "
+                f"grep it there]")
+        return Offloaded(f"{content}\n{note}", path, full.lines, full.size, tokens)
+    head_n, tail_n = _split_preview(full.lines, preview_lines)
+    head = full.head_lines(head_n)
+    tail = full.tail_lines(tail_n) if head_n < full.lines else []
+    preview = _render(tool_name, path, size, full.lines, head, tail, full.longest_line)
+    if full.status:
+        preview += "\n" + full.status
+    return Offloaded(preview, path, full.lines, full.size, tokens)
+
+
+def save_full(root: Path, call_id: str, full: FullOutput) -> str:
+    """Move (or write) a whole output under the offload folder; returns its root-relative path."""
+    folder = Path(root) / OFFLOAD_DIR
+    target = folder / f"{safe_name(call_id)}.txt"
+    while target.exists():  # call ids repeat across sessions: never overwrite an earlier output
+        target = folder / f"{safe_name(call_id)}-{secrets.token_hex(5)}.txt"
+    try:
+        full.save_to(target)
+    except OSError as exc:
+        full.discard()
+        raise OffloadError(f"could not save a large tool output to {target} ({exc.strerror or exc}); the "
+                           "context keeps the tool's cut of it") from None
+    return f"{OFFLOAD_DIR}/{target.name}"
+
+
 def _surely_within(content: str, threshold_tokens: int) -> bool:
     """True when `content` cannot exceed the threshold, without tokenizing: a BPE token covers at
     least one byte, so a text of at most `threshold_tokens` UTF-8 bytes has at most that many tokens."""
@@ -166,13 +229,19 @@ def render_preview(tool_name: str, path: str, lines: list[str], chars: int, toke
     """Head and tail of the output, its size, and the calls that fetch the omitted lines."""
     total = len(lines)
     head_n, tail_n = _split_preview(total, preview_lines)
-    header = (f"{OFFLOAD_MARKER}: {tool_name} returned {total:,} lines, {chars:,} characters, {tokens:,} tokens; "
-              f"full text: `{path}`]")
-    parts = [header, *(_cut(line) for line in lines[:head_n])]
-    if head_n + tail_n < total:
-        parts.append(_omitted_note(path, head_n + 1, total - tail_n))
-    parts.extend(_cut(line) for line in lines[total - tail_n:] if tail_n)
-    footer = _footer(path, lines, head_n, tail_n)
+    head, tail = lines[:head_n], (lines[total - tail_n:] if tail_n else [])
+    longest = max((len(line) for line in lines), default=0)
+    return _render(tool_name, path, f"{total:,} lines, {chars:,} characters, {tokens:,} tokens", total, head, tail,
+                   longest)
+
+
+def _render(tool_name: str, path: str, size: str, total: int, head: list[str], tail: list[str], longest: int) -> str:
+    header = f"{OFFLOAD_MARKER}: {tool_name} returned {size}; full text: `{path}`]"
+    parts = [header, *(_cut(line) for line in head)]
+    if len(head) + len(tail) < total:
+        parts.append(_omitted_note(path, len(head) + 1, total - len(tail)))
+    parts.extend(_cut(line) for line in tail)
+    footer = _footer(path, head + tail, longest)
     if footer:
         parts.append(footer)
     return "\n".join(parts)
@@ -192,12 +261,11 @@ def _omitted_note(path: str, first: int, last: int) -> str:
             f"grep(pattern=..., path=\"{path}\") ...]")
 
 
-def _footer(path: str, lines: list[str], head_n: int, tail_n: int) -> str:
-    shown = lines[:head_n] + (lines[len(lines) - tail_n:] if tail_n else [])
+def _footer(path: str, shown: list[str], longest: int) -> str:
     notes = []
     if any(len(line) > PREVIEW_LINE_CHARS for line in shown):
         notes.append(f"lines longer than {PREVIEW_LINE_CHARS} characters are cut in this preview")
-    if any(len(line) > READ_LINE_CHARS for line in lines):
+    if longest > READ_LINE_CHARS:
         notes.append(f"read_file cuts lines over {READ_LINE_CHARS:,} characters; see those with bash, e.g. "
                      f"`sed -n 'Np' {path} | fold -w {READ_LINE_CHARS}`")
     return f"[swecli: {'; '.join(notes)}; `{path}` has the output in full]" if notes else ""

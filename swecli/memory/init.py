@@ -8,7 +8,9 @@
     else: nothing to do
 
 An existing OPENCLI.md is never overwritten without the person seeing the diff: the model is asked to
-update it (keeping human edits), and the caller decides whether to write the result.
+update it (keeping human edits), and the caller decides whether to write the result. An answer that
+does not have the template's sections (a model that answered `OK.`) is refused with InitError, so it
+never replaces a real file.
 """
 
 from __future__ import annotations
@@ -160,4 +162,43 @@ class InitResult:
 
 
 def prepare_init_result(root: Path, answer_text: str) -> InitResult:
-    return InitResult(root / OUTPUT_FILE, render_result(answer_text), read_existing(root))
+    """The proposed file; InitError when the answer is not an OPENCLI.md (see `check_sections`)."""
+    text, existing = render_result(answer_text), read_existing(root)
+    check_sections(text, load_template(root), existing)
+    return InitResult(root / OUTPUT_FILE, text, existing)
+
+
+def section_headings(text: str) -> list[str]:
+    """The `## ` headings of a Markdown text (outside code fences), as written."""
+    headings: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        elif not in_fence and line.startswith("## "):
+            headings.append(line[3:].strip())
+    return headings
+
+
+def check_sections(text: str, template: str, existing: str | None) -> None:
+    """Raise InitError unless `text` has the template's sections (those the existing file has, when it
+    is an update of a file a person shaped differently); one section in four may be missing or renamed."""
+    required = section_headings(template)
+    if existing is not None:
+        kept = {_normalize(h) for h in section_headings(existing)}
+        required = [h for h in required if _normalize(h) in kept]
+    present = {_normalize(h) for h in section_headings(text)}
+    missing = [h for h in required if _normalize(h) not in present]
+    if len(missing) > len(required) // 4:
+        outcome = f"kept the existing {OUTPUT_FILE}" if existing is not None else "nothing was written"
+        raise InitError(f"the model's answer does not look like {OUTPUT_FILE}: it lacks the sections "
+                        f"{', '.join(missing)} ({_first_words(text)}); {outcome} (try /init again).")
+
+
+def _normalize(heading: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower()).split())
+
+
+def _first_words(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return f"it begins {flat[:limit]!r}" if len(flat) > limit else f"it is {flat!r}"

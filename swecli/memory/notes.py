@@ -1,10 +1,16 @@
-"""Session notes: `.swecli/memory/session_notes.md`, the agent's working memory for the project.
+"""Session notes: `.swecli/memory/notes/<session id>.md`, the agent's working memory for one session.
 
 Plain Markdown with six `## ` sections (current goal, key decisions, files modified and why, current
-task, open issues, code patterns discovered). It is kept current three ways:
+task, open issues, code patterns discovered). One file per session, so a new session never takes an
+earlier one's goal and decisions for its own: `notes_prompt` gives a new session the previous session's
+notes under a heading that says whose they are (a resumed session gets its own back). A file from
+before per-session notes (`.swecli/memory/session_notes.md`) counts as the previous session's.
+
+A session's notes are kept current three ways:
 - `NotesUpdater.handle(event)`: cheap rules fed by the agent's events, no model call (a prompt sets
   the goal and the task, a successful write/edit records the file and the model's stated reason, a
-  compaction records a decision line, a finished turn marks the task's status);
+  shell command records the files git sees it change (`sed -i`, formatters), a compaction records a
+  decision line, a finished turn marks the task's status);
 - the `notes` tool (`notes_tool()`), through which the model records decisions, issues and patterns;
 - a person editing the file: parsing keeps unknown sections and free text, and matches headings
   loosely ("## Files modified (and why)", "## files changed", "## Code patterns" all work).
@@ -25,14 +31,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from swecli.events import CompactionDone, MessageAppended, ToolFinished, TurnFinished
+from swecli.events import CompactionDone, MessageAppended, ToolFinished, ToolStarted, TurnFinished
 from swecli.memory.opencli import CountTokens, fit_to_budget
+from swecli.memory.worktree import Entry, Worktree, changed_paths
 from swecli.messages import AssistantMessage, UserMessage
 from swecli.session.log import modified_path
 from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 
-NOTES_RELPATH = ".swecli/memory/session_notes.md"
+NOTES_DIR = ".swecli/memory/notes"
+LEGACY_NOTES = ".swecli/memory/session_notes.md"
+"""The one per-project file of earlier versions; read as the previous session's notes."""
+SHELL_TOOLS = frozenset({"bash"})
 
 SectionKey = Literal["current_goal", "key_decisions", "files_modified", "current_task", "open_issues",
                      "code_patterns"]
@@ -59,8 +69,25 @@ after significant actions and the model edits it with the `notes` tool; edit it 
 "## " headings so each section is found again). -->"""
 
 
-def notes_path(root: Path) -> Path:
-    return root / NOTES_RELPATH
+def notes_path(root: Path, session_id: str) -> Path:
+    return root / NOTES_DIR / f"{session_id}.md"
+
+
+def notes_relpath(session_id: str) -> str:
+    return f"{NOTES_DIR}/{session_id}.md"
+
+
+def previous_notes(root: Path, session_id: str) -> Path | None:
+    """The notes of the most recently active other session (or the legacy per-project file)."""
+    folder = root / NOTES_DIR
+    try:
+        others = [p for p in folder.glob("*.md") if p.stem != session_id and p.is_file()]
+    except OSError:
+        others = []
+    if others:
+        return max(others, key=lambda p: (p.stat().st_mtime_ns, p.stem))
+    legacy = root / LEGACY_NOTES
+    return legacy if legacy.is_file() else None
 
 
 def _normalize(heading: str) -> str:
@@ -150,8 +177,7 @@ class NotesDocument:
         return any(s.body for s in self.sections)
 
 
-def read_notes_document(root: Path) -> NotesDocument:
-    path = notes_path(root)
+def read_notes_document(path: Path) -> NotesDocument:
     if not path.is_file():
         return NotesDocument.new()
     return NotesDocument.parse(path.read_text(encoding="utf-8", errors="replace"))
@@ -171,9 +197,8 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def update_notes(root: Path, change: Callable[[NotesDocument], None]) -> NotesDocument:
+def update_notes(path: Path, change: Callable[[NotesDocument], None]) -> NotesDocument:
     """Read the current file, apply `change`, write it back atomically (only if something changed)."""
-    path = notes_path(root)
     before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
     doc = NotesDocument.parse(before) if before is not None else NotesDocument.new()
     change(doc)
@@ -183,24 +208,40 @@ def update_notes(root: Path, change: Callable[[NotesDocument], None]) -> NotesDo
     return doc
 
 
-def read_notes(root: Path) -> str:
-    """The notes file as it is, for `/notes` ("" when there is none yet)."""
-    path = notes_path(root)
+def read_notes(root: Path, session_id: str) -> str:
+    """A session's notes file as it is, for `/notes` ("" when there is none yet)."""
+    path = notes_path(root, session_id)
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
 
-def notes_prompt(root: Path, budget_tokens: int, count_tokens: CountTokens) -> str:
-    """The notes for the system prompt at session start ("" when there is nothing in them yet)."""
-    path = notes_path(root)
+def notes_prompt(root: Path, session_id: str, budget_tokens: int, count_tokens: CountTokens) -> str:
+    """The notes for the system prompt at session start ("" when there are none): a resumed session's
+    own notes, or, for a new session, the previous session's, labelled as such."""
+    own = _notes_text(notes_path(root, session_id))
+    if own:
+        fitted, _ = fit_to_budget(own, budget_tokens, count_tokens, notes_relpath(session_id))
+        return (f"# Session notes\n\nYour working notes from earlier in this session ({notes_relpath(session_id)}); "
+                f"keep them current with the `notes` tool.\n\n{fitted}")
+    previous = previous_notes(root, session_id)
+    text = _notes_text(previous) if previous is not None else ""
+    if not text or previous is None:
+        return ""
+    shown = previous.relative_to(root).as_posix()
+    fitted, _ = fit_to_budget(text, budget_tokens, count_tokens, shown)
+    return (f"# Notes from the previous session\n\nWritten by an earlier session in this project ({shown}), not by "
+            "you in this one: its goal, decisions and changed files describe that session's work. Its open issues "
+            "and code patterns may still hold; carry forward what does with the `notes` tool, which keeps this "
+            f"session's own notes.\n\n{fitted}")
+
+
+def _notes_text(path: Path) -> str:
     if not path.is_file():
         return ""
     doc = NotesDocument.parse(path.read_text(encoding="utf-8", errors="replace"))
     if not doc.has_content():
         return ""
     text = re.sub(r"<!--.*?-->\s*", "", doc.render(), flags=re.DOTALL).strip()
-    fitted, _ = fit_to_budget(text, budget_tokens, count_tokens, NOTES_RELPATH)
-    return (f"# Session notes\n\nYour working notes from earlier in this project ({NOTES_RELPATH}); keep them "
-            f"current with the `notes` tool.\n\n{fitted}")
+    return text.removeprefix("# Session notes").strip()  # the prompt gives its own heading
 
 
 # --- rule-based updates from events ---------------------------------------------------------------
@@ -217,16 +258,19 @@ def _first_line(text: str, limit: int) -> str:
 
 
 class NotesUpdater:
-    """Feeds the notes from agent events; plug `handle` into the agent's on_event chain."""
+    """Feeds one session's notes from agent events; plug `handle` into the agent's on_event chain."""
 
-    def __init__(self, root: Path, *, resumed: bool = False, clock: Callable[[], datetime] = datetime.now,
-                 redactor: Redactor = NO_REDACTION) -> None:
+    def __init__(self, root: Path, session_id: str, *, resumed: bool = False,
+                 clock: Callable[[], datetime] = datetime.now, redactor: Redactor = NO_REDACTION) -> None:
         self.root = root
-        self.path = notes_path(root)
+        self.path = notes_path(root, session_id)
         self._clock = clock
         self._redact = redactor.redact
         self._goal_set = resumed  # a resumed session keeps the goal it had
         self._reasons: dict[str, str] = {}
+        self._worktree: Worktree | bool | None = False  # looked up at the first shell command
+        self._before: dict[str, dict[str, Entry]] = {}
+        """git's view of the working tree when each running shell command started."""
 
     def _stamp(self) -> str:
         return self._clock().strftime("%Y-%m-%d %H:%M")
@@ -239,8 +283,14 @@ class NotesUpdater:
             elif isinstance(message, AssistantMessage) and message.tool_calls:
                 reason = _first_line(message.content, REASON_CHARS)
                 self._reasons.update({call.id: reason for call in message.tool_calls})
+        elif isinstance(event, ToolStarted) and event.call.name in SHELL_TOOLS:
+            worktree = self._git()
+            snapshot = worktree.snapshot() if worktree is not None else None
+            if snapshot is not None:
+                self._before[event.call.id] = snapshot
         elif isinstance(event, ToolFinished):
             self.on_tool(event)
+            self.on_shell(event)
         elif isinstance(event, CompactionDone):
             self.on_compaction(event)
         elif isinstance(event, TurnFinished):
@@ -259,7 +309,7 @@ class NotesUpdater:
                 doc.section("current_goal").set_body(text)
             doc.section("current_task").set_body(f"{text}\nStatus: in progress (since {stamp})")
 
-        update_notes(self.root, change)
+        update_notes(self.path, change)
 
     def on_tool(self, event: ToolFinished) -> None:
         path = modified_path(event.call, event.result, self.root) if event.approved else None
@@ -273,7 +323,34 @@ class NotesUpdater:
             files.remove_items_containing(f"`{path}`")  # one line per file: its latest change
             files.add_item(item)
 
-        update_notes(self.root, change)
+        update_notes(self.path, change)
+
+    def _git(self) -> Worktree | None:
+        if self._worktree is False:
+            self._worktree = Worktree.find(self.root)
+        return self._worktree if isinstance(self._worktree, Worktree) else None
+
+    def on_shell(self, event: ToolFinished) -> None:
+        """Files a shell command changed, as git sees them (edits through `sed -i`, formatters, `rm`)."""
+        before = self._before.pop(event.call.id, None)
+        worktree = self._git()
+        after = worktree.snapshot() if worktree is not None and before is not None else None
+        if before is None or after is None:
+            return
+        changed = [(p, exists) for p, exists in changed_paths(before, after) if not p.startswith(".swecli/")]
+        if not changed:
+            return
+        command = _one_line(str(event.call.args().get("command", "")), 80)
+        stamp = self._stamp()
+
+        def change(doc: NotesDocument) -> None:
+            files = doc.section("files_modified")
+            for path, exists in changed:
+                files.remove_items_containing(f"`{path}`")
+                how = "changed" if exists else "deleted"
+                files.add_item(self._redact(f"- `{path}` — {how} by `{command}` ({stamp})"))
+
+        update_notes(self.path, change)
 
     def on_compaction(self, event: CompactionDone) -> None:
         if event.strategy == "decay":
@@ -287,7 +364,7 @@ class NotesUpdater:
             # The references compaction dropped (with where to re-open them) stay findable here too.
             refs = "; ".join(ref.removeprefix("- ") for ref in event.references)
             line += f"; references: {_one_line(refs, 4 * REASON_CHARS)}"
-        update_notes(self.root, lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
+        update_notes(self.path, lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
 
     def on_turn(self, event: TurnFinished) -> None:
         status = {"done": "done", "interrupted": "interrupted"}.get(event.stop_reason, f"stopped: {event.stop_reason}")
@@ -301,7 +378,7 @@ class NotesUpdater:
                 problem = self._redact(_one_line(event.error or event.answer, REASON_CHARS))
                 doc.section("open_issues").add_item(f"- {stamp} — last task stopped ({event.stop_reason}): {problem}")
 
-        update_notes(self.root, change)
+        update_notes(self.path, change)
 
 
 # --- the `notes` tool ------------------------------------------------------------------------------
@@ -317,20 +394,21 @@ class NotesArgs(BaseModel):
 
 
 NOTES_DESCRIPTION = (
-    f"Update your session notes ({NOTES_RELPATH}), the working memory that survives compaction and is "
-    "loaded in later sessions. Record key decisions and why, open issues, and code patterns you discover "
-    "(with path:line); keep the current goal and task accurate. Sections: current_goal, key_decisions, "
-    "files_modified, current_task, open_issues, code_patterns. Read the file with read_file before a rewrite."
+    f"Update your session notes ({NOTES_DIR}/<session id>.md), the working memory that survives compaction and "
+    "is loaded when this session is resumed (a new session sees them as the previous session's). Record key "
+    "decisions and why, open issues, and code patterns you discover (with path:line); keep the current goal and "
+    "task accurate. Sections: current_goal, key_decisions, files_modified, current_task, open_issues, "
+    "code_patterns. Read the file with read_file before a rewrite."
 )
 
 
-def _apply_notes_args(args: NotesArgs, root: Path, stamp: str) -> str:
+def _apply_notes_args(args: NotesArgs, path: Path, stamp: str) -> str:
     if args.mode == "rewrite":
         doc = NotesDocument.parse(args.text)
         if not any(s.key for s in doc.sections):
             headings = ", ".join(f"'## {h}'" for h, _ in SECTIONS.values())
             raise ToolError(f"A rewrite must keep the section headings ({headings}); nothing was changed.")
-        write_atomically(notes_path(root), doc.render())
+        write_atomically(path, doc.render())
         return "the whole file"
     if args.section is None:
         raise ToolError(f"mode={args.mode} needs a section: one of {', '.join(SECTIONS)}.")
@@ -348,20 +426,21 @@ def _apply_notes_args(args: NotesArgs, root: Path, stamp: str) -> str:
         else:
             section.set_body(f"{section.body}\n{text}")
 
-    update_notes(root, change)
+    update_notes(path, change)
     return SECTIONS[key][0]
 
 
-def notes_tool(clock: Callable[[], datetime] = datetime.now, redactor: Redactor | None = None) -> Tool[NotesArgs]:
-    """The `notes` tool. Secrets are masked in what it writes (by default those of the environment at
-    call time; pass `redactor` to include the settings' key)."""
+def notes_tool(session_id: str, clock: Callable[[], datetime] = datetime.now,
+               redactor: Redactor | None = None) -> Tool[NotesArgs]:
+    """The `notes` tool, writing session `session_id`'s notes. Secrets are masked in what it writes (by
+    default those of the environment at call time; pass `redactor` to include the settings' key)."""
+    relpath = notes_relpath(session_id)
 
     def run(args: NotesArgs, ctx: ToolContext) -> ToolResult:
         redact = redactor or Redactor.from_environment()
         args = args.model_copy(update={"text": redact.redact(args.text)})
-        changed = _apply_notes_args(args, ctx.root, clock().strftime("%Y-%m-%d %H:%M"))
-        return ToolResult(f"Updated {changed} in {NOTES_RELPATH}.", summary=f"notes: {changed}",
-                          meta={"path": NOTES_RELPATH})
+        changed = _apply_notes_args(args, notes_path(ctx.root, session_id), clock().strftime("%Y-%m-%d %H:%M"))
+        return ToolResult(f"Updated {changed} in {relpath}.", summary=f"notes: {changed}", meta={"path": relpath})
 
     # Not mutating: the notes are swecli's own memory, not the project's files, so plan mode may use it.
     return Tool("notes", NOTES_DESCRIPTION, NotesArgs, run, mutating=False)

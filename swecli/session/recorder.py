@@ -4,7 +4,7 @@ per-session writer attached to it (the session notes, wired by `swecli.assembly`
     recorder = SessionRecorder.start(root, settings)                 # a new session
     recorder, loaded = SessionRecorder.resume(root, settings, None)  # --continue (or an id: --resume ID)
     agent.history = loaded.history
-    recorder.attach("notes", NotesUpdater(root, resumed=recorder.resumed).handle)
+    recorder.attach("notes", NotesUpdater(root, recorder.session_id, resumed=recorder.resumed).handle)
     bus.listeners.append(recorder.handle)                            # after the UI's listener
     ...
     recorder.close()                                                 # writes the stats record
@@ -183,6 +183,10 @@ class SessionRecorder:
     def context_update(self, total_tokens: int, window: int | None = None) -> None:
         """Log the context size (call it when the context engine recounts, e.g. after each request)."""
         self._guard("log", lambda: self.log.context(total_tokens, window or self.settings.context_window))
+
+    def record(self, event: str, **fields: Any) -> None:
+        """A log record for something the loop's events do not carry (a playbook reflection, say)."""
+        self._guard("log", lambda: self.log.write(event, **fields))
 
     def user_input(self, text: str) -> None:
         """Log input that does not become a prompt message (a slash command, say)."""

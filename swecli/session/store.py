@@ -38,8 +38,34 @@ class SessionError(Exception):
     """A session that cannot be found, resumed or deleted; `str()` says which and what to do."""
 
 
+STATE_GITIGNORE = """\
+# Written by swecli. Per-user state (sessions, logs, saved tool outputs, compaction archives, notes,
+# the learned playbook, input history) stays out of git, and so does this file. What is meant to be
+# shared is not ignored: config.toml, hooks/, skills/, agents/. Edit freely: swecli never rewrites it.
+/*
+!/config.toml
+!/hooks/
+!/skills/
+!/agents/
+"""
+
+
 def swecli_dir(root: Path) -> Path:
     return root / ".swecli"
+
+
+def ensure_state_dir(root: Path) -> None:
+    """Create `.swecli/` with its `.gitignore` (once: an existing one is a person's choice and is kept),
+    so one `git add -A` never commits transcripts, logs or saved outputs. A read-only project is left
+    alone here; the writers that need the folder report their own failures."""
+    folder = swecli_dir(root)
+    ignore = folder / ".gitignore"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with ignore.open("x", encoding="utf-8") as fh:
+            fh.write(STATE_GITIGNORE)
+    except OSError:
+        return
 
 
 def sessions_dir(root: Path) -> Path:

@@ -21,6 +21,7 @@ from swecli.messages import ImagePart, ToolCall, ToolSchema
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
+    from swecli.tools.spool import FullOutput
 
 A = TypeVar("A", bound=BaseModel)
 
@@ -35,6 +36,8 @@ class ToolContext:
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
     max_output_chars: int = 30_000
+    on_output: Callable[[str], None] | None = None
+    """Receives a running command's output as it arrives (the UI shows its last lines); set per call."""
     read_roots: tuple[Path, ...] = ()
     """Folders outside the project that read_file may also read (user-level skill folders)."""
     call_id: str = ""
@@ -61,6 +64,9 @@ class ToolResult:
     """Unified diff for edits and writes, shown to the person."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Structured facts (exit_code, path, duration) for logs and compaction's extractors."""
+    full: FullOutput | None = None
+    """The whole output when `content` is a cut of it (bash over its cap, grep over its match limit):
+    the context engine saves it and gives the model a preview. None when `content` is all of it."""
     images: tuple[ImagePart, ...] = ()
     """Images for the model (read_file on an image file), sent with `content`."""
 

@@ -13,12 +13,14 @@ mode), the user can let the command run again outside the sandbox.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import select
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
@@ -26,6 +28,7 @@ from pydantic import BaseModel, Field
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.sandbox import Denial, Sandbox
+from swecli.tools.spool import FullOutput, Spool
 
 MAX_TIMEOUT = 600.0
 POLL_SECONDS = 0.1
@@ -45,7 +48,8 @@ class BashArgs(BaseModel):
 
 
 class OutputBuffer:
-    """Keeps the first and last `limit // 2` bytes of a stream of any size, and counts the rest."""
+    """Keeps the first and last `limit // 2` bytes of a stream of any size for the model, and the whole
+    stream in a spool (`full()`), so the cap limits what the model sees, never what is saved."""
 
     def __init__(self, limit: int) -> None:
         self.head_limit = max(limit // 2, 1)
@@ -54,8 +58,21 @@ class OutputBuffer:
         self.tail = bytearray()
         self.total = 0
         self.total_newlines = 0
+        self.spool = Spool()
+
+    @property
+    def cut(self) -> bool:
+        return self.total > len(self.head) + len(self.tail)
+
+    def full(self) -> FullOutput | None:
+        """The whole output when `text()` is a cut of it; None (the spool is dropped) when it is not."""
+        if not self.cut:
+            self.spool.discard()
+            return None
+        return self.spool.finish()
 
     def write(self, data: bytes) -> None:
+        self.spool.write(data)
         self.total += len(data)
         self.total_newlines += data.count(b"\n")
         room = self.head_limit - len(self.head)
@@ -79,8 +96,7 @@ class OutputBuffer:
             tail = tail[newline + 1:]
         cut = self.total - len(head) - len(tail)
         cut_lines = self.total_newlines - head.count(b"\n") - tail.count(b"\n")
-        note = (f"\n... [{cut:,} bytes ({cut_lines:,} lines) cut from the middle of the output; to see all of "
-                "it, redirect the output to a file and grep or read_file it] ...\n")
+        note = f"\n... [{cut:,} bytes ({cut_lines:,} lines) cut from the middle of the output] ...\n"
         # errors="ignore": a character split by the cut is dropped rather than shown mangled.
         return head.decode("utf-8", errors="ignore") + note + tail.decode("utf-8", errors="ignore")
 
@@ -106,7 +122,7 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
         stderr=subprocess.STDOUT, start_new_session=True, env=env,
     )
     assert proc.stdout is not None
-    stream = _Stream(proc, proc.stdout.fileno(), outcome.output)
+    stream = _Stream(proc, proc.stdout.fileno(), outcome.output, _live_listener(ctx.on_output))
     try:
         outcome.stopped = _supervise(stream, ctx.cancel, start + timeout)
         if outcome.stopped:
@@ -127,6 +143,8 @@ class _Stream:
     proc: subprocess.Popen[bytes]
     fd: int
     out: OutputBuffer
+    notify: Callable[[bytes], None] | None = None
+    """Sees each chunk as it arrives (the live view of a running command)."""
     eof: bool = False
 
     @property
@@ -145,6 +163,16 @@ class _Stream:
             data = os.read(self.fd, 65536)
             self.eof = not data
             self.out.write(data)
+            if data and self.notify is not None:
+                self.notify(data)
+
+
+def _live_listener(on_output: Callable[[str], None] | None) -> Callable[[bytes], None] | None:
+    """Decode chunks for `ToolContext.on_output` (a character split across two reads stays whole)."""
+    if on_output is None:
+        return None
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    return lambda data: on_output(decoder.decode(data))
 
 
 def _supervise(stream: _Stream, cancel: CancelToken, deadline: float) -> str:
@@ -189,7 +217,14 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
 def _format(outcome: _Outcome, timeout: float) -> tuple[str, str]:
     """(content for the model, one-line summary for the person)."""
     output = outcome.output.text().rstrip("\n")
-    status = [output or "(no output)"]
+    elapsed = f"{outcome.duration:.1f}s"
+    label = {"timeout": "timed out", "cancel": "interrupted"}.get(outcome.stopped, f"exit {outcome.exit_code}")
+    return "\n".join([output or "(no output)", *_status(outcome, timeout)]), f"{label} · {elapsed}"
+
+
+def _status(outcome: _Outcome, timeout: float) -> list[str]:
+    """The lines after the output: why it stopped, and the exit code."""
+    status = []
     if outcome.stopped == "timeout":
         status.append(f"timed out after {timeout:g}s (the command and everything it started were killed)")
     elif outcome.stopped == "cancel":
@@ -198,9 +233,7 @@ def _format(outcome: _Outcome, timeout: float) -> tuple[str, str]:
         status.append("background jobs still holding the output were stopped; redirect their output (e.g. "
                       "`cmd > log 2>&1 &`) to keep them running")
     status.append(f"exit code {outcome.exit_code}")
-    elapsed = f"{outcome.duration:.1f}s"
-    label = {"timeout": "timed out", "cancel": "interrupted"}.get(outcome.stopped, f"exit {outcome.exit_code}")
-    return "\n".join(status), f"{label} · {elapsed}"
+    return status
 
 
 def bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
@@ -214,18 +247,25 @@ def bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
         if ctx.escalate is not None and not ctx.cancel.cancelled and ctx.escalate(why):
             note = f"[sandbox] {why}; the user allowed running it again outside the sandbox, which gave:\n"
             sandbox, denial = None, None
+            outcome.output.spool.discard()  # the blocked run's output is superseded
             outcome = run_command(args.command, ctx, timeout)
     content, summary = _format(outcome, timeout)
+    advice = ""
     if sandbox is not None and denial is not None:
-        content += "\n" + sandbox.advice(denial)
+        advice = sandbox.advice(denial)
+        content += "\n" + advice
         summary += " · blocked by the sandbox"
     failed = outcome.exit_code != 0 or outcome.stopped in ("timeout", "cancel")
     meta = {"exit_code": outcome.exit_code, "duration": round(outcome.duration, 3), "command": args.command,
             "timed_out": outcome.stopped == "timeout", "interrupted": outcome.stopped == "cancel",
-            "output_bytes": outcome.output.total, "sandbox": sandbox.mode if sandbox is not None else "off"}
+            "output_bytes": outcome.output.total, "output_lines": outcome.output.spool.lines,
+            "sandbox": sandbox.mode if sandbox is not None else "off"}
     if denial is not None:
         meta["sandbox_denied"] = denial.kind
-    return ToolResult(note + content, is_error=failed, summary=summary, meta=meta)
+    full = outcome.output.full()
+    if full is not None:  # every view of the whole output ends with what the model must not miss
+        full.status = "\n".join(line for line in (note.strip(), *_status(outcome, timeout), advice) if line)
+    return ToolResult(note + content, is_error=failed, summary=summary, meta=meta, full=full)
 
 
 def _denial(outcome: _Outcome, sandbox: Sandbox | None) -> Denial | None:

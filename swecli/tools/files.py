@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.images import is_image_path, load_image
 from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
+from swecli.tools.spool import Spool
 from swecli.tools.text import (
     BINARY_SNIFF_BYTES,
     TextFile,
@@ -152,6 +153,7 @@ def _tree_notes(tree: _Tree, max_depth: int | None) -> list[str]:
 def _list_glob(start: Path, shown: str, glob: str, rules: IgnoreRules, ctx: ToolContext) -> ToolResult:
     matcher = GlobFilter(glob, start)
     found: list[str] = []
+    every = Spool()  # the whole list, kept when the model is shown only the first LIST_LIMIT
     total = 0
     for entry in walk(start, rules, matcher):
         if entry.is_dir:
@@ -159,16 +161,23 @@ def _list_glob(start: Path, shown: str, glob: str, rules: IgnoreRules, ctx: Tool
         if ctx.cancel.cancelled:
             break
         total += 1
+        path = display_path(ctx.root, entry.path)
+        every.write(path + "\n")
         if len(found) < LIST_LIMIT:
-            found.append(display_path(ctx.root, entry.path))
+            found.append(path)
     meta = {"path": shown, "glob": glob, "entries": len(found), "total": total}
     if not found:
         return ToolResult(f"No files match {glob!r} under {shown}/ (gitignored files are skipped).",
                           summary="no matches", meta=meta)
+    full = None
     if total > len(found):
         found.append(f"... {total - len(found):,} more matching files not shown (limit {LIST_LIMIT}). "
                      "Narrow the glob or the path.")
-    return ToolResult("\n".join(found), summary=_pluralize(total, "file"), meta=meta)
+        full = every.finish()
+        full.status = f"{total:,} matching files"
+    else:
+        every.discard()
+    return ToolResult("\n".join(found), summary=_pluralize(total, "file"), meta=meta, full=full)
 
 
 LIST_FILES = Tool(

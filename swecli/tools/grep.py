@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.paths import display_path, resolve_in_root
+from swecli.tools.spool import Spool
 from swecli.tools.text import BINARY_SNIFF_BYTES, looks_binary, suggest_similar
 from swecli.tools.walk import ALWAYS_SKIP, GlobFilter, IgnoreRules, walk
 
@@ -57,6 +58,11 @@ class Matches:
     complete: bool = True
     """False when counting stopped early (COUNT_LIMIT or an interrupt), so `total` is a lower bound."""
     engine: str = ""
+    cut_lines: int = 0
+    """Shown matching lines cut at LINE_CHARS."""
+    listing: Spool = field(default_factory=Spool)
+    """Every matching line counted, in the grouped format `render` uses, with lines uncut: the whole
+    output when the model is shown only part of it."""
     _last_path: str = ""
 
     @property
@@ -66,11 +72,14 @@ class Matches:
     def add(self, path: str, line: int, text: str) -> None:
         self.total += 1
         if path != self._last_path:
+            self.listing.write(f"\n{path}\n" if self.files else f"{path}\n")
             self.files += 1
             self._last_path = path
+        self.listing.write(f"  {line}: {text}\n")
         if len(self.hits) < MAX_MATCHES:
             if len(text) > LINE_CHARS:
                 text = f"{text[:LINE_CHARS]}… [+{len(text) - LINE_CHARS:,} chars]"
+                self.cut_lines += 1
             self.hits.append(Hit(path, line, text))
         if self.full:
             self.complete = False
@@ -280,6 +289,7 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     meta = {"pattern": args.pattern, "path": args.path, "matches": matches.total, "files": matches.files,
             "engine": matches.engine, "complete": matches.complete}
     if matches.total == 0:
+        matches.listing.discard()
         where = f" in files matching {args.glob!r}" if args.glob else ""
         return ToolResult(f"No matches for {args.pattern!r} under {args.path}{where}.", summary=summary, meta=meta)
     body, shown = render(matches, ctx.max_output_chars)
@@ -287,8 +297,14 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     if shown < matches.total:
         content += (f"\n\n(Showing the first {shown} of {matches.total:,}{'' if matches.complete else '+'} matching "
                     "lines. Narrow the search with path, glob or a more specific pattern.)")
+    full = None
+    if shown < matches.total or matches.cut_lines:  # the model sees part of it: the whole listing is kept
+        full = matches.listing.finish()
+        full.status = summary
+    else:
+        matches.listing.discard()
     meta["shown"] = shown
-    return ToolResult(content, summary=summary, meta=meta)
+    return ToolResult(content, summary=summary, meta=meta, full=full)
 
 
 GREP = Tool(

@@ -10,15 +10,24 @@ Output formats:
   compaction_wait (seconds the loop stood still for them), session_id, error.
 - stream-json: one JSON object per event on stdout, the last one of type "result".
 Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
-interrupted.
+interrupted (Ctrl-C: the first one stops the turn as Esc does in the REPL, a second one at once), 3 when
+the model finished but tool calls were refused because no one was there to approve them (the last
+line says how many and how to allow them).
+
+Input piped to stdin is attached to the task (`attach_piped`): whole up to
+`context.offload_threshold_tokens`, else saved under `.swecli/tool_results/` with a head+tail preview.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
@@ -27,25 +36,34 @@ from swecli.events import (
     ChildEvent,
     CompactionDone,
     Event,
+    ModelCallFinished,
+    ModelCallStarted,
     Notice,
     ReasoningDelta,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnFinished,
     Waiting,
 )
 from swecli.llm.retry import format_seconds
+from swecli.messages import Usage
 from swecli.ui.render import key_argument
 
 if TYPE_CHECKING:
+    from swecli.assembly import AgentSession
     from swecli.config import Settings
+    from swecli.llm.base import CancelToken
     from swecli.permissions import Approver
+    from swecli.tools.spool import FullOutput
 
 OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
               "interrupted": 2}
 ANSWERED = frozenset({"done", "output_limit", "refused", "empty"})
 """The model ended the turn itself (a warning on stderr explains the last three)."""
+EXIT_REFUSED = 3
+"""The model finished, but tool calls were refused for want of someone to approve them."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -127,18 +145,51 @@ class StreamJsonPrinter:
         self.out = out
 
     def __call__(self, event: Event) -> None:
-        # The final TurnFinished is reported once, as the closing "result" object.
-        if not isinstance(event, TurnFinished):
+        # The final TurnFinished is reported once, as the closing "result" object; a running command's
+        # live output is for eyes (its result carries the output).
+        live = event.event if isinstance(event, ChildEvent) else event
+        if not isinstance(event, TurnFinished) and not isinstance(live, ToolOutput):
             self.out.write(json.dumps(event_to_dict(event)) + "\n")
             self.out.flush()
 
 
-def result_object(turn: TurnFinished | None, session_id: str, error: str = "") -> dict[str, Any]:
+@dataclass
+class Tally:
+    """What a run spent and refused, from its events: the result reports it even when the turn never
+    finished (a provider error, a second Ctrl-C)."""
+
+    model_calls: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    denials: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls the policy refused (Claude Code's `permission_denials`)."""
+    started: float = field(default_factory=time.monotonic)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            self.model_calls += 1
+        elif isinstance(event, ModelCallFinished):
+            self.usage = self.usage + event.usage
+        elif isinstance(event, ToolFinished):
+            self.tool_calls += 1
+            if not event.approved:
+                self.denials.append({"tool_name": event.call.name, "tool_use_id": event.call.id,
+                                     "tool_input": event.call.args()})
+
+    def turn(self, stop_reason: str, error: str) -> TurnFinished:
+        """The turn as far as it went."""
+        return TurnFinished("", self.model_calls, self.usage, time.monotonic() - self.started, stop_reason, error,
+                            tool_calls=self.tool_calls)
+
+
+def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
+                  denials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     usage = {**turn.usage.model_dump(), "estimated": turn.usage.estimated} if turn else {}
     return {
         "type": "result",
         "result": turn.answer if turn and not error else "",
-        "stop_reason": "error" if error else (turn.stop_reason if turn else "error"),
+        "stop_reason": "error" if error and (turn is None or turn.stop_reason in ANSWERED) else (
+            turn.stop_reason if turn else "error"),
         "turns": turn.iterations if turn else 0,
         "tool_calls": turn.tool_calls if turn else 0,
         "usage": usage,
@@ -147,13 +198,16 @@ def result_object(turn: TurnFinished | None, session_id: str, error: str = "") -
         "compaction_wait": round(turn.compaction_wait, 3) if turn else 0,
         "session_id": session_id,
         "error": error or None,
+        "permission_denials": denials or [],
     }
 
 
 def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str,
-           out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    """Print the outcome in the chosen format and return the exit status."""
-    summary = result_object(turn, session_id, error)
+           out: TextIO = sys.stdout, err: TextIO = sys.stderr, refused: str = "",
+           denials: list[dict[str, Any]] | None = None) -> int:
+    """Print the outcome in the chosen format and return the exit status. `refused` is the closing line
+    about calls refused for want of approval (their count and how to allow them), or ""."""
+    summary = result_object(turn, session_id, error, denials)
     if fmt == "json" or fmt == "stream-json":
         out.write(json.dumps(summary) + "\n")
     elif error:
@@ -164,29 +218,117 @@ def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error:
             out.write(turn.answer.rstrip() + "\n")
         if turn.stop_reason not in ANSWERED:
             err.write(f"swecli: {turn.answer}\n")
+    if refused and fmt == "text":
+        err.write(f"swecli: {refused}\n")
     out.flush()
-    return EXIT_CODES.get(summary["stop_reason"], 1)
+    code = EXIT_CODES.get(summary["stop_reason"], 1)
+    return EXIT_REFUSED if code == 0 and refused else code
+
+
+def refusal_line(tally: Tally, session: AgentSession) -> str:
+    """How many calls were refused because no one could approve them, and how to allow them ("" if none
+    or if refusing was the point: plan mode, or a person who answered no)."""
+    policy = session.agent.policy
+    if not tally.denials or policy.approver is not None or policy.mode == "plan":
+        return ""
+    count = len(tally.denials)
+    calls = f"{count} tool call{'s were' if count > 1 else ' was'} refused"
+    shown = ", ".join(f"{d['tool_name']} {key_argument(d['tool_name'], d['tool_input'])}".strip()
+                      for d in tally.denials[:3]) + (", ..." if count > 3 else "")
+    no_sandbox = ('without bubblewrap, commands that are not read-only need a person\'s approval even in auto mode: '
+                  'install it, or set sandbox.mode = "off"')
+    if policy.mode == "auto":
+        why = no_sandbox if policy.unconfined_against_wishes else (
+            "dangerous commands never run without a person to approve them")
+        return f"{calls} ({shown}): {why}; run them yourself, or in the REPL (swecli) to approve each one."
+    extra = f" ({no_sandbox}.)" if policy.unconfined_against_wishes else ""
+    return (f"{calls} ({shown}): it needs approval and no one was there to give it. Re-run with --mode auto to "
+            f"allow changes, or in a terminal to approve each one.{extra}")
+
+
+def plan_hint(session: AgentSession, turn: TurnFinished) -> str:
+    if session.agent.policy.mode != "plan" or turn.stop_reason != "done":
+        return ""
+    return (f"swecli: plan mode changed nothing. To carry out this plan: swecli --resume {session.session_id} "
+            "-p \"carry out the plan\" --mode auto\n")
 
 
 def run_headless(root: Path, settings: Settings, prompt: str, output_format: OutputFormat, *, resume: str | None = None,
-                 continue_latest: bool = False) -> int:
-    from swecli.assembly import open_session
+                 continue_latest: bool = False, piped: FullOutput | None = None) -> int:
+    from swecli.assembly import explain_provider_error, open_session
     from swecli.llm.base import ProviderError
 
     printer = StreamJsonPrinter(sys.stdout) if output_format == "stream-json" else ProgressPrinter(sys.stderr)
-    listeners: list[Callable[[Event], None]] = [] if output_format == "json" else [printer]
+    tally = Tally()
+    listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
                            continue_latest=continue_latest, first_prompt=prompt)
+    error = ""
     try:
-        turn = session.run(prompt)
+        if piped is not None:
+            attach_piped(session, piped)
+        with interrupt_cancels(session.agent.cancel):
+            turn = session.run(prompt)
     except ProviderError as exc:
         session.recorder.log.error(str(exc))
-        return finish(output_format, None, session.session_id, str(exc))
-    except KeyboardInterrupt:
-        return finish(output_format, None, session.session_id, "interrupted by user")
+        error = explain_provider_error(settings, exc)
+        turn = tally.turn("error", error)
+    except KeyboardInterrupt:  # the second Ctrl-C: stop at once, and still report what was spent
+        turn = tally.turn("interrupted", "interrupted by user")
+        error = "interrupted by user"
     finally:
         session.close()
-    return finish(output_format, turn, session.session_id, "")
+    if output_format == "text" and not error:
+        sys.stderr.write(plan_hint(session, turn))
+    return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
+                  denials=tally.denials)
+
+
+@contextlib.contextmanager
+def interrupt_cancels(cancel: CancelToken) -> Iterator[None]:
+    """Ctrl-C stops the turn the way Esc does in the REPL (the loop ends it cleanly, so what was spent is
+    reported); a second Ctrl-C raises KeyboardInterrupt as usual."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if cancel.cancelled:
+            raise KeyboardInterrupt
+        cancel.cancel()
+        sys.stderr.write("\nswecli: interrupting (press Ctrl-C again to stop at once)\n")
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def attach_piped(session: AgentSession, piped: FullOutput) -> None:
+    """Input piped to stdin goes into the history before the task, as context the task refers to: whole
+    when it fits `context.offload_threshold_tokens`, else saved under `.swecli/tool_results/` with a
+    head+tail preview and the path (nothing piped in is lost)."""
+    from swecli.context.offload import EXACT_COUNT_BYTES, offload_full
+    from swecli.messages import UserMessage
+
+    config = session.settings.context
+    count = session.agent.context.counter.text
+    text = piped.text(EXACT_COUNT_BYTES)
+    size = f"{piped.lines:,} line{'s' if piped.lines != 1 else ''}, {piped.size:,} bytes"
+    if text is not None and count(text) <= config.offload_threshold_tokens:
+        content = f"Input piped to swecli on stdin ({size}):\n<stdin>\n{text.rstrip()}\n</stdin>"
+        note = f"attached the input piped to stdin ({size})"
+    else:
+        saved = offload_full(session.root, f"stdin-{session.session_id}", "stdin", "", piped, count,
+                             config.offload_threshold_tokens, config.offload_preview_lines, max_lines=0)
+        content = f"Input piped to swecli on stdin, too large to include whole ({size}):\n{saved.content}"
+        note = (f"the input piped to stdin is {size}, over the {config.offload_threshold_tokens:,}-token limit: the "
+                f"model gets its first and last lines, and the whole of it is in {saved.path}")
+    session.agent.append(UserMessage(content=content, kind="context"))
+    session.bus(Notice("info", note))
 
 
 def tty_approver() -> Approver | None:
@@ -196,7 +338,9 @@ def tty_approver() -> Approver | None:
     from swecli.permissions import ApprovalRequest, Decision
 
     def ask(request: ApprovalRequest) -> Decision:
-        sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
+        # The progress line above names a short one-line command in full already: do not print it twice.
+        if not (request.call.name == "bash" and key_argument("bash", request.args) == request.args.get("command")):
+            sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
         for warning in (request.danger, request.note):
             if warning:
                 sys.stderr.write(f"warning: {warning}\n")

@@ -134,19 +134,52 @@ def _key_bindings(repl: Repl) -> Any:
     return bindings
 
 
-def toolbar_fragments(repl: Repl) -> StyleAndTextTuples:
+HINTS = ("shift-tab mode", "/help", "ctrl-d exit")
+"""Toolbar hints, kept while they fit the terminal's width, dropped from the end when they do not."""
+
+
+def toolbar_fragments(repl: Repl, width: int | None = None) -> StyleAndTextTuples:
+    """The bottom toolbar, within `width` columns (the terminal's): whole hints are dropped before the
+    model name is shortened, so nothing is ever cut mid-word."""
     settings = repl.settings
     meter = repl.context_meter()
-    return [
+    width = _terminal_width() if width is None else width
+    model = f"{settings.provider or 'auto'}/{settings.model or '?'}"
+    fixed = f" {model} · {repl.mode} mode · {meter.label}"
+    if len(fixed) > width:
+        model = _shorten(model, max(8, len(model) - (len(fixed) - width)))
+    fragments: StyleAndTextTuples = [
         ("", " "),
-        ("class:toolbar.model", f"{settings.provider or 'auto'}/{settings.model or '?'}"),
+        ("class:toolbar.model", model),
         ("", " · "),
         (f"class:toolbar.mode.{repl.mode}", f"{repl.mode} mode"),
         ("", " · "),
         (f"class:toolbar.meter.{meter.level}", meter.label),
         *background_fragments(repl.agent.context.background_status()),
-        ("class:toolbar.hint", "  ·  shift-tab mode · /help · ctrl-d exit"),
     ]
+    used = sum(len(text) for _, text, *_ in fragments)
+    hints = ""
+    for hint in HINTS:
+        piece = f"  ·  {hint}" if not hints else f" · {hint}"
+        if used + len(hints) + len(piece) > width:
+            break
+        hints += piece
+    if hints:
+        fragments.append(("class:toolbar.hint", hints))
+    return fragments
+
+
+def _shorten(text: str, size: int) -> str:
+    return text if len(text) <= size else text[: size - 1] + "…"
+
+
+def _terminal_width() -> int:
+    from prompt_toolkit.application import get_app_or_none
+
+    app = get_app_or_none()
+    if app is None:
+        return 1_000
+    return int(app.output.get_size().columns)
 
 
 def background_fragments(status: str) -> StyleAndTextTuples:

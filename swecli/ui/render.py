@@ -2,8 +2,10 @@
 
 Layout: everything finished (reasoning lines, action lines, results, diffs, answer paragraphs) is
 printed once, in order, above a small live region at the bottom of the screen. The live region holds
-only what is still changing: the partial line of a stream and a spinner with the elapsed time and
-`esc to interrupt`. So the scrollback reads like a clean log, however long the stream.
+only what is still changing: the partial line of a stream, the last lines of a running command, a
+spinner with the elapsed time and `esc to interrupt`, and what the person typed meanwhile (messages
+queued for after the turn, and the line being typed). So the scrollback reads like a clean log,
+however long the stream.
 
 Events arrive on the agent's worker thread; the REPL's main thread pauses the live region for
 approval prompts. A lock keeps the two from interleaving.
@@ -14,6 +16,7 @@ Markdown) and never interpreted as console markup, so `[brackets]` print as they
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,11 +39,12 @@ from swecli.events import (
     ReasoningDelta,
     TextDelta,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnFinished,
     Waiting,
 )
-from swecli.messages import AssistantMessage
+from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
@@ -76,6 +80,10 @@ REASONING_INDENT = "  "
 CODE_THEME = "monokai"
 TAIL_LINES = 6
 """Lines of a streaming answer shown in the live region before its paragraph is complete."""
+OUTPUT_LINES = 5
+"""Last lines of a running command's output shown in the live region."""
+PARTIAL_CHARS = 500
+INTERRUPTED = "interrupted by user"
 
 # Which end of a tool's output is worth previewing: the last lines of a command (errors, test
 # summaries), the first lines of a listing or a search.
@@ -182,6 +190,8 @@ def _first_line(text: str) -> str:
 
 
 def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[str]:
+    if result.summary == INTERRUPTED and name in PREVIEW_FROM_END and count > 0:
+        return _partial_output(result.content, count)
     if result.summary in QUIET_OUTCOMES or count <= 0:
         return []
     if name in NO_PREVIEW and not result.is_error:
@@ -195,6 +205,18 @@ def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[st
     if name in PREVIEW_FROM_END:
         return [f"… +{hidden}", *lines[-count:]]
     return [*lines[:count], f"… +{hidden}"]
+
+
+def _partial_output(content: str, count: int) -> list[str]:
+    """What an interrupted command printed before it was stopped (the model got the same), without
+    the status lines around it."""
+    lines = [line for line in content.strip("\n").splitlines()
+             if line != INTERRUPTED and not line.startswith("exit code ")]
+    if not lines or lines == ["(no output)"]:
+        return []
+    if len(lines) <= count:
+        return lines
+    return [f"… +{_plural(len(lines) - count, 'line')}", *lines[-count:]]
 
 
 def _clip(line: str, width: int) -> str:
@@ -258,7 +280,7 @@ def compaction_line(event: CompactionDone) -> Text:
     what = f"compacted {_plural(event.messages_compacted, 'message')}" if event.messages_compacted else "compacted"
     text = Text("⟳ ", style="magenta")
     text.append(f"{what}: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} tokens")
-    text.append(f" (-{event.reduction:.0%}, {event.strategy}, {event.trigger})", style="dim")
+    text.append(f" ({-event.reduction:+.0%}, {event.strategy}, {event.trigger})", style="dim")
     if event.background:
         text.append(f" · summary made in the background, waited {format_duration(event.waited)}", style="dim")
     if event.note:
@@ -279,9 +301,11 @@ def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> Rend
     parts: list[RenderableType] = []
     if request.call.name == "bash":
         command = str(request.args.get("command", "")) or request.preview
-        text = Text("    $ ", style="dim")
-        text.append(command, style="bold")
-        parts.append(text)
+        # The action line above shows a short one-line command in full already; repeat only what it cut.
+        if key_argument("bash", request.args) != command:
+            text = Text("    $ ", style="dim")
+            text.append(command, style="bold")
+            parts.append(text)
     elif looks_like_diff(request.preview):
         parts.append(diff_text(request.preview, max_diff_lines))
     elif request.preview:
@@ -419,6 +443,12 @@ class Renderer:
         self._after_code = False
         self._streamed = False
         self._approved_diffs: set[str] = set()
+        self._output_partial = ""
+        self._output_tail: list[str] = []
+        self.queued: list[str] = []
+        """Messages typed while the agent works, sent after the turn (shown in the live region)."""
+        self.typing = ""
+        """The line being typed while the agent works."""
         self._children: dict[str, ChildProgress] = {}
         self._silent_since: float | None = None
         """When the model went quiet, while it stays quiet (from `Waiting` events)."""
@@ -427,11 +457,12 @@ class Renderer:
         """A background summary is being made (shown in the status line)."""
 
     # the REPL's side ------------------------------------------------------------------------------
-    def begin_turn(self) -> None:
+    def begin_turn(self, activity: str = "Thinking") -> None:
         with self._lock:
             self._turn_started = time.monotonic()
             self.interrupting = False
-            self._activity = "Thinking"
+            self._activity = activity
+            self._clear_output()
             self._start_live()
 
     def pause(self) -> None:
@@ -451,6 +482,11 @@ class Renderer:
     def mark_interrupting(self) -> None:
         with self._lock:
             self.interrupting = True
+
+    def show_typing(self, typing: str, queued: list[str]) -> None:
+        """What the person typed while the agent works: the current line and the queued messages."""
+        with self._lock:
+            self.typing, self.queued = typing, list(queued)
 
     def note_diff_shown(self, call_id: str) -> None:
         """The approval prompt showed this call's diff already; do not repeat it under the result."""
@@ -488,6 +524,9 @@ class Renderer:
             self._finish_streams()
             self.console.print(action_line(event.call.name, event.args))
             self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
+            self._clear_output()
+        elif isinstance(event, ToolOutput):
+            self._on_output(event.text)
         elif isinstance(event, ToolFinished):
             self._on_tool_finished(event)
         elif isinstance(event, CompactionDone):
@@ -539,6 +578,15 @@ class Renderer:
         self._finish_streams()
         self._streamed = False
 
+    def _on_output(self, text: str) -> None:
+        lines = (self._output_partial + text).split("\n")
+        self._output_partial = lines.pop()[-PARTIAL_CHARS:]  # a line with no end yet (a progress bar)
+        if lines:
+            self._output_tail = (self._output_tail + lines[-OUTPUT_LINES:])[-OUTPUT_LINES:]
+
+    def _clear_output(self) -> None:
+        self._output_partial, self._output_tail = "", []
+
     def _on_child(self, wrapped: ChildEvent) -> None:
         """A sub-agent's progress stays folded in the live region under its call; only its warnings and
         its outcome (the parent's ToolFinished) reach the scrollback."""
@@ -549,6 +597,7 @@ class Renderer:
             self.console.print(Text(PREVIEW_INDENT) + notice_line(wrapped.event))
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
+        self._clear_output()
         self._children.pop(event.call.id, None)
         self._finish_streams()
         width = self._text_width(PREVIEW_INDENT)
@@ -606,9 +655,17 @@ class Renderer:
         if pending.strip():
             tail = pending.rstrip("\n").splitlines()[-TAIL_LINES:]
             parts.append(Text("\n".join(tail), overflow="ellipsis", no_wrap=True))
+        output = [_last_frame(line) for line in [*self._output_tail, self._output_partial] if line.strip()]
+        if output:
+            parts.append(Text("\n".join(PREVIEW_INDENT + line.expandtabs(4) for line in output[-OUTPUT_LINES:]),
+                              style="dim", overflow="ellipsis", no_wrap=True))
         for progress in list(self._children.values()):
             parts.extend(progress.lines())
         parts.append(self.status_line())
+        parts.extend(Text(f"  ⏎ queued: {line}", style="cyan", overflow="ellipsis", no_wrap=True)
+                     for line in self.queued)
+        if self.typing:
+            parts.append(Text(f"  ❯ {self.typing}▏", overflow="ellipsis", no_wrap=True))
         return Group(*parts)
 
     def status_line(self, now: float | None = None) -> Text:
@@ -627,6 +684,55 @@ class Renderer:
 
     def _text_width(self, indent: str) -> int:
         return max(20, self.console.width - len(indent) - 1)
+
+
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[^\[]|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _last_frame(line: str) -> str:
+    """What a terminal would show of a line redrawn with carriage returns (progress bars), without the
+    colour codes and other control characters (they would garble the live region)."""
+    return _CONTROL.sub("", line.rstrip("\r").rsplit("\r", 1)[-1])
+
+
+# -- a resumed session's last exchanges -------------------------------------------------------------
+
+def replay_lines(history: list[Message], exchanges: int = 3, width: int = 100) -> list[Text]:
+    """The last few exchanges of a resumed conversation, compactly: each prompt, the actions it led to,
+    and the first lines of the answer, so the person sees where they were."""
+    starts = [i for i, m in enumerate(history) if isinstance(m, UserMessage) and m.kind == "prompt"]
+    if not starts:
+        return []
+    shown = starts[-exchanges:]
+    lines: list[Text] = []
+    if len(starts) > len(shown) or shown[0] > 0:
+        earlier = len(starts) - len(shown)
+        what = f"{_plural(earlier, 'earlier exchange')}" if earlier else "earlier context"
+        lines.append(Text(f"  … {what} not shown", style="dim"))
+    for n, start in enumerate(shown):
+        end = shown[n + 1] if n + 1 < len(shown) else len(history)
+        lines.extend(_exchange_lines(history[start:end], width))
+    return lines
+
+
+def _exchange_lines(span: list[Message], width: int) -> list[Text]:
+    prompt = span[0]
+    assert isinstance(prompt, UserMessage)
+    out = [Text(f"❯ {_one_line(prompt.content, width)}", style="bold")]
+    calls: list[ToolCall] = [c for m in span if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    if calls:
+        named = ", ".join(f"{VERBS.get(c.name, c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
+        more = f"{len(calls) - 3} more, " if len(calls) > 3 else ""
+        errors = sum(1 for m in span if isinstance(m, ToolMessage) and m.is_error)
+        failed = f" ({errors} failed)" if errors else ""
+        out.append(Text(_clip(f"  {_plural(len(calls), 'action')}{failed}: {more}{named}", width), style="dim"))
+    answer = next((m.content for m in reversed(span) if isinstance(m, AssistantMessage) and m.content.strip()), "")
+    if answer:
+        body = [line for line in answer.strip().splitlines() if line.strip()]
+        text = Text("⏺ ", style="green")
+        text.append(_clip(body[0], width) + (" …" if len(body) > 1 else ""))
+        out.append(text)
+    return out
 
 
 def _plural(count: int, word: str) -> str:

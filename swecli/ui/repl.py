@@ -1,9 +1,15 @@
 """The interactive REPL: read a request, run the agent on it, show what happens, repeat.
 
 Threads: the agent's loop runs on a worker thread for each request. The main thread owns the
-terminal: it reads keys (Esc / Ctrl-C cancel the agent's token), answers the agent's approval
-requests (queued by `ApprovalBridge`), and returns to the prompt when the worker ends. Events reach
-the renderer (and any other listener on the bus) directly from the worker thread.
+terminal: it reads keys (Esc / Ctrl-C cancel the agent's token; other keys type a message that Enter
+queues for after the turn), answers the agent's approval requests (queued by `ApprovalBridge`), and
+returns to the prompt when the worker ends. Events reach the renderer (and any other listener on the
+bus) directly from the worker thread.
+
+Besides requests and slash commands, a line starting with `!` runs a shell command through the bash
+tool (its sandbox, timeout and output cap apply) and puts the command and its output into the
+conversation for the model's next turn, without asking the model anything. In plan mode, a finished
+plan is followed by an offer to switch mode and carry it out.
 
 The session itself (provider, agent, transcript, log, notes, resume) comes from
 `swecli.assembly.open_session`. Hooks for the rest of swecli (`ReplHooks`): extra event listeners, extra
@@ -12,10 +18,13 @@ slash commands, and an override for the context meter's data source.
 
 from __future__ import annotations
 
+import json
+import secrets
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,16 +33,16 @@ from rich.text import Text
 
 from swecli import __version__
 from swecli.config import ConfigError, Settings
-from swecli.events import Event, ModelCallFinished, TurnFinished
+from swecli.events import Event, ModelCallFinished, ToolFinished, ToolOutput, ToolStarted, TurnFinished
 from swecli.llm.base import Provider, ProviderError
-from swecli.messages import Usage, UserMessage
+from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
 from swecli.ui import mentions
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
-from swecli.ui.keys import CTRL_C, ESC, KeyWatcher
+from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher
 from swecli.ui.meter import Meter, format_tokens
-from swecli.ui.render import Renderer, completion_line, looks_like_diff
+from swecli.ui.render import Renderer, completion_line, looks_like_diff, replay_lines
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -44,6 +53,13 @@ if TYPE_CHECKING:
 
 POLL = 0.05
 """Seconds between checks for keys and approval requests while the agent works."""
+REPLAY_EXCHANGES = 3
+"""Exchanges of a resumed session shown under the welcome line."""
+SHELL_LINES = 200
+"""Lines of a `!command`'s output printed in full; longer output shows its head and tail."""
+PLAN_QUESTION = ("Plan ready. Carry it out? [a] yes, changes without asking · [d] yes, asking before each "
+                 "change · [n] no, keep planning: ")
+CARRY_OUT = "Carry out the plan above."
 
 
 @dataclass
@@ -65,6 +81,39 @@ class ReplHooks:
 class _Turn:
     result: TurnFinished | None = None
     error: BaseException | None = None
+    started: float = field(default_factory=time.monotonic)
+    usage_before: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class TypeAhead:
+    """Keys typed while the agent works: Enter queues the line as the next message."""
+
+    line: str = ""
+    queued: list[str] = field(default_factory=list)
+
+    def feed(self, key: str) -> None:
+        if key == ENTER:
+            self._enter()
+            return
+        for char in key:
+            if char in "\r\n":
+                self._enter()
+            elif char in "\x7f\x08":
+                self.line = self.line[:-1]
+            elif char == "\x15":  # Ctrl-U
+                self.line = ""
+            elif char.isprintable():
+                self.line += char
+
+    def _enter(self) -> None:
+        if self.line.strip():
+            self.queued.append(self.line.strip())
+        self.line = ""
+
+    def take(self) -> list[str]:
+        queued, self.queued = self.queued, []
+        return queued
 
 
 @dataclass
@@ -76,6 +125,8 @@ class Repl:
     resume: str | None = None
     """Session ID to resume ('' for the latest), as `swecli --resume`."""
     continue_latest: bool = False
+    task: str | None = None
+    """The first request (`swecli "TASK"`), run before the first prompt."""
 
     def __post_init__(self) -> None:
         self.renderer = Renderer(self.console)
@@ -88,6 +139,9 @@ class Repl:
         self._skill_commands()
         self._exit = False
         self._meter = self._measure()
+        self.typed = TypeAhead()
+        self._draft = ""
+        """Text typed during the last turn without Enter: the next prompt starts with it."""
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
         from swecli.assembly import open_session
@@ -151,9 +205,10 @@ class Repl:
         self.settings = self.settings.model_copy(update={"mode": mode})
 
     def clear(self) -> None:
-        """A new conversation with the same settings, mode and session approvals."""
+        """A new conversation with the same settings, mode and session approvals, on a clear screen."""
         self.agent.replace_history([], "clear")
         self.refresh_meter()
+        self.console.clear()
         self.print(Text("Started a new conversation.", style="dim"))
 
     def switch_model(self, name: str) -> None:
@@ -211,13 +266,17 @@ class Repl:
         session = self._session()
         armed = False  # Ctrl-C pressed once on an empty prompt
         try:
+            if self.task:
+                self.print(Text(f"❯ {self.task}", style="bold"))
+                self.submit(self.task)
             while not self._exit:
                 self.session.drain_notices()  # an MCP server that failed while the prompt was idle
                 self.refresh_meter()
                 if session is not None:  # a background summary that ends redraws the toolbar (thread-safe)
                     self.agent.context.on_background_done = session.app.invalidate
+                draft, self._draft = self._draft, ""
                 try:
-                    text = session.prompt() if session is not None else input("> ")
+                    text = session.prompt(default=draft) if session is not None else input("> ")
                 except KeyboardInterrupt:
                     if armed:
                         break
@@ -229,8 +288,15 @@ class Repl:
                 armed = False
                 self.submit(text)
         finally:
+            self._farewell()
             self.close()
         return 0
+
+    def _farewell(self) -> None:
+        """The session id and the command that comes back to it (when anything was said)."""
+        if self.session.recorder.transcript.started:
+            sid = self.session.session_id
+            self.print(Text(f"Session {sid} · resume it with: swecli --resume {sid}", style="dim"))
 
     def _session(self) -> PromptSession[str] | None:
         import sys
@@ -249,6 +315,8 @@ class Repl:
         if self.resume is not None or self.continue_latest:
             self.print(Text(f"Resumed session {self.session.session_id} · {len(self.agent.history)} messages",
                             style="dim"))
+            for line in replay_lines(self.agent.history, REPLAY_EXCHANGES, max(40, self.console.width - 4)):
+                self.print(line)
         if self.hooks.banner:
             self.print(Text(self.hooks.banner, style="dim"))
         self.print(Text("/help for commands · @path attaches a file · esc interrupts · ctrl-d exits", style="dim"))
@@ -258,7 +326,8 @@ class Repl:
         self.session.close()
 
     def submit(self, text: str) -> None:
-        """One line from the prompt: a slash command or a request for the agent."""
+        """One line from the prompt: a slash command, a `!command`, or a request for the agent; then
+        the messages typed while it ran, in order."""
         if not text.strip():
             return
         if is_command(text):
@@ -266,8 +335,90 @@ class Repl:
                 self.commands.dispatch(self, text)
             except Exception as exc:  # a broken command must not take the session down
                 self.print(Text(f"/{text.split()[0].lstrip('/')} failed: {type(exc).__name__}: {exc}", style="red"))
+        elif text.lstrip().startswith("!"):
+            self.run_shell(text.lstrip()[1:].strip())
+        else:
+            turn = self.run_task(text)
+            if turn is not None and not self.typed.queued and not self._draft:
+                self._offer_plan(turn)
+        self._send_queued()
+
+    def _send_queued(self) -> None:
+        queued = self.typed.take()
+        if not queued:
             return
-        self.run_task(text)
+        if self.agent.cancel.cancelled:  # interrupted: hand them back for editing rather than sending them
+            self._draft = "\n".join([*queued, self._draft]).strip()
+            return
+        first, self.typed.queued = queued[0], queued[1:]  # the rest stay queued (and shown) meanwhile
+        self.print(Text(f"❯ {first}", style="bold"))
+        self.submit(first)
+
+    def _offer_plan(self, turn: TurnFinished) -> None:
+        """Plan mode: once a plan is ready, offer to switch mode and carry it out (Claude Code's exit
+        from plan mode)."""
+        import sys
+
+        if self.mode != "plan" or turn.stop_reason != "done" or not turn.answer.strip() or not sys.stdin.isatty():
+            return  # (piped input: the next line is the person's next request, not an answer to this)
+        try:
+            answer = self._read_line(PLAN_QUESTION, None).strip().lower()[:1]
+        except (EOFError, KeyboardInterrupt):
+            answer = ""
+        mode = {"a": "auto", "d": "default"}.get(answer)
+        if mode is None:
+            self.print(Text("Still in plan mode; say what to change, or switch with /mode.", style="dim"))
+            return
+        self.set_mode(mode)
+        self.print(Text(f"❯ {CARRY_OUT}", style="bold"))
+        self.run_task(CARRY_OUT)
+
+    def run_shell(self, command: str) -> None:
+        """`!command`: run it with the bash tool (sandbox, timeout and output cap included), show the
+        output, and append the command and output to the conversation as context for the next turn."""
+        if not command:
+            self.print(Text("Type a shell command after !, e.g. !git status", style="dim"))
+            return
+        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name="bash",
+                        arguments=json.dumps({"command": command}))
+        self.session.recorder.handle(ToolStarted(call, {"command": command}))
+        self.agent.cancel.reset()
+        outcome: list[ToolFinished] = []
+        started = time.monotonic()
+        # The sandbox the current mode gives bash (you typed the command: no approval, no escalation).
+        ctx = replace(self.agent.tool_ctx, sandbox=self.agent.policy.confinement, escalate=None,
+                      on_output=lambda text: self.bus(ToolOutput(call, text)))
+
+        def work() -> None:
+            result = self.agent.tools.run(call, ctx)
+            outcome.append(ToolFinished(call, result, time.monotonic() - started))
+
+        worker = threading.Thread(target=work, name="swecli-shell", daemon=True)
+        self.renderer.begin_turn(f"Running !{command[:40]}")
+        try:
+            worker.start()
+            self._supervise(worker)
+        finally:
+            self.renderer.end_turn()
+        if not outcome:
+            return
+        finished = outcome[0]
+        self.session.recorder.handle(finished)  # the log, and the notes' record of changed files
+        content = self.agent.context.tool_content(call, finished.result)
+        self._print_shell_output(finished.result.content, finished.result.summary)
+        self.agent.append(UserMessage(kind="context", content=(
+            f"The user ran a shell command in the project root (with `!` in swecli):\n$ {command}\n{content}")))
+        self.refresh_meter()
+
+    def _print_shell_output(self, content: str, summary: str) -> None:
+        lines = content.splitlines()
+        if lines and lines[-1].startswith("exit code "):
+            lines.pop()  # the summary line says it
+        if len(lines) > SHELL_LINES:
+            half = SHELL_LINES // 2
+            lines = [*lines[:half], f"… {len(lines) - SHELL_LINES:,} lines not shown …", *lines[-half:]]
+        self.print(Text("\n".join(lines)))
+        self.print(Text(f"⎿  {summary}", style="dim"))
 
     def run_skill(self, skill: Skill, request: str) -> TurnFinished | None:
         """`/skill-name [request]`: the skill's instructions go into the conversation, then the request runs."""
@@ -290,7 +441,7 @@ class Repl:
         for a in attached.attachments:
             note = " (truncated)" if a.truncated else ""
             self.print(Text(f"📎 {a.path} · {a.lines} lines · ~{format_tokens(a.tokens)} tokens{note}", style="dim"))
-        turn = _Turn()
+        turn = _Turn(usage_before=self.agent.usage)
         paths = [str(a.path) for a in attached.attachments]
         context = (*preface, *filter(None, [attached.message()]))
         worker = threading.Thread(target=self._work, args=(text, context, paths, turn),
@@ -300,7 +451,7 @@ class Repl:
         self._supervise(worker)
         self.renderer.end_turn()
         if turn.error is not None:
-            self._report(turn.error)
+            self._report(turn)
         return turn.result
 
     def _work(self, prompt: str, context: Sequence[UserMessage], attached: list[str], turn: _Turn) -> None:
@@ -312,20 +463,27 @@ class Repl:
             turn.error = exc
             self.agent.close_open_calls()
 
-    def _report(self, error: BaseException) -> None:
+    def _report(self, turn: _Turn) -> None:
+        error = turn.error
+        assert error is not None
         if isinstance(error, ProviderError):
-            self.print(Text(f"✗ {error}", style="red"))
+            from swecli.assembly import explain_provider_error
+
+            self.print(Text(f"✗ {explain_provider_error(self.settings, error)}", style="red"))
         else:
             detail = "".join(traceback.format_exception(error)).rstrip()
             self.print(Text(f"✗ internal error: {type(error).__name__}: {error}", style="red"))
             self.print(Text(detail, style="dim"))
-        self.print(completion_line(TurnFinished("", 0, Usage(), 0.0, "error", str(error))))
+        spent = self.agent.usage - turn.usage_before  # what the turn cost before it failed, and how long it took
+        self.print(completion_line(TurnFinished("", 0, spent, time.monotonic() - turn.started, "error", str(error))))
 
     # -- while the agent works ----------------------------------------------------------------------
     def _supervise(self, worker: threading.Thread) -> None:
-        """Wait for the worker while answering approvals and watching for Esc / Ctrl-C."""
+        """Wait for the worker while answering approvals, watching for Esc / Ctrl-C, and taking typed
+        messages for after the turn."""
         keys = KeyWatcher.for_stream()
         self._keys = keys
+        self.renderer.show_typing(self.typed.line, self.typed.queued)
         try:
             if keys is not None:
                 keys.start()
@@ -336,9 +494,15 @@ class Repl:
                     self._interrupt()
         finally:
             if keys is not None:
-                keys.drain()
+                while (key := keys.read_key(0)) is not None:  # typed as the turn ended
+                    if key not in (ESC, CTRL_C):
+                        self.typed.feed(key)
                 keys.stop()
             self._keys = None
+            if self.typed.line:
+                self._draft = (self._draft + self.typed.line).strip()
+                self.typed.line = ""
+            self.renderer.show_typing("", [])
 
     def _poll(self, worker: threading.Thread, keys: KeyWatcher | None) -> None:
         pending = self.approvals.next()
@@ -348,8 +512,12 @@ class Repl:
         if keys is None:
             worker.join(POLL)
             return
-        if keys.read_key(POLL) in (ESC, CTRL_C):
+        key = keys.read_key(POLL)
+        if key in (ESC, CTRL_C):
             self._interrupt()
+        elif key:
+            self.typed.feed(key)
+            self.renderer.show_typing(self.typed.line, self.typed.queued)
 
     def _interrupt(self) -> None:
         if not self.agent.cancel.cancelled:
@@ -399,10 +567,11 @@ def _declined() -> Decision:
 
 
 def run_repl(root: Path, settings: Settings, *, resume: str | None = None, continue_latest: bool = False,
-             hooks: ReplHooks | None = None) -> int:
-    """The `swecli` command without -p: run the REPL in `root` until the user leaves.
+             hooks: ReplHooks | None = None, task: str | None = None) -> int:
+    """The `swecli` command without -p: run the REPL in `root` until the user leaves (`task`, from
+    `swecli "TASK"`, is its first request).
 
     ConfigError and SessionError (nothing to resume) propagate: the runner prints them as one line.
     """
-    repl = Repl(root, settings, hooks or ReplHooks(), resume=resume, continue_latest=continue_latest)
+    repl = Repl(root, settings, hooks or ReplHooks(), resume=resume, continue_latest=continue_latest, task=task)
     return repl.run()

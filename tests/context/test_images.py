@@ -116,8 +116,9 @@ def test_old_images_become_stand_ins_at_the_start_of_a_later_turn(project: Path,
 def test_below_the_batch_threshold_old_images_wait_for_a_compaction(project: Path) -> None:
     make_image(project / "a.png", (512, 512))
     events: list[Event] = []
-    steps: list[Step] = [Reply("one"), Reply("two"), Reply("three"), Reply("### Current task\nLooking."),
-                         Reply("four")]
+    # A long first answer: a compaction is applied only when it shrinks the conversation.
+    steps: list[Step] = [Reply("one. " + "Some detail about the image. " * 200), Reply("two"), Reply("three"),
+                         Reply("### Current task\nLooking."), Reply("four")]
     with ScriptedLLM(steps) as llm:
         s = session(project, llm, events, batch_min_tokens=50_000)
         s.run("first: see @a.png")

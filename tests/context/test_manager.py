@@ -220,7 +220,8 @@ def test_archive_is_written_to_the_project_and_named_in_the_summary(project: Pat
 def test_tool_meta_gives_exact_exit_codes_to_the_facts() -> None:
     context = manager(window=200_000, keep_recent_tokens=0, strategy="truncate")
     call = ToolCall(id="b1", name="bash", arguments='{"command": "make test"}')
-    content = context.tool_content(call, ToolResult("ok", meta={"exit_code": 2, "duration": 1.0}))
+    output = "\n".join(f"test_{i} PASSED" for i in range(200)) + "\nok"  # enough for the summary to shrink it
+    content = context.tool_content(call, ToolResult(output, meta={"exit_code": 2, "duration": 1.0}))
     history: list[Message] = [UserMessage(content="run"), AssistantMessage(tool_calls=(call,)),
                               ToolMessage(tool_call_id="b1", name="bash", content=content),
                               AssistantMessage(content="done"), UserMessage(content="next")]

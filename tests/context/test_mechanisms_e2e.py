@@ -34,6 +34,11 @@ def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, mem
     return open_session(root, settings, listeners=[sink.append], continue_latest=resume)
 
 
+NOISY_APP = ("for i in range(300):\n    print('processing record', i)\n\n"
+             "def main():\n    raise ValueError('boom')\n\nmain()\n")
+"""Prints 300 lines, then crashes: a conversation big enough for a summary to shrink it."""
+
+
 def tool_results(body: dict[str, Any]) -> list[str]:
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
@@ -140,7 +145,7 @@ def test_llm_reflection_grows_the_playbook_and_the_next_session_sees_it(project:
 
 
 def test_compaction_lists_the_references_it_drops(project: Path) -> None:
-    (project / "app.py").write_text("def main():\n    raise ValueError('boom')\n\nmain()\n")
+    (project / "app.py").write_text(NOISY_APP)
     steps: list[Step] = [
         Reply(calls=[Call("read_file", {"path": "app.py"})]),
         Reply(calls=[Call("bash", {"command": "python3 app.py"})]),
@@ -174,7 +179,7 @@ def test_anthropic_cache_breakpoints_and_cache_usage(project: Path) -> None:
 
 
 def test_compaction_references_reach_the_session_notes(project: Path) -> None:
-    (project / "app.py").write_text("def main():\n    raise ValueError('boom')\n\nmain()\n")
+    (project / "app.py").write_text(NOISY_APP)
     steps: list[Step] = [Reply(calls=[Call("bash", {"command": "python3 app.py"})]), Reply("It raises."),
                          Reply("## Current task\nExplained the crash.")]
     with ScriptedLLM(steps) as llm:
@@ -182,7 +187,7 @@ def test_compaction_references_reach_the_session_notes(project: Path) -> None:
         s.run("why does app.py crash?")
         s.agent.replace_history(s.agent.context.compact(s.agent.history, s.provider, "manual"), "compaction")
         s.close()
-    notes = (project / ".swecli" / "memory" / "session_notes.md").read_text()
+    notes = (project / ".swecli" / "memory" / "notes" / f"{s.session_id}.md").read_text()
     assert "context compacted (summarize, manual)" in notes and "python3 app.py" in notes
 
 
@@ -232,3 +237,24 @@ def test_strategies_without_a_model_call_compact_in_the_loop(project: Path, stra
     assert "read a.py and b.py" in prompts
     called = {c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])}
     assert called == {m["tool_call_id"] for m in last if m["role"] == "tool"}
+
+
+def test_a_cut_output_is_saved_whole_unless_offload_is_off(project: Path) -> None:
+    from swecli.config import ToolsConfig
+
+    steps: list[Step] = [Reply(calls=[Call("bash", {"command": "seq 1 5000"})]), Reply("ok")]
+    with ScriptedLLM(steps) as llm:
+        s = session(project, llm, top={"tools": ToolsConfig(max_output_chars=1000)}, offload=True)
+        s.run("count")
+        s.close()
+    (seen,) = tool_results(llm.requests[1])
+    path = re.search(r"full text: `([^`]+)`", seen)
+    assert path and (project / path.group(1)).read_text() == "".join(f"{i}\n" for i in range(1, 5001))
+    with ScriptedLLM([*steps[:1], Reply("ok")]) as llm:
+        s = session(project, llm, top={"tools": ToolsConfig(max_output_chars=1000)})  # offload off
+        s.run("count")
+        s.close()
+    (seen,) = tool_results(llm.requests[1])
+    assert "cut from the middle of the output" in seen
+    assert seen.endswith("[swecli: the output above is cut and was not saved (context.offload is off); redirect "
+                         "it to a file to keep all of it]")

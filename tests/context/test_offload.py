@@ -12,6 +12,7 @@ from swecli.context.offload import (
     OFFLOAD_MARKER,
     OffloadError,
     offload,
+    offload_full,
     offload_path_in,
     safe_name,
     save_output,
@@ -22,6 +23,7 @@ from swecli.messages import ToolCall
 from swecli.tools.base import ToolContext
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import Engine, GrepArgs, search
+from swecli.tools.spool import FullOutput
 
 count = Tokenizer("o200k_base")
 
@@ -182,3 +184,49 @@ def test_unwritable_folder_raises_a_clear_error(project: Path) -> None:
 def test_offload_path_in_ignores_ordinary_text() -> None:
     assert offload_path_in("full text: `x`") is None
     assert offload_path_in("") is None
+
+
+# --- outputs a tool cut: the whole of them is saved ------------------------------------------------
+
+def cut_bash_output(root: Path, command: str, cap: int = 30_000) -> tuple[str, FullOutput]:
+    from swecli.tools.bash import BASH
+
+    result = BASH.fn(BASH.parse(json.dumps({"command": command})), ToolContext(root=root, max_output_chars=cap))
+    assert result.full is not None
+    return result.content, result.full
+
+
+def test_a_cut_output_is_saved_whole_and_previewed_from_the_whole(project: Path) -> None:
+    content, full = cut_bash_output(project, "seq 1 3000000")  # 22 MB: spooled to a temporary file
+    spooled = full.path
+    saved = offload_full(project, "call_9", "bash", content, full, count, 8000, 40)
+    assert spooled is not None and not spooled.exists()  # moved, not copied and left behind
+    whole = (project / saved.path).read_bytes()
+    assert whole == b"".join(b"%d\n" % i for i in range(1, 3_000_001))
+    assert (saved.lines, saved.chars) == (3_000_000, len(whole))
+    header = saved.content.splitlines()[0]
+    assert header == (f"{OFFLOAD_MARKER}: bash returned 3,000,000 lines, {len(whole):,} bytes, "
+                      f"~{len(whole) // 4:,} tokens; full text: `{saved.path}`]")  # too big to tokenize: estimated
+    lines = saved.content.splitlines()
+    assert lines[1:21] == [str(i) for i in range(1, 21)]
+    assert lines[-21:-1] == [str(i) for i in range(2_999_981, 3_000_001)]
+    assert lines[-1] == "exit code 0"  # the tool's status ends every view of its output
+    first, last, _ = omitted_range(saved.content)
+    assert (first, last) == (21, 2_999_980)
+    assert "2999980" in run_tool(project, "read_file", path=saved.path, offset=last, limit=1)
+
+
+def test_a_cut_output_under_the_threshold_keeps_the_tools_cut_and_says_where_the_rest_is(project: Path) -> None:
+    content, full = cut_bash_output(project, "seq 1 300", cap=1000)
+    saved = offload_full(project, "call_10", "bash", content, full, count, 8000, 40)
+    assert saved.content.startswith(content)  # the tool's own head and tail
+    assert saved.content.endswith(f"the whole of it (300 lines, 1,092 bytes, {saved.tokens:,} tokens) is saved in "
+                                  f"`{saved.path}`: read_file or grep it there]")
+    assert (project / saved.path).read_text() == "".join(f"{i}\n" for i in range(1, 301))
+
+
+def test_a_second_output_of_the_same_call_id_gets_its_own_file(project: Path) -> None:
+    first = offload_full(project, "same", "bash", "x", FullOutput.of_text("one\n"), count, 8000, 40)
+    second = offload_full(project, "same", "bash", "y", FullOutput.of_text("two\n"), count, 8000, 40)
+    assert first.path != second.path
+    assert (project / first.path).read_text() == "one\n" and (project / second.path).read_text() == "two\n"

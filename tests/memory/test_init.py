@@ -19,7 +19,10 @@ from swecli.memory.opencli import load_memory
 from swecli.messages import UserMessage
 
 REPO_TEMPLATE = Path(__file__).resolve().parents[2] / TEMPLATE_FILE
-FILLED = "# Shop\n\n## Overview\nA web shop.\n\n## Build and test\n```bash\npytest -q\n```\n"
+FILLED = ("# Shop\n\n## Overview\nA web shop.\n\n## Structure\n- `shop/`: the app\n\n"
+          "## Key files\n- `shop/app.py:1`\n\n## Patterns\nunknown\n\n## Dependencies\n- flask\n\n"
+          "## Build and test\n```bash\npytest -q\n```\n\n"
+          "## Current state\nWorks (2026-11-22).\n")
 
 
 def test_the_shipped_template_has_every_section_with_guidance() -> None:
@@ -99,6 +102,24 @@ def test_init_creates_the_file_which_is_then_loaded_as_memory(project: Path) -> 
     assert (project / OUTPUT_FILE).read_text() == FILLED
     [memory] = load_memory(project, 1000, lambda s: len(s.split()))
     assert memory.name == OUTPUT_FILE and memory.text == FILLED.strip()
+
+
+@pytest.mark.parametrize("answer", ["OK.", "# Shop\n\n## Overview\nA web shop.\n"])
+def test_an_answer_without_the_templates_sections_never_replaces_the_file(project: Path, answer: str) -> None:
+    (project / OUTPUT_FILE).write_text(FILLED)
+    with pytest.raises(InitError, match=r"does not look like OPENCLI\.md.*Structure.*kept the existing OPENCLI\.md"):
+        prepare_init_result(project, answer)
+    (project / OUTPUT_FILE).unlink()
+    with pytest.raises(InitError, match="nothing was written"):
+        prepare_init_result(project, answer)
+
+
+def test_one_section_in_four_may_be_missing_and_a_hand_shaped_file_sets_what_is_required(project: Path) -> None:
+    without_patterns = FILLED.replace("## Patterns\nunknown\n\n", "")
+    assert prepare_init_result(project, without_patterns).text == without_patterns
+    (project / OUTPUT_FILE).write_text("# Shop\n\n## Overview\nOld.\n\n## Deployment\nFridays.\n")
+    update = "# Shop\n\n## Overview\nA web shop.\n\n## Deployment\nFridays.\n"
+    assert prepare_init_result(project, update).changed  # only Overview was required of this file
 
 
 def test_init_on_an_existing_file_only_proposes_a_diff(project: Path) -> None:

@@ -21,14 +21,15 @@ from swecli.tools.base import ToolCall as _ToolCall
 from swecli.tools.base import ToolContext, ToolRegistry, ToolResult
 
 NOW = datetime(2026, 11, 22, 10, 15)
+SID = "20261122-101500-abcd"
 
 
-def updater(root: Path, resumed: bool = False) -> NotesUpdater:
-    return NotesUpdater(root, resumed=resumed, clock=lambda: NOW)
+def updater(root: Path, resumed: bool = False, session_id: str = SID) -> NotesUpdater:
+    return NotesUpdater(root, session_id, resumed=resumed, clock=lambda: NOW)
 
 
-def section(root: Path, key: str) -> str:
-    doc = NotesDocument.parse(read_notes(root))
+def section(root: Path, key: str, session_id: str = SID) -> str:
+    doc = NotesDocument.parse(read_notes(root, session_id))
     found = doc.find(key)
     assert found is not None, key
     return found.body
@@ -67,7 +68,7 @@ def test_a_resumed_session_keeps_the_goal(project: Path) -> None:
 
 def test_context_messages_are_not_prompts(project: Path) -> None:
     updater(project).handle(MessageAppended(UserMessage(content="file contents", kind="context")))
-    assert not notes_path(project).exists()
+    assert not notes_path(project, SID).exists()
 
 
 def test_writes_record_the_file_and_the_models_reason(project: Path) -> None:
@@ -95,7 +96,7 @@ def test_failed_declined_and_read_only_tools_do_not_count(project: Path) -> None
     notes.handle(write_done("c2", "b.py", approved=False))
     read = ToolCall(id="c3", name="read_file", arguments='{"path": "c.py"}')
     notes.handle(ToolFinished(read, ToolResult("..."), 0.01))
-    assert not notes_path(project).exists()
+    assert not notes_path(project, SID).exists()
 
 
 def test_compaction_adds_a_timed_decision(project: Path) -> None:
@@ -117,8 +118,8 @@ def test_turn_end_marks_the_task_and_records_stops_as_issues(project: Path) -> N
 
 
 def test_human_edits_survive_updates(project: Path) -> None:
-    notes_path(project).parent.mkdir(parents=True)
-    notes_path(project).write_text(
+    notes_path(project, SID).parent.mkdir(parents=True)
+    notes_path(project, SID).write_text(
         "My notes, do not lose.\n\n"
         "## Goal\nShip v2\n\n"
         "## Files changed (and why!)\n- `old.py` — by hand\nA free-text remark.\n\n"
@@ -128,7 +129,7 @@ def test_human_edits_survive_updates(project: Path) -> None:
     notes.handle(announce("c1", "new.py", "Add it."))
     notes.handle(write_done("c1", "new.py"))
     notes.handle(prompt("a prompt"))
-    text = read_notes(project)
+    text = read_notes(project, SID)
     assert text.startswith("My notes, do not lose.")
     assert "## Goal\na prompt" in text  # goal set by the first prompt, under the person's heading
     assert "## Files changed (and why!)\n- `old.py` — by hand\nA free-text remark.\n- `new.py` — Add it." in text
@@ -155,11 +156,11 @@ def test_writes_are_atomic_and_leave_no_temp_files(project: Path) -> None:
     notes = updater(project)
     for i in range(5):
         notes.handle(prompt(f"task {i}"))
-    assert [p.name for p in notes_path(project).parent.iterdir()] == ["session_notes.md"]
+    assert [p.name for p in notes_path(project, SID).parent.iterdir()] == [f"{SID}.md"]
 
 
 def run_tool(root: Path, args: dict[str, str]) -> ToolResult:
-    registry = ToolRegistry([notes_tool(clock=lambda: NOW)])
+    registry = ToolRegistry([notes_tool(SID, clock=lambda: NOW)])
     return registry.run(_ToolCall(id="n", name="notes", arguments=json.dumps(args)), ToolContext(root=root))
 
 
@@ -173,7 +174,7 @@ def test_notes_tool_appends_replaces_and_rewrites(project: Path) -> None:
     run_tool(project, {"section": "current_goal", "text": "Ship v3", "mode": "replace"})
     assert section(project, "current_goal") == "Ship v3"
     result = run_tool(project, {"mode": "rewrite", "text": "## Current goal\nAll new\n\n## Open issues\n- x\n"})
-    assert not result.is_error and read_notes(project) == "## Current goal\nAll new\n\n## Open issues\n- x\n"
+    assert not result.is_error and read_notes(project, SID) == "## Current goal\nAll new\n\n## Open issues\n- x\n"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -185,27 +186,55 @@ def test_notes_tool_appends_replaces_and_rewrites(project: Path) -> None:
 def test_notes_tool_errors_are_clear_and_change_nothing(project: Path, args: dict[str, str], message: str) -> None:
     result = run_tool(project, args)
     assert result.is_error and message in result.content
-    assert not notes_path(project).exists()
+    assert not notes_path(project, SID).exists()
 
 
 def test_notes_tool_masks_environment_secrets(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACME_API_KEY", "sk-acme-0123456789")
     run_tool(project, {"section": "open_issues", "text": "key sk-acme-0123456789 expires soon"})
-    assert "sk-acme-0123456789" not in read_notes(project) and "[REDACTED]" in read_notes(project)
+    assert "sk-acme-0123456789" not in read_notes(project, SID) and "[REDACTED]" in read_notes(project, SID)
 
 
 def test_notes_tool_is_not_mutating_and_has_a_schema() -> None:
-    tool = notes_tool()
+    tool = notes_tool(SID)
     schema = tool.schema()
     assert not tool.mutating and schema.name == "notes"
     properties = schema.parameters["properties"]
     assert isinstance(properties, dict) and set(properties) == {"section", "text", "mode"}
 
 
+def words(text: str) -> int:
+    return len(text.split())
+
+
 def test_notes_prompt(project: Path) -> None:
-    assert notes_prompt(project, 500, lambda s: len(s.split())) == ""
+    assert notes_prompt(project, SID, 500, words) == ""
     updater(project).handle(prompt("Add OAuth login"))
-    text = notes_prompt(project, 500, lambda s: len(s.split()))
+    text = notes_prompt(project, SID, 500, words)  # resumed: its own notes
+    assert text.startswith("# Session notes\n\nYour working notes from earlier in this session")
     assert "## Current goal\nAdd OAuth login" in text and "<!--" not in text and "`notes` tool" in text
-    small = notes_prompt(project, 12, lambda s: len(s.split()))
-    assert "[truncated:" in small and ".swecli/memory/session_notes.md" in small
+    small = notes_prompt(project, SID, 12, words)
+    assert "[truncated:" in small and f".swecli/memory/notes/{SID}.md" in small
+
+
+def test_a_new_session_sees_the_previous_sessions_notes_as_that_sessions(project: Path) -> None:
+    updater(project).handle(prompt("Add OAuth login"))
+    updater(project).handle(CompactionDone("auto", "summarize", 9_000, 1_000, 4, 1.0))
+    later = "20261123-090000-beef"
+    text = notes_prompt(project, later, 500, words)
+    assert text.startswith("# Notes from the previous session\n\nWritten by an earlier session in this project "
+                           f"(.swecli/memory/notes/{SID}.md), not by you in this one")
+    assert "## Current goal\nAdd OAuth login" in text
+    updater(project, session_id=later).handle(prompt("Fix the logout bug"))
+    assert section(project, "current_goal", later) == "Fix the logout bug"  # its own file, its own goal
+    assert section(project, "key_decisions", later) == ""
+    assert section(project, "current_goal") == "Add OAuth login"  # the first session's notes are untouched
+
+
+def test_the_single_notes_file_of_earlier_versions_reads_as_the_previous_session(project: Path) -> None:
+    legacy = project / ".swecli" / "memory" / "session_notes.md"
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text("## Current goal\nShip v2\n")
+    text = notes_prompt(project, SID, 500, words)
+    assert "# Notes from the previous session" in text and ".swecli/memory/session_notes.md" in text
+    assert "Ship v2" in text

@@ -40,7 +40,8 @@ def write_file(args: WriteArgs, ctx: ToolContext) -> ToolResult:
 
 def with_notes(recorder: SessionRecorder) -> SessionRecorder:
     """The session notes writer, attached as `swecli.assembly.open_session` attaches it."""
-    recorder.attach("notes", NotesUpdater(recorder.root, resumed=recorder.resumed, redactor=recorder.redactor).handle)
+    recorder.attach("notes", NotesUpdater(recorder.root, recorder.session_id, resumed=recorder.resumed,
+                                          redactor=recorder.redactor).handle)
     return recorder
 
 
@@ -68,7 +69,7 @@ def test_a_recorded_turn_replays_to_the_agent_history(project: Path) -> None:
     events = [r["event"] for r in read_jsonl(log_path(project, recorder.session_id)).records]
     assert events == ["session_start", "user_input", "context", "llm_call", "tool", "context", "llm_call", "turn_end",
                       "stats"]
-    notes = read_notes(project)
+    notes = read_notes(project, recorder.session_id)
     assert "`src/a.py` — Create the module." in notes and "Status: done" in notes
     [info] = list_sessions(project)
     assert (info.first_prompt, info.turns, info.tokens) == ("create src/a.py", 1, 30)
@@ -114,7 +115,7 @@ def test_history_replacement_and_compaction_are_recorded(project: Path) -> None:
     contexts = [r for r in records if r["event"] == "context"]
     assert [c["usage_percent"] for c in contexts] == [40.0, 12.0]
     assert any(r["event"] == "compaction" and r["reduction_percent"] == 87.5 for r in records)
-    assert "context compacted (summarize, auto)" in read_notes(project)
+    assert "context compacted (summarize, auto)" in read_notes(project, recorder.session_id)
 
 
 KILLED_RUN = textwrap.dedent("""
@@ -196,7 +197,7 @@ def test_resumed_session_keeps_its_goal(project: Path) -> None:
     agent.history = loaded.history
     agent.run("now the tests")
     resumed.close()
-    notes = read_notes(project)
+    notes = read_notes(project, resumed.session_id)
     goal = notes.split("## Current goal")[1].split("##")[0]
     task = notes.split("## Current task")[1].split("##")[0]
     assert "build the parser" in goal and "now the tests" in task

@@ -131,7 +131,25 @@ def test_output_is_capped_keeping_head_and_tail(project: Path) -> None:
     assert lines[-2:] == ["100000", "exit code 0"]
     assert "cut from the middle of the output" in result.content
     assert len(result.content) < 1400
-    assert result.meta["output_bytes"] == len("".join(f"{i}\n" for i in range(1, 100001)))
+    whole = "".join(f"{i}\n" for i in range(1, 100001))
+    assert result.meta["output_bytes"] == len(whole) and result.meta["output_lines"] == 100_000
+    # The cap limits what the model sees; the whole output rides along for the context engine to save.
+    assert result.full is not None and (result.full.size, result.full.lines) == (len(whole), 100_000)
+    assert result.full.text(10**7) == whole
+    assert result.full.status == "exit code 0"
+    result.full.discard()
+
+
+def test_an_uncut_output_has_no_separate_whole(run_tool: RunTool) -> None:
+    assert run_tool("bash", command="seq 1 10").full is None
+
+
+def test_a_running_command_reports_its_output_as_it_arrives(project: Path) -> None:
+    seen: list[str] = []
+    ctx = ToolContext(root=project, on_output=seen.append)
+    result = BASH.fn(BashArgs(command="printf 'caf\\xc3'; sleep 0.2; printf '\\xa9\\nnext\\n'"), ctx)
+    assert "".join(seen) == "café\nnext\n"  # a character split between two reads arrives whole
+    assert result.content == "café\nnext\nexit code 0"
 
 
 def test_a_flood_of_output_is_still_bounded_and_interruptible(project: Path) -> None:

@@ -102,6 +102,9 @@ def test_list_files_glob_is_capped_with_a_count(project: Path, run_tool: RunTool
     result = run_tool("list_files", glob="*.py")
     assert len(result.content.splitlines()) == LIST_LIMIT + 1
     assert "5 more matching files not shown" in result.content
+    assert result.full is not None and result.full.lines == LIST_LIMIT + 5  # the whole list, for the saved file
+    assert (result.full.text(10**6) or "").endswith(f"m{LIST_LIMIT + 4:04}.py\n")
+    assert run_tool("list_files", glob="m000*.py").full is None
     assert result.meta["total"] == LIST_LIMIT + 5
 
 

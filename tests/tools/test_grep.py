@@ -139,6 +139,15 @@ def test_matches_are_capped_with_the_total(project: Path, ctx: ToolContext, engi
     assert "(Showing the first 200 of 300 matching lines." in result.content
     assert "  100: hit 99" in result.content  # f1.txt is complete
     assert "f2.txt" not in result.content
+    # Every match is kept whole for the context engine to save: the listing the model would get uncut.
+    assert result.full is not None and result.full.lines == 3 * 101 + 2 and result.full.status == result.summary
+    listing = result.full.text(10**6)
+    assert listing is not None and listing.startswith("f0.txt\n  1: hit 0\n") and listing.endswith("  100: hit 99\n")
+    assert "\nf2.txt\n  1: hit 0\n" in listing
+
+
+def test_a_complete_listing_has_no_separate_whole(tree: Path, ctx: ToolContext, engine: str) -> None:
+    assert run_grep(ctx, pattern="handle_request").full is None
 
 
 def test_output_is_capped_by_characters(project: Path, engine: str) -> None:
@@ -149,6 +158,7 @@ def test_output_is_capped_by_characters(project: Path, engine: str) -> None:
     assert "Found 50 matches in 1 file" in result.content
     assert f"(Showing the first {result.meta['shown']} of 50 matching lines." in result.content
     assert "… [+" in result.content  # lines longer than 300 characters are cut
+    assert result.full is not None and f"match {'x' * 400} 49" in (result.full.text(10**6) or "")
 
 
 def test_non_utf8_and_bom_lines(project: Path, ctx: ToolContext, engine: str) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,15 +16,19 @@ from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, Step
 
 
 def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai",
-               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+               extra_env: dict[str, str] | None = None, stdin: str | None = None,
+               base_url: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`swecli` as a subprocess; `stdin` is piped into it (else stdin is /dev/null)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
     provider = ["--provider", "openai-compatible"] if wire == "openai" else ["--provider", "anthropic"]
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
-    return subprocess.run(
-        [sys.executable, "-m", "swecli", *provider, "--base-url", llm.base_url, "--model", "scripted-model", *args],
-        cwd=project, env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
+    command = [sys.executable, "-m", "swecli", *provider, "--base-url", base_url or llm.base_url, "--model",
+               "scripted-model", *args]
+    if stdin is None:
+        return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120, input=stdin)
 
 
 @pytest.fixture
@@ -75,9 +81,14 @@ def test_default_mode_without_tty_refuses_instead_of_hanging(sample: Path) -> No
     steps = [Reply(calls=[Call("bash", {"command": "touch made-it"})]), Reply("I could not run it.")]
     with ScriptedLLM(steps) as llm:
         out = run_swecli(sample, llm, "-p", "touch a file")
-    assert out.returncode == 0
     assert not (sample / "made-it").exists()
     assert "--mode auto" in llm.requests[1]["messages"][-1]["content"]
+    # The model says "done", but the run did not do what was asked: the last line says so, and the exit is not 0.
+    assert out.returncode == 3
+    assert out.stdout.strip() == "I could not run it."
+    assert out.stderr.splitlines()[-1] == ("swecli: 1 tool call was refused (bash touch made-it): it needs approval "
+                                           "and no one was there to give it. Re-run with --mode auto to allow "
+                                           "changes, or in a terminal to approve each one.")
 
 
 def test_json_output(sample: Path) -> None:
@@ -212,3 +223,161 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
     (compaction,) = [r for r in records if r["event"] == "compaction"]
     assert compaction["background"] is True and "waited" in compaction
     assert records[-1]["event"] == "stats" and records[-1]["compactions"] == 1
+# --- the prompt forms users already type ---------------------------------------------------------
+
+def user_messages(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def test_the_task_piped_into_p_without_a_value_and_before_other_options(sample: Path) -> None:
+    steps = [Reply(calls=[Call("bash", {"command": "touch made-it"})]), Reply("Made it.")]
+    with ScriptedLLM(steps) as llm:
+        # echo "make the file" | swecli -p --mode auto
+        out = run_swecli(sample, llm, "-p", "--mode", "auto", stdin="make the file\n")
+    assert out.returncode == 0, out.stderr
+    assert (sample / "made-it").exists()  # --mode auto reached the mode, not the task
+    assert user_messages(llm.requests[0])[-1] == "make the file"
+
+
+@pytest.mark.parametrize("form", [["-p", "-"], ["-p"], ["--print"]])
+def test_p_dash_or_no_value_reads_the_task_from_stdin(sample: Path, form: list[str]) -> None:
+    with ScriptedLLM([Reply("Hello from stdin.")]) as llm:
+        out = run_swecli(sample, llm, *form, stdin="say hello\n")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from stdin."
+    assert user_messages(llm.requests[0]) == ["say hello"]
+
+
+def test_p_without_a_task_anywhere_is_one_clear_sentence(sample: Path) -> None:
+    with ScriptedLLM([]) as llm:
+        out = run_swecli(sample, llm, "-p")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().startswith("swecli: -p needs a task") and "echo" in out.stderr
+
+
+def test_piped_input_is_attached_to_the_task(sample: Path) -> None:
+    log = "".join(f"12:00:{i:02d} worker started\n" for i in range(5)) + "12:00:05 ERROR disk full on /var\n"
+    with ScriptedLLM([Reply("The disk is full.")]) as llm:
+        out = run_swecli(sample, llm, "-p", "explain this", stdin=log)  # cat log.txt | swecli -p "explain this"
+    assert out.returncode == 0, out.stderr
+    *context, task = user_messages(llm.requests[0])
+    assert task == "explain this"
+    size = f"6 lines, {len(log.encode())} bytes"
+    assert context[-1].startswith(f"Input piped to swecli on stdin ({size}):\n<stdin>\n12:00:00 worker")
+    assert "ERROR disk full on /var\n</stdin>" in context[-1]
+    assert f"attached the input piped to stdin ({size})" in out.stderr
+
+
+def test_a_large_piped_input_is_saved_whole_and_previewed(sample: Path) -> None:
+    log = "".join(f"line {i} of a long build log with some words in it\n" for i in range(1, 20_001))
+    with ScriptedLLM([Reply("Read the preview.")]) as llm:
+        out = run_swecli(sample, llm, "-p", "what failed?", stdin=log)
+    assert out.returncode == 0, out.stderr
+    context = user_messages(llm.requests[0])[-2]
+    saved = re.search(r"\.swecli/tool_results/stdin-[\w-]+\.txt", context)
+    assert saved, context[:500]
+    assert (sample / saved.group(0)).read_text() == log  # nothing piped in is lost
+    assert "stdin returned 20,000 lines" in context and "line 1 of a long" in context and "line 20000 of" in context
+    assert len(context) < 10_000  # the model gets a preview, not 1 MB
+    assert "over the 8,000-token limit" in out.stderr and saved.group(0) in out.stderr
+
+
+def test_p_as_a_flag_with_a_positional_task(sample: Path) -> None:
+    with ScriptedLLM([Reply("ok")]) as llm:
+        out = run_swecli(sample, llm, "-p", "--mode", "plan", "summarize", "the", "project")
+    assert out.returncode == 0, out.stderr
+    assert user_messages(llm.requests[0])[-1] == "summarize the project"
+
+
+# --- nothing lost ------------------------------------------------------------------------------------
+
+def test_a_40000_line_output_is_saved_whole_and_the_model_sees_a_preview(sample: Path) -> None:
+    steps = [Reply(calls=[Call("bash", {"command": "seq 1 40000"})]), Reply("Counted.")]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(sample, llm, "-p", "count to 40000", "--mode", "auto")
+    assert out.returncode == 0, out.stderr
+    (seen,) = [m["content"] for m in llm.requests[1]["messages"] if m["role"] == "tool"]
+    saved = re.search(r"full text: `(\.swecli/tool_results/[\w.-]+\.txt)`", seen)
+    assert saved, seen[:400]
+    text = (sample / saved.group(1)).read_text()
+    assert text == "".join(f"{i}\n" for i in range(1, 40_001))  # every line, none cut from the middle
+    assert "bash returned 40,000 lines, 228,894 bytes" in seen  # the real output's size, not the cap's
+    assert seen.splitlines()[1] == "1" and seen.endswith("40000\nexit code 0")
+    assert len(seen) < 5_000
+
+
+def test_swecli_state_stays_out_of_git_status(sample: Path) -> None:
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    subprocess.run(["git", "init", "-q"], cwd=sample, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=sample, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"], cwd=sample,
+                   check=True)
+    steps = [Reply(calls=[Call("bash", {"command": "seq 1 40000"})]), Reply("Counted.")]
+    with ScriptedLLM(steps) as llm:  # a session that writes a transcript, a log and a saved output
+        assert run_swecli(sample, llm, "-p", "count", "--mode", "auto").returncode == 0
+    assert list((sample / ".swecli" / "tool_results").iterdir())
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=sample,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == ""
+    (sample / ".swecli" / "config.toml").write_text('mode = "auto"\n')  # meant to be shared: git sees it
+    (sample / ".swecli" / "hooks").mkdir()
+    (sample / ".swecli" / "hooks" / "pre_compact.py").write_text("print('{}')\n")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=sample,
+                            capture_output=True, text=True, check=True).stdout
+    assert status.splitlines() == ["?? .swecli/config.toml", "?? .swecli/hooks/pre_compact.py"]
+
+
+# --- outcomes that tell the truth --------------------------------------------------------------------
+
+def test_ctrl_c_exits_2_and_reports_what_was_spent(sample: Path) -> None:
+    import signal
+
+    steps = [Reply(calls=[Call("bash", {"command": "sleep 60"})], usage={"prompt_tokens": 2600,
+                                                                          "completion_tokens": 40}),
+             Reply("never asked")]
+    with ScriptedLLM(steps, strict=False) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", llm.base_url, "--model",
+             "scripted-model", "-p", "wait a minute", "--mode", "auto", "--output-format", "stream-json"],
+            cwd=sample, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        for line in proc.stdout:  # wait until the command runs
+            if json.loads(line)["type"] == "tool_started":
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    result = json.loads(rest.splitlines()[-1])
+    assert result["type"] == "result" and result["stop_reason"] == "interrupted"
+    assert result["turns"] == 1 and result["tool_calls"] == 1
+    assert result["usage"]["input_tokens"] == 2600 and result["usage"]["output_tokens"] == 40
+    assert len(llm.requests) == 1 and "Traceback" not in err
+
+
+def test_plan_mode_says_how_to_carry_out_the_plan(sample: Path) -> None:
+    with ScriptedLLM([Reply("Plan: rename greet to hello.")]) as llm:
+        out = run_swecli(sample, llm, "-p", "plan a rename", "--mode", "plan")
+    assert out.returncode == 0
+    assert re.search(r'To carry out this plan: swecli --resume \d{8}-\d{6}-\w{4} -p "carry out the plan" '
+                     r"--mode auto", out.stderr)
+
+
+def test_a_base_url_without_v1_that_fails_gets_a_hint(sample: Path) -> None:
+    with ScriptedLLM([Fail(404, {"error": {"message": "Not Found"}})]) as llm:
+        without_v1 = llm.base_url.removesuffix("/v1")
+        out = run_swecli(sample, llm, "-p", "hi", base_url=without_v1)
+    assert out.returncode == 1
+    assert f"try --base-url {without_v1}/v1" in out.stderr
+
+
+def test_the_playbook_bookkeeping_stays_out_of_the_output(sample: Path) -> None:
+    with ScriptedLLM(coding_task()) as llm:
+        out = run_swecli(sample, llm, "-p", "fix the greeting typo", "--mode", "auto")
+    assert out.returncode == 0, out.stderr
+    assert "playbook:" not in out.stderr
+    log = next((sample / ".swecli" / "logs").glob("*.jsonl")).read_text()
+    assert '"event":"reflection"' in log and "playbook:" in log  # kept where it belongs

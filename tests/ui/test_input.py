@@ -80,6 +80,19 @@ def test_toolbar_shows_model_mode_and_a_coloured_meter(repl: Repl) -> None:
     assert ("class:toolbar.meter.near", "ctx 75% · 75k/100k") in toolbar_fragments(repl)
 
 
+def test_toolbar_fits_the_terminal_without_cutting_a_word(repl: Repl) -> None:
+    def text(width: int) -> str:
+        return "".join(fragment[1] for fragment in toolbar_fragments(repl, width))
+
+    wide = text(160)
+    assert wide.endswith("  ·  shift-tab mode · /help · ctrl-d exit")
+    at_80 = text(80)
+    assert len(at_80) <= 80 and at_80 == wide[: len(at_80)]  # whole hints dropped from the end
+    assert at_80.rstrip().endswith(("/32.8k", "mode", "/help", "exit"))
+    narrow = text(50)
+    assert len(narrow) <= 50 and "default mode" in narrow and "ctx " in narrow and "…" in narrow
+
+
 def test_history_is_kept_per_project(repl: Repl, project: Path) -> None:
     session = build_session(repl)
     assert isinstance(session.history, FileHistory)

@@ -15,6 +15,7 @@ from swecli.events import (
     ReasoningDelta,
     TextDelta,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnFinished,
     Waiting,
@@ -143,15 +144,22 @@ def test_durations() -> None:
         ["0.4s", "3.2s", "12s", "60s", "2m 05s", "1h 02m"]
 
 
-def test_approval_preview_shows_the_full_command_or_the_diff() -> None:
+def test_approval_preview_shows_what_the_action_line_cut_or_the_diff() -> None:
+    # A short one-line command is in full on the action line above the question: not printed twice.
     bash = ApprovalRequest(call("bash"), {"command": "rm -rf build && make [all]"}, "rm -rf build && make [all]")
-    assert render(approval_preview(bash)) == "    $ rm -rf build && make [all]"
+    assert render(approval_preview(bash)) == ""
+    assert render(action_line("bash", bash.args)) == "⚡ bash rm -rf build && make [all]"
+    script = "cat > run.sh <<EOF\nmake [all]\nEOF"
+    multi = ApprovalRequest(call("bash"), {"command": script}, script)
+    assert render(approval_preview(multi)) == "    $ cat > run.sh <<EOF\nmake [all]\nEOF"
+    long = "pytest " + "tests/test_a_really_long_module_name.py " * 6
+    assert render(approval_preview(ApprovalRequest(call("bash"), {"command": long}, long))).startswith("    $ pytest")
     edit = ApprovalRequest(call("edit_file"), {"path": "src/app.py"}, DIFF)
     assert render(approval_preview(edit)).splitlines()[-1] == "    +    return 42"
     danger = ApprovalRequest(call("bash"), {"command": "rm -rf /"}, "rm -rf /", danger="deletes the filesystem root")
-    assert render(approval_preview(danger)) == "    $ rm -rf /\n    ⚠ deletes the filesystem root"
+    assert render(approval_preview(danger)) == "    ⚠ deletes the filesystem root"
     note = ApprovalRequest(call("bash"), {"command": "make"}, "make", note="runs without the sandbox")
-    assert render(approval_preview(note)) == "    $ make\n    ⚠ runs without the sandbox"
+    assert render(approval_preview(note)) == "    ⚠ runs without the sandbox"
 
 
 def test_line_stream_wraps_long_paragraphs_at_spaces() -> None:
@@ -270,6 +278,59 @@ def test_status_line_shows_elapsed_time_and_how_to_interrupt() -> None:
     renderer(ToolStarted(call("bash"), {"command": "make"}))
     renderer.mark_interrupting()
     assert render(renderer.status_line(start + 14.0))[1:] == " Interrupting… 14s · esc to interrupt"
+
+
+def test_the_live_region_shows_a_running_commands_last_lines_and_typed_messages() -> None:
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    call = ToolCall(id="b1", name="bash", arguments='{"command": "make"}')
+    renderer(ToolStarted(call, {"command": "make"}))
+    renderer(ToolOutput(call, "".join(f"step {i}\n" for i in range(1, 9)) + "\x1b[32mbuil"))
+    renderer(ToolOutput(call, "ding\r 50%\r100%"))
+    renderer.show_typing("and then", ["run the tests"])
+    view = render(renderer._live_view())
+    assert view.splitlines()[:5] == ["     step 5", "     step 6", "     step 7", "     step 8", "     100%"]
+    assert "Running bash" in view
+    assert view.splitlines()[-2:] == ["  ⏎ queued: run the tests", "  ❯ and then▏"]
+    renderer(ToolFinished(call, ToolResult("ok\nexit code 0", summary="exit 0 · 1.0s"), 1.0))
+    assert "step" not in render(renderer._live_view())
+
+
+def test_an_interrupted_command_shows_the_partial_output_the_model_got() -> None:
+    result = ToolResult("interrupted by user\none\ntwo\nthree\nfour\ninterrupted by user\nexit code -15",
+                        is_error=True, summary="interrupted by user")
+    assert render(result_text("bash", result)).splitlines() == [
+        "  ⎿  interrupted by user", "     … +1 line", "     two", "     three", "     four"]
+    quiet = ToolResult("interrupted by user\n(no output)\ninterrupted by user\nexit code -15", is_error=True,
+                       summary="interrupted by user")
+    assert render(result_text("bash", quiet)) == "  ⎿  interrupted by user"
+
+
+def test_a_compaction_that_grew_is_signed_correctly() -> None:
+    from swecli.ui.render import compaction_line
+
+    grew = CompactionDone("manual", "summarize", 2_700, 2_800, 3, 0.5)
+    assert "(+4%, summarize, manual)" in render(compaction_line(grew))
+    shrank = CompactionDone("auto", "summarize", 10_000, 2_500, 30, 1.5)
+    assert "(-75%, summarize, auto)" in render(compaction_line(shrank))
+
+
+def test_a_resumed_conversation_replays_its_last_exchanges_compactly() -> None:
+    from swecli.messages import ToolMessage, UserMessage
+    from swecli.ui.render import replay_lines
+
+    read = ToolCall(id="r", name="read_file", arguments='{"path": "a.py"}')
+    history = [
+        UserMessage(content="first"), AssistantMessage(content="One."),
+        UserMessage(content="second task\nwith two lines"),
+        AssistantMessage(content="", tool_calls=(read,)),
+        ToolMessage(tool_call_id="r", name="read_file", content="x", is_error=True),
+        AssistantMessage(content="Done.\nMore detail."),
+        UserMessage(content="third"), AssistantMessage(content="Three."),
+    ]
+    lines = [render(line) for line in replay_lines(history, exchanges=2)]
+    assert lines == ["  … 1 earlier exchange not shown", "❯ second task …", "  1 action (1 failed): read a.py",
+                     "⏺ Done. …", "❯ third", "⏺ Three."]
 
 
 def test_status_line_shows_how_long_a_silent_model_has_said_nothing() -> None:

@@ -108,8 +108,8 @@ def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> Non
         term = start(llm)
         term.line("clean up the data file")
         term.expect("⚡ bash rm data.txt")
-        term.expect("$ rm data.txt")
         term.expect(APPROVAL)
+        assert "$ rm data.txt" not in term.text  # the action line shows the command; it is not printed twice
         term.send("n")
         term.expect("Reason for the model")
         term.settle()
@@ -180,6 +180,10 @@ def test_plan_mode_refuses_changes_and_shift_tab_cycles_modes(start: Any, projec
         term.expect("Plan: 1. write plan.txt.")
         term.expect("⏺ done in")
         assert APPROVAL not in term.since()
+        term.expect("Plan ready. Carry it out?")
+        term.settle()
+        term.line("n")
+        term.expect("Still in plan mode")
         term.prompt()
         term.send(SHIFT_TAB)
         term.expect("default mode")
@@ -346,35 +350,71 @@ def test_ctrl_c_interrupts_a_streaming_answer_and_keeps_what_arrived(start: Any)
     assert messages[-1] == {"role": "user", "content": "go on"}
 
 
-def test_continue_resumes_the_last_conversation(start: Any) -> None:
-    with ScriptedLLM([Reply(text="The answer is 42.")]) as llm:
+def test_continue_resumes_the_last_conversation(start: Any, project: Path) -> None:
+    (project / "notes.txt").write_text("n\n")
+    steps: list[Step] = [Reply(text="Hello."),
+                         Reply(calls=[Call("read_file", {"path": "notes.txt"}), Call("grep", {"pattern": "n"})]),
+                         Reply(text="The answer is 42.\nIt was in notes.txt.")]
+    with ScriptedLLM(steps) as llm:
         term = start(llm)
-        term.line("what is the answer?")
-        term.expect("The answer is 42.")
+        term.line("hi")
+        term.expect("Hello.")
         term.prompt()
-        leave(term)
+        term.line("what is the answer?")
+        term.expect("It was in notes.txt.")
+        term.prompt()
+        term.send("\x04")  # Ctrl-D: leaving says how to come back
+        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
+        term.expect(f"resume it with: swecli --resume {sid}")
+        assert term.exit_status() == 0
     with ScriptedLLM([Reply(text="You asked about the answer.")]) as llm:
         term = start(llm, "--continue")
-        assert "Resumed session" in term.text
+        text = term.text
+        assert f"Resumed session {sid} · 7 messages" in text
+        # The last exchanges, compactly: each prompt, its actions, the answer's first line.
+        replay = text[text.index("Resumed session"):]
+        assert replay.index("❯ hi") < replay.index("⏺ Hello.") < replay.index("❯ what is the answer?")
+        assert "2 actions: read notes.txt, grep 'n'" in replay
+        assert "⏺ The answer is 42. …" in replay and "It was in notes.txt." not in replay
         term.line("what did I ask?")
         term.expect("You asked about the answer.")
         term.prompt()
         leave(term)
     contents = [m.get("content") for m in llm.requests[0]["messages"]]
-    assert contents[-3:] == ["what is the answer?", "The answer is 42.", "what did I ask?"]
+    assert contents[-2:] == ["The answer is 42.\nIt was in notes.txt.", "what did I ask?"]
+
+
+OPENCLI = ("# demo\n\n## Overview\nA one-file demo (app.py:1).\n\n## Structure\n- `app.py`\n\n## Key files\n"
+           "- `app.py:1`\n\n## Patterns\nunknown\n\n## Dependencies\nnone\n\n## Build and test\n"
+           "`python3 app.py`\n\n## Current state\nPrints hi.\n")
 
 
 def test_context_compact_init_notes_and_resume_commands(start: Any, project: Path) -> None:
-    (project / "app.py").write_text("def main():\n    print('hi')\n")
+    (project / "app.py").write_text("def main():\n    print('hi')\n" + "".join(f"# note {i}\n" for i in range(400)))
     summary = "## Current task\nReading app.py.\n## Files\napp.py"
     steps: list[Step] = [
+        Reply("Hello."),
+        Reply("Fine."),
+        Reply(summary),  # a /compact that would not shrink the short conversation
         Reply(calls=[Call("read_file", {"path": "app.py"})]),
         Reply("app.py prints hi."),
         Reply(summary),  # the /compact summary request
-        Reply("# OPENCLI.md\n\n## Overview\nA one-file demo (app.py:1).\n"),  # /init
+        Reply("OK."),  # /init: not an OPENCLI.md, refused
+        Reply(OPENCLI),  # /init
+        Reply("It is a one-file demo."),
     ]
     with ScriptedLLM(steps) as llm:
         term = start(llm)
+        term.line("hi")
+        term.expect("Hello.")
+        term.prompt()
+        term.line("and you?")
+        term.expect("Fine.")
+        term.prompt()
+        term.line("/compact")
+        term.expect("compaction would not shrink the conversation")
+        term.prompt()
+        assert "compacted" not in term.text
         term.line("what does app.py do? keep answers short")
         term.expect("app.py prints hi.")
         term.prompt()
@@ -383,19 +423,159 @@ def test_context_compact_init_notes_and_resume_commands(start: Any, project: Pat
             term.expect(row)
         term.prompt()
         term.line("/compact keep the file names")
-        term.expect(re.compile(r"compacted .*tokens"))
+        term.expect(re.compile(r"compacted .*tokens \(-\d+%"))
         term.prompt()
-        summary_request = json.dumps(llm.requests[2])
+        summary_request = json.dumps(llm.requests[5])
         assert "keep the file names" in summary_request  # the focus steered the summary request
         term.line("/init")
-        term.expect("Wrote")
+        term.expect("does not look like OPENCLI.md")
         term.prompt()
-        assert "A one-file demo" in (project / "OPENCLI.md").read_text()
+        assert not (project / "OPENCLI.md").exists()
+        term.line("/init")
+        term.expect(f"({len(OPENCLI.splitlines())} lines); this session uses it from now on")
+        term.prompt()
+        assert (project / "OPENCLI.md").read_text() == OPENCLI
+        term.line("what is it?")
+        term.expect("It is a one-file demo.")
+        term.prompt()
+        assert "A one-file demo (app.py:1)" in llm.requests[-1]["messages"][0]["content"]  # loaded at once
+        term.line("/tokens")
+        # /init's two calls count with the tasks' five (the two compaction summaries are the context engine's)
+        term.expect("Session usage · 7 requests")
+        term.prompt()
         term.line("/notes")
         term.expect("Current goal")
         term.prompt()
         term.line("/resume")
-        term.expect("what does app.py do")
+        term.expect("4 turns")
+        term.expect("hi")  # listed by its first prompt
         term.prompt()
         term.line("/exit")
+        term.expect(re.compile(r"Session (\d{8}-\d{6}-[0-9a-f]{4}) · resume it with: swecli --resume \1"))
         assert term.exit_status() == 0
+
+
+def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> None:
+    with ScriptedLLM([Reply(text="Greeting fixed.")]) as llm:
+        term = spawn_swecli(llm.base_url, project, home, "fix the greeting")
+        try:
+            term.expect("❯ fix the greeting")
+            term.expect("Greeting fixed.")
+            term.expect("⏺ done in")
+            term.prompt()  # then the REPL goes on as usual
+            leave(term)
+        finally:
+            term.close()
+    assert llm.requests[0]["messages"][-1] == {"role": "user", "content": "fix the greeting"}
+
+
+def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(start: Any, project: Path) -> None:
+    (project / "greet.py").write_text("print('helo')\n")
+    with ScriptedLLM([Reply(text="I see the greeting is fixed.")]) as llm:
+        term = start(llm)
+        term.line("!sed -i s/helo/hello/ greet.py && cat greet.py")
+        term.expect("print('hello')")  # the output, shown as a shell would
+        term.expect("⎿  exit 0")
+        term.prompt()
+        assert not llm.requests  # running it asked the model nothing
+        term.line("is it fixed?")
+        term.expect("I see the greeting is fixed.")
+        term.prompt()
+        leave(term)
+    assert (project / "greet.py").read_text() == "print('hello')\n"
+    first = [m["content"] for m in llm.requests[0]["messages"] if m["role"] == "user"]
+    assert first[-1] == "is it fixed?"
+    assert "$ sed -i s/helo/hello/ greet.py && cat greet.py\nprint('hello')\nexit code 0" in first[-2]
+    log = next((project / ".swecli" / "logs").glob("*.jsonl")).read_text()
+    assert '"event":"tool"' in log and "sed -i" in log
+
+
+def test_text_typed_while_the_model_works_is_queued_as_the_next_message(start: Any) -> None:
+    slow = Reply(text="Working on the first task, " + "step by step, " * 20 + "done.", chunk=8, delay=0.15)
+    with ScriptedLLM([slow, Reply(text="Second task done.")]) as llm:
+        term = start(llm)
+        term.line("first task")
+        term.expect("Working on")
+        term.send("also the second task")
+        term.expect("❯ also the second task")  # being typed, under the spinner
+        term.send("\r")
+        term.expect("⏎ queued: also the second task")
+        term.expect("⏺ done in")
+        term.expect("❯ also the second task")  # sent as soon as the first turn ended
+        term.expect("Second task done.")
+        term.prompt()
+        leave(term)
+    assert llm.requests[1]["messages"][-1] == {"role": "user", "content": "also the second task"}
+    assert llm.requests[1]["messages"][-2]["content"].endswith("done.")
+
+
+def test_a_running_command_shows_its_last_lines_and_esc_leaves_what_the_model_got(start: Any) -> None:
+    command = "for i in $(seq 1 60); do echo progress line $i; sleep 0.2; done"
+    steps: list[Step] = [Reply(calls=[Call("bash", {"command": command})]), Reply(text="Stopped early.")]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm, "--mode", "auto")
+        term.line("run the long job")
+        term.expect("progress line 3")  # live, while the command runs
+        assert "⏺" not in term.since()
+        term.expect("Running bash")
+        term.send(ESC)
+        term.expect("interrupted by user")
+        term.expect(re.compile(r"progress line \d+"))  # the partial output, under the result line
+        term.expect("⏺ interrupted after")
+        term.prompt()
+        term.line("ok")
+        term.expect("Stopped early.")
+        term.prompt()
+        leave(term)
+    (answer,) = tool_messages(llm.requests[1])
+    assert "progress line 3" in answer["content"] and "interrupted by user" in answer["content"]
+
+
+def test_plan_mode_offers_to_carry_out_the_plan(start: Any, project: Path) -> None:
+    steps: list[Step] = [
+        Reply(text="Plan: 1. write plan.txt."),
+        Reply(calls=[Call("write_file", {"path": "plan.txt", "content": "done\n"})]),
+        Reply(text="Carried out."),
+    ]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm, "--mode", "plan")
+        term.line("plan the work")
+        term.expect("Plan: 1. write plan.txt.")
+        term.expect("Plan ready. Carry it out? [a] yes, changes without asking")
+        term.settle()
+        term.line("a")
+        term.expect("Mode: auto")
+        term.expect("❯ Carry out the plan above.")
+        term.expect("📝 write plan.txt")
+        term.expect("Carried out.")
+        term.prompt()
+        assert APPROVAL not in term.text
+        leave(term)
+    assert (project / "plan.txt").read_text() == "done\n"
+    assert llm.requests[1]["messages"][-1] == {"role": "user", "content": "Carry out the plan above."}
+
+
+def test_clear_clears_the_screen(start: Any) -> None:
+    with ScriptedLLM([]) as llm:
+        term = start(llm)
+        term.line("/clear")
+        term.expect("Started a new conversation.")
+        assert "\x1b[2J" in term.raw  # the terminal was told to erase the screen
+        term.prompt()
+        leave(term)
+
+
+def test_a_failed_turn_reports_how_long_it_took(start: Any, project: Path) -> None:
+    from swecli.testing.server import Fail
+
+    (project / ".swecli").mkdir()
+    (project / ".swecli" / "config.toml").write_text("max_retries = 1\n")
+    with ScriptedLLM([Fail.overloaded(), Fail.overloaded()]) as llm:
+        term = start(llm)
+        term.line("hello")
+        term.expect("retrying in")
+        term.expect(re.compile(r"⏺ failed after (\d+\.\d)s"))
+        duration = float(re.findall(r"failed after (\d+\.\d)s", term.text)[-1])
+        assert duration > 0.0  # the retries' wait, not "0.0s"
+        term.prompt()
+        leave(term)
