@@ -11,7 +11,7 @@ transcript, log and notes, resume, and the playbook around it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -64,12 +64,23 @@ def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
         parts.append(notes_prompt(root, session_id, settings.memory.notes_budget_tokens, count))
     if playbook is not None:
         parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
+    if settings.context.repo_map_tokens:
+        parts.append(repo_map_prompt(root, settings.context.repo_map_tokens, count))
     if skills:
         from swecli.skills.catalog import catalog_prompt
 
         parts.append(catalog_prompt(skills, settings.skills.catalog_tokens, count))
     text = "\n\n".join(p for p in parts if p.strip())
     return (SystemBlock(text=text, cache=True),) if text else ()
+
+
+def repo_map_prompt(root: Path, budget: int, count: Callable[[str], int], wait: float = 10.0) -> str:
+    """The ranked repository map for the memory block, computed once per session so the prefix stays put."""
+    from swecli.repomap.repomap import background
+    from swecli.repomap.views import memory_section
+
+    rmap = background(root).wait(wait)
+    return memory_section(rmap, budget, count) if rmap is not None else ""
 
 
 @dataclass
@@ -87,9 +98,10 @@ class EventBus:
 
 
 def build_tools(extra: list[Tool[Any]] | None = None) -> ToolRegistry:
+    from swecli.repomap.tool import REPO_MAP
     from swecli.tools.builtin import default_tools
 
-    return ToolRegistry([*default_tools(), *(extra or [])])
+    return ToolRegistry([*default_tools(), REPO_MAP, *(extra or [])])
 
 
 ProviderFor = Callable[[str], Provider]
@@ -315,15 +327,14 @@ class AgentSession:
                                        self.session_id)
         context.mark_rewrite("memory")
 
-    def run(self, prompt: str, attachments: Sequence[str] = ()) -> TurnFinished:
-        """One user task: just-in-time context for what the prompt names, the loop, then reflection.
+    def run(self, prompt: str) -> TurnFinished:
+        """One user task: its `@path` attachments and just-in-time context, the loop, then reflection.
 
-        `attachments` are root-relative paths already attached by the caller (`@path` mentions). Images
-        the prompt names (`@shot.png`, a pasted image path) are attached to the prompt itself.
-        """
+        Images the prompt names (`@shot.png`, a pasted image path) are attached to the prompt itself;
+        other `@path` files and what retrieval finds go in one context message before it."""
         self._await_mcp()
         images = self._prompt_images(prompt)
-        self._attach_named_context(prompt, [*attachments, *(image.path for image in images)])
+        self._attach_named_context(prompt)
         turn = self.agent.run(UserMessage(content=prompt, images=images))
         self.drain_notices()
         if turn.stop_reason == "done" and self.reflector is not None:
@@ -364,15 +375,25 @@ class AgentSession:
             images.append(image)
         return tuple(images)
 
-    def _attach_named_context(self, prompt: str, attachments: Sequence[str]) -> None:
-        if not self.settings.context.just_in_time:
-            return
+    def _attach_named_context(self, prompt: str) -> None:
+        """One attachment path for the REPL and `-p`: `@path` files whole, then what retrieval finds."""
         from swecli.context.retrieval import retrieve
 
-        found = retrieve(prompt, self.root, budget_tokens=self.settings.context.just_in_time_tokens,
-                         count_tokens=self.agent.context.counter.text, already_attached=attachments)
-        if found is not None and found.text:
-            self.agent.append(UserMessage(content=found.text, kind="context"))
+        config = self.settings.context
+        found = retrieve(prompt, self.root, budget_tokens=config.just_in_time_tokens,
+                         count_tokens=self.agent.context.counter.text, time_limit=config.just_in_time_seconds,
+                         just_in_time=config.just_in_time)
+        for problem in found.problems:
+            self.bus(Notice("warning", problem))
+        for a in found.attachments:
+            if a.kind == "file":
+                note = " (truncated)" if a.truncated else ""
+                self.bus(Notice("info", f"📎 {a.path} · {a.lines} lines · ~{a.tokens:,} tokens{note}"))
+        message = found.message()
+        if message is not None:
+            self.agent.append(message)
+        if config.just_in_time and (any(a.kind == "excerpt" for a in found.attachments) or found.listed
+                                    or found.notes):
             self.bus(Notice("info", found.summary()))
 
     def _await_mcp(self) -> None:
@@ -420,6 +441,10 @@ def open_session(
 
     ensure_state_dir(root)
     bus = EventBus(list(listeners or []))
+    if settings.context.just_in_time or settings.context.repo_map_tokens:
+        from swecli.repomap.repomap import background
+
+        background(root)  # warm the repository map while the person types
 
     def warn(text: str) -> None:
         bus(Notice("warning", text))

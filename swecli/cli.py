@@ -115,6 +115,17 @@ def sessions(
     raise typer.Exit(manage_sessions(Path.cwd(), delete or [], older_than if delete_old else None, yes))
 
 
+@app.command()
+def repomap(
+    as_json: bool = typer.Option(False, "--json", help="Every mapped file by rank, as JSON."),
+    symbols: bool = typer.Option(False, "--symbols", help="The map with each file's definitions."),
+    deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
+    tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
+) -> None:
+    """The repository map: central files and their dependencies."""
+    raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
+
+
 skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this project can use.", no_args_is_help=True)
 app.add_typer(skills_app, name="skills")
 
@@ -369,6 +380,35 @@ def manage_sessions(root: Path, delete: list[str], older_than_days: int | None, 
     for sid in doomed:
         for path in delete_session(root, sid):
             print(f"deleted {path}")
+    return 0
+
+
+def show_repomap(root: Path, *, as_json: bool, symbols: bool, deps: str | None, tokens: int) -> int:
+    """`swecli repomap`: build (or load) the map, with progress on stderr when it takes over a second."""
+    import json
+
+    from swecli.repomap.repomap import RepoMap
+    from swecli.repomap.views import UnknownFile, deps_text, find_file, ranked_table
+
+    def progress(done: int, total: int) -> None:
+        end = "\r" if sys.stderr.isatty() and done < total else "\n"
+        sys.stderr.write(f"mapping: parsed {done:,} of {total:,} files{end}")
+        sys.stderr.flush()
+
+    rmap = RepoMap.build(root, progress=progress)
+    try:
+        only = [find_file(rmap, deps, Path.cwd())] if deps else None
+    except UnknownFile as exc:
+        return _error(str(exc))
+    if as_json:
+        print(json.dumps(rmap.to_json(only), indent=1))
+    elif only:
+        print(deps_text(rmap, only[0]))
+    elif symbols:
+        print(rmap.render(tokens))
+    else:
+        print(ranked_table(rmap))
+    sys.stderr.write(rmap.summary() + "\n")
     return 0
 
 

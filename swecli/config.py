@@ -61,6 +61,10 @@ class ContextConfig(Section):
     just_in_time: bool = True
     just_in_time_tokens: int = Field(4_000, ge=0)
     """Budget for files and symbols a prompt names, attached before the first model call."""
+    just_in_time_seconds: float = Field(2.0, gt=0)
+    """Longest the first request waits for just-in-time retrieval (it says so when it stops early)."""
+    repo_map_tokens: int = Field(0, ge=0)
+    """Budget for a ranked repository map in the memory block (0: off); fixed for the session."""
 
     @model_validator(mode="after")
     def _levels_in_order(self) -> ContextConfig:

@@ -27,6 +27,8 @@ from swecli.messages import SystemBlock, UserMessage
 
 TEMPLATE_FILE = "OPENCLI.md.template"
 OUTPUT_FILE = "OPENCLI.md"
+MAP_WAIT_SECONDS = 30.0
+"""How long /init waits for a cold repository map (a 10k-file project takes a few seconds)."""
 INIT_MAX_TOKENS = 8_192
 """Output tokens for the answer: the file targets 2-3k, and reasoning models think before writing."""
 
@@ -103,9 +105,18 @@ def build_init_request(root: Path, template_text: str, scan_text: str, existing:
 
 def prepare_init_request(root: Path, limits: ScanLimits | None = None,
                          max_tokens: int = INIT_MAX_TOKENS) -> ModelRequest:
-    """Template + bounded scan + existing OPENCLI.md, as one request."""
-    scan_text = render_scan(scan_project(root, limits), limits)
+    """Template + bounded scan + the repository map's central files + existing OPENCLI.md, as one request."""
+    scan_text = render_scan(scan_project(root, limits), limits) + map_section(root)
     return build_init_request(root, load_template(root), scan_text, read_existing(root), max_tokens)
+
+
+def map_section(root: Path, wait: float = MAP_WAIT_SECONDS) -> str:
+    """Entry points and the most central files with their definitions ("" if the map is not ready in time)."""
+    from swecli.repomap.repomap import background
+    from swecli.repomap.views import init_section
+
+    rmap = background(root).wait(wait)
+    return "\n" + init_section(rmap) + "\n" if rmap is not None and rmap.graph.ranks else ""
 
 
 def render_result(answer_text: str) -> str:

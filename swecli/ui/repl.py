@@ -37,7 +37,6 @@ from swecli.events import Event, ModelCallFinished, ToolFinished, ToolOutput, To
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
-from swecli.ui import mentions
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
 from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher
@@ -434,18 +433,11 @@ class Repl:
         return self.run_task(request.strip() or f"Use the {skill.name} skill.", preface=(message,))
 
     def run_task(self, text: str, preface: Sequence[UserMessage] = ()) -> TurnFinished | None:
-        """Run one request; `preface` messages (a loaded skill) go into the history just before it."""
-        attached = mentions.collect(self.root, text)
-        for problem in attached.problems:
-            self.warn(problem)
-        for a in attached.attachments:
-            note = " (truncated)" if a.truncated else ""
-            self.print(Text(f"📎 {a.path} · {a.lines} lines · ~{format_tokens(a.tokens)} tokens{note}", style="dim"))
+        """Run one request; `preface` messages (a loaded skill) go into the history just before it. `@path`
+        files are attached by the session (swecli.context.retrieval), the same way as with -p."""
         turn = _Turn(usage_before=self.agent.usage)
-        paths = [str(a.path) for a in attached.attachments]
-        context = (*preface, *filter(None, [attached.message()]))
-        worker = threading.Thread(target=self._work, args=(text, context, paths, turn),
-                                  name="swecli-agent", daemon=True)
+        worker = threading.Thread(target=self._work, args=(text, tuple(preface), turn), name="swecli-agent",
+                                  daemon=True)
         self.renderer.begin_turn()
         worker.start()
         self._supervise(worker)
@@ -454,11 +446,11 @@ class Repl:
             self._report(turn)
         return turn.result
 
-    def _work(self, prompt: str, context: Sequence[UserMessage], attached: list[str], turn: _Turn) -> None:
+    def _work(self, prompt: str, context: Sequence[UserMessage], turn: _Turn) -> None:
         try:
             for message in context:
                 self.agent.append(message)
-            turn.result = self.session.run(prompt, attachments=attached)
+            turn.result = self.session.run(prompt)
         except BaseException as exc:  # reported by the main thread; the session goes on
             turn.error = exc
             self.agent.close_open_calls()

@@ -225,7 +225,7 @@ def test_strategies_without_a_model_call_compact_in_the_loop(project: Path, stra
     events: list[Event] = []
     with ScriptedLLM(steps) as llm:  # strict: a summary request would be an unexpected extra call
         # A window this tight is tuned to the default tools; the task tool's schema would tip importance over.
-        s = session(project, llm, events, top={"context_limit": 9000, "max_tokens": 500,
+        s = session(project, llm, events, top={"context_limit": 9200, "max_tokens": 500,
                                                 "subagents": {"enabled": False}},
                     strategy=strategy, keep_recent_tokens=500)
         s.run("read a.py and b.py")

@@ -1,186 +1,132 @@
+"""Just-in-time retrieval over a real project: the real repository map, BM25 index and reader."""
+
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from swecli.context.retrieval import mentions, retrieve
+from swecli.context.retrieval import ATTACH_SCORE, retrieve
+from swecli.repomap.lexical import Lexical
+from swecli.repomap.repomap import RepoMap
 
 
-def write(root: Path, rel: str, text: str | bytes) -> Path:
+def write(root: Path, rel: str, text: str) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
-HEADERS = '''"""HTTP header parsing."""
+MONEY = '''"""Money amounts."""
 
 
-def parse_header(value):
-    """Split a header value into parts."""
-    parts = value.split(";")
-    return [p.strip() for p in parts]
+class Money:
+    def __init__(self, cents):
+        self.cents = cents
+
+    def add(self, other):
+        return Money(self.cents + other.cents)
 
 
-class HeaderMap:
-    def __init__(self):
-        self.items = {}
-
-    def add(self, key, value):
-        self.items[key] = value
-'''
+def parse_amount(text):
+    """Parse "12.50" into Money."""
+    if "," in text:
+        raise ValueError(f"bad amount {text!r}: expected a decimal number")
+    return Money(round(float(text) * 100))
+''' + "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(60))
 
 
 @pytest.fixture
-def repo(project: Path) -> Path:
-    write(project, "src/http/headers.py", HEADERS)
-    write(project, "src/http/client.ts", "export async function fetchJson(url: string) {\n  return 1;\n}\n"
-                                         "const retryLater = (n) => n + 1;\n")
-    write(project, "src/util.go", "package util\n\nfunc (r *Reader) ReadAll() error {\n\treturn nil\n}\n")
-    write(project, "README.md", "# Demo\n")
-    write(project, ".gitignore", "secrets/\n*.log\nbuild/\n")
-    write(project, "secrets/token.txt", "hunter2\n")
-    write(project, "debug.log", "noise\n")
-    write(project, "build/headers.py", "def parse_header(v):\n    return 'generated'\n")
-    write(project, "assets/logo.png", b"\x89PNG\r\n\x1a\n\x00\x00binary")
+def shop(project: Path) -> Path:
+    write(project, ".gitignore", "build/\n")
+    write(project, "shop/__init__.py", "")
+    write(project, "shop/money.py", MONEY)
+    write(project, "shop/cart.py", "from shop.money import Money, parse_amount\n\n\nclass Cart:\n"
+                                   "    def total(self, text):\n        return parse_amount(text)\n")
+    write(project, "shop/report.py", "def render(rows):\n    return '\\n'.join(rows)\n")
+    write(project, "shop/export.py", "def render(rows):\n    return ','.join(rows)\n")
+    write(project, "tests/test_money.py", "from shop.money import parse_amount\n\n\ndef test_parse_amount():\n"
+                                          "    assert parse_amount('1') \n\ndef format_total():\n    pass\n")
+    write(project, "build/shop/money.py", "def parse_amount(text):\n    return 'generated'\n")
+    write(project, "notes.txt", "hello\n")
     return project
 
 
-def test_mentions_finds_paths_ranges_and_symbols() -> None:
-    m = mentions("Look at @src/a.py and src/b.py:40-60, then `parse_header` and HeaderMap; "
-                 "call run_tests() and see https://example.com/x/y.py or config.toml. See `os.path.join`.")
-    assert ("src/a.py", None, None) in m.paths
-    assert ("src/b.py", 40, 60) in m.paths
-    assert ("config.toml", None, None) in m.paths
-    assert not any("example.com" in p for p, _, _ in m.paths)
-    assert {"parse_header", "HeaderMap", "run_tests", "join"} <= set(m.symbols)
-    assert "config" not in m.symbols and "a" not in m.symbols
+def run(root: Path, prompt: str, **kwargs: object) -> tuple[list[str], list[str], str]:
+    rmap = RepoMap.build(root)
+    found = retrieve(prompt, root, repo_map=rmap, lexical=Lexical.build(rmap), **kwargs)  # type: ignore[arg-type]
+    message = found.message()
+    return ([a.path for a in found.attachments], [p for p, _ in found.listed],
+            (message.content if message else "") + "\n" + found.summary())
 
 
-def test_dotted_names_look_up_their_parts() -> None:
-    m = mentions("ContextManager.prepare should call self.choose_cut()")
-    assert {"ContextManager", "prepare", "choose_cut"} <= set(m.symbols)
-    assert m.paths == []
+def test_a_name_defined_in_one_file_attaches_its_definition(shop: Path) -> None:
+    attached, _, text = run(shop, "`parse_amount` rounds wrong\nIt loses a cent on 0.29.")
+    assert attached == ["shop/money.py"]
+    assert "defines `parse_amount`" in text
+    assert "   12  def parse_amount(text):" in text and "generated" not in text  # build/ is gitignored
+    assert "helper_59" not in text  # an excerpt, not the whole file
 
 
-def test_a_symbol_inside_a_file_name_is_not_a_symbol() -> None:
-    m = mentions("open x_y.py and check some_name.")
-    assert "x_y" not in m.symbols and "some_name" in m.symbols
+def test_a_traceback_attaches_the_frames_with_the_raising_lines(shop: Path) -> None:
+    report = ('Cart total crashes on commas\n```\nTraceback (most recent call last):\n'
+              '  File "/venv/site-packages/shop/cart.py", line 6, in total\n    return parse_amount(text)\n'
+              '  File "/venv/site-packages/shop/money.py", line 15, in parse_amount\n'
+              '    raise ValueError(f"bad amount {text!r}: expected a decimal number")\n'
+              "ValueError: bad amount '1,5': expected a decimal number\n```\n")
+    attached, _, text = run(shop, report)
+    assert attached[0] == "shop/money.py" and "shop/cart.py" in attached
+    assert "named in the traceback (line 15, in parse_amount)" in text
+    assert "contains the error message 'expected a decimal number'" in text
+    assert "   15          raise ValueError" in text
 
 
-def test_nothing_named_gives_none(repo: Path) -> None:
-    assert retrieve("please make it faster", repo) is None
-    assert retrieve("look at src/missing.py", repo) is None
+def test_a_written_path_is_attached_at_its_lines(shop: Path) -> None:
+    attached, _, text = run(shop, "look at shop/money.py:8-9 please")
+    assert attached == ["shop/money.py"] and "named in the task" in text
+    assert '"shop/money.py" lines="256" shown="1-19"' in text
 
 
-def test_path_mention_is_read_with_line_numbers(repo: Path) -> None:
-    result = retrieve("The bug is in @src/http/headers.py", repo)
-    assert result is not None
-    [att] = result.attachments
-    assert att.kind == "file" and att.label == "src/http/headers.py" and not att.truncated
-    assert "### File src/http/headers.py (lines 1-15 of 15)" in att.text
-    assert "    4  def parse_header(value):" in att.text
-    assert result.text.startswith("Context attached by swecli")
-    assert result.summary().startswith("just-in-time context: 1 file (")
+def test_ambiguous_names_are_listed_not_attached(shop: Path) -> None:
+    attached, listed, text = run(shop, "the render output has a trailing separator")
+    assert attached == []
+    assert set(listed) >= {"shop/report.py", "shop/export.py"}
+    assert "Other files that may be relevant" in text and "nothing clear enough to attach" in text
 
 
-def test_line_range_shows_the_lines_around_it(repo: Path) -> None:
-    write(repo, "big.py", "".join(f"line_{i} = {i}\n" for i in range(1, 201)))
-    result = retrieve("see big.py:100-105", repo)
-    assert result is not None
-    text = result.attachments[0].text
-    assert "(lines 90-115 of 200)" in text and "  100  line_100 = 100" in text and "line_89 " not in text
+def test_tests_count_less_than_the_code_they_test(shop: Path) -> None:
+    attached, _, text = run(shop, "`format_total` should use two decimals")
+    assert attached == [] and "format_total" not in text  # only a test defines it
+    attached, _, _ = run(shop, "tests/test_money.py fails")
+    assert attached == ["tests/test_money.py"]  # named outright, it is attached all the same
 
 
-def test_bare_file_name_resolves_inside_the_repo_but_not_to_ignored_copies(repo: Path) -> None:
-    result = retrieve("what does headers.py do?", repo)
-    assert result is not None
-    assert [a.label for a in result.attachments] == ["src/http/headers.py"]
+def test_nothing_named_attaches_nothing(shop: Path) -> None:
+    attached, listed, _ = run(shop, "please make it faster")
+    assert attached == [] and listed == []
 
 
-def test_symbols_are_found_by_definition(repo: Path) -> None:
-    result = retrieve("Why does `HeaderMap` drop keys? Also fetchJson, retryLater and ReadAll", repo)
-    assert result is not None
-    by_label = {a.label: a.text for a in result.attachments}
-    assert set(by_label) == {"HeaderMap", "fetchJson", "retryLater", "ReadAll"}
-    assert "### Symbol HeaderMap: defined at src/http/headers.py:10" in by_label["HeaderMap"]
-    assert "self.items[key] = value" in by_label["HeaderMap"]  # the whole class body
-    assert "defined at src/http/client.ts:1" in by_label["fetchJson"]
-    assert "defined at src/http/client.ts:4" in by_label["retryLater"]
-    assert "defined at src/util.go:3" in by_label["ReadAll"]
-    assert "generated" not in result.text  # build/ is gitignored
+def test_attachments_fit_the_budget(shop: Path) -> None:
+    rmap = RepoMap.build(shop)
+    found = retrieve("`parse_amount` and `Money.add` and `Cart` are wrong", shop, budget_tokens=120,
+                     count_tokens=lambda t: len(t) // 4, repo_map=rmap, lexical=Lexical.build(rmap))
+    assert found.tokens <= 120 and found.attachments
 
 
-def test_symbol_already_visible_in_an_attached_file_is_not_repeated(repo: Path) -> None:
-    result = retrieve("In src/http/headers.py, `parse_header` splits wrong", repo)
-    assert result is not None
-    assert [a.kind for a in result.attachments] == ["file"]
+def test_mentions_are_attached_whole_even_when_retrieval_is_off(shop: Path) -> None:
+    found = retrieve("what does @shop/cart.py do? and @nope.py", shop, just_in_time=False)
+    assert [(a.kind, a.path, a.lines) for a in found.attachments] == [("file", "shop/cart.py", 6)]
+    assert found.problems == ["nope.py: no such file in the project."]
+    message = found.message()
+    assert message is not None and '<file path="shop/cart.py" lines="6">' in message.content
 
 
-def test_gitignored_binary_and_outside_paths_are_skipped(repo: Path, tmp_path: Path) -> None:
-    outside = write(tmp_path, "elsewhere/secret.py", "SECRET = 1\n")
-    os.symlink(outside, repo / "link.py")
-    result = retrieve("read secrets/token.txt, debug.log, assets/logo.png, link.py and ../elsewhere/secret.py "
-                      "and README.md", repo)
-    assert result is not None
-    assert [a.label for a in result.attachments] == ["README.md"]
-    assert "hunter2" not in result.text and "SECRET" not in result.text
-    skipped = "\n".join(result.skipped)
-    assert "secrets/token.txt: ignored by .gitignore" in skipped
-    assert "debug.log: ignored by .gitignore" in skipped
-    assert "assets/logo.png: binary" in skipped
-    assert "link.py: outside the project" in skipped
-    assert "../elsewhere/secret.py: outside the project" in skipped
+def test_without_the_index_in_time_it_uses_what_was_named_and_says_so(shop: Path) -> None:
+    found = retrieve("`parse_amount` breaks in shop/cart.py", shop, time_limit=0.0)
+    assert found.attached_paths == ["shop/cart.py"]  # a written path needs no index
+    assert found.timed_out and "repository map unavailable" in found.summary()
 
 
-def test_swecli_internals_are_never_attached(repo: Path) -> None:
-    write(repo, ".swecli/tool_results/x.txt", "internal\n")
-    assert retrieve("see .swecli/tool_results/x.txt", repo) is None
-
-
-def test_directory_mention_lists_it(repo: Path) -> None:
-    result = retrieve("what is in src/http/ ?", repo)
-    assert result is not None
-    [att] = result.attachments
-    assert att.kind == "directory" and att.text == "### Directory src/http/\nclient.ts\nheaders.py"
-
-
-def test_budget_truncates_big_files_and_skips_what_does_not_fit(repo: Path) -> None:
-    write(repo, "huge.py", "".join(f"value_{i} = {i}  # some padding text here\n" for i in range(3000)))
-
-    def words(text: str) -> int:
-        return len(text.split())
-
-    result = retrieve("look at huge.py and src/http/headers.py", repo, budget_tokens=400, count_tokens=words)
-    assert result is not None
-    assert result.tokens <= 400
-    first = result.attachments[0]
-    assert first.label == "huge.py" and first.truncated and "of 3000)" in first.text
-    assert words(first.text) <= 240  # at most 60% of the budget with two mentions
-    tiny = retrieve("look at huge.py", repo, budget_tokens=10, count_tokens=words)
-    assert tiny is None
-
-
-def test_time_limit_stops_the_search(repo: Path) -> None:
-    for i in range(50):
-        write(repo, f"pkg/m{i}.py", f"def f{i}():\n    pass\n")
-    assert retrieve("where is `HeaderMap`?", repo, time_limit=0.0) is None
-    assert retrieve("where is `HeaderMap`?", repo) is not None
-
-
-def test_code_fences_inside_files_do_not_break_the_block(repo: Path) -> None:
-    write(repo, "doc.md", "```python\nx = 1\n```\n")
-    result = retrieve("see doc.md", repo)
-    assert result is not None
-    assert "\n````\n" in result.attachments[0].text
-
-
-def test_files_already_attached_by_the_repl_are_not_repeated(repo: Path) -> None:
-    assert retrieve("fix @src/http/headers.py", repo, already_attached=["src/http/headers.py"]) is None
-    result = retrieve("fix `HeaderMap` and `fetchJson`", repo, already_attached=["./src/http/headers.py"])
-    assert result is not None and [a.label for a in result.attachments] == ["fetchJson"]
+def test_the_bar_is_what_a_named_path_clears() -> None:
+    assert ATTACH_SCORE <= 4.0

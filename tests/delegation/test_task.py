@@ -67,7 +67,7 @@ def test_a_child_explores_in_its_own_context_and_returns_one_report(project: Pat
     first_child = router.child_bodies["database URL"][0]
     conversation = [m for m in first_child["messages"] if m["role"] != "system"]
     assert len(conversation) == 1 and first_user_text(first_child) == job  # a fresh context: the job only
-    assert tool_names(first_child) == ["grep", "list_files", "read_file"]  # read-only, no task, no todo
+    assert tool_names(first_child) == ["grep", "list_files", "read_file", "repo_map"]  # read-only: no task, no todo
     assert "task" in tool_names(router.parent_bodies[0])
     report = texts(router.parent_bodies[1])[-1]
     assert report.startswith("[sub-agent explore finished: 3 step(s), 3 tool call(s),")

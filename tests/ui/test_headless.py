@@ -223,6 +223,21 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
     (compaction,) = [r for r in records if r["event"] == "compaction"]
     assert compaction["background"] is True and "waited" in compaction
     assert records[-1]["event"] == "stats" and records[-1]["compactions"] == 1
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_mentions_and_named_symbols_are_attached_in_print_mode_too(sample: Path, wire: str) -> None:
+    with ScriptedLLM([Reply("It greets.")], wire=wire) as llm:  # type: ignore[arg-type]
+        out = run_swecli(sample, llm, "-p", "what does @README.md say, and why does `greet` misspell Hello?",
+                         wire=wire)
+    assert out.returncode == 0, out.stderr
+    assert "📎 README.md · 1 lines" in out.stderr
+    assert "just-in-time context: attached src/greet.py (defines `greet`" in out.stderr
+    body = json.dumps(llm.requests[0])
+    assert '<file path=\\"README.md\\" lines=\\"1\\">\\n# sample' in body
+    assert "return \\\"Helo, \\\" + name" in body
+
+
 # --- the prompt forms users already type ---------------------------------------------------------
 
 def user_messages(request: dict[str, Any]) -> list[str]:

@@ -42,10 +42,12 @@ def completions(repl: Repl, text: str) -> list[str]:
 def test_slash_commands_and_their_arguments_complete(repl: Repl) -> None:
     assert completions(repl, "/mo") == ["/mode", "/model"]
     assert completions(repl, "/") == ["/clear", "/compact", "/context", "/exit", "/help", "/init", "/mcp", "/mode",
-                                      "/model", "/notes", "/playbook", "/resume", "/skills", "/thinking", "/tokens"]
+                                      "/model", "/notes", "/playbook", "/repomap", "/resume", "/skills", "/thinking",
+                                      "/tokens"]
     assert completions(repl, "/mode p") == ["plan"]
     assert completions(repl, "/mode ") == ["default", "auto", "plan"]
     assert completions(repl, "/tokens ") == []
+    assert completions(repl, "/repomap ") == ["symbols", "deps "]
     assert [c[2] for c in command_candidates(repl, "/cl")] == ["Start a new conversation (same settings)"]
 
 

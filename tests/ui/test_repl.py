@@ -455,6 +455,30 @@ def test_context_compact_init_notes_and_resume_commands(start: Any, project: Pat
         assert term.exit_status() == 0
 
 
+def test_repomap_command_shows_the_map_and_a_files_neighbours(start: Any, project: Path) -> None:
+    (project / "shop").mkdir()
+    (project / "shop" / "money.py").write_text("class Money:\n    def add(self, other):\n        return self\n")
+    (project / "shop" / "cart.py").write_text("from shop.money import Money\n\n\nclass Cart:\n    pass\n")
+    with ScriptedLLM([]) as llm:
+        term = start(llm)
+        term.line("/repomap")
+        term.expect("shop/money.py")
+        term.expect("files mapped")
+        term.prompt()
+        term.line("/repomap symbols")
+        term.expect("class Money:1 (add)")
+        term.prompt()
+        term.line("/repomap deps cart.py")
+        term.expect("imports (1):")
+        term.expect("shop/money.py")
+        term.prompt()
+        term.line("/repomap deps nothing.py")
+        term.expect("nothing.py is not a file of this project's map")
+        term.prompt()
+        term.line("/repomap sideways")
+        term.expect("Usage: /repomap [symbols|deps FILE]")
+
+
 def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> None:
     with ScriptedLLM([Reply(text="Greeting fixed.")]) as llm:
         term = spawn_swecli(llm.base_url, project, home, "fix the greeting")

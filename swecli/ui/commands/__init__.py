@@ -5,6 +5,7 @@
 - `model`: /model /mode
 - `context`: /context /compact
 - `memory`: /init /notes /playbook
+- `project`: /repomap
 - `skills`: /skills, and one /skill-name per skill (registered by the REPL once the session has its catalog)
 - `mcp`: /mcp
 
@@ -21,7 +22,7 @@ __all__ = ["Command", "CommandRegistry", "Family", "default_registry", "is_comma
 
 def default_registry() -> CommandRegistry:
     """Every family's commands on one registry (the REPL's)."""
-    from swecli.ui.commands import context, mcp, memory, model, session, skills
+    from swecli.ui.commands import context, mcp, memory, model, project, session, skills
 
     return CommandRegistry([*session.commands, *model.commands, *context.commands, *memory.commands,
-                            *skills.commands, *mcp.commands])
+                            *project.commands, *skills.commands, *mcp.commands])

@@ -108,3 +108,4 @@ def _footer(state: ContextState, context: ContextManager | None) -> Text:
         if context.mechanisms is not None:
             lines.extend(context.mechanisms.summary_lines())
     return Text("\n".join(lines), style="dim")
+

@@ -150,6 +150,7 @@ def test_every_family_lands_on_the_one_registry() -> None:
         "model", "mode", "thinking",  # model
         "context", "compact",  # context
         "init", "notes", "playbook",  # memory
+        "repomap",  # project
         "skills",  # skills (each /skill-name is registered by the REPL once it has the session's catalog)
         "mcp",  # mcp
     ])

@@ -1,0 +1,269 @@
+"""The dependency graph: import specifiers resolved to project files, names used resolved to the files that
+define them, files ranked by PageRank over that graph and weighted by their role.
+
+Resolution is per language and only ever points inside the project (standard library and third-party
+imports resolve to nothing): Python dotted and relative modules (including `src/` layouts), JS/TS relative
+specifiers with their extensions and `index` files, Go import paths to package directories, Rust `mod`
+and `use crate::...`, Java imports (wildcards to the package), C/C++ includes (beside the file first),
+Ruby `require`/`require_relative`, Elixir `alias`/`import`/`use` to the file that `defmodule`s the name.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from swecli.repomap.parse import Facts
+
+IMPORT_WEIGHT = 1.0
+REFERENCE_WEIGHT = 0.3
+MAX_DEFINERS = 4
+"""A name defined in more files than this (`get`, `run`, `__init__`) says nothing about which one is used."""
+DAMPING = 0.85
+ROLE_WEIGHT = {"source": 1.0, "entry": 2.0, "config": 1.0, "test": 0.25, "docs": 0.4, "example": 0.4}
+
+_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+_DEF_KINDS = frozenset({"class", "function", "struct", "type", "interface", "trait", "enum", "module", "constant",
+                        "macro", "namespace", "variable"})
+_TEST = re.compile(r"(^|/)(tests?|__tests__|spec|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|"
+                   r"(^|/)conftest\.py$|Test\.java$|_spec\.rb$")
+_DOCS = re.compile(r"(^|/)(docs?|doc_src|documentation)/")
+_EXAMPLE = re.compile(r"(^|/)(examples?|samples?|demos?|bench|benchmarks?)/")
+ENTRY_NAMES = frozenset({"__main__.py", "manage.py", "main.py", "app.py", "wsgi.py", "asgi.py", "cli.py", "main.go",
+                         "main.rs", "lib.rs", "index.js", "index.ts", "server.js", "server.ts", "main.ts", "main.js",
+                         "main.c", "main.cpp", "Main.java", "Application.java", "mix.exs", "Rakefile", "config.ru"})
+CONFIG_NAMES = frozenset({"pyproject.toml", "setup.py", "setup.cfg", "package.json", "tsconfig.json", "Cargo.toml",
+                          "go.mod", "Gemfile", "pom.xml", "build.gradle", "build.gradle.kts", "Makefile",
+                          "CMakeLists.txt", "Dockerfile", "docker-compose.yml", "compose.yaml", "tox.ini",
+                          "noxfile.py", "pytest.ini", "mix.exs", ".gitlab-ci.yml", "meson.build", "BUILD",
+                          "BUILD.bazel", "WORKSPACE", "deno.json", "vite.config.ts", "webpack.config.js"})
+
+
+def role_of(rel: str) -> str:
+    """entry, config, test, docs, example or source: what a file is for, from its path."""
+    name = rel.rsplit("/", 1)[-1]
+    if name in CONFIG_NAMES or rel.startswith(".github/workflows/"):
+        return "config" if name not in ENTRY_NAMES or "/" in rel else "entry"
+    if _TEST.search(rel):
+        return "test"
+    if _DOCS.search(rel):
+        return "docs"
+    if _EXAMPLE.search(rel):
+        return "example"
+    if name in ENTRY_NAMES and rel.count("/") <= 3:
+        return "entry"
+    return "source"
+
+
+@dataclass
+class Graph:
+    deps: dict[str, list[str]]
+    """File -> the project files it imports or uses names from, strongest first."""
+    ranks: dict[str, float]
+    """PageRank weighted by role, summing to 1 over the mapped files."""
+    roles: dict[str, str]
+
+
+def build_graph(facts: dict[str, Facts], files: Iterable[str]) -> Graph:
+    resolver = Resolver(facts, files)
+    weights: dict[str, dict[str, float]] = {rel: {} for rel in facts}
+    for rel, f in facts.items():
+        for spec in f.imports:
+            for target in resolver.resolve(rel, f.language, spec):
+                if target != rel:
+                    weights[rel][target] = weights[rel].get(target, 0.0) + IMPORT_WEIGHT
+    _add_references(facts, weights)
+    mapped = sorted(set(facts) | {rel for rel in resolver.files if role_of(rel) == "config"})
+    roles = {rel: role_of(rel) for rel in mapped}
+    ranks = _weighted(pagerank(mapped, weights), roles)
+    deps = {rel: [t for t, _ in sorted(w.items(), key=lambda kv: (-kv[1], kv[0]))] for rel, w in weights.items() if w}
+    return Graph(deps, ranks, roles)
+
+
+def _add_references(facts: dict[str, Facts], weights: dict[str, dict[str, float]]) -> None:
+    definers: dict[str, list[str]] = defaultdict(list)
+    for rel, f in facts.items():
+        for name in {s.name for s in f.symbols if s.kind in _DEF_KINDS and len(s.name) > 2}:
+            definers[name].append(rel)
+    for rel, f in facts.items():
+        for name in f.refs:
+            where = definers.get(name)
+            if not where or len(where) > MAX_DEFINERS or rel in where:
+                continue
+            for target in where:
+                weights[rel][target] = weights[rel].get(target, 0.0) + REFERENCE_WEIGHT / len(where)
+
+
+def pagerank(nodes: list[str], weights: dict[str, dict[str, float]], iterations: int = 100) -> dict[str, float]:
+    """Power iteration over the weighted graph; dangling files spread their rank evenly."""
+    import numpy as np
+
+    n = len(nodes)
+    if n == 0:
+        return {}
+    position = {rel: i for i, rel in enumerate(nodes)}
+    edges = [(position[a], position[b], w) for a, targets in weights.items() if a in position
+             for b, w in targets.items() if b in position]
+    src = np.array([e[0] for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for e in edges], dtype=np.int64)
+    weight = np.array([e[2] for e in edges], dtype=np.float64)
+    out = np.bincount(src, weights=weight, minlength=n) if edges else np.zeros(n)
+    share = weight / out[src] if edges else weight
+    dangling = out == 0
+    rank = np.full(n, 1.0 / n)
+    for _ in range(iterations):
+        flow = np.bincount(dst, weights=rank[src] * share, minlength=n) if edges else np.zeros(n)
+        new = DAMPING * (flow + rank[dangling].sum() / n) + (1.0 - DAMPING) / n
+        if float(np.abs(new - rank).sum()) < 1e-10:
+            rank = new
+            break
+        rank = new
+    return {rel: float(rank[i]) for rel, i in position.items()}
+
+
+def _weighted(ranks: dict[str, float], roles: dict[str, str]) -> dict[str, float]:
+    scaled = {rel: r * ROLE_WEIGHT.get(roles.get(rel, "source"), 1.0) for rel, r in ranks.items()}
+    total = sum(scaled.values()) or 1.0
+    return {rel: r / total for rel, r in scaled.items()}
+
+
+class Resolver:
+    """Import specifiers -> project files, per language (see the module docstring)."""
+
+    def __init__(self, facts: dict[str, Facts], files: Iterable[str]) -> None:
+        self.files = set(files)
+        self.facts = facts
+        self.suffixes: dict[str, list[str]] = defaultdict(list)
+        self.dirs: dict[str, list[str]] = defaultdict(list)
+        for rel in sorted(facts):
+            parts = rel.split("/")
+            for k in range(len(parts)):
+                self.suffixes["/".join(parts[k:])].append(rel)
+            self.dirs[posixpath.dirname(rel)].append(rel)
+        self.python = python_modules([rel for rel in facts if facts[rel].language == "python"], self.files)
+        self.modules = {s.name: rel for rel, f in facts.items() if f.language == "elixir"
+                        for s in f.symbols if s.kind == "module"}
+
+    def resolve(self, rel: str, language: str, spec: str) -> list[str]:
+        if not spec:
+            return []
+        if language == "python":
+            return self._python(rel, spec)
+        if language in ("javascript", "typescript", "tsx"):
+            return self._js(rel, spec)
+        if language == "go":
+            return self._go(spec)
+        if language == "rust":
+            return self._rust(rel, spec)
+        if language == "java":
+            return self._java(spec)
+        if language in ("c", "cpp"):
+            return self._beside_or_suffix(rel, spec)
+        if language == "ruby":
+            return self._beside_or_suffix(rel, spec + ("" if spec.endswith(".rb") else ".rb"))
+        if language == "elixir":
+            return [self.modules[spec]] if spec in self.modules else []
+        return []
+
+    def _python(self, rel: str, spec: str) -> list[str]:
+        if spec.startswith("."):
+            level = len(spec) - len(spec.lstrip("."))
+            base = posixpath.dirname(rel).split("/") if "/" in rel else []
+            base = base[: len(base) - (level - 1)] if level > 1 else base
+            rest = spec[level:].split(".") if spec[level:] else []
+            return self._existing([("/".join(base + rest)).strip("/")])
+        target = self.python.get(spec)
+        if target is None and "." in spec:  # `import a.b.name`: the module is a.b
+            target = self.python.get(spec.rsplit(".", 1)[0])
+        return [target] if target else []
+
+    def _existing(self, stems: list[str]) -> list[str]:
+        for stem in stems:
+            for candidate in (f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"):
+                if candidate.lstrip("/") in self.facts:
+                    return [candidate.lstrip("/")]
+        return []
+
+    def _js(self, rel: str, spec: str) -> list[str]:
+        if not spec.startswith("."):
+            return []
+        base = posixpath.normpath(posixpath.join(posixpath.dirname(rel), spec))
+        candidates = [base, *(base + ext for ext in _JS_EXTS), *(f"{base}/index{ext}" for ext in _JS_EXTS)]
+        if base.endswith(".js"):  # TypeScript's ESM convention: `./x.js` names `x.ts`
+            candidates += [base[:-3] + ext for ext in (".ts", ".tsx")]
+        return next(([c] for c in candidates if c in self.facts), [])
+
+    def _go(self, spec: str) -> list[str]:
+        parts = spec.split("/")
+        if "." not in parts[0]:
+            return []  # the standard library
+        for k in range(len(parts)):
+            directory = "/".join(parts[k:])
+            files = [f for f in self.dirs.get(directory, []) if f.endswith(".go") and not f.endswith("_test.go")]
+            if files:
+                return files
+        return []
+
+    def _rust(self, rel: str, spec: str) -> list[str]:
+        here = posixpath.dirname(rel)
+        if spec.startswith("mod "):
+            name = spec[4:]
+            stem = posixpath.basename(rel)[:-3]
+            inner = here if stem in ("mod", "lib", "main") else posixpath.join(here, stem)
+            candidates = [posixpath.join(inner, f"{name}.rs"), posixpath.join(inner, name, "mod.rs")]
+            return next(([c] for c in candidates if c in self.facts), [])
+        parts = [p for p in spec.split("::") if p not in ("crate", "self", "super", "")]
+        for k in range(len(parts), 0, -1):
+            path = "/".join(parts[:k])
+            for candidate in (f"{path}.rs", f"{path}/mod.rs"):
+                found = self._nearest(rel, self.suffixes.get(candidate, []))
+                if found:
+                    return [found]
+        return []
+
+    def _java(self, spec: str) -> list[str]:
+        parts = spec.split(".")
+        if parts[-1] == "*":
+            package = "/".join(parts[:-1])
+            return [f for d in self.dirs if d == package or d.endswith("/" + package)
+                    for f in self.dirs[d] if f.endswith(".java")]
+        for k in range(len(parts), 1, -1):
+            hits = self.suffixes.get("/".join(parts[:k]) + ".java")
+            if hits:
+                return hits[:1]
+        return []
+
+    def _beside_or_suffix(self, rel: str, spec: str) -> list[str]:
+        beside = posixpath.normpath(posixpath.join(posixpath.dirname(rel), spec))
+        if beside in self.facts:
+            return [beside]
+        found = self._nearest(rel, self.suffixes.get(spec.lstrip("./"), []))
+        return [found] if found else []
+
+    @staticmethod
+    def _nearest(rel: str, candidates: list[str]) -> str | None:
+        """Of several files with the same suffix, the one sharing the longest directory prefix with `rel`."""
+        if not candidates:
+            return None
+        return max(candidates, key=lambda c: (len(posixpath.commonprefix([c, rel])), -len(c)))
+
+
+def python_modules(py_files: list[str], files: set[str]) -> dict[str, str]:
+    """Dotted module name -> file, both from the project root and from each file's top package
+    (`src/_pytest/nodes.py` is `_pytest.nodes` too). `.py` wins over `.pyi`."""
+    modules: dict[str, str] = {}
+    for rel in sorted(py_files, key=lambda r: (r.endswith(".pyi"), r)):
+        parts = rel.rsplit(".", 1)[0].split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        directories = rel.split("/")[:-1]
+        top = len(directories)
+        while top > 0 and "/".join(directories[:top]) + "/__init__.py" in files:
+            top -= 1  # climb while the directory is a package
+        for name in (".".join(parts), ".".join(parts[top:])):
+            if name:
+                modules.setdefault(name, rel)
+    return modules

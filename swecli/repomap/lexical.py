@@ -1,0 +1,215 @@
+"""A BM25 index (the `bm25s` package) over the mapped source files: their paths, definitions and contents.
+
+One document per source file. Terms are identifier pieces, lowercased (`parseHeader`, `parse_header` ->
+`parse`, `header`), without English and keyword stop words; the path and the names the file defines count
+three times, so `viewcode` finds `sphinx/ext/viewcode.py` before the files that merely mention it.
+
+Cached under `.swecli/repomap/`: the terms of each file (`terms.json`, by mtime and size, so only changed
+files are read again) and the scored matrix (`bm25/`, by the map's fingerprint, so a warm start loads it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from swecli.repomap.index import CACHE_DIR, CACHE_VERSION
+
+if TYPE_CHECKING:
+    import bm25s
+
+    from swecli.repomap.repomap import RepoMap
+
+MAX_READ = 400_000
+MAX_TF = 4
+"""Occurrences of a term counted per file: BM25's saturation makes more nearly worthless, and the cap
+keeps the corpus (and the index build after an edit) small."""
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Za-z][a-z0-9]*|[0-9]+")
+STOP_WORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "he", "how", "i", "if",
+    "in", "into", "is", "it", "its", "itself", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "us", "was",
+    "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "can",
+    "could", "should", "do", "does", "did", "done", "been", "being", "get", "got", "just", "also", "only", "very",
+    "more", "most", "such", "some", "any", "all", "each", "other", "same", "own", "again", "further", "once",
+    "here", "about", "above", "below", "after", "before", "over", "under", "while", "during", "out", "up", "down",
+    "off", "both", "few", "nor", "self", "def", "class", "return", "import", "none", "true", "false", "elif",
+    "else", "pass", "raise", "try", "except", "finally", "lambda", "yield", "global", "nonlocal", "assert", "del",
+    "break", "continue", "async", "await", "var", "let", "const", "function", "new", "null", "undefined", "void",
+    "public", "private", "protected", "static", "final", "int", "str", "bool", "float", "dict", "list", "tuple",
+    "set", "len", "print", "isinstance", "type", "object", "args", "kwargs", "cls", "py"
+})
+
+
+def terms(text: str) -> list[str]:
+    """Identifier pieces of `text`, lowercased, stop words and single letters dropped."""
+    lowered = (piece.lower() for piece in _WORD.findall(text))
+    return [w for w in lowered if len(w) > 1 and w not in STOP_WORDS]
+
+
+class Lexical:
+    """The BM25 index of one map: `scores(query)` -> {path: score} for files sharing a term with it."""
+
+    def __init__(self, docs: list[str], model: bm25s.BM25 | None) -> None:
+        self.docs = docs
+        self.model = model
+
+    @classmethod
+    def build(cls, rmap: RepoMap) -> Lexical:
+        import bm25s
+
+        root = rmap.root
+        cache_dir = root / CACHE_DIR / "bm25"
+        fingerprint = rmap.index.fingerprint
+        stored = _read(root / CACHE_DIR / "bm25.json")
+        if stored.get("fingerprint") == fingerprint and cache_dir.is_dir():
+            try:
+                model = bm25s.BM25.load(str(cache_dir), show_progress=False, verbosity=0)
+                return cls(list(stored["docs"]), model)
+            except (OSError, ValueError, KeyError):
+                pass
+        docs = sorted(rmap.index.facts)
+        if not docs:
+            return cls([], None)  # nothing to index (a project without source files)
+        bags = _term_bags(rmap, docs)
+        model = bm25s.BM25()
+        model.index([bags[rel] or ["\0empty"] for rel in docs], show_progress=False)
+        try:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            model.save(str(cache_dir), show_progress=False)
+            _write(root / CACHE_DIR / "bm25.json", {"version": CACHE_VERSION, "fingerprint": fingerprint,
+                                                    "docs": docs})
+        except OSError:
+            pass
+        return cls(docs, model)
+
+    def scores(self, query: list[str]) -> dict[str, float]:
+        if self.model is None:
+            return {}
+        vocab = self.model.vocab_dict
+        known = [t for t in query if t in vocab]
+        if not known or not self.docs:
+            return {}
+        values = self.model.get_scores(known)
+        return {self.docs[i]: float(v) for i, v in enumerate(values) if v > 0}
+
+
+def _term_bags(rmap: RepoMap, docs: list[str]) -> dict[str, list[str]]:
+    """Each file's terms (repeated as often as they occur), from the cache where the file is unchanged."""
+    path = rmap.root / CACHE_DIR / "terms.json"
+    cached = _read(path).get("files", {})
+    bags: dict[str, list[str]] = {}
+    rows: dict[str, list[Any]] = {}
+    for rel in docs:
+        stat = rmap.index.stats[rel]
+        row = cached.get(rel)
+        if isinstance(row, list) and len(row) == 3 and row[0] == stat.mtime_ns and row[1] == stat.size:
+            counts = row[2]
+        else:
+            counts = _count_terms(rmap, rel)
+        rows[rel] = [stat.mtime_ns, stat.size, counts]
+        bags[rel] = [term for term, n in counts.items() for _ in range(min(n, MAX_TF))]
+    _write(path, {"version": CACHE_VERSION, "files": rows})
+    return bags
+
+
+def _count_terms(rmap: RepoMap, rel: str) -> dict[str, int]:
+    try:
+        with open(os.path.join(rmap.root, rel), "rb") as handle:
+            data = handle.read(MAX_READ)
+    except OSError:
+        data = b""
+    return with_names(content_terms(data), rel, [s.name for s in rmap.symbols(rel)])
+
+
+def content_terms(data: bytes) -> dict[str, int]:
+    """Term counts of a file's bytes."""
+    return dict(Counter(terms(data.decode("utf-8", errors="replace"))))
+
+
+def with_names(counts: dict[str, int], rel: str, names: list[str]) -> dict[str, int]:
+    """Add the path's and the definitions' terms, three times each: what a file is called and defines
+    says more about it than what it mentions."""
+    out = dict(counts)
+    for term in terms(rel.replace("/", " ")) + terms(" ".join(names)):
+        out[term] = out.get(term, 0) + 3
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return payload if isinstance(payload, dict) and payload.get("version") == CACHE_VERSION else {}
+
+
+def _write(path: Path, payload: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+class PendingIndex:
+    """The map and then its BM25 index, built on a daemon thread (one per project and process)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.done = threading.Event()
+        self.lexical: Lexical | None = None
+        self.error = ""
+        self.finished_at = 0.0
+        threading.Thread(target=self._run, name="swecli-lexical", daemon=True).start()
+
+    def wait(self, seconds: float | None = None) -> Lexical | None:
+        self.done.wait(seconds)
+        return self.lexical
+
+    def _run(self) -> None:
+        from swecli.repomap.repomap import background
+
+        try:
+            pending = background(self.root)
+            rmap = pending.wait()
+            if rmap is None:
+                self.error = pending.error
+            else:
+                rmap.symbol_index  # noqa: B018  (built here, off the first request's clock)
+                rmap.python_modules  # noqa: B018
+                self.lexical = _LATEST[self.root] = Lexical.build(rmap)
+        except Exception as exc:  # an aid, never a reason for a session to fail
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.finished_at = time.monotonic()
+            self.done.set()
+
+
+_PENDING: dict[Path, PendingIndex] = {}
+_LATEST: dict[Path, Lexical] = {}
+_LOCK = threading.Lock()
+
+
+def latest_lexical(root: Path) -> Lexical | None:
+    """Like `repomap.latest`: the newest index at once, or None."""
+    return _LATEST.get(root.resolve())
+
+
+def lexical_background(root: Path, max_age: float = 5.0) -> PendingIndex:
+    """Shared like `repomap.background`: a finished build older than `max_age` seconds starts again."""
+    root = root.resolve()
+    with _LOCK:
+        pending = _PENDING.get(root)
+        if pending is None or (pending.done.is_set() and time.monotonic() - pending.finished_at > max_age):
+            pending = _PENDING[root] = PendingIndex(root)
+        return pending

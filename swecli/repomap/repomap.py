@@ -1,0 +1,270 @@
+"""`RepoMap`: the ranked files of a project with their symbols and dependencies, and the views of it.
+
+    rmap = RepoMap.build(root)                       # warm: cached facts and graph; cold: parse everything
+    rmap.ranked()                                    # paths, most central first
+    rmap.render(2_000, count)                        # a text map fitted to a token budget
+    rmap.neighbours("pkg/a.py")                      # (imports, imported_by)
+    rmap.definitions("parse_header")                 # [(path, Symbol)], from the symbol index
+    rmap.to_json()                                   # {"files": [{"path", "rank", "symbols", ...}]}
+
+`background(root)` starts a build on a thread (sessions do it when they open, so a cold map is ready
+by the time the first prompt needs it) and `background(root).wait(seconds)` takes it when it is done;
+`latest(root)` takes the newest finished one at once (and refreshes it behind the scenes).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from swecli.repomap.graph import Graph, build_graph
+from swecli.repomap.index import Index, Progress, load_index, save_index
+from swecli.repomap.parse import Symbol
+
+Counter = Callable[[str], int]
+_OUTLINE_KINDS = frozenset({"class", "function", "struct", "interface", "trait", "enum", "type", "module",
+                            "namespace", "macro"})
+MAX_TOP_SYMBOLS = 14
+MAX_MEMBERS = 8
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap stand-in when no tokenizer is at hand (about 3.5 characters a token for code)."""
+    return math.ceil(len(text) / 3.5)
+
+
+@dataclass
+class RepoMap:
+    root: Path
+    index: Index
+    graph: Graph
+    seconds: float = 0.0
+    """How long building (or loading) took."""
+
+    @classmethod
+    def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None) -> RepoMap:
+        """The map of `root`: cached facts and graph when nothing changed, re-parsing only what did."""
+        start = time.monotonic()
+        index = load_index(root, progress, workers)
+        graph = _cached_graph(index)
+        if graph is None:
+            index.load_links()
+            graph = build_graph(index.facts, index.stats)
+            index.cached = {"graph": _pack_graph(graph)}
+            save_index(index)
+        return cls(index.root, index, graph, time.monotonic() - start)
+
+    # --- queries --------------------------------------------------------------------------------
+
+    @property
+    def files(self) -> list[str]:
+        """Every visible file of the project, mapped or not."""
+        return sorted(self.index.stats)
+
+    def ranked(self, under: str = "") -> list[str]:
+        """Mapped files, highest rank first (ties by path), optionally only those under a directory."""
+        prefix = under.strip("/") + "/" if under.strip("/") not in ("", ".") else ""
+        chosen = [rel for rel in self.graph.ranks if rel.startswith(prefix)]
+        return sorted(chosen, key=lambda rel: (-self.graph.ranks[rel], rel))
+
+    def rank(self, rel: str) -> float:
+        return self.graph.ranks.get(rel, 0.0)
+
+    def role(self, rel: str) -> str:
+        return self.graph.roles.get(rel, "source")
+
+    def symbols(self, rel: str) -> list[Symbol]:
+        facts = self.index.facts.get(rel)
+        return facts.symbols if facts is not None else []
+
+    def imports(self, rel: str) -> list[str]:
+        return self.graph.deps.get(rel, [])
+
+    @cached_property
+    def _imported_by(self) -> dict[str, list[str]]:
+        reverse: dict[str, list[str]] = defaultdict(list)
+        for source, targets in self.graph.deps.items():
+            for target in targets:
+                reverse[target].append(source)
+        return {rel: sorted(users, key=lambda u: (-self.rank(u), u)) for rel, users in reverse.items()}
+
+    def imported_by(self, rel: str) -> list[str]:
+        return self._imported_by.get(rel, [])
+
+    def neighbours(self, rel: str) -> tuple[list[str], list[str]]:
+        return self.imports(rel), self.imported_by(rel)
+
+    @cached_property
+    def python_modules(self) -> dict[str, str]:
+        """Dotted Python module name -> file (`a.b` -> `a/b.py` or `a/b/__init__.py`; `src/` layouts too)."""
+        from swecli.repomap.graph import python_modules
+
+        files = self.index.facts
+        return python_modules([rel for rel, f in files.items() if f.language == "python"], set(files))
+
+    @cached_property
+    def symbol_index(self) -> dict[str, list[tuple[str, Symbol]]]:
+        """Name -> where it is defined (highest-ranked file first)."""
+        found: dict[str, list[tuple[str, Symbol]]] = defaultdict(list)
+        for rel in self.ranked():
+            for symbol in self.symbols(rel):
+                found[symbol.name].append((rel, symbol))
+        return dict(found)
+
+    def definitions(self, name: str) -> list[tuple[str, Symbol]]:
+        return self.symbol_index.get(name, [])
+
+    # --- views ----------------------------------------------------------------------------------
+
+    def to_json(self, only: list[str] | None = None) -> dict[str, Any]:
+        """The `swecli repomap --json` document: files by rank, paths relative to the root."""
+        files = []
+        for rel in only if only is not None else self.ranked():
+            files.append({
+                "path": rel,
+                "rank": round(self.rank(rel), 6),
+                "symbols": [{"name": s.name, "kind": s.kind, "line": s.line, **({"parent": s.parent} if s.parent
+                                                                               else {})} for s in self.symbols(rel)],
+                "imports": self.imports(rel),
+                "imported_by": self.imported_by(rel),
+            })
+        return {"files": files}
+
+    def outline(self, rel: str) -> list[str]:
+        """A file's definitions as short lines: `class Name:12 (method_a, method_b, +3)`, `def name:40`."""
+        symbols = self.symbols(rel)
+        members: dict[str, list[str]] = defaultdict(list)
+        for s in symbols:
+            if s.parent and not s.name.startswith("_"):
+                members[s.parent].append(s.name)
+        top = [s for s in symbols if not s.parent and s.kind in _OUTLINE_KINDS]
+        top.sort(key=lambda s: (s.name.startswith("_"), s.line))
+        lines = []
+        for s in top[:MAX_TOP_SYMBOLS]:
+            inside = list(dict.fromkeys(members.get(s.name, [])))
+            detail = ""
+            if inside:
+                more = f", +{len(inside) - MAX_MEMBERS}" if len(inside) > MAX_MEMBERS else ""
+                detail = f" ({', '.join(inside[:MAX_MEMBERS])}{more})"
+            lines.append(f"{_keyword(s.kind)} {s.name}:{s.line}{detail}")
+        if len(top) > MAX_TOP_SYMBOLS:
+            lines.append(f"+{len(top) - MAX_TOP_SYMBOLS} more definitions")
+        return sorted(lines[:MAX_TOP_SYMBOLS], key=_line_of) + lines[MAX_TOP_SYMBOLS:]
+
+    def render(self, budget: int, count: Counter = estimate_tokens, under: str = "", symbols: bool = True) -> str:
+        """The ranked map as text: files by rank, each with its outline, line by line until `budget` tokens
+        are used (the last file may show part of its outline)."""
+        out: list[str] = []
+        used = 0
+        for rel in self.ranked(under):
+            role = self.role(rel)
+            lines = [rel + (f"  [{role}]" if role != "source" else "")]
+            if symbols:
+                lines += [f"  {line}" for line in self.outline(rel)]
+            for i, line in enumerate(lines):
+                cost = count(line) + 1
+                if used + cost > budget:
+                    return "\n".join(out)
+                if i == 0 or symbols:
+                    out.append(line)
+                    used += cost
+        return "\n".join(out)
+
+    def summary(self) -> str:
+        parsed = self.index.parsed
+        where = "from the cache" if parsed == 0 else f"{parsed:,} parsed"
+        return (f"{len(self.graph.ranks):,} files mapped of {len(self.index.stats):,} "
+                f"({where}, {self.seconds:.2f}s)")
+
+
+def _keyword(kind: str) -> str:
+    return {"function": "def", "method": "def", "variable": "var", "constant": "const"}.get(kind, kind)
+
+
+def _line_of(text: str) -> int:
+    head = text.split(" (", 1)[0]
+    number = head.rsplit(":", 1)[-1]
+    return int(number) if number.isdigit() else 0
+
+
+def _pack_graph(graph: Graph) -> dict[str, Any]:
+    """Paths once, edges and roles as numbers: a fifth of the size of the plain form, read on every run."""
+    nodes = sorted(set(graph.ranks) | set(graph.deps) | {t for ts in graph.deps.values() for t in ts})
+    position = {rel: i for i, rel in enumerate(nodes)}
+    roles = sorted(set(graph.roles.values()))
+    return {"nodes": nodes, "roles": roles,
+            "rank": [round(graph.ranks.get(rel, -1.0), 8) for rel in nodes],
+            "role": [roles.index(graph.roles[rel]) if rel in graph.roles else -1 for rel in nodes],
+            "deps": [[position[t] for t in graph.deps.get(rel, [])] for rel in nodes]}
+
+
+def _cached_graph(index: Index) -> Graph | None:
+    stored = index.cached.get("graph")
+    if not isinstance(stored, dict):
+        return None
+    try:
+        nodes, roles = stored["nodes"], stored["roles"]
+        ranks = {rel: r for rel, r in zip(nodes, stored["rank"], strict=True) if r >= 0}
+        role = {rel: roles[k] for rel, k in zip(nodes, stored["role"], strict=True) if k >= 0}
+        deps = {rel: [nodes[i] for i in targets] for rel, targets in zip(nodes, stored["deps"], strict=True) if targets}
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+    return Graph(deps, ranks, role)
+
+
+# --- building in the background ------------------------------------------------------------------
+
+
+class Pending:
+    """One build running (or finished) on a daemon thread."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.done = threading.Event()
+        self.result: RepoMap | None = None
+        self.error = ""
+        self.finished_at = 0.0
+        threading.Thread(target=self._run, name="swecli-repomap", daemon=True).start()
+
+    def wait(self, seconds: float | None = None) -> RepoMap | None:
+        """The map if it is ready within `seconds` (None: wait until it is), else None."""
+        self.done.wait(seconds)
+        return self.result
+
+    def _run(self) -> None:
+        try:
+            self.result = _LATEST[self.root] = RepoMap.build(self.root)
+        except Exception as exc:  # the map is an aid: a failure must not take the session down
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.finished_at = time.monotonic()
+            self.done.set()
+
+
+_BUILDS: dict[Path, Pending] = {}
+_LATEST: dict[Path, RepoMap] = {}
+_LOCK = threading.Lock()
+
+
+def latest(root: Path) -> RepoMap | None:
+    """The newest map built in this process, at once (None when none has finished): a map a few seconds
+    stale beats holding up a request. Call `background(root)` afterwards to refresh it for next time."""
+    return _LATEST.get(root.resolve())
+
+
+def background(root: Path, max_age: float = 5.0) -> Pending:
+    """A build of `root`'s map on a daemon thread, shared by every caller in the process. A build that
+    finished more than `max_age` seconds ago starts again (cheap when warm; files may have changed)."""
+    root = root.resolve()
+    with _LOCK:
+        pending = _BUILDS.get(root)
+        if pending is None or (pending.done.is_set() and time.monotonic() - pending.finished_at > max_age):
+            pending = _BUILDS[root] = Pending(root)
+        return pending

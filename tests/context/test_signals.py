@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from swecli.context.signals import extract, mentioned_paths
+
+REPORT = '''Wrong result from `parse_amount` in shop.money
+Calling it on "1,5" gives 15:
+
+```python
+>>> from shop.money import parse_amount, Money
+>>> parse_amount("1,5")
+```
+
+Traceback (most recent call last):
+  File "/home/me/venv/lib/python3.11/site-packages/shop/cart.py", line 12, in total
+    return parse_amount(text)
+  File "/home/me/venv/lib/python3.11/site-packages/shop/money.py", line 40, in parse_amount
+    raise ValueError(f"bad amount {text!r}: expected a decimal number")
+ValueError: bad amount '1,5': expected a decimal number
+
+See src/shop/money.py:40-44 and @docs/guide.md. Money.add looks fine. https://example.com/a/b.py
+'''
+
+
+def test_every_signal_of_a_bug_report() -> None:
+    s = extract(REPORT)
+    assert s.title == "Wrong result from `parse_amount` in shop.money"
+    assert s.mentions == ["docs/guide.md"]
+    frames = [p for p in s.paths if p.kind == "frame"]
+    assert [(p.raw.rsplit("/", 2)[-2:], p.start, p.function, p.innermost) for p in frames] == [
+        (["shop", "cart.py"], 12, "total", False), (["shop", "money.py"], 40, "parse_amount", True)]
+    written = [(p.raw, p.start, p.end) for p in s.paths if p.kind == "path"]
+    assert ("src/shop/money.py", 40, 44) in written and not any("example.com" in p for p, _, _ in written)
+    assert s.errors == [("ValueError", "bad amount '1,5': expected a decimal number")]
+    assert "shop.money" in s.modules and s.imported["shop.money"] == ["parse_amount", "Money"]
+    assert s.names["parse_amount"] == "title" and s.names["Money"] == "import"
+    assert ("Money", "add") in s.qualified
+
+
+def test_names_keep_their_strongest_source() -> None:
+    s = extract("Slow startup\nThe `load_config` call is slow; load_config() is called by run_app()")
+    assert s.names["load_config"] == "span" and s.names["run_app"] == "prose"
+    assert "Slow" not in s.names
+
+
+def test_pytest_frames_and_mentions() -> None:
+    s = extract("tests/test_a.py:33: in test_x\n    f()\nsrc/a.py:10: ValueError\n@a.py, @b.py. me@example.com")
+    assert [(p.raw, p.start, p.function) for p in s.paths if p.kind == "frame"] == [
+        ("tests/test_a.py", 33, "test_x"), ("src/a.py", 10, "")]
+    assert mentioned_paths("look at @src/app.py, and @README.md. mail me@example.com @src/app.py") == \
+        ["src/app.py", "README.md"]
