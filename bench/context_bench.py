@@ -1,35 +1,41 @@
-"""Context-engine benchmark: per-turn overhead, counting speed, compaction on real trajectories.
+"""Context-engine benchmark: per-turn cost on real histories, counting speed, compaction and the budget.
 
-    /tmp/venv/bin/python bench/context_bench.py [--quick]
+    python bench/context_bench.py [--quick]
 
-1. Per-turn overhead of what the loop and the toolbar do every iteration (prepare + request + state)
-   on synthetic histories of 50k/100k/200k tokens, with ~1k tokens of new content per turn; and the
-   cold cost of counting the whole history once (first turn after a resume).
-2. Counting speed: TokenCounter over messages vs raw tiktoken `encode_ordinary` on the same text.
-3. Compaction on the real agent trajectories in ../shared/trajectories (skipped when absent): the
-   truncate strategy and a scripted summarizer, at 128k with default settings; and a replay of each
-   session through `prepare()` with a 32k window, checking every request stays valid and under the
-   threshold.
+1. Per-turn cost on real histories: the 16 agent trajectories in ../shared/trajectories, chained into one
+   long session (one task after the other), replayed through the context engine exactly as the loop
+   drives it, with every default mechanism on (offload of each tool result, decay, recitation, failure
+   evidence, the append-only check). Per model call: prepare + request + the usage report + the
+   toolbar's state; the intake of new content (offload, counting the new messages) is timed apart.
+   Printed by history size, up to 200k tokens and beyond (a 1M window, so nothing is compacted).
+2. The same cost on synthetic histories of 50k/100k/200k tokens (~1k tokens of new content per turn),
+   and the cold cost of counting a whole history once (the first turn after a resume).
+3. Counting speed: TokenCounter over messages vs raw tiktoken `encode_ordinary` on the same text.
+4. Compaction on each real trajectory (a manual /compact at 128k, truncate and a scripted summarizer),
+   and the held-out replay: each trajectory replayed at a 32k window with the default settings, every
+   request checked: tool calls paired, prompt under the compaction threshold, and prompt + max_tokens
+   within the window (summary requests included). The last check must find nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from swecli.config import ContextConfig
 from swecli.context.archive import MemoryArchive
 from swecli.context.compaction import boundaries
-from swecli.context.manager import ContextManager, has_open_calls
+from swecli.context.manager import ContextManager
 from swecli.context.tokens import TokenCounter, load_encoding
-from swecli.events import CompactionDone, Event
-from swecli.llm.base import CancelToken, ModelRequest, ResponseDone, StreamEvent
+from swecli.events import CompactionDone
+from swecli.llm.base import CancelToken, ModelRequest, StreamEvent
 from swecli.messages import (
     AssistantMessage,
     Message,
@@ -37,11 +43,12 @@ from swecli.messages import (
     ToolCall,
     ToolMessage,
     ToolSchema,
-    Usage,
     UserMessage,
 )
+from swecli.testing.model import ScriptedSummarizer
+from swecli.testing.replay import check_pairing, engine, held_out_replay, replay_session
+from swecli.testing.shared import TRAJECTORIES, load_trajectory, trajectory_paths
 
-TRAJECTORIES = Path(__file__).resolve().parents[2] / "shared" / "trajectories"
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -174,61 +181,49 @@ def counting_speed() -> None:
 
 # --- trajectories -----------------------------------------------------------------------------------
 
-@dataclass
-class ScriptedSummarizer:
-    """Answers every summary request with a fixed ~600-token structured summary, like a model would."""
-
-    name: str = "scripted-summarizer"
-    model: str = "scripted"
-    requests: list[ModelRequest] = field(default_factory=list)
-
-    def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
-        self.requests.append(request)
-        sections = ["User instructions and constraints", "Current task and state", "Decisions and reasons",
-                    "Files", "Errors and resolutions", "Commands", "Open questions"]
-        body = "\n".join(f"### {s}\n" + "- a specific finding with a path and a reason. " * 8 for s in sections)
-        yield ResponseDone(AssistantMessage(content=body), Usage(requests=1))
-
-    def close(self) -> None:
-        return None
-
-
-def load_trajectory(path: Path) -> tuple[tuple[SystemBlock, ...], tuple[ToolSchema, ...], list[Message]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    system = (SystemBlock(text=data.get("system") or "", cache=True),)
-    tools = tuple(ToolSchema(name=t["function"]["name"], description=t["function"].get("description", ""),
-                             parameters=t["function"].get("parameters", {})) for t in data.get("tools", []))
-    answered = {m["tool_call_id"] for m in data["messages"] if m["role"] == "tool"}
-    names: dict[str, str] = {}
+def chained_trajectories(rounds: int) -> tuple[tuple[SystemBlock, ...], tuple[ToolSchema, ...], list[Message]]:
+    """Every trajectory, one task after the other (`rounds` times), as one long session."""
+    paths = trajectory_paths()
+    system, tools, _ = load_trajectory(paths[0])
     history: list[Message] = []
-    for m in data["messages"]:
-        if m["role"] == "user":
-            history.append(UserMessage(content=m.get("content") or ""))
-        elif m["role"] == "assistant":
-            calls = tuple(ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
-                          for c in m.get("tool_calls") or [] if c["id"] in answered)  # drop unanswered final calls
-            names.update({c.id: c.name for c in calls})
-            if m.get("content") or calls:
-                history.append(AssistantMessage(content=m.get("content") or "", tool_calls=calls,
-                                                reasoning=m.get("reasoning_content") or ""))
-        elif m["role"] == "tool":
-            history.append(ToolMessage(tool_call_id=m["tool_call_id"], name=names.get(m["tool_call_id"], "tool"),
-                                       content=m.get("content") or ""))
+    for n in range(rounds):
+        for i, path in enumerate(paths):
+            history += load_trajectory(path, prefix=f"r{n}t{i}_")[2]
     return system, tools, history
 
 
-def check_pairing(messages: tuple[Message, ...] | list[Message]) -> bool:
-    pending: set[str] = set()
-    for m in messages:
-        if isinstance(m, ToolMessage):
-            if m.tool_call_id not in pending:
-                return False
-            pending.discard(m.tool_call_id)
-        elif pending:
-            return False
-        elif isinstance(m, AssistantMessage):
-            pending = {c.id for c in m.tool_calls}
-    return not pending
+BUCKETS = (0, 50_000, 100_000, 150_000, 200_000, 250_000)
+
+
+def per_turn_real(rounds: int) -> None:
+    if not TRAJECTORIES.is_dir():
+        print(f"\n(trajectories not found at {TRAJECTORIES}: per-turn replay skipped)")
+        return
+    system, tools, source = chained_trajectories(rounds)
+    with tempfile.TemporaryDirectory() as root:
+        context = engine(system, tools, 1_000_000, Path(root))
+        turns = replay_session(context, source, ScriptedSummarizer())
+    rows = []
+    for low, high in itertools.pairwise((*BUCKETS, 10**9)):
+        chosen = [t for t in turns if low <= t.tokens < high]
+        if not chosen:
+            continue
+        steady = [t.engine for t in chosen if not t.rewrite]
+        rows.append([f"{low // 1000}k-{high // 1000}k" if high < 10**9 else f">= {low // 1000}k", str(len(chosen)),
+                     ms(statistics.median(steady)), ms(quantile(steady, 0.9)), ms(max(steady)),
+                     str(len(chosen) - len(steady)), ms(max((t.engine for t in chosen if t.rewrite), default=0)),
+                     ms(statistics.median(t.intake for t in chosen))])
+    raw = TokenCounter().messages(source)
+    table(f"Per-turn cost replaying the {len(trajectory_paths())} real trajectories chained into one session "
+          f"({rounds}x, {len(source):,} messages, {raw:,} tokens before offload and decay; window 1M, every "
+          f"default mechanism on; {context.mechanisms.decays} decay batches), ms",
+          ["prompt size", "turns", "per turn (median)", "p90", "max", "rewrite turns", "rewrite turn max",
+           "new content intake (median)"], rows)
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def compact_once(system: tuple[SystemBlock, ...], tools: tuple[ToolSchema, ...], history: list[Message],
@@ -241,44 +236,28 @@ def compact_once(system: tuple[SystemBlock, ...], tools: tuple[ToolSchema, ...],
     return (context.compactions[-1] if context.compactions else None), len(summarizer.requests)
 
 
-def replay(system: tuple[SystemBlock, ...], tools: tuple[ToolSchema, ...], history: list[Message],
-           window: int) -> tuple[int, int, bool]:
-    """Feed the session message by message through prepare(), like the loop; returns (compactions,
-    largest request in tokens, every request valid and under the threshold)."""
-    events: list[Event] = []
-    context = ContextManager(system, tools, window=window, archive=MemoryArchive(), on_event=events.append)
-    summarizer = ScriptedSummarizer()
-    live: list[Message] = []
-    largest, valid = 0, True
-    for message in history:
-        live.append(message)
-        if has_open_calls(live):
-            continue
-        live = context.prepare(live, summarizer)
-        request = context.request(live)
-        state = context.state(live)
-        largest = max(largest, state.total)
-        valid &= check_pairing(request.messages) and state.total <= context.budget.limit
-    return len(context.compactions), largest, valid
-
-
 def trajectories(quick: bool) -> None:
     if not TRAJECTORIES.is_dir():
         print(f"\n(trajectories not found at {TRAJECTORIES}: compaction benchmark skipped)")
         return
     rows = []
-    paths = sorted(TRAJECTORIES.glob("*.json"))[: 4 if quick else None]
+    paths = trajectory_paths()[: 4 if quick else None]
     totals = {"before": 0, "truncate": 0, "summarize": 0}
+    over = requests = summaries = 0
     for path in paths:
         system, tools, history = load_trajectory(path)
         assert boundaries(history)[-1] == len(history)
         truncated, _ = compact_once(system, tools, history, "truncate")
         summarized, calls = compact_once(system, tools, history, "summarize")
-        compactions, largest, valid = replay(system, tools, history, 32_000)
+        compactions, check = held_out_replay(system, tools, history, 32_000)
+        over += check.over_window
+        requests, summaries = requests + check.requests, summaries + check.summary_requests_seen
+        replay_cells = [f"{compactions} / {check.largest:,}", f"{check.requests} / {check.worst:,}",
+                        str(check.over_window), "yes" if not (check.unpaired or check.over_threshold) else "NO"]
         if truncated is None or summarized is None:
             tokens = ContextManager(system, tools).state(history).total
-            rows.append([path.name[:34], str(len(history)), f"{tokens:,}", "nothing to compact", "(fits the 12k",
-                         "recent budget)", "", f"{compactions} / {largest:,}", "yes" if valid else "NO"])
+            rows.append([path.name[:34], str(len(history)), f"{tokens:,}", "nothing to compact", "", "", "",
+                         *replay_cells])
             continue
         totals["before"] += truncated.tokens_before
         totals["truncate"] += truncated.tokens_after
@@ -286,14 +265,18 @@ def trajectories(quick: bool) -> None:
         rows.append([path.name[:34], str(len(history)), f"{truncated.tokens_before:,}",
                      f"{truncated.tokens_after:,} ({truncated.reduction:.0%})",
                      f"{summarized.tokens_after:,} ({summarized.reduction:.0%})", str(calls),
-                     ms(summarized.duration), f"{compactions} / {largest:,}", "yes" if valid else "NO"])
+                     ms(summarized.duration), *replay_cells])
     rows.append(["total", "", f"{totals['before']:,}",
                  f"{totals['truncate']:,} ({1 - totals['truncate'] / totals['before']:.0%})",
-                 f"{totals['summarize']:,} ({1 - totals['summarize'] / totals['before']:.0%})", "", "", "", ""])
-    table("Compaction on real trajectories (a manual /compact at window 128k: all but the newest turn is compacted; "
-          "replay: auto-compaction at a 32k window, keep_recent 12k)",
+                 f"{totals['summarize']:,} ({1 - totals['summarize'] / totals['before']:.0%})", "", "", "", "",
+                 str(over), ""])
+    table("Compaction on real trajectories (a manual /compact at window 128k: all but the newest turn is compacted) "
+          "and the held-out replay at a 32k window (default settings, every mechanism on)",
           ["trajectory", "msgs", "tokens", "truncate -> (saved)", "summarize -> (saved)", "model calls",
-           "summarize ms", "replay: compactions / max tokens", "valid"], rows)
+           "summarize ms", "replay: compactions / max prompt", "requests / max prompt+max_tokens",
+           "over the window", "paired, under threshold"], rows)
+    print(f"\nheld-out replay at 32k: {requests:,} requests of the loop and {summaries:,} summary requests; "
+          f"{over} with prompt + max_tokens over the window ({'PASS' if over == 0 else 'FAIL'})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     load_encoding("o200k_base")
     print(f"o200k_base loaded offline in {time.perf_counter() - start:.2f}s")
+    per_turn_real(1 if args.quick else 2)
     overhead([50_000, 100_000, 200_000], 5 if args.quick else 20)
     counting_speed()
     trajectories(args.quick)

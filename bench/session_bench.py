@@ -212,6 +212,7 @@ def manager_is_wired(agent: Any) -> bool:
 
 def bench_wiring(agent: Any, root: Path) -> None:
     """Offload and decay called from outside the manager, as ContextManager is meant to call them."""
+    from swecli.context.budget import decay_recent_for
     from swecli.context.decay import decay, saving_reference
     from swecli.context.manager import has_open_calls
     from swecli.context.offload import offload
@@ -230,7 +231,8 @@ def bench_wiring(agent: Any, root: Path) -> None:
 
     def decaying_prepare(history: list[Any], provider: Any) -> list[Any]:
         if config.decay and history and not has_open_calls(history):
-            result = decay(history, context.counter, config.keep_recent_tokens, config.decay_min_savings_tokens,
+            keep = decay_recent_for(context.window, config.keep_recent_tokens)
+            result = decay(history, context.counter, keep, config.decay_min_savings_tokens,
                            reference_for=saving_reference(root))
             if result.changed:
                 agent.replace_history(result.history, "decay")

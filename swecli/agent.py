@@ -14,7 +14,6 @@ order either way.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +94,7 @@ class Agent:
     def run(self, task: str | UserMessage) -> TurnFinished:
         """One user turn: loop until the model answers, the limit is hit, or the user interrupts."""
         start, usage_before, calls_before = time.monotonic(), self.usage, self.tool_calls_run
+        compactions_before = len(self.context.compactions)
         self.cancel.reset()
         self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
         answer, reason = "", "done"
@@ -106,13 +106,16 @@ class Agent:
                 break
             except Interrupted:
                 answer, reason = INTERRUPTED, "interrupted"
+                self.context.cancel_background("interrupted by the user")  # Esc stops everything under way
                 break
         else:
             reason = "iteration_limit"
             answer = (f"Stopped after {self.max_iterations} iterations without a final answer "
                       "(raise --max-iterations to let it go on).")
+        compactions = self.context.compactions[compactions_before:]
         turn = TurnFinished(answer, iteration, self.usage - usage_before, time.monotonic() - start,
-                            reason, tool_calls=self.tool_calls_run - calls_before)
+                            reason, tool_calls=self.tool_calls_run - calls_before, compactions=len(compactions),
+                            compaction_wait=sum(c.waited for c in compactions))
         self.on_event(turn)
         return turn
 
@@ -166,8 +169,10 @@ class Agent:
                 raise self.context.overflow_failure(overflow, again) from None
 
     def _request(self) -> ModelRequest:
-        request = self.context.request(self.history)
-        return dataclasses.replace(request, thinking=self.thinking) if self.thinking.on else request
+        # The context engine fits the thinking budget into the reply's room (prompt + reply <= window).
+        if self.thinking.on:
+            return self.context.request(self.history, self.thinking)
+        return self.context.request(self.history)
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()

@@ -415,6 +415,7 @@ class AgentSession:
     def close(self) -> None:
         if self.mcp is not None:
             self.mcp.manager.close()  # first: no server process outlives the session
+        self.agent.context.close()  # a background summary still running is dropped (and logged)
         self.recorder.close()
         self.provider.close()
 
@@ -475,7 +476,11 @@ def open_session(
         for problem in playbook.warnings:
             warn(problem)
         reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
+    session = AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
+    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
+    # thread), for the model the session uses at the time (/model changes it).
+    agent.context.summary_provider = lambda: make_provider(session.settings)
+    return session
 
 
 def _relative(path: Path, root: Path) -> str:

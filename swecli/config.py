@@ -33,14 +33,23 @@ class HookConfig(Section):
     timeout: float = 30.0
 
 
+WARNING_MARGIN = 0.1
+"""The background summary starts this far (as a fraction of the window) below the compaction threshold."""
+
+
 class ContextConfig(Section):
     threshold: float = Field(0.8, gt=0.1, le=1.0)
-    """Fraction of the window at which auto-compaction fires."""
+    """Fraction of the window at which auto-compaction fires (a ready background summary is applied then)."""
+    warning_threshold: float | None = Field(None, gt=0.0, le=1.0)
+    """Fraction of the window at which the older history starts being summarized in the background.
+    Unset: 0.1 below `threshold` (0.7 by default)."""
+    background_compaction: bool = True
+    """Summarize ahead, past `warning_threshold`, while the loop works: compaction then does not stop it."""
     strategy: Literal["summarize", "truncate", "importance"] = "summarize"
-    keep_recent_tokens: int = Field(12_000, ge=0)
-    """Recent history kept verbatim by compaction (a token budget, not a message count)."""
+    keep_recent_tokens: int | None = Field(None, ge=0)
+    """Recent history kept verbatim by compaction (a token budget, not a message count). Unset: a quarter
+    of the window, at least 2,000 and at most 40,000 tokens (decay then keeps at most 12,000 verbatim)."""
     auto_compact: bool = True
-    reserve_output_tokens: int = Field(8_192, ge=256)
     offload: bool = True
     offload_threshold_tokens: int = Field(8_000, ge=200)
     offload_preview_lines: int = Field(40, ge=4)
@@ -56,6 +65,21 @@ class ContextConfig(Section):
     """Longest the first request waits for just-in-time retrieval (it says so when it stops early)."""
     repo_map_tokens: int = Field(0, ge=0)
     """Budget for a ranked repository map in the memory block (0: off); fixed for the session."""
+
+    @model_validator(mode="after")
+    def _levels_in_order(self) -> ContextConfig:
+        warning = self.warning_threshold
+        if self.background_compaction and warning is not None and warning >= self.threshold:
+            raise ValueError(f"warning_threshold ({warning:g}) must be below threshold ({self.threshold:g}); "
+                             "lower it, or set background_compaction = false")
+        return self
+
+    @property
+    def warning_level(self) -> float:
+        """`warning_threshold`, or its default relative to `threshold`."""
+        if self.warning_threshold is not None:
+            return self.warning_threshold
+        return max(0.05, round(self.threshold - WARNING_MARGIN, 4))
 
 
 class ToolsConfig(Section):
@@ -192,7 +216,8 @@ class Settings(Section):
     mode: Mode = "default"
     max_iterations: int = Field(200, ge=1)
     max_tokens: int = Field(8_192, ge=16)
-    """Output tokens requested per response."""
+    """Output tokens requested per response, and the room every request leaves for the reply (at most a
+    quarter of the window; shrunk for a request whose prompt would otherwise not fit with it)."""
     request_timeout: float = Field(600.0, gt=0)
     """Longest silence accepted from the server, in seconds. Long, because a local server says nothing
     while it processes a large prompt; swecli shows the wait meanwhile."""
@@ -316,9 +341,18 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix the syntax at that position.") from None
 
 
+REMOVED_KEYS = {
+    "context.reserve_output_tokens": "it was merged into max_tokens (the reply reserve is the max_tokens every "
+                                     "request sends); remove it and set max_tokens instead",
+}
+"""Keys older versions accepted, with what to do instead."""
+
+
 def _check_keys(data: dict[str, Any], model: type[BaseModel], where: str, prefix: str = "") -> None:
     for key, value in data.items():
         field = model.model_fields.get(key)
+        if field is None and f"{prefix}{key}" in REMOVED_KEYS:
+            raise ConfigError(f"{where}: '{prefix}{key}' is no longer a setting: {REMOVED_KEYS[prefix + key]}.")
         if field is None:
             known = ", ".join(sorted(model.model_fields))
             raise ConfigError(f"{where}: unknown key '{prefix}{key}'{_did_you_mean(key, model.model_fields, prefix)}; "
@@ -397,6 +431,9 @@ def _validate(merged: dict[str, Any], sources: dict[str, str]) -> Settings:
         key = ".".join(str(p) for p in err["loc"])
         # A whole-table error (an MCP server with neither command nor url) names the file of one of its keys.
         where = sources.get(key) or next((v for k, v in sources.items() if k.startswith(key + ".")), "configuration")
+        if err["type"] == "value_error" and key in Settings.model_fields and isinstance(merged.get(key), dict):
+            # A section's own check across its keys: its message already names them and the fix.
+            raise ConfigError(f"{where}: in [{key}], {err['ctx']['error']}.") from None
         env_name = "SWECLI_" + key.upper().replace(".", "__")
         section = Settings.model_fields.get(key)
         if err["type"] == "model_type" and section is not None and isinstance(section.annotation, type):

@@ -10,6 +10,7 @@ from swecli.messages import Message, ToolCall, Usage
 from swecli.tools.base import ToolResult
 
 __all__ = [
+    "BackgroundSummary",
     "ChildEvent",
     "CompactionDone",
     "ContextOverflow",
@@ -91,10 +92,36 @@ class CompactionDone:
     note: str = ""
     references: tuple[str, ...] = ()
     """The best references the compaction dropped (each with a pointer back), for notes and recitation."""
+    waited: float = 0.0
+    """Seconds the loop stood still for it: all of `duration` for a compaction made on the spot, only
+    the wait at the hard limit (or nothing) for one whose summary was made in the background."""
+    background: bool = False
+    """The summary was made in the background, ahead of the compaction."""
 
     @property
     def reduction(self) -> float:
         return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
+
+
+@dataclass(frozen=True)
+class BackgroundSummary:
+    """A summary of the older history made while the loop works (see `swecli.context.background`):
+    reported when it starts, and when it ends up used or not."""
+
+    phase: str
+    """started | used | failed | cancelled | declined (by the PreCompact hook) | dropped (the history it
+    summarized was rewritten meanwhile)."""
+    messages: int
+    """Messages of the span it summarizes."""
+    tokens: int
+    """The prompt's size when it started."""
+    duration: float = 0.0
+    """Seconds from its start to its end (0 at the start)."""
+    note: str = ""
+
+    @property
+    def used(self) -> bool:
+        return self.phase == "used"
 
 
 @dataclass(frozen=True)
@@ -127,6 +154,10 @@ class TurnFinished:
     """done | output_limit (answer cut) | refused | empty | iteration_limit | interrupted | error."""
     error: str = ""
     tool_calls: int = 0
+    compactions: int = 0
+    """Compactions during the turn (decay batches aside)."""
+    compaction_wait: float = 0.0
+    """Seconds the loop stood still for them."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -143,6 +174,6 @@ class ChildEvent:
 
 Event = (
     TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolOutput | ToolFinished
-    | MessageAppended | HistoryReplaced | CompactionDone | ContextOverflow | Notice | TurnFinished | Waiting
-    | ChildEvent
+    | MessageAppended | HistoryReplaced | CompactionDone | BackgroundSummary | ContextOverflow | Notice
+    | TurnFinished | Waiting | ChildEvent
 )

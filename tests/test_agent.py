@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from swecli.agent import INTERRUPTED, Agent
 from swecli.context.manager import ContextManager
-from swecli.events import Event, ToolFinished, TurnFinished
+from swecli.events import CompactionDone, Event, ToolFinished, TurnFinished
 from swecli.llm.base import ContextOverflowError
 from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
 from swecli.permissions import Policy
@@ -111,8 +111,8 @@ def test_interrupt_during_tools_closes_every_open_call(project: Path) -> None:
 
 
 class ShrinkingContext(ContextManager):
-    def compact(self, history, provider, trigger, focus=""):  # type: ignore[no-untyped-def]
-        self.compactions.append(trigger)
+    def compact(self, history, provider, trigger, focus="", decision=None, waited=0.0):  # type: ignore[no-untyped-def]
+        self.compactions.append(CompactionDone(trigger, "test", 100, 10, 1, 0.5, waited=0.5))
         return [UserMessage(content="summary", kind="summary"), history[-1]]
 
 
@@ -122,8 +122,10 @@ def test_context_overflow_compacts_and_retries_once(project: Path) -> None:
     context = ShrinkingContext((SystemBlock(text="s"),), tools.schemas())
     agent = Agent(model, tools, context, ToolContext(root=project), Policy("auto"))
     agent.run("one")
-    assert agent.run("two").answer == "after compaction"
-    assert context.compactions == ["overflow"]
+    turn = agent.run("two")
+    assert turn.answer == "after compaction"
+    assert [c.trigger for c in context.compactions] == ["overflow"]
+    assert (turn.compactions, turn.compaction_wait) == (1, 0.5)  # what headless json reports
     assert [m.content for m in model.requests[-1].messages] == ["summary", "two"]
 
 

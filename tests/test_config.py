@@ -98,6 +98,32 @@ def test_example_config_is_valid(project: Path) -> None:
     assert s.provider
 
 
+def test_the_warning_level_follows_the_threshold_unless_set(project: Path) -> None:
+    write(project / ".swecli" / "config.toml", "[context]\nthreshold = 0.6\n")
+    s = load_settings(project, {}, env={})
+    assert s.context.warning_threshold is None and s.context.warning_level == 0.5
+    write(project / ".swecli" / "config.toml", "[context]\nthreshold = 0.6\nwarning_threshold = 0.3\n")
+    assert load_settings(project, {}, env={}).context.warning_level == 0.3
+
+
+def test_a_warning_level_not_below_the_threshold_is_one_sentence_naming_both(project: Path) -> None:
+    write(project / ".swecli" / "config.toml", "[context]\nthreshold = 0.6\nwarning_threshold = 0.7\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(project, {}, env={})
+    msg = str(err.value)
+    assert "config.toml" in msg and "warning_threshold (0.7) must be below threshold (0.6)" in msg
+    assert "background_compaction = false" in msg and "\n" not in msg
+    write(project / ".swecli" / "config.toml",
+          "[context]\nthreshold = 0.6\nwarning_threshold = 0.7\nbackground_compaction = false\n")
+    assert not load_settings(project, {}, env={}).context.background_compaction
+
+
+def test_the_removed_reply_reserve_key_says_what_replaced_it(project: Path) -> None:
+    write(project / ".swecli" / "config.toml", "[context]\nreserve_output_tokens = 4000\n")
+    with pytest.raises(ConfigError) as err:
+        load_settings(project, {}, env={})
+    assert "'context.reserve_output_tokens' is no longer a setting" in str(err.value)
+    assert "set max_tokens instead" in str(err.value)
 def test_mcp_servers_layer_like_every_setting(project: Path, tmp_path: Path) -> None:
     xdg = tmp_path / "xdg"
     write(xdg / "swecli" / "config.toml", '[mcp.servers.time]\ncommand = "mcp-server-time"\n'

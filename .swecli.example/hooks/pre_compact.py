@@ -4,9 +4,10 @@
     [hooks]
     pre_compact = "python3 .swecli/hooks/pre_compact.py"
 
-swecli runs it before every compaction with JSON on stdin:
+swecli runs it once for every compaction with JSON on stdin:
     {"event": "pre_compact", "trigger": "auto|manual|overflow", "tokens": 98000, "window": 128000,
-     "message_count": 212, "focus": "", "strategy": "summarize"}
+     "message_count": 212, "focus": "", "strategy": "summarize", "background": true}
+("background": true when the summary is being made ahead, on another thread, while the loop goes on.)
 and reads an optional JSON answer on stdout:
     {"cancel": true}                 skip this compaction (ignored on overflow: the request cannot fit)
     {"instructions": "..."}          extra instructions for the summary

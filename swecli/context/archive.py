@@ -4,6 +4,9 @@ Before a compaction rewrites the history, the full pre-compaction history is wri
 (one message per line, the `swecli.messages` JSON shape), and oversized texts that compaction
 shortens (a huge pasted prompt, a giant tool result) get their own plain-text file. The summary
 names these paths, relative to the root, so the model can read or grep them with its usual tools.
+An index (`<stamp>-index-<digest>.txt`) lists every saved output the compacted history pointed to
+(offloaded tool results, shortened texts, earlier transcripts), carried over from one compaction to
+the next: whatever was saved stays one read away from the summary in the prompt.
 (Session transcripts live apart, under `.swecli/sessions/`, owned by the session module.)
 """
 
@@ -33,6 +36,10 @@ class Archive(Protocol):
 
     def save_text(self, label: str, text: str) -> str:
         """Store one oversized text; return its path."""
+        ...
+
+    def read_text(self, path: str) -> str | None:
+        """A text saved earlier (by this archive or another over the same root), or None."""
         ...
 
 
@@ -71,6 +78,15 @@ class DiskArchive:
         safe = re.sub(r"[^\w.-]+", "_", label)[:60] or "text"
         return self._write(f"{self.stamp}-{safe}-{digest}.txt", text)
 
+    def read_text(self, path: str) -> str | None:
+        target = (self.root / path).resolve()
+        if not target.is_relative_to((self.root / ARCHIVE_DIR).resolve()):
+            return None  # only what compactions wrote
+        try:
+            return target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
 
 @dataclass
 class MemoryArchive:
@@ -87,3 +103,6 @@ class MemoryArchive:
         name = f"memory://{label}-{len(self.texts) + 1}.txt"
         self.texts[name] = text
         return name
+
+    def read_text(self, path: str) -> str | None:
+        return self.texts.get(path)

@@ -66,27 +66,77 @@ class Calibration:
         return math.floor(provider_tokens / self.ratio)
 
 
+KEEP_RECENT_SHARE = 0.25
+KEEP_RECENT_FLOOR = 2_000
+KEEP_RECENT_CEILING = 40_000
+"""When `context.keep_recent_tokens` is unset, compaction keeps this share of the window verbatim, within
+the floor and the ceiling: 8k of a 32k window, 16k of 64k, 32k of 128k, 40k of 200k and more."""
+DECAY_RECENT_CEILING = 12_000
+"""Decay keeps at most this much of the newest history verbatim when `keep_recent_tokens` is unset: a big
+window is no reason to keep re-sending old outputs in full (each one is a read away once folded)."""
+MIN_REPLY = 256
+"""The smallest max_tokens worth sending (a quarter of the reserve when that is smaller: a tiny window)."""
+
+
+def keep_recent_for(window: int, configured: int | None = None) -> int:
+    """Recent history compaction keeps verbatim: the configured number, else scaled with the window."""
+    if configured is not None:
+        return configured
+    return max(KEEP_RECENT_FLOOR, min(KEEP_RECENT_CEILING, round(window * KEEP_RECENT_SHARE)))
+
+
+def decay_recent_for(window: int, configured: int | None = None) -> int:
+    """The newest history decay leaves verbatim: the configured `keep_recent_tokens`, else what compaction
+    keeps, up to `DECAY_RECENT_CEILING`."""
+    if configured is not None:
+        return configured
+    return min(DECAY_RECENT_CEILING, keep_recent_for(window))
+
+
 @dataclass(frozen=True)
 class ContextBudget:
-    """The window and what compaction aims for."""
+    """The window and its three levels, lowest first: `warning_limit` (the background summary of the
+    older history starts), `limit` (compaction: the ready summary is applied) and `hard_limit` (the
+    largest prompt that still leaves the full reply reserve; the loop waits for a summary only here).
+
+    The reply reserve and the `max_tokens` of every request are one number (`reserve`), and each request
+    satisfies prompt + max_tokens <= window (`reply_tokens`)."""
 
     window: int
     threshold: float = 0.8
-    reserve_output: int = 8_192
-    """Output tokens the provider needs room for (prompt + max_tokens must fit the window)."""
+    max_tokens: int = 8_192
+    """The reply size asked for (`Settings.max_tokens`)."""
+    warning: float = 0.7
 
     @property
     def reserve(self) -> int:
-        # A small window (a local model) cannot give a quarter of itself to one reply.
-        return min(self.reserve_output, self.window // 4)
+        """The max_tokens requests send: the configured reply size, at most a quarter of the window (a
+        small local model cannot give more of itself to one reply)."""
+        return max(1, min(self.max_tokens, self.window // 4))
+
+    @property
+    def hard_limit(self) -> int:
+        return max(0, self.window - self.reserve)
 
     @property
     def limit(self) -> int:
         """The prompt size above which the next request triggers compaction."""
-        return max(0, min(math.floor(self.window * self.threshold), self.window - self.reserve))
+        return max(0, min(math.floor(self.window * self.threshold), self.hard_limit))
+
+    @property
+    def warning_limit(self) -> int:
+        return max(0, min(math.floor(self.window * self.warning), self.limit))
 
     def should_compact(self, prompt_tokens: int) -> bool:
         return prompt_tokens > self.limit
+
+    def reply_tokens(self, prompt_tokens: int) -> int:
+        """The max_tokens for a request whose prompt is `prompt_tokens` (provider tokens): the reserve,
+        shrunk so that prompt + max_tokens never exceeds the window. Only a prompt that leaves less than
+        `MIN_REPLY` (compaction could not make it fit) gets that floor: a reply that short would be useless,
+        and the server's context-length error then compacts and retries."""
+        floor = max(1, min(MIN_REPLY, self.reserve // 4))
+        return max(floor, min(self.reserve, self.window - prompt_tokens))
 
 
 @dataclass(frozen=True)

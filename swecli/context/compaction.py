@@ -15,6 +15,11 @@ Cuts happen only at turn boundaries (see `boundaries`), so a tool call is never 
 result. Strategies: `summarize` (an LLM writes the summary; chunked when the span does not fit one
 request, truncation when the model fails), `truncate` (no model call), `importance` (drop the
 lowest-value turns first, keep the rest verbatim).
+
+`compact_history` does it all at once. Its three steps are also offered apart, for a summary made
+ahead on another thread (`background.py`): `plan_span` (where the span ends), `prepare_span` (the
+archive, the index of saved outputs, the facts, the model's summary: the slow part) and `apply_span`
+(the prepared summary over the span, then every later message verbatim).
 """
 
 from __future__ import annotations
@@ -22,14 +27,15 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from swecli.context.archive import Archive, ArchiveError
+from swecli.context.archive import Archive, ArchiveError, MemoryArchive
+from swecli.context.decay import key_arguments
 from swecli.context.extract import Facts, extract_facts, render_facts
 from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, complete
-from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, Usage, UserMessage
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 
 STRATEGIES = ("summarize", "truncate", "importance")
 SUMMARY_MARKER = "[swecli: compacted context]"
@@ -153,6 +159,10 @@ def choose_cut(history: Sequence[Message], count: Count, keep_recent: int, room:
 
 # --- the pipeline -------------------------------------------------------------------------------
 
+_NO_ARCHIVE = MemoryArchive()
+"""For planning only: nothing is saved then."""
+
+
 @dataclass
 class _Work:
     history: Sequence[Message]
@@ -199,32 +209,121 @@ def compact_history(
     if before <= params.limit and not params.force:
         return CompactionResult(list(history), False, params.strategy, tokens_after=before,
                                 notes=("the history already fits",))
-    reserve = _summary_reserve(params, any(is_summary(m) for m in history))
-    head_prompt_cost = _prompt_costs(history, work)
-    cut = choose_cut(history, count, params.keep_recent,
-                     lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
-    cut = max(cut, _after_last_summary(history))
-    head, tail = list(history[:cut]), list(history[cut:])
-    pinned = dict(params.pin(head, tail)) if params.pin is not None else {}
-    if not compactable(head, pinned):
+    cut = _plan_cut(work, history)
+    if not cut:
         return _fit_only(work, before)
-    _archive_history(work)
-    facts = extract_facts(head, meta).merged(Facts(archives=[work.archive_path] if work.archive_path else []))
-    prompts = {i: _keep_prompt(m, work) for i, m in enumerate(head) if is_prompt(m)}
-    strategy, body, kept = _run_strategy(work, head, tail, [*prompts.values(), *pinned.values()])
-    summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts))
-    # Prompts and the turns importance keeps stay in their original order, before the summary.
-    kept_head = [prompts.get(i) or pinned.get(i) or m for i, m in enumerate(head)
-                 if i in prompts or i in pinned or i in kept]
-    if len(kept_head) == len(head):
+    prepared = _prepare(work, history, cut, meta, fallback=True)
+    if prepared is None:
         # Nothing would be dropped (importance kept every older message): adding a summary message
         # would only make the context larger.
-        return CompactionResult(list(history), False, strategy, tokens_after=before,
+        return CompactionResult(list(history), False, work.params.strategy, tokens_after=before,
                                 notes=("every older message scored as worth keeping: nothing to drop",))
-    result = _fit(work, [*kept_head, summary, *tail], summary)
+    return _assemble(work, history, prepared)
+
+
+@dataclass(frozen=True)
+class PreparedSpan:
+    """What replaces a compacted span `history[:cut]`: the prompts (and turns, and pinned messages) it
+    keeps, then its summary message. Made ahead of time by a background summary, or at once by
+    `compact_history`."""
+
+    cut: int
+    head: tuple[Message, ...]
+    """The span itself (the pins are worked out again against what follows it when it is applied)."""
+    prompts: Mapping[int, UserMessage]
+    """The span's prompts as kept (a huge paste shortened), by index in the span."""
+    kept: frozenset[int]
+    """Indices of the span's messages a strategy keeps verbatim (importance)."""
+    summary: UserMessage
+    strategy: str
+    archive: str
+    notes: tuple[str, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+    def kept_messages(self, pinned: Mapping[int, Message]) -> list[Message]:
+        """Prompts, pinned messages and the turns a strategy kept, in their original order."""
+        return [self.prompts.get(i) or pinned.get(i) or m for i, m in enumerate(self.head)
+                if i in self.prompts or i in pinned or i in self.kept]
+
+
+def plan_span(history: Sequence[Message], params: CompactionParams, count: Count, text_count: CountText) -> int:
+    """Where the span a compaction would summarize ends (0 when nothing there is worth compacting)."""
+    return _plan_cut(_Work(history, params, count, text_count, _NO_ARCHIVE), history)
+
+
+def prepare_span(
+    history: Sequence[Message],
+    cut: int,
+    params: CompactionParams,
+    count: Count,
+    text_count: CountText,
+    archive: Archive,
+    provider: Provider | None,
+    meta: Mapping[str, Mapping[str, Any]] | None = None,
+    cancel: CancelToken | None = None,
+) -> tuple[PreparedSpan | None, tuple[str, ...]]:
+    """The model's summary of `history[:cut]` with its facts, references and index, the whole history
+    archived: the slow part of a compaction, safe to run on another thread (it touches nothing shared
+    but the archive and the provider). (None, notes) when the model's summary failed or was cancelled:
+    no truncation stands in for it here."""
+    work = _Work(history, params, count, text_count, archive, provider, cancel)
+    return _prepare(work, history, cut, meta, fallback=False), tuple(work.notes)
+
+
+def apply_span(
+    history: Sequence[Message], prepared: PreparedSpan, params: CompactionParams, count: Count,
+    text_count: CountText, archive: Archive,
+) -> CompactionResult:
+    """`prepared` applied to `history`, whose first `prepared.cut` messages are the span it summarizes:
+    its kept prompts and summary, then every later message verbatim (shortened only if still over the
+    limit)."""
+    work = _Work(history, params, count, text_count, archive)
+    work.archive_path = prepared.archive
+    return _assemble(work, history, prepared)
+
+
+def _plan_cut(work: _Work, history: Sequence[Message]) -> int:
+    params = work.params
+    reserve = _summary_reserve(params, any(is_summary(m) for m in history))
+    head_prompt_cost = _prompt_costs(history, work)
+    cut = choose_cut(history, work.count, params.keep_recent,
+                     lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
+    cut = max(cut, _after_last_summary(history))
+    return cut if compactable(history[:cut], _pinned(params, history[:cut], history[cut:])) else 0
+
+
+def _pinned(params: CompactionParams, head: Sequence[Message], tail: Sequence[Message]) -> dict[int, Message]:
+    return dict(params.pin(head, tail)) if params.pin is not None else {}
+
+
+def _prepare(work: _Work, history: Sequence[Message], cut: int, meta: Mapping[str, Mapping[str, Any]] | None,
+             fallback: bool) -> PreparedSpan | None:
+    head, tail = list(history[:cut]), list(history[cut:])
+    _archive_history(work)
+    index = _write_index(work, head)
+    facts = extract_facts(head, meta).merged(Facts(archives=[work.archive_path] if work.archive_path else []))
+    prompts = {i: _keep_prompt(m, work) for i, m in enumerate(head) if is_prompt(m)}
+    pinned = _pinned(work.params, head, tail)
+    strategy, body, kept = _run_strategy(work, head, tail, [*prompts.values(), *pinned.values()])
+    if strategy != work.params.strategy and strategy != "hook" and not fallback:
+        return None
+    summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts, index))
+    prepared = PreparedSpan(cut, tuple(head), prompts, frozenset(kept), summary, strategy, work.archive_path,
+                            tuple(work.notes), work.usage)
+    if len(prepared.kept_messages(pinned)) == len(head):
+        return None
+    return prepared
+
+
+def _assemble(work: _Work, history: Sequence[Message], prepared: PreparedSpan) -> CompactionResult:
+    work.notes.extend(n for n in prepared.notes if n not in work.notes)
+    tail = history[prepared.cut:]
+    kept = prepared.kept_messages(_pinned(work.params, prepared.head, tail))
+    result = _fit(work, [*kept, prepared.summary, *tail], prepared.summary)
     return CompactionResult(
-        history=result, changed=True, strategy=strategy, messages_compacted=_replaced(history, result),
-        notes=tuple(work.notes), archive=work.archive_path, tokens_after=work.total(result), usage=work.usage,
+        history=result, changed=True, strategy=prepared.strategy, messages_compacted=_replaced(history, result),
+        notes=tuple(work.notes), archive=prepared.archive, tokens_after=work.total(result),
+        usage=work.usage + prepared.usage,
     )
 
 
@@ -264,6 +363,60 @@ def _archive_history(work: _Work) -> None:
         work.archive_path = work.archive.save_history(work.history)
     except ArchiveError as exc:
         work.notes.append(f"the pre-compaction history could not be archived ({exc})")
+
+
+SAVED_PATH = re.compile(r"(?:\.swecli/(?:tool_results|compactions)/|memory://)[\w.-]+")
+"""A file a message names that holds saved text: an offloaded or decayed output, a shortened message,
+an earlier compaction's transcript or index."""
+INDEX_HEADING = "# Saved outputs of the compacted history"
+_INDEX_ENTRY = re.compile(r"^- `([^`]+)`")
+
+
+def _write_index(work: _Work, head: Sequence[Message]) -> str:
+    """Save the index of every file the compacted span names (with the message that names it), after
+    the entries of the earlier indexes it names: whatever was ever saved stays one read away from the
+    summary. "" when there is nothing to list."""
+    entries = dict(_earlier_entries(work, head))
+    calls: dict[str, ToolCall] = {}
+    for position, msg in enumerate(head):
+        if isinstance(msg, AssistantMessage):
+            calls.update((c.id, c) for c in msg.tool_calls)
+        for path in SAVED_PATH.findall(msg.content):
+            # An earlier index is not listed: its entries are (carried over above).
+            if path != work.archive_path and path not in entries and not _is_index(path):
+                entries[path] = f"- `{path}` ← {_named_by(msg, calls)} (`{work.archive_path}` #{position})"
+    if not entries:
+        return ""
+    lines = [INDEX_HEADING, "Every file below holds text the compacted history pointed to: read it with read_file "
+             "(offset/limit) or grep it. `#N` is message N (0-based line) of the transcript named with it.", "",
+             *entries.values()]
+    return work.save_text("index", "\n".join(lines) + "\n")
+
+
+def _earlier_entries(work: _Work, head: Sequence[Message]) -> Iterator[tuple[str, str]]:
+    for msg in head:
+        if not is_summary(msg):
+            continue
+        for path in SAVED_PATH.findall(msg.content):
+            text = work.archive.read_text(path) if _is_index(path) else None
+            for line in (text or "").splitlines():
+                match = _INDEX_ENTRY.match(line)
+                if match:
+                    yield match.group(1), line
+
+
+def _is_index(path: str) -> bool:
+    """`<stamp>-index-<digest>.txt` on disk, `memory://index-<n>.txt` in memory."""
+    name = path.rsplit("/", 1)[-1]
+    return name.startswith("index-") or "-index-" in name
+
+
+def _named_by(msg: Message, calls: Mapping[str, ToolCall]) -> str:
+    if isinstance(msg, ToolMessage):
+        return f"{msg.name}({key_arguments(calls.get(msg.tool_call_id))})"
+    if is_summary(msg):
+        return "an earlier summary"
+    return "a user message" if isinstance(msg, UserMessage) else "an assistant message"
 
 
 def _fit_only(work: _Work, before: int) -> CompactionResult:
@@ -331,11 +484,15 @@ def demote_headings(text: str) -> str:
     return re.sub(r"(?m)^#{1,2}(?=\s)", "###", text)
 
 
-def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: str, facts: Facts) -> str:
+def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: str, facts: Facts,
+                     index: str = "") -> str:
     replaced = sum(1 for m in head if not is_prompt(m))
     where = (f"The full pre-compaction history is in `{work.archive_path}` (JSONL, one message per line): "
              "read or grep it for anything not kept here." if work.archive_path
              else "The pre-compaction history could not be archived.")
+    if index:
+        where += (f" Every output saved from it (offloaded tool results, shortened messages, earlier transcripts) "
+                  f"is listed in `{index}`.")
     how = {"summarize": "summarized", "hook": "summarized (by the PreCompact hook)",
            "truncate": "dropped (truncated, no summary written)",
            "importance": "reduced to the turns that mattered most"}[strategy]

@@ -27,6 +27,9 @@ and a model imitates its own context, so placeholders in its past calls invite p
 arguments in its next ones; they must also stay valid JSON for the Anthropic wire. In the sessions
 measured, arguments are a small share of the prompt next to outputs.
 
+Per turn: the loop keeps a `DecayScan`, which looks at each message once, when it leaves the newest
+zone, and caches what folding it would save; `decay` is the same decision made from scratch.
+
 Invariants: same length, same order, every ToolMessage keeps its tool_call_id, name and is_error
 (only `content` changes), so tool-call/result pairing can never break; a digest is never digested
 again; the function is pure except through `reference_for`, which is called only for results that
@@ -41,8 +44,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.context.ledger import Ledger
 from swecli.context.offload import OffloadError, offload_path_in, save_output
-from swecli.context.tokens import MESSAGE_OVERHEAD, TokenCounter
+from swecli.context.tokens import MESSAGE_OVERHEAD, IdentityCache, TokenCounter
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
 DIGEST_MARKER = "[swecli: decayed]"
@@ -112,13 +116,107 @@ def decay(
     policies: Mapping[str, DecayPolicy] | None = None,
     reference_for: ReferenceFor | None = None,
 ) -> DecayResult:
-    """Fold old tool results into digests when that saves at least `min_savings_tokens` in total."""
-    rules = DEFAULT_POLICIES if policies is None else policies
-    candidates = _candidates(history, counter, keep_recent_tokens, rules)
-    thoughts = _old_thinking(history, counter, keep_recent_tokens)
-    pending = sum(c.saving for c in candidates) + sum(saving for _, saving in thoughts)
-    if not (candidates or thoughts) or pending < min_savings_tokens:
-        return DecayResult(history, 0, 0, pending)
+    """Fold old tool results into digests when that saves at least `min_savings_tokens` in total.
+    (The loop keeps a `DecayScan` instead, which does the same in O(appended) per turn.)"""
+    scan = DecayScan(counter, policies)
+    return scan.run(history, Ledger(counter.message).sync(history), keep_recent_tokens, min_savings_tokens,
+                    reference_for)
+
+
+class DecayScan:
+    """`decay` for a history that grows by appends: each message is looked at once, when it leaves the
+    newest zone, and its saving (a fold estimated with a placeholder reference) is cached on the message.
+    Results too young for their policy wait in a short list until they are old enough. Only a batch
+    that folds (a rewrite of the history) makes the scan start over, from the cached savings."""
+
+    def __init__(self, counter: TokenCounter, policies: Mapping[str, DecayPolicy] | None = None) -> None:
+        self.counter = counter
+        self.rules = DEFAULT_POLICIES if policies is None else policies
+        self._savings = IdentityCache[int]()
+        self._generation = -1
+        self._reset()
+
+    def _reset(self) -> None:
+        self._scanned = 0
+        self._ready: list[int] = []
+        self._waiting: list[tuple[int, int]] = []
+        """(index, steps it must be old) of results that will be eligible once old enough."""
+        self._thoughts: list[tuple[int, int]] = []
+        """(index, tokens) of assistant messages before the zone that still carry thinking blocks."""
+        self.pending = 0
+        """What folding every eligible result now would save."""
+
+    def run(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int, min_savings_tokens: int,
+            reference_for: ReferenceFor | None = None) -> DecayResult:
+        """`ledger` must be synced to `history`."""
+        self._advance(ledger, keep_recent_tokens)
+        if not (self._ready or self._thoughts) or self.pending < min_savings_tokens:
+            return DecayResult(history, 0, 0, self.pending)
+        candidates = [self._candidate(ledger, index) for index in sorted(self._ready)]
+        # The folded history is a rewrite: the ledger restarts on it, and so will this scan.
+        return _fold_all(history, candidates, self._thoughts, self.counter, reference_for)
+
+    def _advance(self, ledger: Ledger, keep_recent_tokens: int) -> None:
+        zone = ledger.zone_start(keep_recent_tokens)
+        if ledger.generation != self._generation or zone < self._scanned:
+            self._generation = ledger.generation
+            self._reset()
+        for index in range(self._scanned, zone):
+            self._classify(ledger, index)
+        self._scanned = max(self._scanned, zone)
+        waiting, self._waiting = self._waiting, []
+        for index, min_age in waiting:
+            self._place(ledger, index, min_age)
+
+    def _classify(self, ledger: Ledger, index: int) -> None:
+        msg = ledger.messages[index]
+        if isinstance(msg, AssistantMessage) and msg.thinking:
+            tokens = sum(self.counter.text(block.text) for block in msg.thinking)
+            self._thoughts.append((index, tokens))
+            self.pending += tokens
+            return
+        if not isinstance(msg, ToolMessage) or is_digest(msg):
+            return
+        policy = self.rules.get(msg.name) or self.rules.get("*") or DecayPolicy()
+        if policy.keep or self._saving(ledger, index) < MIN_FOLD_TOKENS:
+            return
+        self._place(ledger, index, max(1, policy.min_age))
+
+    def _place(self, ledger: Ledger, index: int, min_age: int) -> None:
+        if ledger.assistants_after(ledger.caller_of(index)) >= min_age:
+            self._ready.append(index)
+            self.pending += self._saving(ledger, index)
+        else:
+            self._waiting.append((index, min_age))
+
+    def _saving(self, ledger: Ledger, index: int) -> int:
+        msg = ledger.messages[index]
+        saving = self._savings.get(msg)
+        if saving is None:
+            assert isinstance(msg, ToolMessage)
+            estimate = fold(msg, _call_for(ledger, index), REFERENCE_PLACEHOLDER, self.counter)
+            saving = self.counter.message(msg) - self.counter.message(estimate)
+            self._savings.put(msg, saving)
+        return saving
+
+    def _candidate(self, ledger: Ledger, index: int) -> _Candidate:
+        msg = ledger.messages[index]
+        assert isinstance(msg, ToolMessage)
+        return _Candidate(index, msg, _call_for(ledger, index), self._saving(ledger, index))
+
+
+def _call_for(ledger: Ledger, index: int) -> ToolCall | None:
+    msg = ledger.messages[index]
+    caller = ledger.caller_of(index)
+    if caller < 0 or not isinstance(msg, ToolMessage):
+        return None
+    assistant = ledger.messages[caller]
+    assert isinstance(assistant, AssistantMessage)
+    return next((c for c in assistant.tool_calls if c.id == msg.tool_call_id), None)
+
+
+def _fold_all(history: list[Message], candidates: Sequence[_Candidate], thoughts: Sequence[tuple[int, int]],
+              counter: TokenCounter, reference_for: ReferenceFor | None) -> DecayResult:
     out = list(history)
     saved = 0
     for index, saving in thoughts:
@@ -132,67 +230,9 @@ def decay(
     return DecayResult(out, saved, len(candidates) + len(thoughts))
 
 
-def _old_thinking(history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int) -> list[tuple[int, int]]:
-    """(index, tokens saved) of each assistant message before the newest zone that still has thinking blocks."""
-    zone = newest_zone_start(history, counter, keep_recent_tokens)
-    return [(i, sum(counter.text(block.text) for block in msg.thinking)) for i, msg in enumerate(history[:zone])
-            if isinstance(msg, AssistantMessage) and msg.thinking]
-
-
-def _candidates(
-    history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int, rules: Mapping[str, DecayPolicy]
-) -> list[_Candidate]:
-    zone = newest_zone_start(history, counter, keep_recent_tokens)
-    calls, steps_after = _call_index(history[:zone])
-    newer_steps = sum(1 for m in history[zone:] if isinstance(m, AssistantMessage))
-    found = []
-    for index in range(zone):
-        msg = history[index]
-        if not isinstance(msg, ToolMessage) or is_digest(msg):
-            continue
-        policy = rules.get(msg.name) or rules.get("*") or DecayPolicy()
-        call = calls.get(msg.tool_call_id)
-        age = steps_after.get(msg.tool_call_id, 0) + newer_steps
-        if policy.keep or age < max(1, policy.min_age):
-            continue
-        estimate = fold(msg, call, REFERENCE_PLACEHOLDER, counter)
-        saving = counter.message(msg) - counter.message(estimate)
-        if saving >= MIN_FOLD_TOKENS:
-            found.append(_Candidate(index, msg, call, saving))
-    return found
-
-
 def newest_zone_start(history: Sequence[Message], counter: TokenCounter, keep_recent_tokens: int) -> int:
-    """Index where the verbatim zone begins: the newest messages within the budget, widened back to
-    the assistant message whose results it would otherwise split, and never after the latest
-    assistant message."""
-    used = 0
-    start = len(history)
-    while start > 0:
-        cost = counter.message(history[start - 1])
-        if used + cost > keep_recent_tokens:
-            break
-        used += cost
-        start -= 1
-    while 0 < start < len(history) and isinstance(history[start], ToolMessage):
-        start -= 1
-    # The latest step is always verbatim, whatever its size: the model has not seen its results yet.
-    last_call = next((i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], AssistantMessage)), start)
-    return min(start, last_call)
-
-
-def _call_index(head: Sequence[Message]) -> tuple[dict[str, ToolCall], dict[str, int]]:
-    """Each call by id, and how many assistant messages of `head` come after the one that made it."""
-    calls: dict[str, ToolCall] = {}
-    step_of: dict[str, int] = {}
-    steps = 0
-    for msg in head:
-        if isinstance(msg, AssistantMessage):
-            steps += 1
-            for call in msg.tool_calls:
-                calls[call.id] = call
-                step_of[call.id] = steps
-    return calls, {cid: steps - step for cid, step in step_of.items()}
+    """Index where the verbatim zone begins (see `Ledger.zone_start`)."""
+    return Ledger(counter.message).sync(history).zone_start(keep_recent_tokens)
 
 
 # --- digests ------------------------------------------------------------------------------------

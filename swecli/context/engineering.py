@@ -16,6 +16,10 @@ CompactionDone on the event bus, and a line in `/context`):
 - references: every summarizing compaction lists the references it drops, with pointers back.
 - the append-only check: between two rewrites, each request must extend the previous one byte for
   byte; a violation is reported as a warning. Prefix reuse is measured for every request.
+
+Per-turn work is proportional to what was appended (the ContextManager's `Ledger` says where the
+prompts and steps are): decay classifies each message once, the recitation reads each message's
+terms once, the append-only check serializes only new messages.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swecli.config import ContextConfig, ImagesConfig
-from swecli.context.decay import decay, saving_reference
+from swecli.context.decay import DecayScan, saving_reference
 from swecli.context.failures import FailureTracker
 from swecli.context.images import age_images, pending_tokens
+from swecli.context.ledger import Ledger
 from swecli.context.offload import OFFLOAD_MARKER, Offloaded, OffloadError, offload, offload_full
 from swecli.context.prefix import PrefixMonitor
-from swecli.context.recitation import Recitation
-from swecli.context.references import extract_references, render_references
+from swecli.context.recitation import Recitation, goal_from
+from swecli.context.references import REFERENCES_HEADING, extract_references, render_references
 from swecli.context.todo import TodoState
 from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, Event, Notice
@@ -41,6 +46,8 @@ from swecli.tools.base import ToolResult
 
 MAX_REFERENCES = 30
 FINDINGS_IN_TAIL = 5
+GOAL_PROMPTS = 4
+"""The goal is read from the latest prompts only (a short follow-up points back to the one before)."""
 
 
 @dataclass
@@ -63,6 +70,13 @@ class Mechanisms:
     def __post_init__(self) -> None:
         self.recitation = Recitation(todo=self.todo)
         self.prefix = PrefixMonitor(self.counter)
+        self._decay = DecayScan(self.counter)
+
+    def use_counter(self, counter: TokenCounter) -> None:
+        """Another tokenizer (after /model): counts made with the old one are dropped."""
+        self.counter = counter
+        self.prefix = PrefixMonitor(counter, stats=self.prefix.stats)
+        self._decay = DecayScan(counter)
 
     # -- per tool result ----------------------------------------------------------------------------
     def tool_content(self, call: ToolCall, result: ToolResult) -> str:
@@ -97,14 +111,15 @@ class Mechanisms:
                        arguments=call.arguments)
 
     # -- at a turn boundary, before compaction --------------------------------------------------------
-    def decay(self, history: list[Message], keep_recent_tokens: int) -> list[Message]:
+    def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:
+        """`ledger` is synced to `history`; each call reads only what was appended since the last one."""
         if not self.config.decay:
             return self.age_images(history)
-        result = decay(history, self.counter, keep_recent_tokens, self.config.decay_min_savings_tokens,
-                       reference_for=saving_reference(self.root))
+        result = self._decay.run(history, ledger, keep_recent_tokens, self.config.decay_min_savings_tokens,
+                                 reference_for=saving_reference(self.root))
         if not result.changed:
             return self.age_images(history)
-        before = self.counter.messages(history)
+        before = ledger.tokens()
         self.decays += 1
         self.decay_saved += result.saved_tokens
         self.on_event(CompactionDone("decay", "decay", before, before - result.saved_tokens, result.folded, 0.0,
@@ -131,10 +146,17 @@ class Mechanisms:
         return result.history
 
     # -- per request ----------------------------------------------------------------------------------
-    def tail(self, history: Sequence[Message], fill_ratio: float) -> str:
+    def tail(self, history: Sequence[Message], fill_ratio: float, ledger: Ledger | None = None) -> str:
+        """`ledger`, synced to `history`, saves reading the whole history for the goal and the iteration."""
         parts = []
         if self.config.recitation:
-            parts.append(self.recitation.tail_text(iteration_of(history), history, fill_ratio, self.findings))
+            if ledger is None:
+                iteration, goal = iteration_of(history), None
+            else:
+                since = ledger.assistants_after(ledger.prompts[-1]) if ledger.prompts else len(ledger.assistants)
+                iteration = since + 1
+                goal = goal_from([_content(ledger.messages[i]) for i in ledger.prompts[-GOAL_PROMPTS:]])
+            parts.append(self.recitation.tail_text(iteration, history, fill_ratio, self.findings, goal))
         if self.config.failure_evidence:
             parts.append(self.failures.note())
         return "\n\n".join(p for p in parts if p)
@@ -151,13 +173,23 @@ class Mechanisms:
 
     # -- at compaction ----------------------------------------------------------------------------------
     def references_section(self, span: Sequence[Message], archive: str, budget_tokens: int) -> str:
+        """The summary's reference list (may run on the background summary's thread: no side effects)."""
         refs = extract_references(span, transcript=archive, limit=MAX_REFERENCES)
         text = render_references(refs, archive)
         while refs and self.counter.text(text) > budget_tokens:
             refs = refs[: len(refs) * 2 // 3]
             text = render_references(refs, archive)
-        self.findings = [line for line in text.splitlines() if line.startswith("- ")][:FINDINGS_IN_TAIL]
         return text
+
+    def remember_references(self, history: Sequence[Message]) -> None:
+        """After a compaction: the best references of its summary stay in view through the recitation."""
+        summary = next((m.content for m in history if isinstance(m, UserMessage) and m.kind == "summary"), "")
+        start = summary.find(REFERENCES_HEADING)
+        if start < 0:
+            self.findings = []
+            return
+        section = summary[start:].split("\n## ", 1)[0]
+        self.findings = [line for line in section.splitlines() if line.startswith("- ")][:FINDINGS_IN_TAIL]
 
     # -- visibility ------------------------------------------------------------------------------------
     def summary_lines(self) -> list[str]:
@@ -179,6 +211,8 @@ class Mechanisms:
         self.on_event(Notice(level, text))
 
 
+def _content(msg: Message) -> str:
+    return msg.content
 def starts_turn(history: Sequence[Message]) -> bool:
     """The last message is the person's new request: the next request opens a user turn."""
     return bool(history) and isinstance(history[-1], UserMessage) and history[-1].kind == "prompt"

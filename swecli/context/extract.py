@@ -2,7 +2,8 @@
 
 A model's summary can silently drop what matters; these are extracted by rules instead: files
 created / modified / read, commands run with their exit codes, error and test-result lines
-verbatim, and the `path:line` locations the session found. They render as a markdown section that
+verbatim (as pytest, jest, go test, cargo, javac, tsc... print them: see `diagnostics`), and the
+`path:line` locations the session found. They render as a markdown section that
 `parse_facts` reads back, so a later compaction carries them forward (merged, bounded) instead of
 asking a model to remember them.
 """
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from swecli.context.diagnostics import scan
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 
 LIMITS = {
@@ -89,24 +91,10 @@ _EXIT_PATTERNS = [
     re.compile(r"\bexit(?:ed with)?(?: code|_code| status)?[:=]?\s*(-?\d+)\b", re.IGNORECASE),
     re.compile(r"\breturn ?code[:=]?\s*(-?\d+)\b", re.IGNORECASE),
 ]
-_ERROR_LINE = re.compile(
-    r"^\s*(?:[\w.]*(?:Error|Exception|Fault)\b(?::|$)|E\s{2,}\S|"
-    r"(?:fatal|error|ERROR|FATAL)(?:\[\w+\])?:|.*\bcommand not found\b|.*\bNo such file or directory\b|"
-    r"SyntaxError|Segmentation fault)"
-)
-_TEST_LINE = re.compile(
-    r"(?:=+ .*\b(?:passed|failed|error|errors|skipped|xfailed|no tests ran)\b.* =+\s*$|"
-    r"^\s*Ran \d+ tests? in |^\s*(?:OK|FAILED)(?: \(.*\))?\s*$|^(?:FAILED|PASSED|ERROR) [\w/.-]+::|"
-    r"\b\d+ (?:passed|failed)(?:,|\s|$)|^test result: |^Tests? run: \d+)"
-)
-_LOCATION = re.compile(
-    r"(?:File \"(?P<pyfile>[^\"\n]+)\", line (?P<pyline>\d+))|"
-    r"(?P<path>(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7}):(?P<line>\d+)\b"
-)
 # `> file` / `>> file`, not `2>&1`, `>=1.0` (a version pin) or `->` (an arrow in inline code).
 _REDIRECT = re.compile(r"(?<![0-9&>=<-])>>?\s*(['\"]?)([\w./~][\w./~+-]*)\1(?![=\w])")
 # Frames in installed libraries and pseudo-files say little about the project being worked on.
-_THIRD_PARTY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<|^/usr/")
+_THIRD_PARTY = re.compile(r"site-packages|dist-packages|node_modules/|/lib/python\d|^<|^/usr/|^/rustc/|^/nix/")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)\w+\1")
 _SED_INPLACE = re.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
 
@@ -137,22 +125,16 @@ def _from_result(facts: Facts, call: ToolCall | None, result: ToolMessage, meta:
             facts.commands.append(f"[exit {_exit_code(result, meta)}] {_one_line(command)}")
             if not result.is_error:
                 facts.files_modified.extend(_shell_writes(command))
-    for line in result.content.splitlines():
-        _scan_line(facts, line)
+    _scan_output(facts, result.content)
 
 
-def _scan_line(facts: Facts, line: str) -> None:
-    if len(line) > 4 * MAX_LINE_CHARS:
-        return  # minified blobs and data dumps, not messages
-    if _TEST_LINE.search(line):
-        facts.test_results.append(_clip(line.strip()))
-    elif _ERROR_LINE.match(line):
-        facts.errors.append(_clip(line.strip()))
-    for match in _LOCATION.finditer(line):
-        path = match.group("pyfile") or match.group("path")
-        number = match.group("pyline") or match.group("line")
-        if path and number and not path[0].isdigit() and not _THIRD_PARTY.search(path):
-            facts.locations.append(f"{path}:{number}")
+def _scan_output(facts: Facts, text: str) -> None:
+    """Test results, error lines and project locations, as each ecosystem prints them (`diagnostics`)."""
+    found = scan(text)
+    facts.test_results.extend(_clip(line) for line in found.tests)
+    facts.errors.extend(_clip(line) for line in found.errors)
+    facts.locations.extend(f"{path}:{line}" for path, line in found.locations
+                           if not path[0].isdigit() and not _THIRD_PARTY.search(path))
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
@@ -200,11 +182,12 @@ def _exit_code(result: ToolMessage, meta: Mapping[str, Any]) -> str:
     code = meta.get("exit_code")
     if isinstance(code, int):
         return str(code)
-    head = result.content[:400]
-    for pattern in _EXIT_PATTERNS:
-        match = pattern.search(head)
-        if match:
-            return match.group(1)
+    # Some agents print the code first (`<returncode>`), shells and swecli's bash tool last.
+    for part in (result.content[:400], result.content[-200:]):
+        for pattern in _EXIT_PATTERNS:
+            match = pattern.search(part)
+            if match:
+                return match.group(1)
     return "?"
 
 

@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from swecli.context.diagnostics import FAILED_TEST
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
 FailureKind = Literal[
-    "not_found", "permission", "syntax", "type", "timeout", "network", "test_failure", "invalid_args",
+    "not_found", "permission", "syntax", "type", "compile", "timeout", "network", "test_failure", "invalid_args",
     "refused", "other",
 ]
 
@@ -39,13 +40,18 @@ _PATTERNS: tuple[tuple[FailureKind, re.Pattern[str]], ...] = (
         r"timed? ?out|TimeoutError|deadline exceeded|\bexit(?: code)?[: ]+124\b|took longer than", re.IGNORECASE)),
     ("test_failure", re.compile(
         r"^(?:FAILED|ERROR) \S+::|\b\d+ failed\b|^FAIL:|^FAILED \(|AssertionError|assert .* ==|"
-        r"test result: FAILED|Tests run: \d+, Failures: [1-9]|^not ok \d+|\d+ failing\b", re.MULTILINE)),
+        r"test result: FAILED|Tests run: \d+, Failures: [1-9]|^not ok \d+|\d+ failing\b|"
+        r"^\s*--- FAIL: |^\s*Failed!\s+- Failed:|^FAILURES!$|\b[1-9]\d* failures?\b", re.MULTILINE)),
     ("syntax", re.compile(
         r"SyntaxError|IndentationError|TabError|syntax error|unexpected token|parse error|"
         r"unterminated|unexpected EOF|expected an indented block", re.IGNORECASE)),
     ("type", re.compile(
         r"TypeError|AttributeError|Incompatible types|has no attribute|is not assignable|"
         r"type mismatch|mismatched types|cannot be applied to|error TS\d+", re.IGNORECASE)),
+    ("compile", re.compile(
+        r"^\S+:\d+:\d+: (?:fatal )?error: |^\S+\(\d+,\d+\): error [A-Z]+\d+|^error(?:\[E\d+\])?: |"
+        r"\*\* \(CompileError\)|^\S+\.java:\d+: error: |^\[ERROR\] \S+:\[\d+,\d+\] |^\s+\d+:\d+\s+error\s|"
+        r"^✖ \d+ problems? \([1-9]|^\.{0,2}/?[\w./-]+\.go:\d+:\d+: |: undefined reference to ", re.MULTILINE)),
     ("permission", re.compile(
         r"Permission denied|PermissionError|(?-i:EACCES|EPERM)|Operation not permitted|access denied|"
         r"read-only file system|outside the project root", re.IGNORECASE)),
@@ -82,7 +88,9 @@ def classify(tool: str, text: str) -> FailureKind:
 
 
 # For a test run, the per-test summary line names the test and the error; prefer it to `assert` lines.
-_BEST_TEST_LINE = re.compile(r"^(?:FAILED|ERROR) \S+::|^FAIL: |^test result: FAILED|^not ok \d+")
+_BEST_TEST_LINE = re.compile(r"^(?:FAILED|ERROR) \S+::|^FAIL: |^test result: FAILED|^not ok \d+|"
+                             r"^\d+\) test .+ \(\S+\)$|^\d+\) \S+::\S+$|" + FAILED_TEST.pattern)
+"""The line naming a failing test, in any runner's words (see `diagnostics`)."""
 
 
 def evidence_line(text: str, kind: FailureKind) -> str:
@@ -200,7 +208,11 @@ class FailureTracker:
         The same call failing the same way `repeat_threshold` times is reported; when the error
         changes between attempts (progress, e.g. fewer failing tests), it takes two more."""
         out = []
-        for state in self._keys.values():
+        # A call seen within `linger` calls is among the latest ones: only those are looked at.
+        recent = list(self._recent)[-self.linger:] if self.window >= self.linger else None
+        keys = dict.fromkeys(o.key for o in recent) if recent is not None else self._keys
+        for key in keys:
+            state = self._keys[key]
             streak = state.streak
             if not streak or self.calls - state.last_seen >= self.linger:
                 continue
@@ -221,8 +233,9 @@ class FailureTracker:
 
     def note(self) -> str:
         """The evidence note for the tail, or "" when there is nothing worth saying."""
-        lines = [_failure_line(obs, n, same) for obs, n, same in self.repeated_failures()]
-        failing = {obs.key for obs, _, _ in self.repeated_failures()}
+        repeated = self.repeated_failures()
+        lines = [_failure_line(obs, n, same) for obs, n, same in repeated]
+        failing = {obs.key for obs, _, _ in repeated}
         lines.extend(_loop_line(obs, n, self.window) for obs, n in self.loops() if obs.key not in failing)
         if not lines:
             return ""

@@ -5,7 +5,10 @@ The command (`[hooks] pre_compact` in config.toml) runs through the shell in the
 gets one JSON object on stdin:
 
     {"event": "pre_compact", "trigger": "auto", "tokens": 182340, "window": 200000,
-     "message_count": 312, "focus": "", "strategy": "summarize"}
+     "message_count": 312, "focus": "", "strategy": "summarize", "background": true}
+
+(`background` is true when the summary is being made ahead, on another thread, while the loop goes
+on: a command that takes its time then delays nobody. It runs once per compaction either way.)
 
 It may print one JSON object on stdout (or nothing):
 
@@ -39,11 +42,13 @@ class PreCompactInput:
     message_count: int
     focus: str = ""
     strategy: str = "summarize"
+    background: bool = False
+    """The summary is being made ahead, while the loop works (`context.background_compaction`)."""
 
     def to_json(self) -> str:
         return json.dumps({"event": "pre_compact", "trigger": self.trigger, "tokens": self.tokens,
                            "window": self.window, "message_count": self.message_count, "focus": self.focus,
-                           "strategy": self.strategy})
+                           "strategy": self.strategy, "background": self.background})
 
 
 @dataclass(frozen=True)

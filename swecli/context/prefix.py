@@ -117,6 +117,9 @@ class PrefixMonitor:
     """Objects serialized so far (each once): the cost of the check grows with new messages only."""
     _cache: IdentityCache[Unit] = field(default_factory=IdentityCache, repr=False)
     _previous: list[Unit] = field(default_factory=list, repr=False)
+    _previous_request: ModelRequest | None = field(default=None, repr=False)
+    _previous_stable: int = field(default=0, repr=False)
+    """Tokens of the previous request without its tail."""
     _rewrites: list[str] = field(default_factory=list, repr=False)
 
     def mark_rewrite(self, reason: str) -> None:
@@ -124,17 +127,46 @@ class PrefixMonitor:
         self._rewrites.append(reason or "rewrite")
 
     def observe(self, request: ModelRequest) -> PrefixReport:
-        units = self.units(request)
         previous, rewrites = self._previous, self._rewrites
-        shared = shared_prefix(previous, units)
-        report = PrefixReport(
-            number=self.stats.requests + 1, total_tokens=sum(u.tokens for u in units),
-            shared_tokens=sum(u.tokens for u in units[:shared]), shared_units=shared, rewrite="; ".join(rewrites),
-            warning="" if rewrites or not previous else self._violation(previous, units, shared),
-        )
+        appended = self._appended(request)
+        if appended is not None:
+            # The request extends the previous one: only its new messages are looked at.
+            units, shared, shared_tokens, stable = appended
+            total = stable + (units[-1].tokens if request.tail else 0)
+            warning = ""
+        else:
+            units = self.units(request)
+            shared = shared_prefix(previous, units)
+            stable = sum(u.tokens for u in units if u.kind != "tail")
+            total = sum(u.tokens for u in units)
+            shared_tokens = sum(u.tokens for u in units[:shared])
+            warning = "" if rewrites or not previous else self._violation(previous, units, shared)
+        report = PrefixReport(number=self.stats.requests + 1, total_tokens=total, shared_tokens=shared_tokens,
+                              shared_units=shared, rewrite="; ".join(rewrites), warning=warning)
         self._account(report, previous, shared)
         self._previous, self._rewrites = units, []
+        self._previous_request, self._previous_stable = request, stable
         return report
+
+    def _appended(self, request: ModelRequest) -> tuple[list[Unit], int, int, int] | None:
+        """(units, shared units, shared tokens, tokens without the tail) when `request` is the previous
+        request plus new messages (same tools and system blocks, its messages a prefix of these); else None."""
+        before = self._previous_request
+        if before is None or request.tools != before.tools or request.system != before.system:
+            return None
+        held = len(before.messages)
+        if len(request.messages) < held or request.messages[:held] != before.messages:
+            return None  # tuple equality: identical messages compare without their __eq__
+        stable = self._previous[:-1] if before.tail else list(self._previous)
+        new = [self._cached(m) for m in request.messages[held:]]
+        units = stable + new
+        tokens = self._previous_stable + sum(u.tokens for u in new)
+        if request.tail:
+            units.append(self._tail(request.tail))
+        shared, shared_tokens = len(stable), self._previous_stable
+        if before.tail and not new and request.tail == before.tail:
+            shared, shared_tokens = shared + 1, shared_tokens + units[-1].tokens  # the same request again
+        return units, shared, shared_tokens, tokens
 
     def units(self, request: ModelRequest) -> list[Unit]:
         """The request's cacheable pieces in wire order: tool schemas, system blocks, messages, tail."""
@@ -142,8 +174,11 @@ class PrefixMonitor:
         out += [self._cached(b) for b in request.system]
         out += [self._cached(m) for m in request.messages]
         if request.tail:
-            out.append(Unit("tail", _hash(request.tail), MESSAGE_OVERHEAD + self.counter.text(request.tail), "tail"))
+            out.append(self._tail(request.tail))
         return out
+
+    def _tail(self, tail: str) -> Unit:
+        return Unit("tail", _hash(tail), MESSAGE_OVERHEAD + self.counter.text(tail), "tail")
 
     def _cached(self, obj: Message | SystemBlock) -> Unit:
         unit = self._cache.get(obj)
@@ -199,7 +234,7 @@ class PrefixMonitor:
         stats.shared_tokens += report.shared_tokens
         stats.rewrites += bool(report.rewrite)
         stats.violations += bool(report.warning)
-        stable = sum(1 for u in previous if u.kind != "tail")
+        stable = len(previous) - (1 if previous and previous[-1].kind == "tail" else 0)  # the tail comes last
         stats.breaks += bool(previous) and shared < stable
 
 

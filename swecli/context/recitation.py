@@ -16,11 +16,13 @@ the decision can be logged and shown in `/context`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from swecli.context.todo import TodoState
+from swecli.context.tokens import IdentityCache
 from swecli.messages import AssistantMessage, Message, ToolMessage, UserMessage
 
 GOAL_CHARS = 400
@@ -46,17 +48,26 @@ _CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 def terms(text: str) -> set[str]:
     """Content words of `text`: lowercased, identifiers split (snake_case, CamelCase) and kept whole,
     short words and stopwords dropped, a plural `s` folded so `tests` meets `test`."""
+    return set(_terms(text))
+
+
+@functools.lru_cache(maxsize=16)
+def _terms(text: str) -> frozenset[str]:
+    """`terms`, remembered for the few texts asked about again and again (the goal, its prompts)."""
     out: set[str] = set()
-    for word in _WORD.findall(text):
-        word = word.rstrip("_")
-        parts = {word}
-        for piece in word.split("_"):
-            parts.update([piece, *_CAMEL.findall(piece)] if not piece.islower() else [piece])
-        for part in parts:
-            term = _fold(part.lower())
-            if len(term) >= 3 and term not in _STOPWORDS:
-                out.add(term)
-    return out
+    for word in set(_WORD.findall(text)):  # outputs repeat their words: each is split once
+        out |= _word_terms(word)
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _word_terms(word: str) -> frozenset[str]:
+    word = word.rstrip("_")
+    parts = {word}
+    for piece in word.split("_"):
+        parts.update([piece, *_CAMEL.findall(piece)] if not piece.islower() else [piece])
+    folded = (_fold(part.lower()) for part in parts)
+    return frozenset(term for term in folded if len(term) >= 3 and term not in _STOPWORDS)
 
 
 def _fold(word: str) -> str:
@@ -105,16 +116,20 @@ class Recitation:
         self._last_fired = 0
         self._last_iteration = 0
         self._text = ""
+        self._message_terms = IdentityCache[frozenset[str]]()
 
     def tail_text(
-        self, iteration: int, history: Sequence[Message], fill_ratio: float = 0.0, findings: Sequence[str] = ()
+        self, iteration: int, history: Sequence[Message], fill_ratio: float = 0.0, findings: Sequence[str] = (),
+        goal: str | None = None,
     ) -> str:
         """The recitation block for this iteration's tail, or "" when it is not due.
 
         Asking twice for the same iteration (a retry after a context overflow) gives the same answer.
         `findings` are short lines worth keeping in view (e.g. compaction references); optional.
+        `goal` is `goal_of(history)` when the caller knows it already (the context engine's ledger finds
+        the prompts without reading the whole history).
         """
-        goal = goal_of(history)
+        goal = goal_of(history) if goal is None else goal
         if self.last is not None and (iteration, goal or self.goal) == (self._last_iteration, self.goal):
             return self._text
         if iteration < self._last_iteration or (goal and goal != self.goal):
@@ -150,11 +165,31 @@ class Recitation:
         return Decision(iteration, True, reason, overlap, interval)
 
     def _overlap(self, history: Sequence[Message]) -> float | None:
-        goal_terms = terms(self.goal)
-        recent = _recent_text(history, self.window)
+        goal_terms = _terms(self.goal)
+        recent = self._recent_terms(history)
         if len(goal_terms) < 2 or recent is None:
             return None  # too little to measure: never call a two-word goal "drifted"
-        return len(goal_terms & terms(recent)) / len(goal_terms)
+        return len(goal_terms & recent) / len(goal_terms)
+
+    def _recent_terms(self, history: Sequence[Message]) -> set[str] | None:
+        """Terms of the last `window` assistant/tool messages after the latest prompt (each message's
+        terms computed once); None if fewer than 2."""
+        found: set[str] = set()
+        seen = 0
+        for msg in reversed(history):
+            if isinstance(msg, UserMessage) and msg.kind == "prompt":
+                break
+            if not isinstance(msg, AssistantMessage | ToolMessage):
+                continue
+            cached = self._message_terms.get(msg)
+            if cached is None:
+                cached = _terms_uncached(_scanned_text(msg))
+                self._message_terms.put(msg, cached)
+            found |= cached
+            seen += 1
+            if seen >= self.window:
+                break
+        return found if seen >= 2 else None
 
     def _render(self, decision: Decision, findings: Sequence[str]) -> str:
         lines = ["[Reminder: current goal and progress]", "Goal: " + _clip(self.goal, GOAL_CHARS)]
@@ -179,30 +214,34 @@ class Recitation:
 
 def goal_of(history: Sequence[Message]) -> str:
     """The latest prompt the person typed; a short follow-up (`yes, go on`) keeps the prompt before it."""
-    prompts = [m.content.strip() for m in history if isinstance(m, UserMessage) and m.kind == "prompt"]
-    prompts = [p for p in prompts if p]
-    if not prompts:
+    return goal_from([m.content for m in history if isinstance(m, UserMessage) and m.kind == "prompt"])
+
+
+def goal_from(prompts: Sequence[str]) -> str:
+    """`goal_of` given the prompts, oldest first (only the last non-empty two are read)."""
+    latest = previous = ""
+    for text in reversed(prompts):
+        if text.strip():
+            if latest:
+                previous = text.strip()
+                break
+            latest = text.strip()
+    if not latest:
         return ""
-    latest = prompts[-1]
-    if len(terms(latest)) < 3 and len(prompts) > 1:
-        return prompts[-2] + "\nThen: " + latest
+    if len(_terms(latest)) < 3 and previous:
+        return previous + "\nThen: " + latest
     return latest
 
 
-def _recent_text(history: Sequence[Message], window: int) -> str | None:
-    """Text of the last `window` assistant/tool messages after the latest prompt; None if fewer than 2."""
-    recent: list[str] = []
-    for msg in reversed(history):
-        if isinstance(msg, UserMessage) and msg.kind == "prompt":
-            break
-        if isinstance(msg, AssistantMessage):
-            calls = " ".join(c.name + " " + c.arguments for c in msg.tool_calls)
-            recent.append((msg.content + " " + calls)[:RECENT_CHARS])
-        elif isinstance(msg, ToolMessage):
-            recent.append(msg.content[:RECENT_CHARS])
-        if len(recent) >= window:
-            break
-    return " ".join(recent) if len(recent) >= 2 else None
+def _scanned_text(msg: AssistantMessage | ToolMessage) -> str:
+    """What of a message the drift measure reads (tool outputs can be huge: their head only)."""
+    if isinstance(msg, AssistantMessage):
+        calls = " ".join(c.name + " " + c.arguments for c in msg.tool_calls)
+        return (msg.content + " " + calls)[:RECENT_CHARS]
+    return msg.content[:RECENT_CHARS]
+
+
+_terms_uncached = _terms.__wrapped__
 
 
 def _clip(text: str, limit: int) -> str:

@@ -10,14 +10,18 @@ Every record has `ts` (local ISO time) and `event`:
   tool           tool, call_id, args (summary, long values truncated), approved, is_error, exit_code,
                  duration, summary, path (files a write/edit changed)
   context        total_tokens, window, usage_percent
-  compaction     trigger, strategy, tokens_before, tokens_after, reduction_percent, messages_compacted
+  compaction     trigger, strategy, tokens_before, tokens_after, reduction_percent, messages_compacted,
+                 duration, waited (seconds the loop stood still), background (summary made ahead)
+  background_summary  phase (started, then used | failed | cancelled | declined | dropped), messages,
+                 tokens, duration (start to end), used, note
   context_overflow planned_window, server_window, requested, adopted, text (a provider's context-length error)
   history_replaced reason, messages
   turn_end       stop_reason, iterations, tool_calls, tokens, tokens_estimated, duration
   subagent       a sub-agent's end: parent_call, agent, stop_reason, iterations, tool_calls, tokens, transcript
                  (its llm_call and tool records carry parent_call and agent too)
   error/warning  text
-  stats          (on close) turns, llm_calls, tools_executed, compactions, total_tokens, files_modified...
+  stats          (on close) turns, llm_calls, tools_executed, compactions, compaction_wait, total_tokens,
+                 files_modified...
 Lines are appended as events happen (see `jsonl.AppendOnlyFile`), so a crash leaves every earlier
 line valid; the stats are recomputed from the whole file, so a resumed session's stats cover all of it.
 """
@@ -32,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from swecli.config import Settings
-from swecli.events import CompactionDone, ContextOverflow, TurnFinished
+from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, TurnFinished
 from swecli.messages import ToolCall, Usage
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -146,7 +150,12 @@ class SessionLog:
     def compaction(self, done: CompactionDone) -> None:
         self.write("compaction", trigger=done.trigger, strategy=done.strategy, tokens_before=done.tokens_before,
                    tokens_after=done.tokens_after, reduction_percent=round(100 * done.reduction, 1),
-                   messages_compacted=done.messages_compacted, duration=round(done.duration, 3), note=done.note)
+                   messages_compacted=done.messages_compacted, duration=round(done.duration, 3),
+                   waited=round(done.waited, 3), background=done.background, note=done.note)
+
+    def background_summary(self, event: BackgroundSummary) -> None:
+        self.write("background_summary", phase=event.phase, messages=event.messages, tokens=event.tokens,
+                   duration=round(event.duration, 3), used=event.used, note=event.note)
 
     def context_overflow(self, overflow: ContextOverflow) -> None:
         self.write("context_overflow", planned_window=overflow.planned_window, server_window=overflow.server_window,
@@ -182,10 +191,13 @@ def stats_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     tokens = {"tokens_in": 0, "tokens_out": 0, "tokens_cached": 0}
     files: set[str] = set()
     tool_errors = 0
+    waited = 0.0
     for record in records:
         event = record.get("event")
         if event in counts:
             counts[str(event)] += 1
+        if event == "compaction":
+            waited += float(record.get("waited") or 0.0)
         if event == "llm_call":
             for key in tokens:
                 tokens[key] += int(record.get(key) or 0)
@@ -195,7 +207,8 @@ def stats_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
                 files.add(str(record["path"]))
     return {
         "turns": counts["user_input"], "llm_calls": counts["llm_call"], "tools_executed": counts["tool"],
-        "tool_errors": tool_errors, "compactions": counts["compaction"], "errors": counts["error"],
+        "tool_errors": tool_errors, "compactions": counts["compaction"],
+        "compaction_wait": round(waited, 3), "errors": counts["error"],
         **tokens, "total_tokens": tokens["tokens_in"] + tokens["tokens_out"],
         "files_modified": sorted(files), "runs": counts["session_start"],
     }
@@ -276,7 +289,12 @@ _DESCRIBERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "tool": _describe_tool,
     "context": lambda r: f"{r['total_tokens']:,} / {r['window']:,} tokens ({r['usage_percent']}%)",
     "compaction": lambda r: (f"{r['strategy']} ({r['trigger']}): {r['tokens_before']:,} → {r['tokens_after']:,} "
-                             f"tokens (-{r['reduction_percent']}%), {r['messages_compacted']} messages"),
+                             f"tokens (-{r['reduction_percent']}%), {r['messages_compacted']} messages"
+                             + (f", summary made in the background, waited {r.get('waited', 0):.1f}s"
+                                if r.get("background") else "")),
+    "background_summary": lambda r: (f"{r['phase']}: {r['messages']} messages at {r['tokens']:,} tokens"
+                                     + (f", after {r['duration']:.1f}s" if r["phase"] != "started" else "")
+                                     + (f" ({r['note']})" if r.get("note") else "")),
     "history_replaced": lambda r: f"{r['reason']}: {r['messages']} messages",
     "context_overflow": lambda r: (f"server window {r['server_window'] or '?'}, planned {r['planned_window']:,}"
                                    f"{' (adopted)' if r.get('adopted') else ''}: {_cut(str(r['text']), 100)}"),

@@ -22,6 +22,7 @@ from typing import Any
 
 from swecli.config import Settings
 from swecli.events import (
+    BackgroundSummary,
     ChildEvent,
     CompactionDone,
     ContextOverflow,
@@ -170,6 +171,8 @@ class SessionRecorder:
             self.log.tool(event.call, event.result, event.duration, event.approved)
         elif isinstance(event, CompactionDone):
             self.log.compaction(event)
+        elif isinstance(event, BackgroundSummary):
+            self.log.background_summary(event)
         elif isinstance(event, ContextOverflow):
             self.log.context_overflow(event)
         elif isinstance(event, TurnFinished):

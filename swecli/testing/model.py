@@ -54,3 +54,26 @@ def calls(*specs: tuple[str, str], text: str = "") -> AssistantMessage:
     """
     return AssistantMessage(content=text, tool_calls=tuple(
         ToolCall(id=f"call_{next(_ids)}_{name}", name=name, arguments=args) for name, args in specs))
+
+
+SUMMARY_SECTIONS = ("User instructions and constraints", "Current task and state", "Decisions and reasons",
+                    "Files", "Errors and resolutions", "Commands", "Open questions")
+
+
+@dataclass
+class ScriptedSummarizer:
+    """Answers every request with the same ~600-token structured summary, as a summarizing model would
+    (for compaction benchmarks and replays, where the number of calls depends on the data)."""
+
+    name: str = "scripted-summarizer"
+    model: str = "scripted"
+    requests: list[ModelRequest] = field(default_factory=list)
+
+    def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        self.requests.append(request)
+        body = "\n".join(f"### {s}\n" + "- a specific finding with a path and a reason. " * 8
+                         for s in SUMMARY_SECTIONS)
+        yield ResponseDone(AssistantMessage(content=body), Usage(requests=1))
+
+    def close(self) -> None:
+        return None

@@ -6,7 +6,8 @@ printers below turn the loop's events into progress lines (text) or JSON events 
 Output formats:
 - text: the final answer on stdout; progress (actions, results, warnings) on stderr.
 - json: one object on stdout: result, stop_reason, turns, tool_calls, usage (with `estimated` and
-  `estimated_requests` when the server reported no usage and swecli counted locally), session_id, error.
+  `estimated_requests` when the server reported no usage and swecli counted locally), compactions,
+  compaction_wait (seconds the loop stood still for them), session_id, error.
 - stream-json: one JSON object per event on stdout, the last one of type "result".
 Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
 interrupted (Ctrl-C: the first one stops the turn as Esc does in the REPL, a second one at once), 3 when
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.events import (
+    BackgroundSummary,
     ChildEvent,
     CompactionDone,
     Event,
@@ -115,8 +117,12 @@ class ProgressPrinter:
             mark = "x" if event.result.is_error else "."
             self.out.write(f"  {mark} {event.result.summary or ('error' if event.result.is_error else 'ok')}\n")
         elif isinstance(event, CompactionDone):
+            made = f"summary made in the background, waited {event.waited:.1f}s" if event.background \
+                else f"in {event.duration:.1f}s"
             self.out.write(f"{event.strategy} ({event.trigger}): {event.tokens_before:,} -> {event.tokens_after:,} "
-                           f"tokens ({-event.reduction:+.0%}) in {event.duration:.1f}s\n")
+                           f"tokens ({-event.reduction:+.0%}) {made}\n")
+        elif isinstance(event, BackgroundSummary) and not event.used:
+            self.out.write(f"background summary {event.phase}" + (f": {event.note}" if event.note else "") + "\n")
         elif isinstance(event, Notice):
             self.out.write(f"{event.level}: {event.text}\n")
         elif isinstance(event, Waiting):
@@ -188,6 +194,8 @@ def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
         "tool_calls": turn.tool_calls if turn else 0,
         "usage": usage,
         "duration": round(turn.duration, 3) if turn else 0,
+        "compactions": turn.compactions if turn else 0,
+        "compaction_wait": round(turn.compaction_wait, 3) if turn else 0,
         "session_id": session_id,
         "error": error or None,
         "permission_denials": denials or [],

@@ -5,7 +5,7 @@
   (prompt-toolkit's bracketed paste inserts it whole).
 - Tab completes slash commands, their arguments, and `@path` mentions.
 - Shift-Tab cycles the mode; Ctrl-C clears a non-empty line, and on an empty one asks to leave.
-- The bottom toolbar shows provider/model, mode and the context meter.
+- The bottom toolbar shows provider/model, mode, the context meter and a background summary at work.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ STYLE = {
     "toolbar.meter.near": "bold #eeee44",
     "toolbar.meter.over": "bold #ff5555",
     "toolbar.hint": "#777777",
+    "toolbar.background": "#cc88ff",
     "prompt": "bold #66aaff",
 }
 
@@ -154,6 +155,7 @@ def toolbar_fragments(repl: Repl, width: int | None = None) -> StyleAndTextTuple
         (f"class:toolbar.mode.{repl.mode}", f"{repl.mode} mode"),
         ("", " · "),
         (f"class:toolbar.meter.{meter.level}", meter.label),
+        *background_fragments(repl.agent.context.background_status()),
     ]
     used = sum(len(text) for _, text, *_ in fragments)
     hints = ""
@@ -178,6 +180,11 @@ def _terminal_width() -> int:
     if app is None:
         return 1_000
     return int(app.output.get_size().columns)
+
+
+def background_fragments(status: str) -> StyleAndTextTuples:
+    """`⟳ summarizing older context` while a background summary is made (see swecli.context.background)."""
+    return [("", " · "), ("class:toolbar.background", f"⟳ {status}")] if status else []
 
 
 def build_session(repl: Repl) -> PromptSession[str]:

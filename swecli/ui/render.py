@@ -28,6 +28,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from swecli.events import (
+    BackgroundSummary,
     ChildEvent,
     CompactionDone,
     Event,
@@ -280,6 +281,8 @@ def compaction_line(event: CompactionDone) -> Text:
     text = Text("⟳ ", style="magenta")
     text.append(f"{what}: {format_tokens(event.tokens_before)} → {format_tokens(event.tokens_after)} tokens")
     text.append(f" ({-event.reduction:+.0%}, {event.strategy}, {event.trigger})", style="dim")
+    if event.background:
+        text.append(f" · summary made in the background, waited {format_duration(event.waited)}", style="dim")
     if event.note:
         text.append(f"\n  {event.note}", style="dim")
     return text
@@ -450,6 +453,8 @@ class Renderer:
         self._silent_since: float | None = None
         """When the model went quiet, while it stays quiet (from `Waiting` events)."""
         self.interrupting = False
+        self.summarizing = False
+        """A background summary is being made (shown in the status line)."""
 
     # the REPL's side ------------------------------------------------------------------------------
     def begin_turn(self, activity: str = "Thinking") -> None:
@@ -527,6 +532,8 @@ class Renderer:
         elif isinstance(event, CompactionDone):
             self._finish_streams()
             self.console.print(compaction_line(event))
+        elif isinstance(event, BackgroundSummary):
+            self.summarizing = event.phase == "started"
         elif isinstance(event, Notice):
             self._finish_streams()
             self.console.print(notice_line(event))
@@ -671,6 +678,8 @@ class Renderer:
         if self._silent_since is not None:
             line.append(f" · no reply for {format_duration(now - self._silent_since)}", style="yellow")
         line.append(" · esc to interrupt", style="dim")
+        if self.summarizing:
+            line.append(" · summarizing older context in the background", style="dim")
         return line
 
     def _text_width(self, indent: str) -> int:

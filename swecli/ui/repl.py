@@ -271,6 +271,8 @@ class Repl:
             while not self._exit:
                 self.session.drain_notices()  # an MCP server that failed while the prompt was idle
                 self.refresh_meter()
+                if session is not None:  # a background summary that ends redraws the toolbar (thread-safe)
+                    self.agent.context.on_background_done = session.app.invalidate
                 draft, self._draft = self._draft, ""
                 try:
                     text = session.prompt(default=draft) if session is not None else input("> ")

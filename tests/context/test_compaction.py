@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -8,6 +9,7 @@ from hypothesis import strategies as st
 
 from swecli.context.archive import MemoryArchive
 from swecli.context.compaction import (
+    SAVED_PATH,
     SUMMARY_MARKER,
     CompactionParams,
     boundaries,
@@ -18,10 +20,14 @@ from swecli.context.compaction import (
     summary_body,
 )
 from swecli.context.extract import parse_facts
+from swecli.context.manager import ContextManager
 from swecli.context.tokens import TokenCounter
-from swecli.llm.base import ProviderError
-from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
-from swecli.testing.model import ScriptedModel, say
+from swecli.events import Event
+from swecli.llm.base import ModelRequest, ProviderError
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, UserMessage
+from swecli.testing.model import ScriptedModel, ScriptedSummarizer, say
+from swecli.testing.replay import engine, replay_session
+from swecli.testing.shared import TRAJECTORIES, load_trajectory, trajectory_paths
 from tests.context.histories import EchoSummarizer, assert_pairing, histories, prompts
 
 COUNTER = TokenCounter()
@@ -358,3 +364,72 @@ def test_too_many_chunks_keep_the_first_and_the_newest() -> None:
     assert "task 0: keep the public API unchanged" in model.requests[0].messages[0].content
     assert any("summarized 3 of" in n and "the first and the newest" in n for n in result.notes)
     assert_pairing(result.history)
+
+
+# --- every saved output stays one read away from the prompt -------------------------------------------
+
+def reachable_from(request_text: str, root: Path) -> set[str]:
+    """Files the prompt names, and the files named inside those (one read away)."""
+    named = set(SAVED_PATH.findall(request_text))
+    reached = set(named)
+    for path in named:
+        target = root / path
+        if target.is_file() and path.startswith(".swecli/compactions/") and not path.endswith(".jsonl"):
+            reached |= set(SAVED_PATH.findall(target.read_text(encoding="utf-8")))
+    return reached
+
+
+def request_text(request: ModelRequest) -> str:
+    parts = [b.text for b in request.system] + [m.content for m in request.messages] + [request.tail]
+    parts += [c.arguments for m in request.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    return "\n".join(parts)
+
+
+def saved_outputs(root: Path) -> set[str]:
+    folder = root / ".swecli" / "tool_results"
+    return {f".swecli/tool_results/{p.name}" for p in folder.glob("*.txt")} if folder.is_dir() else set()
+
+
+def assert_one_read_away(request: ModelRequest, root: Path) -> None:
+    missing = saved_outputs(root) - reachable_from(request_text(request), root)
+    assert not missing, f"saved outputs two or more reads away from the prompt: {sorted(missing)[:5]}"
+
+
+def test_every_offloaded_or_decayed_output_stays_one_read_away_across_compactions(tmp_path: Path) -> None:
+    """Large outputs are offloaded, older ones decay, several compactions drop them: after each
+    compaction, every saved output is named in the prompt or in the compaction index it names."""
+    events: list[Event] = []
+    context = engine((SystemBlock(text="You are a coding agent."),), (), 8_000, tmp_path, events,
+                     decay_min_savings_tokens=500)
+    history: list[Message] = [UserMessage(content="list every module and read the long ones")]
+    for i in range(60):
+        call = ToolCall(id=f"call_{i}", name="bash", arguments=json.dumps({"command": f"cat src/module_{i}.py"}))
+        lines = 450 if i % 2 else 150  # over 400 lines: offloaded; the others decay, saved then
+        history += [AssistantMessage(tool_calls=(call,)),
+                    ToolMessage(tool_call_id=call.id, name="bash",
+                                content="\n".join(f"{i}:{n}: value_{n} = compute({n})" for n in range(lines)))]
+    summarizer = ScriptedSummarizer()
+    checked = []
+
+    def check(request: ModelRequest, ctx: ContextManager) -> None:
+        if len(ctx.compactions) > len(checked):
+            assert_one_read_away(request, tmp_path)
+            checked.append(len(ctx.compactions))
+
+    replay_session(context, [*history, AssistantMessage(content="done")], summarizer, check)
+    assert len(context.compactions) >= 3 and len(saved_outputs(tmp_path)) >= 30 and context.mechanisms is not None
+    assert context.mechanisms.offloaded == 30 and context.mechanisms.decays >= 1
+    assert list((tmp_path / ".swecli" / "compactions").glob("*-index-*.txt"))
+
+
+@pytest.mark.skipif(not TRAJECTORIES.is_dir(), reason="../shared/trajectories not present")
+def test_a_real_session_keeps_its_saved_outputs_one_read_away(tmp_path: Path) -> None:
+    """The sessions whose outputs get offloaded, one after the other in one session at 32k."""
+    chosen = [p for p in trajectory_paths() if p.name[:2] in ("12", "13", "16", "17", "23", "25")]
+    history = [m for i, path in enumerate(chosen) for m in load_trajectory(path, prefix=f"t{i}_")[2]]
+    system, tools, _ = load_trajectory(chosen[0])
+    context = engine(system, tools, 32_000, tmp_path)
+    last: list[ModelRequest] = []
+    replay_session(context, history, ScriptedSummarizer(), lambda request, ctx: last.append(request))
+    assert len(context.compactions) >= 2 and saved_outputs(tmp_path)
+    assert_one_read_away(last[-1], tmp_path)

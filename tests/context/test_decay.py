@@ -12,16 +12,19 @@ from swecli.context.decay import (
     DIGEST_MARKER,
     NO_REFERENCE,
     DecayPolicy,
+    DecayScan,
     decay,
     is_digest,
     newest_zone_start,
     saving_reference,
 )
+from swecli.context.ledger import Ledger
 from swecli.context.offload import offload
 from swecli.context.prefix import PrefixMonitor
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ThinkingBlock, ToolCall, ToolMessage, UserMessage
+from swecli.testing.shared import TRAJECTORIES, load_trajectory, trajectory_paths
 from swecli.tools.base import ToolContext
 from swecli.tools.builtin import default_registry
 
@@ -242,36 +245,12 @@ def test_decay_invariants(history: list[Message], keep: int, threshold: int) -> 
 
 # --- a loop over real sessions --------------------------------------------------------------------
 
-TRAJECTORIES = Path(__file__).resolve().parents[3] / "shared" / "trajectories"
-
-
-def load_trajectory(path: Path) -> list[Message]:
-    """A shared trajectory as typed history (calls with no result in the source are dropped)."""
-    raw = json.loads(path.read_text(encoding="utf-8"))["messages"]
-    answered = {m.get("tool_call_id") for m in raw if m["role"] == "tool"}
-    names: dict[str, str] = {}
-    history: list[Message] = []
-    for m in raw:
-        if m["role"] == "user":
-            history.append(UserMessage(content=m["content"] or ""))
-        elif m["role"] == "assistant":
-            calls = tuple(ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
-                          for c in m.get("tool_calls") or [] if c["id"] in answered)
-            names.update((c.id, c.name) for c in calls)
-            history.append(AssistantMessage(content=m["content"] or "", tool_calls=calls))
-        elif m["role"] == "tool" and m.get("tool_call_id") in names:
-            history.append(ToolMessage(tool_call_id=m["tool_call_id"], name=names[m["tool_call_id"]],
-                                       content=m["content"] or ""))
-    return history
-
-
 @pytest.mark.skipif(not TRAJECTORIES.is_dir(), reason="../shared/trajectories not present")
-@pytest.mark.parametrize("path", sorted(TRAJECTORIES.glob("*.json")) if TRAJECTORIES.is_dir() else [],
-                         ids=lambda p: p.name[:12])
+@pytest.mark.parametrize("path", trajectory_paths(), ids=lambda p: p.name[:12])
 def test_a_loop_over_a_real_session_decays_in_rare_batches_and_keeps_the_prefix(path: Path) -> None:
     """Each step appends the real messages, decays like the loop would, and sends a request: the
     prefix monitor sees only appends between decay events, and events stay rare."""
-    source = load_trajectory(path)
+    source = load_trajectory(path)[2]
     monitor = PrefixMonitor(counter)
     history: list[Message] = []
     events = saved = 0
@@ -292,6 +271,36 @@ def test_a_loop_over_a_real_session_decays_in_rare_batches_and_keeps_the_prefix(
         assert events > 0
 
 
+# --- the incremental scan -------------------------------------------------------------------------
+
+@settings(max_examples=30, deadline=None)
+@given(histories(), st.integers(0, 6_000), st.sampled_from([0, 300, 2_000]))
+def test_the_loops_incremental_scan_decides_exactly_what_reading_the_whole_history_decides(
+        history: list[Message], keep: int, threshold: int) -> None:
+    """Grown message by message, folding when it decides to (as the loop does), the scan that reads only
+    new messages agrees with a fresh `decay` of the whole history at every step."""
+    scan, ledger = DecayScan(counter), Ledger(counter.message)
+    live: list[Message] = []
+    for message in history:
+        live.append(message)
+        fresh = decay(live, counter, keep, threshold)
+        result = scan.run(live, ledger.sync(live), keep, threshold)
+        assert (result.folded, result.saved_tokens, result.pending_tokens) == \
+            (fresh.folded, fresh.saved_tokens, fresh.pending_tokens)
+        assert [m.content for m in result.history] == [m.content for m in fresh.history]
+        if result.changed:
+            live = list(result.history)
+
+
+def test_a_result_too_young_for_its_policy_folds_once_it_is_old_enough() -> None:
+    """A bash output lives 4 steps: the scan keeps it waiting, then counts it without rereading."""
+    scan, ledger = DecayScan(counter), Ledger(counter.message)
+    live: list[Message] = [UserMessage(content="run the tests"), *step(0, "bash", {"command": "pytest"}, big("t"))]
+    seen = []
+    for n in range(1, 6):
+        live += step(n, "read_file", {"path": f"f{n}.py"}, "small")
+        seen.append(scan.run(live, ledger.sync(live), 0, 10**9).pending_tokens)
+    assert seen[:3] == [0, 0, 0] and seen[3] == seen[4] > 0
 def thinking_session(steps: int) -> list[Message]:
     history: list[Message] = [UserMessage(content="fix the bug")]
     for n in range(steps):
@@ -321,3 +330,20 @@ def test_thinking_below_the_batch_threshold_is_left_alone() -> None:
     history = thinking_session(4)
     result = decay(history, counter, keep_recent_tokens=500, min_savings_tokens=1_000_000)
     assert result.history is history and result.pending_tokens > 0
+
+
+def test_the_incremental_scan_drops_old_thinking_exactly_when_a_fresh_decay_does() -> None:
+    scan, ledger = DecayScan(counter), Ledger(counter.message)
+    live: list[Message] = []
+    batches = 0
+    for message in thinking_session(14):
+        live.append(message)
+        fresh = decay(live, counter, 1_500, 1_000)
+        result = scan.run(live, ledger.sync(live), 1_500, 1_000)
+        assert (result.folded, result.saved_tokens, result.pending_tokens) == \
+            (fresh.folded, fresh.saved_tokens, fresh.pending_tokens)
+        assert result.history == fresh.history
+        if result.changed:
+            batches += 1
+            live = list(result.history)
+    assert batches >= 1

@@ -24,7 +24,7 @@ def test_command_receives_json_on_stdin_and_may_add_instructions(tmp_path: Path)
     assert decision == PreCompactDecision(instructions="keep the API")
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert seen == {"event": "pre_compact", "trigger": "manual", "tokens": 1234, "window": 8000,
-                    "message_count": 42, "focus": "the API", "strategy": "summarize"}
+                    "message_count": 42, "focus": "the API", "strategy": "summarize", "background": False}
 
 
 def test_command_may_cancel_or_supply_the_summary(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ TOOLS = ToolRegistry([Tool("dump", "Print lines of the module.", DumpArgs, dump)
 def run_session(project: Path, steps: list[Any], window: int) -> tuple[Any, list[dict[str, Any]], list[Event]]:
     events: list[Event] = []
     settings = Settings(model="scripted-model", context_limit=window, max_tokens=1_024,
-                        context=ContextConfig(keep_recent_tokens=1_500))
+                        context=ContextConfig(keep_recent_tokens=1_500, background_compaction=False))
     context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=project,
                                            on_event=events.append)
     with server.ScriptedLLM(steps) as llm:
@@ -109,3 +109,39 @@ def test_provider_context_length_error_compacts_and_retries(project: Path) -> No
     assert any("summary after the overflow" in m.get("content", "") for m in retry["messages"])
     assert len(retry["messages"]) < len(requests[3]["messages"])
     assert [e.trigger for e in events if isinstance(e, CompactionDone)] == ["overflow"]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_small_window_gets_a_max_tokens_that_fits_it_on_the_wire(project: Path, wire: str) -> None:
+    """A 1,024-token window with the default max_tokens (8,192): every request body asks for a reply
+    that fits the window together with the prompt."""
+    from swecli.context.tokens import TokenCounter
+
+    settings = Settings(model="scripted-model", context_limit=1_024)
+    assert settings.max_tokens == 8_192
+    context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=project)
+    prompts: list[int] = []
+    real_request = context.request
+
+    def counted(history: list[Any], thinking: Any = None) -> Any:
+        request = real_request(history, thinking)
+        prompts.append(TokenCounter().request(request))
+        return request
+
+    context.request = counted  # type: ignore[method-assign]
+    steps = [server.Reply(calls=[server.Call("dump", {"lines": 5})], usage=False), server.Reply("done", usage=False)]
+    with server.ScriptedLLM(steps, wire=wire) as llm:
+        module = openai if wire == "openai" else pytest.importorskip("swecli.llm.anthropic")
+        cls = module.OpenAIProvider if wire == "openai" else module.AnthropicProvider
+        provider = cls(model="scripted-model", base_url=llm.base_url, api_key="test-key", sleep=lambda s: None)
+        agent = Agent(provider, TOOLS, context, ToolContext(root=project), Policy("auto"))
+        try:
+            assert agent.run("dump five lines").answer == "done"
+        finally:
+            provider.close()
+        bodies = list(llm.requests)
+    assert len(bodies) == len(prompts) == 2
+    for body, prompt in zip(bodies, prompts, strict=True):
+        asked = body.get("max_tokens", body.get("max_completion_tokens"))  # OpenAI's own name for it
+        assert asked is not None and asked <= 256
+        assert prompt + asked <= 1_024

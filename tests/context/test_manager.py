@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -16,6 +18,7 @@ from swecli.context.extract import parse_facts
 from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
 from swecli.events import CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import ContextOverflowError, ModelRequest
+from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.permissions import Policy
 from swecli.testing.model import ScriptedModel, calls, say
@@ -39,7 +42,8 @@ TOOLS = ToolRegistry([Tool("dump", "Print lines.", DumpArgs, dump)])
 
 
 def manager(window: int = 7_000, **config: object) -> ContextManager:
-    cfg = ContextConfig(**{"keep_recent_tokens": 1_500, **config})
+    """Compaction on the spot (the summary made in the background is tested in test_background.py)."""
+    cfg = ContextConfig(**{"keep_recent_tokens": 1_500, "background_compaction": False, **config})
     return ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, config=cfg, memory=MEMORY,
                           archive=MemoryArchive())
 
@@ -272,11 +276,14 @@ def test_from_settings_uses_the_window_and_sections() -> None:
 # --- a whole session through prepare(), like the loop -----------------------------------------------
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.data(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(6_000, 30_000))
+@given(st.data(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(6_000, 30_000),
+       st.booleans())
 def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(
-    data: st.DataObject, strategy: str, window: int
+    data: st.DataObject, strategy: str, window: int, ahead: bool
 ) -> None:
-    context = manager(window=window, strategy=strategy, keep_recent_tokens=window // 5)
+    """Every request stays paired and under the compaction threshold; with a summary made in the
+    background, under the hard limit (the loop works on past the threshold until the summary is in)."""
+    context = manager(window=window, strategy=strategy, keep_recent_tokens=window // 5, background_compaction=ahead)
     summarizer = EchoSummarizer()
     history: list[Message] = []
     typed: list[str] = []
@@ -294,7 +301,9 @@ def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(
             assert request.system == SYSTEM + MEMORY
             assert_pairing(request.messages)
             assert prompts(history) == typed
-            assert context.state(history).total <= context.budget.limit
+            ceiling = context.budget.hard_limit if ahead and strategy == "summarize" else context.budget.limit
+            assert context.state(history).total <= ceiling
+    context.close()
     event(f"compactions: {min(len(context.compactions), 3)}{'+' if len(context.compactions) > 3 else ''}")
 
 
@@ -324,6 +333,65 @@ def test_prepare_records_the_state_even_with_auto_compaction_off() -> None:
     assert context.last_state is not None and context.last_state.total == context.state(history).total
 
 
+# --- the budget: prompt + max_tokens always fits; the tail counts; what is kept scales ---------------
+
+def test_every_request_leaves_room_for_its_reply_and_never_asks_more_than_the_window_allows() -> None:
+    context = manager(window=1_024)
+    context.max_tokens = 8_192
+    history: list[Message] = [UserMessage(content="tell me about the parser " * 10)]
+    for _ in range(6):
+        request = context.request(history)
+        prompt = context.counter.request(request)
+        assert request.max_tokens <= context.budget.reserve == 256
+        assert prompt + request.max_tokens <= 1_024 or prompt > 1_024 - 64
+        history = [*history, AssistantMessage(content="more " * 40), UserMessage(content="go on " * 5)]
+
+
+def test_the_dynamic_tail_counts_toward_the_compaction_trigger(tmp_path: Path) -> None:
+    settings = Settings(model="scripted-model", max_tokens=16,
+                        context=ContextConfig(keep_recent_tokens=300, background_compaction=False))
+    context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=tmp_path,
+                                           on_event=lambda event: None)
+    history: list[Message] = [UserMessage(content="make the build pass")]
+    for i in range(3):  # the same command failing three times: the failure evidence speaks up in the tail
+        call = ToolCall(id=f"m{i}", name="bash", arguments='{"command": "make"}')
+        result = ToolResult("make: *** [all] Error 2\nexit code 2", is_error=True)
+        history += [AssistantMessage(tool_calls=(call,)),
+                    ToolMessage(tool_call_id=call.id, name="bash", content=context.tool_content(call, result))]
+    history += [AssistantMessage(content="retrying " * 200), UserMessage(content="keep going")]
+    without = context.state(history, tail="")
+    tail = context.request(history).tail
+    assert "[Failure evidence]" in tail
+    with_tail = context.state(history, tail)
+    assert with_tail.total == without.total + context.counter.text(tail) + 4
+    # A window whose compaction level the history alone stays under, and the history with its tail passes.
+    context.window = math.ceil((without.total + 2) / 0.8)
+    assert without.total < context.budget.limit < with_tail.total
+    summarizer = ScriptedModel([say("### Current task and state\nmake fails")])
+    assert context.prepare(history, summarizer) is not history
+    assert [c.trigger for c in context.compactions] == ["auto"]
+
+
+def test_what_auto_compaction_keeps_verbatim_scales_with_the_window() -> None:
+    kept = {}
+    for window in (40_000, 80_000):
+        context = ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, archive=MemoryArchive(),
+                                 config=ContextConfig(threshold=0.5, background_compaction=False))
+        assert context.keep_recent_tokens == window // 4
+        history: list[Message] = [UserMessage(content="read the module")]
+        for i in range(120):
+            call = ToolCall(id=f"r{i}", name="dump", arguments="{}")
+            history += [AssistantMessage(tool_calls=(call,)),
+                        ToolMessage(tool_call_id=call.id, name="dump", content=f"row {i} of the output\n" * 60)]
+        history = history[: next(i for i in range(len(history)) if context.state(history[:i]).total > window // 2)
+                          + 1]
+        while has_open_calls(history):
+            history.pop()
+        compacted = context.prepare(history, ScriptedModel([say("### Current task and state\nreading")]))
+        summary = next(i for i, m in enumerate(compacted) if isinstance(m, UserMessage) and m.kind == "summary")
+        kept[window] = context.counter.messages(compacted[summary + 1:])
+        assert window // 4 - 1_000 < kept[window] <= window // 4
+    assert kept[80_000] > 1.8 * kept[40_000]
 def test_an_overflow_naming_a_smaller_window_is_logged_adopted_and_explained() -> None:
     context = manager(window=131_072)
     context.window_source = "known-models table"
@@ -361,3 +429,19 @@ def test_the_final_overflow_error_counts_every_request_and_names_the_fix() -> No
     named = context.overflow_failure(ContextOverflowError("x", server_window=4096),
                                      ContextOverflowError("x", server_window=4096, requested=6000))
     assert "(2 requests sent): the server's window is 4,096 tokens and the request 6,000" in str(named)
+
+
+@pytest.mark.parametrize(("window", "thinking", "expected"), [
+    (200_000, 8_192, (8_192, 8_192)),  # room for both: all of both
+    (32_000, 8_192, (4_000, 4_000)),  # a quarter of the window, shared as asked (1:1)
+    (32_000, 24_576, (2_000, 6_000)),  # shared 1:3
+    (6_000, 8_192, (1_500, 0)),  # a budget under Anthropic's 1,024 minimum: no thinking for this request
+])
+def test_extended_thinking_shares_the_replys_room_and_the_whole_still_fits(
+        window: int, thinking: int, expected: tuple[int, int]) -> None:
+    context = manager(window=window)
+    context.max_tokens = 8_192
+    request = context.request([UserMessage(content="plan the refactor")], Thinking(thinking, "medium"))
+    assert (request.max_tokens, request.thinking.budget) == expected
+    # What a thinking wire asks for (max_tokens + budget) fits the window with the prompt.
+    assert context.counter.request(request) + request.max_tokens + request.thinking.budget <= window

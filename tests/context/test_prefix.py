@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from swecli.context.prefix import PrefixMonitor, serialize_message
+from swecli.context.prefix import PrefixMonitor, Unit, serialize_message, shared_prefix
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage
@@ -45,6 +45,33 @@ def test_pure_appends_reuse_the_whole_previous_request(monitor: PrefixMonitor) -
     stats = monitor.stats
     assert (stats.requests, stats.breaks, stats.violations, stats.rewrites) == (6, 0, 0, 0)
     assert stats.effective_tokens < stats.total_tokens
+
+
+def test_reading_only_the_new_messages_reports_what_comparing_whole_requests_reports(
+        monitor: PrefixMonitor) -> None:
+    """Appends take the fast path (only new messages are serialized); every report must still equal the
+    comparison of the two requests' every unit."""
+    history: list[Message] = [UserMessage(content="read everything")]
+    sequence = [request(history, tail="goal")]
+    for n in range(4):
+        history = history + step(n)
+        sequence.append(request(history, tail="goal" if n % 2 else f"goal {n}"))
+    sequence.append(sequence[-1])  # the same request again (a retry after an error)
+    sequence.append(request(history))  # no tail
+    history = history + step(9)
+    sequence.append(request(history, tail="goal"))
+    sequence.append(request(history[:3] + history[4:], tail="goal"))  # a message removed, unmarked
+    sequence.append(request(history, system=(SystemBlock(text="Another system prompt."),)))
+    reference = PrefixMonitor(TokenCounter())
+    before: list[Unit] = []
+    for req in sequence:
+        units = reference.units(req)
+        shared = shared_prefix(before, units)
+        report = monitor.observe(req)
+        assert (report.total_tokens, report.shared_units, report.shared_tokens) == \
+            (sum(u.tokens for u in units), shared, sum(u.tokens for u in units[:shared]))
+        before = units
+    assert monitor.stats.violations == 2
 
 
 def test_a_rewritten_old_message_is_reported(monitor: PrefixMonitor) -> None:

@@ -167,7 +167,8 @@ def test_auto_compaction_fires_in_a_real_session(project: Path) -> None:
                          Reply("Both modules define numbered helpers.")]
     with ScriptedLLM(steps) as llm:
         out = run_swecli(project, llm, "-p", "what do the two modules define? answer in one line",
-                         "--mode", "auto", "--context-limit", "12000", extra_env={"SWECLI_MAX_TOKENS": "1000"})
+                         "--mode", "auto", "--context-limit", "12000",
+                         extra_env={"SWECLI_MAX_TOKENS": "1000", "SWECLI_CONTEXT__BACKGROUND_COMPACTION": "false"})
     assert out.returncode == 0, out.stderr
     assert "summarize (auto)" in out.stderr
     final = llm.requests[3]["messages"]
@@ -187,6 +188,41 @@ def test_context_overflow_compacts_and_retries(sample: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "Done after the retry." in out.stdout and "(overflow)" in out.stderr
     assert len(llm.requests[2]["messages"]) <= len(llm.requests[1]["messages"])
+
+
+def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_log(project: Path) -> None:
+    """One server answers both the loop and the background summary (by what each request is), so the
+    order in which the two threads reach it does not matter."""
+    from swecli.context.compaction import SUMMARY_MARKER, SUMMARY_SYSTEM
+
+    for name in "abcdefgh":
+        (project / f"{name}.py").write_text(big_module(name, 120))
+    reads = iter("abcdefgh")
+
+    def answer(body: dict[str, object]) -> Step:
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        if messages[0]["content"] == SUMMARY_SYSTEM:
+            return Reply("### Current task and state\nReading the modules one by one.")
+        if any(SUMMARY_MARKER in str(m["content"]) for m in messages):
+            return Reply("Each module defines numbered helpers.")
+        return Reply(calls=[Call("read_file", {"path": f"{next(reads)}.py"})])
+
+    with ScriptedLLM([answer] * 12, strict=False) as llm:
+        out = run_swecli(project, llm, "-p", "what do the modules define? read them one by one", "--mode", "auto",
+                         "--context-limit", "9000", "--output-format", "json", extra_env={"SWECLI_MAX_TOKENS": "500"})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["result"] == "Each module defines numbered helpers."
+    assert result["compactions"] == 1 and isinstance(result["compaction_wait"], float)
+    log = next((project / ".swecli" / "logs").glob("*.jsonl")).read_text().splitlines()
+    records = [json.loads(line) for line in log]
+    summaries = [r for r in records if r["event"] == "background_summary"]
+    assert [r["phase"] for r in summaries] == ["started", "used"] and summaries[-1]["used"] is True
+    assert summaries[-1]["duration"] >= 0
+    (compaction,) = [r for r in records if r["event"] == "compaction"]
+    assert compaction["background"] is True and "waited" in compaction
+    assert records[-1]["event"] == "stats" and records[-1]["compactions"] == 1
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

@@ -107,3 +107,35 @@ def test_an_unwritable_history_falls_back_to_memory(repl: Repl, project: Path) -
     session = build_session(repl)
     assert isinstance(session.history, InMemoryHistory)
     assert "input history is not saved" in repl.console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_toolbar_shows_a_summary_being_made_in_the_background(repl: Repl) -> None:
+    import threading
+
+    from swecli.llm.openai import OpenAIProvider
+    from swecli.messages import AssistantMessage, Message, UserMessage
+    from swecli.testing.server import Reply
+
+    gate = threading.Event()
+    context = repl.agent.context
+    history: list[Message] = []
+    while context.state(history).total <= context.budget.warning_limit:
+        history += [UserMessage(content="explain the module " + "parser token " * 150),
+                    AssistantMessage(content="it parses " * 200)]
+    assert context.state(history).total <= context.budget.hard_limit
+
+    def summarize(body: dict[str, object]) -> Reply:
+        gate.wait(30)
+        return Reply("### Current task and state\nexplaining the module", usage=False)
+
+    with ScriptedLLM([summarize]) as summarizer:
+        context.summary_provider = lambda: OpenAIProvider(model="m", base_url=summarizer.base_url, api_key="k",
+                                                          name="openai-compatible", sleep=lambda s: None)
+        assert context.prepare(history, repl.provider) is history  # the loop goes on
+        assert ("class:toolbar.background", "⟳ summarizing older context") in toolbar_fragments(repl)
+        gate.set()
+        job = context.background_job
+        assert job is not None and job.done.wait(30)
+        assert ("class:toolbar.background", "⟳ summary ready") in toolbar_fragments(repl)
+    context.cancel_background("the test is over")
+    assert not [f for f in toolbar_fragments(repl) if f[0] == "class:toolbar.background"]

@@ -78,6 +78,7 @@ def test_context_prints_the_breakdown_table_and_bar() -> None:
     assert f"{state.current_turn:,}" in text
     assert "▲ compaction at 160k" in text and "█" in text
     assert "calibrates after the provider's first usage report" in text
+    assert "background summary from 140k · compaction at 160k · hard limit 191.8k (replies get max_tokens 8.2k)" in text
 
 
 def test_context_report_mentions_calibration_once_known() -> None:

@@ -1,0 +1,148 @@
+"""Background compaction: the older history is summarized while the loop keeps working.
+
+A model's summary takes 10-60 s. Made at the compaction threshold, the user waits that long every
+time; made ahead, nobody waits. The context engine (`ContextManager.prepare`) drives it in three
+steps, at the levels of `ContextBudget`:
+
+- past the warning level (`context.warning_threshold`, 0.1 below the threshold by default) it takes a
+  snapshot of the history and starts a `SummaryJob`: a thread that runs the PreCompact hook, then
+  summarizes the span a compaction would replace (`compaction.prepare_span`: the same summary prompt,
+  the facts, the references, the archive and its index), with its own provider and cancel token;
+- at the compaction level a ready summary is applied at once (`compaction.apply_span`): the summary
+  for the snapshot's span, then every message appended since, verbatim, still paired;
+- only when the history reaches the hard limit (the largest prompt that still leaves the reply its
+  room) before the summary is ready does the loop wait for it, and it says so.
+
+A summary that fails, is cancelled (/clear, /resume, /model, Esc, the session closing) or whose span
+was rewritten meanwhile is dropped; the normal path (a compaction made on the spot) then runs. The
+hook runs once per compaction, on the job's thread: its instructions shape the summary, a summary it
+supplies replaces the model's, and its cancel is honoured at the threshold.
+
+Thread safety: the job reads only its snapshot (messages are immutable) and a copy of the tool
+metadata, counts with its own `TokenCounter`, writes only to the archive, and talks to the provider
+its factory makes for it (the loop's HTTP client is not shared). It emits no events: the context
+engine reports its start and end from the loop's thread, and `on_done` only wakes a toolbar.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from swecli.context.archive import Archive
+from swecli.context.compaction import CompactionParams, PreparedSpan, prepare_span
+from swecli.context.hooks import PreCompactDecision
+from swecli.context.tokens import TokenCounter
+from swecli.llm.base import CancelToken, Provider
+from swecli.messages import Message
+
+Phase = Literal["running", "ready", "failed", "cancelled", "declined"]
+
+
+@dataclass
+class SummaryJob:
+    """One summary made ahead of its compaction. The fields below the line are written by its thread,
+    once, before `done` is set; read them only after."""
+
+    snapshot: tuple[Message, ...]
+    cut: int
+    """The span it summarizes: `snapshot[:cut]`."""
+    params: CompactionParams
+    tokens: int
+    """The prompt's size (provider tokens) when it started."""
+    started: float = field(default_factory=time.monotonic)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    done: threading.Event = field(default_factory=threading.Event)
+    # --- set by the thread ---
+    prepared: PreparedSpan | None = None
+    decision: PreCompactDecision = field(default_factory=PreCompactDecision)
+    notes: tuple[str, ...] = ()
+    error: str = ""
+    finished: float = 0.0
+
+    @property
+    def phase(self) -> Phase:
+        if not self.done.is_set():
+            return "running"
+        if self.cancel.cancelled:
+            return "cancelled"
+        if self.decision.cancel:
+            return "declined"
+        return "ready" if self.prepared is not None else "failed"
+
+    @property
+    def duration(self) -> float:
+        """Seconds from its start to its end (to now while it runs)."""
+        return (self.finished if self.done.is_set() else time.monotonic()) - self.started
+
+    def why_not(self) -> str:
+        """Why there is no summary to use, in a few words."""
+        return self.error or "; ".join(self.notes) or "no summary came back"
+
+    def matches(self, history: Sequence[Message]) -> bool:
+        """Whether `history` still starts with the span this job summarized, message for message."""
+        if len(history) < self.cut:
+            return False
+        return list(history[: self.cut]) == list(self.snapshot[: self.cut])
+
+
+HookRunner = Callable[[], PreCompactDecision]
+ProviderSource = Callable[[], tuple[Provider, bool]]
+"""Returns the provider for the summary, and whether the job owns it (and closes it when done)."""
+
+
+@dataclass
+class SummaryWork:
+    """What the job's thread needs besides the job itself."""
+
+    hook: HookRunner
+    provider: ProviderSource
+    encoding: str
+    include_reasoning: bool
+    archive: Archive
+    meta: Mapping[str, Mapping[str, Any]]
+    on_done: Callable[[], None] | None = None
+
+
+def start(job: SummaryJob, work: SummaryWork) -> SummaryJob:
+    """Run `job` on a daemon thread (it never outlives the process, and a cancel stops it within a
+    fraction of a second: the provider checks the token while it waits for the server)."""
+    threading.Thread(target=_run, args=(job, work), name="swecli-background-summary", daemon=True).start()
+    return job
+
+
+def _run(job: SummaryJob, work: SummaryWork) -> None:
+    provider: Provider | None = None
+    owned = False
+    try:
+        job.decision = work.hook()
+        if job.decision.cancel or job.cancel.cancelled:
+            return
+        params = replace(job.params, instructions=job.decision.instructions, summary_text=job.decision.summary)
+        provider, owned = work.provider()
+        counter = TokenCounter(work.encoding, work.include_reasoning)
+        job.prepared, job.notes = prepare_span(job.snapshot, job.cut, params, counter.message, counter.text,
+                                               work.archive, provider, work.meta, job.cancel)
+    except Exception as exc:  # whatever broke, the loop drops the job and compacts on the spot
+        job.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if provider is not None and owned:
+            provider.close()
+        job.finished = time.monotonic()
+        job.done.set()
+        if work.on_done is not None:
+            work.on_done()
+
+
+def wait(job: SummaryJob, interrupt: CancelToken | None, poll: float = 0.1) -> float:
+    """Block until the job ends; Esc (`interrupt`) cancels it instead. Returns the seconds waited."""
+    began = time.monotonic()
+    while not job.done.wait(poll):
+        if interrupt is not None and interrupt.cancelled:
+            job.cancel.cancel()
+            job.done.wait(2.0)  # the provider notices the cancel within its poll interval
+            break
+    return time.monotonic() - began

@@ -1,0 +1,344 @@
+"""Background compaction in the real loop, over real HTTP, on both wires.
+
+The agent talks to one scripted server; the background summary to another (its own provider, as a
+session makes it), whose step blocks on an event the test controls. So each test decides exactly
+when the summary comes back relative to the loop's requests, with no timing in any assertion.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from swecli.agent import Agent
+from swecli.config import ContextConfig, Settings
+from swecli.context.compaction import SUMMARY_MARKER, SUMMARY_SYSTEM
+from swecli.context.hooks import PreCompactInput
+from swecli.context.manager import ContextManager
+from swecli.events import BackgroundSummary, CompactionDone, Event, ModelCallStarted, Notice
+from swecli.llm.base import Provider
+from swecli.messages import SystemBlock
+from swecli.permissions import Policy
+from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, Step
+from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+
+SYSTEM = (SystemBlock(text="You are swecli, a coding agent.", cache=True),)
+SUMMARY = "### Current task and state\nDumping the module, one page at a time."
+TASK = "dump the module page by page, then say finished"
+WIRES = ["openai", "anthropic"]
+
+
+class DumpArgs(BaseModel):
+    page: int = 0
+
+
+def dump(args: DumpArgs, ctx: ToolContext) -> ToolResult:
+    body = "\n".join(f"src/pkg/module.py:{i}: value_{i} = compute({i}, page={args.page})" for i in range(60))
+    return ToolResult(body, meta={"exit_code": 0})
+
+
+class Nothing(BaseModel):
+    pass
+
+
+def stop(args: Nothing, ctx: ToolContext) -> ToolResult:
+    ctx.cancel.cancel()  # what Esc does
+    return ToolResult("stopped")
+
+
+TOOLS = ToolRegistry([Tool("dump", "Print one page of the module.", DumpArgs, dump),
+                      Tool("stop", "Simulates Esc.", Nothing, stop)])
+
+
+def provider_for(llm: ScriptedLLM, wire: str) -> Provider:
+    if wire == "anthropic":
+        from swecli.llm.anthropic import AnthropicProvider
+
+        return AnthropicProvider(model="scripted-model", base_url=llm.base_url, api_key="test-key",
+                                 sleep=lambda s: None, max_retries=0)
+    from swecli.llm.openai import OpenAIProvider
+
+    return OpenAIProvider(model="scripted-model", base_url=llm.base_url, api_key="test-key",
+                          name="openai-compatible", sleep=lambda s: None, max_retries=0)
+
+
+def is_summary_request(body: dict[str, Any]) -> bool:
+    system = body.get("system")
+    if system is not None:  # Anthropic: the system prompt is its own field
+        text = system if isinstance(system, str) else " ".join(b.get("text", "") for b in system)
+        return SUMMARY_SYSTEM in text
+    return body["messages"][0]["content"] == SUMMARY_SYSTEM
+
+
+TAIL_MARKERS = ("[Reminder: current goal and progress]", "[Failure evidence]")
+
+
+def without_tail(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history a request carries, without its dynamic tail (its own message on the OpenAI wire, a
+    last text block on the Anthropic one) and without Anthropic's cache breakpoints (they move)."""
+    out = [{**m, "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]]}
+           if isinstance(m.get("content"), list) else dict(m) for m in messages]
+    last = out[-1] if out else None
+    if last is None or last["role"] != "user":
+        return out
+    content = last["content"]
+    if isinstance(content, str):
+        return out[:-1] if content.startswith(TAIL_MARKERS) else out
+    kept = [b for b in content if not str(b.get("text", "")).startswith(TAIL_MARKERS)]
+    if kept:
+        out[-1] = {**last, "content": kept}
+        return out
+    return out[:-1]
+
+
+def text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", b.get("content", ""))) for b in content)
+    return str(content or "")
+
+
+@dataclass
+class Run:
+    """One session: the loop's server, the summary's server, what the loop reported."""
+
+    wire: str
+    window: int = 6_000
+    events: list[Event] = field(default_factory=list)
+    gate: threading.Event = field(default_factory=threading.Event)
+    """Set it and the summary server answers."""
+    context: ContextManager | None = None
+    pages: int = 0
+
+    def page(self) -> Reply:
+        self.pages += 1
+        return Reply(calls=[Call("dump", {"page": self.pages})], usage=False)
+
+    def seen(self, kind: type, **fields: object) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)
+                and all(getattr(e, k) == v for k, v in fields.items())]
+
+    def phases(self) -> list[str]:
+        return [e.phase for e in self.seen(BackgroundSummary)]
+
+    def compacted(self) -> bool:
+        return bool(self.seen(CompactionDone))
+
+
+@contextmanager
+def session(run: Run, main: Callable[[dict[str, Any]], Step], summary: Step | None = None,
+            hook: Callable[[PreCompactInput], Any] | None = None) -> Iterator[tuple[Agent, ScriptedLLM, ScriptedLLM]]:
+    def summarize(body: dict[str, Any]) -> Step:
+        run.gate.wait(30)
+        return Reply(SUMMARY, usage=False)
+
+    settings = Settings(model="scripted-model", context_limit=run.window, max_tokens=512,
+                        context=ContextConfig(keep_recent_tokens=1_000))
+    with ScriptedLLM([main] * 40, wire=run.wire, strict=False) as llm, \
+            ScriptedLLM([summary or summarize], wire=run.wire, strict=False) as summarizer:
+        context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=None,
+                                               on_event=run.events.append)
+        context.summary_provider = lambda: provider_for(summarizer, run.wire)
+        context.pre_compact = hook
+        run.context = context
+        provider = provider_for(llm, run.wire)
+        agent = Agent(provider, TOOLS, context, ToolContext(root=Path.cwd()), Policy("auto"),
+                      on_event=run.events.append)
+        try:
+            yield agent, llm, summarizer
+        finally:
+            run.gate.set()  # never leave a server thread waiting
+            context.close()
+            provider.close()
+
+
+def main_requests(llm: ScriptedLLM) -> list[dict[str, Any]]:
+    return [body for body in llm.requests if not is_summary_request(body)]
+
+
+# --- the summary is made while the loop works -------------------------------------------------------
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_loop_goes_on_while_the_summary_is_made_and_applies_it_at_the_threshold(wire: str,
+                                                                                     project: Path) -> None:
+    run = Run(wire)
+    served_while_summarizing: list[int] = []
+
+    def main(body: dict[str, Any]) -> Step:
+        if run.compacted():
+            return Reply("finished", usage=False)
+        job = run.context.background_job if run.context else None
+        if job is not None and not run.gate.is_set():
+            # The summary was started before this request and cannot have come back: the loop asked
+            # the model regardless. Let it come back now, before the loop's next step.
+            served_while_summarizing.append(len(main_requests(llm)))
+            run.gate.set()
+            job.done.wait(30)
+        return run.page()
+
+    with session(run, main) as (agent, llm, summarizer):
+        assert agent.run(TASK).answer == "finished"
+    assert served_while_summarizing, "the loop should have asked the model while the summary was being made"
+    assert len(summarizer.requests) == 1 and is_summary_request(summarizer.requests[0])
+    assert not any(is_summary_request(b) for b in llm.requests)  # nothing waited on the loop's server
+    assert run.phases() == ["started", "used"]
+    (done,) = run.seen(CompactionDone)
+    assert done.background and done.trigger == "auto" and done.tokens_after < done.tokens_before
+    assert not [n for n in run.seen(Notice) if "waiting for the background summary" in n.text]
+    # The request after the compaction: the summary, then what was appended since the snapshot, verbatim.
+    bodies = main_requests(llm)
+    after = next(i for i, b in enumerate(bodies) if any(SUMMARY_MARKER in text_of(m) for m in b["messages"]))
+    messages = without_tail(bodies[after]["messages"])
+    start = next(i for i, m in enumerate(messages) if SUMMARY_MARKER in text_of(m)) + 1
+    kept, before = messages[start:], without_tail(bodies[after - 1]["messages"])
+    assert len(kept) >= 4 and kept[:-2] == before[-(len(kept) - 2):]
+    assert SUMMARY.splitlines()[1] in text_of(messages[start - 1])
+    assert_paired(messages, wire)
+
+
+def assert_paired(messages: list[dict[str, Any]], wire: str) -> None:
+    """Every tool call answered before the next message, on either wire."""
+    if wire == "openai":
+        pending: set[str] = set()
+        for m in messages:
+            if m["role"] == "tool":
+                pending.discard(m["tool_call_id"])
+                continue
+            assert not pending
+            pending = {c["id"] for c in m.get("tool_calls", [])}
+        assert not pending
+        return
+    for i, m in enumerate(messages):
+        uses = [b["id"] for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"] \
+            if isinstance(m["content"], list) else []
+        if uses:
+            answer = messages[i + 1]["content"]
+            assert {b["tool_use_id"] for b in answer if b.get("type") == "tool_result"} == set(uses)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_loop_waits_for_the_summary_only_at_the_hard_limit_and_says_so(wire: str) -> None:
+    run = Run(wire)
+
+    def main(body: dict[str, Any]) -> Step:
+        return Reply("finished", usage=False) if run.compacted() else run.page()
+
+    def release_when_told(event: Event) -> None:
+        if isinstance(event, Notice) and "waiting for the background summary" in event.text:
+            run.gate.set()
+
+    run.events = _Listening(release_when_told)
+    with session(run, main) as (agent, llm, _summarizer):
+        assert agent.run(TASK).answer == "finished"
+        hard = agent.context.budget.hard_limit
+    assert run.phases() == ["started", "used"]
+    (done,) = run.seen(CompactionDone)
+    assert done.background and done.waited > 0 and done.tokens_before > hard
+    sent = [e.context_tokens for e in run.seen(ModelCallStarted)]
+    assert max(sent) <= hard  # no request went out past the hard limit: the loop waited first
+    assert len(main_requests(llm)) == len(sent)
+
+
+class _Listening(list[Event]):
+    """A list of events that also calls `react` on each."""
+
+    def __init__(self, react: Callable[[Event], None]) -> None:
+        super().__init__()
+        self.react = react
+
+    def append(self, event: Event) -> None:
+        super().append(event)
+        self.react(event)
+
+
+# --- a summary that fails or is cancelled is dropped; the normal path runs ------------------------------
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_failed_summary_is_dropped_and_the_hook_still_runs_once(wire: str) -> None:
+    run = Run(wire)
+    hook_calls: list[PreCompactInput] = []
+
+    def main(body: dict[str, Any]) -> Step:
+        if is_summary_request(body):
+            return Reply(SUMMARY, usage=False)  # the normal path summarizes with the loop's provider
+        return Reply("finished", usage=False) if run.compacted() else run.page()
+
+    def hook(payload: PreCompactInput) -> dict[str, str]:
+        hook_calls.append(payload)
+        return {"instructions": "keep the page numbers"}
+
+    failure = Fail(400, {"error": {"message": "summary model unavailable", "type": "invalid_request_error"}})
+    with session(run, main, summary=failure, hook=hook) as (agent, llm, _):
+        assert agent.run(TASK).answer == "finished"
+    assert run.phases() == ["started", "failed"]
+    assert "summary model unavailable" in run.seen(BackgroundSummary, phase="failed")[0].note
+    (done,) = run.seen(CompactionDone)
+    assert not done.background and done.strategy == "summarize"
+    assert len(hook_calls) == 1 and hook_calls[0].background  # ran once, on the summary's thread
+    summary_requests = [b for b in llm.requests if is_summary_request(b)]
+    assert summary_requests and all("keep the page numbers" in str(b) for b in summary_requests)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_clear_drops_a_summary_under_way(wire: str) -> None:
+    run = Run(wire, window=5_000)
+
+    def main(body: dict[str, Any]) -> Step:
+        job = run.context.background_job if run.context else None
+        return Reply("paused here", usage=False) if job is not None else run.page()
+
+    with session(run, main) as (agent, _, _summarizer):
+        assert agent.run(TASK).answer == "paused here"
+        job = agent.context.background_job
+        assert job is not None and job.phase == "running"
+        agent.replace_history([], "clear")
+        assert agent.context.background_job is None and job.cancel.cancelled
+        run.gate.set()
+        assert job.done.wait(30)
+    assert run.phases() == ["started", "cancelled"]
+    assert run.seen(BackgroundSummary, phase="cancelled")[0].note == "clear"
+    assert not run.compacted()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_esc_drops_a_summary_under_way(wire: str) -> None:
+    run = Run(wire, window=5_000)
+
+    def main(body: dict[str, Any]) -> Step:
+        job = run.context.background_job if run.context else None
+        return Reply(calls=[Call("stop", {})], usage=False) if job is not None else run.page()
+
+    with session(run, main) as (agent, _, _summarizer):
+        turn = agent.run(TASK)
+        assert turn.stop_reason == "interrupted"
+    assert run.phases() == ["started", "cancelled"]
+    assert run.seen(BackgroundSummary, phase="cancelled")[0].note == "interrupted by the user"
+    assert not run.compacted()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_the_hook_can_cancel_a_compaction_whose_summary_was_to_be_made_ahead(wire: str) -> None:
+    run = Run(wire)
+    hook_calls: list[PreCompactInput] = []
+
+    def main(body: dict[str, Any]) -> Step:
+        return Reply("finished", usage=False) if run.seen(BackgroundSummary, phase="declined") else run.page()
+
+    def hook(payload: PreCompactInput) -> dict[str, bool]:
+        hook_calls.append(payload)
+        return {"cancel": True}
+
+    with session(run, main, hook=hook) as (agent, _, summarizer):
+        assert agent.run(TASK).answer == "finished"
+    assert run.phases()[:2] == ["started", "declined"]
+    assert len(hook_calls) == run.phases().count("started")  # once per compaction attempt
+    assert summarizer.requests == []  # no summary was asked for
+    assert [n.text for n in run.seen(Notice)].count("compaction cancelled by the PreCompact hook") >= 1
+    assert not run.compacted()
