@@ -94,7 +94,7 @@ class Agent:
     def run(self, task: str | UserMessage) -> TurnFinished:
         """One user turn: loop until the model answers, the limit is hit, or the user interrupts."""
         start, usage_before, calls_before = time.monotonic(), self.usage, self.tool_calls_run
-        compactions_before = len(self.context.compactions)
+        compactions_before, summaries_before = len(self.context.compactions), self.context.compaction_usage
         self.cancel.reset()
         self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
         answer, reason = "", "done"
@@ -113,7 +113,8 @@ class Agent:
             answer = (f"Stopped after {self.max_iterations} iterations without a final answer "
                       "(raise --max-iterations to let it go on).")
         compactions = self.context.compactions[compactions_before:]
-        turn = TurnFinished(answer, iteration, self.usage - usage_before, time.monotonic() - start,
+        summaries = self.context.compaction_usage - summaries_before  # summary requests are the turn's spend too
+        turn = TurnFinished(answer, iteration, self.usage - usage_before + summaries, time.monotonic() - start,
                             reason, tool_calls=self.tool_calls_run - calls_before, compactions=len(compactions),
                             compaction_wait=sum(c.waited for c in compactions))
         self.on_event(turn)

@@ -104,6 +104,16 @@ class CompactionDone:
 
 
 @dataclass(frozen=True)
+class SummarySpent:
+    """What a compaction's summary requests cost, applied or not (a summary that would not have shrunk the
+    conversation, or that was dropped, was still billed): part of the session's spend, logged as `summary`."""
+
+    usage: Usage
+    trigger: str
+    """auto | manual | overflow | background."""
+
+
+@dataclass(frozen=True)
 class BackgroundSummary:
     """A summary of the older history made while the loop works (see `swecli.context.background`):
     reported when it starts, and when it ends up used or not."""
@@ -174,6 +184,7 @@ class ChildEvent:
 
 Event = (
     TextDelta | ReasoningDelta | ModelCallStarted | ModelCallFinished | ToolStarted | ToolOutput | ToolFinished
-    | MessageAppended | HistoryReplaced | CompactionDone | BackgroundSummary | ContextOverflow | Notice
+    | MessageAppended | HistoryReplaced | CompactionDone | SummarySpent | BackgroundSummary | ContextOverflow
+    | Notice
     | TurnFinished | Waiting | ChildEvent
 )

@@ -37,7 +37,7 @@ from swecli.context.compaction import CompactionParams, PreparedSpan, prepare_sp
 from swecli.context.hooks import PreCompactDecision
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import CancelToken, Provider
-from swecli.messages import Message
+from swecli.messages import Message, Usage
 
 Phase = Literal["running", "ready", "failed", "cancelled", "declined"]
 
@@ -60,6 +60,8 @@ class SummaryJob:
     prepared: PreparedSpan | None = None
     decision: PreCompactDecision = field(default_factory=PreCompactDecision)
     notes: tuple[str, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    """What its summary requests cost, whether or not it comes to be used."""
     error: str = ""
     finished: float = 0.0
 
@@ -124,7 +126,7 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
         params = replace(job.params, instructions=job.decision.instructions, summary_text=job.decision.summary)
         provider, owned = work.provider()
         counter = TokenCounter(work.encoding, work.include_reasoning)
-        job.prepared, job.notes = prepare_span(job.snapshot, job.cut, params, counter.message, counter.text,
+        job.prepared, job.notes, job.usage = prepare_span(job.snapshot, job.cut, params, counter.message, counter.text,
                                                work.archive, provider, work.meta, job.cancel)
     except Exception as exc:  # whatever broke, the loop drops the job and compacts on the spot
         job.error = f"{type(exc).__name__}: {exc}"

@@ -261,13 +261,13 @@ def prepare_span(
     provider: Provider | None,
     meta: Mapping[str, Mapping[str, Any]] | None = None,
     cancel: CancelToken | None = None,
-) -> tuple[PreparedSpan | None, tuple[str, ...]]:
+) -> tuple[PreparedSpan | None, tuple[str, ...], Usage]:
     """The model's summary of `history[:cut]` with its facts, references and index, the whole history
     archived: the slow part of a compaction, safe to run on another thread (it touches nothing shared
-    but the archive and the provider). (None, notes) when the model's summary failed or was cancelled:
-    no truncation stands in for it here."""
+    but the archive and the provider). (None, notes, usage) when the model's summary failed or was
+    cancelled: no truncation stands in for it here. `usage`: what its requests cost either way."""
     work = _Work(history, params, count, text_count, archive, provider, cancel)
-    return _prepare(work, history, cut, meta, fallback=False), tuple(work.notes)
+    return _prepare(work, history, cut, meta, fallback=False), tuple(work.notes), work.usage
 
 
 def apply_span(
@@ -323,7 +323,7 @@ def _assemble(work: _Work, history: Sequence[Message], prepared: PreparedSpan) -
     return CompactionResult(
         history=result, changed=True, strategy=prepared.strategy, messages_compacted=_replaced(history, result),
         notes=tuple(work.notes), archive=prepared.archive, tokens_after=work.total(result),
-        usage=work.usage + prepared.usage,
+        usage=prepared.usage,  # every summary request was made while preparing; applying makes none
     )
 
 
@@ -818,6 +818,12 @@ def summarize_span(work: _Work, head: Sequence[Message]) -> str | None:
     return summary
 
 
+def _estimated_usage(request: ModelRequest, answer: str, count: CountText) -> Usage:
+    """Local counts for a summary request whose server reported no usage (llama.cpp), marked as such."""
+    prompt = sum(count(block.text) for block in request.system) + sum(count(m.content) for m in request.messages)
+    return Usage(input_tokens=prompt, output_tokens=count(answer), requests=1, estimated_requests=1)
+
+
 def _ask(provider: Provider, request: ModelRequest, work: _Work) -> str | None:
     try:
         done = complete(provider, request, work.cancel)
@@ -827,7 +833,7 @@ def _ask(provider: Provider, request: ModelRequest, work: _Work) -> str | None:
     except (ProviderError, OSError, RuntimeError, ValueError) as exc:
         work.notes.append(f"the summary request failed ({type(exc).__name__}: {exc})")
         return None
-    work.usage = work.usage + (done.usage or Usage(requests=1))
+    work.usage = work.usage + (done.usage or _estimated_usage(request, done.message.content, work.text_count))
     text = done.message.content.strip()
     if not text:
         work.notes.append("the summary request returned no text")

@@ -56,7 +56,7 @@ from swecli.context.hooks import PreCompactCallback, PreCompactDecision, PreComp
 from swecli.context.ledger import Ledger
 from swecli.context.todo import TodoState
 from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, encoding_for_model
-from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, Event, Notice
+from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, Event, Notice, SummarySpent
 from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Provider
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.llm.thinking import MIN_BUDGET, Thinking
@@ -353,7 +353,7 @@ class ContextManager:
             history, self._params(trigger, focus, decision), self.counter.message, self.counter.text,
             self.archive or DiskArchive(self.root or Path.cwd()), provider, self._tool_meta, self.cancel,
         )
-        self.compaction_usage = self.compaction_usage + result.usage
+        self._spent(result.usage, trigger)
         if not result.changed:
             # After an overflow the retry's outcome speaks for itself (`overflow_failure` when it fails);
             # "N tokens over the target" would only confuse (the target is not the server's window).
@@ -417,7 +417,6 @@ class ContextManager:
             self._notice("warning", warning)
         result = apply_span(history, job.prepared, self._params("auto", "", job.decision), self.counter.message,
                             self.counter.text, self.archive or DiskArchive(self.root or Path.cwd()))
-        self.compaction_usage = self.compaction_usage + job.prepared.usage
         if not self._shrinks(before, result.history):
             self._report(job, "dropped", "it would not have shrunk the conversation")
             return history
@@ -442,7 +441,15 @@ class ContextManager:
         hook_ran = self.hooks.pre_compact.strip() or self.pre_compact is not None
         return self.compact(history, provider, "auto", decision=job.decision if hook_ran else None, waited=waited)
 
+    def _spent(self, usage: Usage, trigger: str) -> None:
+        """Summary requests are spend whether or not their compaction is applied."""
+        if usage.requests:
+            self.compaction_usage = self.compaction_usage + usage
+            self._emit(SummarySpent(usage, trigger))
+
     def _report(self, job: SummaryJob, phase: str, note: str = "") -> None:
+        if phase != "started":
+            self._spent(job.usage, "background")
         self._emit(BackgroundSummary(phase, job.cut, job.tokens, job.duration, note))
 
     def note_overflow(self, error: ContextOverflowError) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from swecli.config import Settings
-from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, TurnFinished
+from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, SummarySpent, TurnFinished
 from swecli.messages import ToolCall, Usage
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -153,6 +153,13 @@ class SessionLog:
                    messages_compacted=done.messages_compacted, duration=round(done.duration, 3),
                    waited=round(done.waited, 3), background=done.background, note=done.note)
 
+    def summary(self, spent: SummarySpent) -> None:
+        """A compaction's summary requests: billed like llm_calls (and counted with them in the stats)."""
+        usage = spent.usage
+        self.write("summary", trigger=spent.trigger, requests=usage.requests, tokens_in=usage.input_tokens,
+                   tokens_out=usage.output_tokens, tokens_cached=usage.cache_read_tokens,
+                   cache_write=usage.cache_write_tokens, usage_estimated=usage.estimated)
+
     def background_summary(self, event: BackgroundSummary) -> None:
         self.write("background_summary", phase=event.phase, messages=event.messages, tokens=event.tokens,
                    duration=round(event.duration, 3), used=event.used, note=event.note)
@@ -198,7 +205,7 @@ def stats_from_records(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             counts[str(event)] += 1
         if event == "compaction":
             waited += float(record.get("waited") or 0.0)
-        if event == "llm_call":
+        if event in ("llm_call", "summary"):  # a compaction's summary requests are billed too
             for key in tokens:
                 tokens[key] += int(record.get(key) or 0)
         elif event == "tool":

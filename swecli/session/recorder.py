@@ -31,6 +31,7 @@ from swecli.events import (
     ModelCallFinished,
     ModelCallStarted,
     Notice,
+    SummarySpent,
     ToolFinished,
     TurnFinished,
 )
@@ -171,6 +172,8 @@ class SessionRecorder:
             self.log.tool(event.call, event.result, event.duration, event.approved)
         elif isinstance(event, CompactionDone):
             self.log.compaction(event)
+        elif isinstance(event, SummarySpent):
+            self.log.summary(event)
         elif isinstance(event, BackgroundSummary):
             self.log.background_summary(event)
         elif isinstance(event, ContextOverflow):

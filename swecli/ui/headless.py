@@ -40,6 +40,7 @@ from swecli.events import (
     ModelCallStarted,
     Notice,
     ReasoningDelta,
+    SummarySpent,
     ToolFinished,
     ToolOutput,
     ToolStarted,
@@ -168,7 +169,7 @@ class Tally:
     def __call__(self, event: Event) -> None:
         if isinstance(event, ModelCallStarted):
             self.model_calls += 1
-        elif isinstance(event, ModelCallFinished):
+        elif isinstance(event, ModelCallFinished | SummarySpent):  # summary requests are spend too
             self.usage = self.usage + event.usage
         elif isinstance(event, ToolFinished):
             self.tool_calls += 1

@@ -33,7 +33,15 @@ from rich.text import Text
 
 from swecli import __version__
 from swecli.config import ConfigError, Settings
-from swecli.events import Event, ModelCallFinished, ToolFinished, ToolOutput, ToolStarted, TurnFinished
+from swecli.events import (
+    Event,
+    ModelCallFinished,
+    SummarySpent,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+    TurnFinished,
+)
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
@@ -256,7 +264,7 @@ class Repl:
 
     def _track(self, event: Event) -> None:
         """Session totals for /tokens (across /clear, unlike the agent's own count)."""
-        if isinstance(event, ModelCallFinished):
+        if isinstance(event, ModelCallFinished | SummarySpent):  # summary requests are spend too
             self.session_usage = self.session_usage + event.usage
 
     # -- the loop -----------------------------------------------------------------------------------

@@ -179,6 +179,44 @@ def test_auto_compaction_fires_in_a_real_session(project: Path) -> None:
     assert called == answered  # no call separated from its result
 
 
+@pytest.mark.parametrize("reported", [True, False])
+def test_the_summary_request_is_part_of_the_spend(project: Path, reported: bool) -> None:
+    """The json usage, the compaction's log record and the stats count the summary request: as the server
+    reported it, or counted locally (and marked estimated) when the server sent no usage (llama.cpp)."""
+    (project / "a.py").write_text(big_module("alpha"))
+    (project / "b.py").write_text(big_module("beta"))
+    usage: dict[str, int] | bool = {"prompt_tokens": 100, "completion_tokens": 10} if reported else False
+    summary_usage: dict[str, int] | bool = {"prompt_tokens": 5000, "completion_tokens": 300} if reported else False
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "a.py"})], usage=usage),
+                         Reply(calls=[Call("read_file", {"path": "b.py"})], usage=usage),
+                         Reply("## Current task\nReading a.py and b.py.", usage=summary_usage),
+                         Reply("Both modules define numbered helpers.", usage=usage)]
+    with ScriptedLLM(steps) as llm:
+        out = run_swecli(project, llm, "-p", "what do the two modules define? answer in one line",
+                         "--mode", "auto", "--context-limit", "12000", "--output-format", "json",
+                         extra_env={"SWECLI_MAX_TOKENS": "1000", "SWECLI_CONTEXT__BACKGROUND_COMPACTION": "false"})
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["compactions"] == 1 and result["usage"]["requests"] == 4
+    records = [json.loads(line) for line in next((project / ".swecli" / "logs").glob("*.jsonl")).read_text()
+               .splitlines()]
+    (summary,) = [r for r in records if r["event"] == "summary"]
+    assert summary["requests"] == 1 and summary["trigger"] == "auto" and summary["usage_estimated"] is not reported
+    calls = [r for r in records if r["event"] == "llm_call"]
+    loop_in = sum(r["tokens_in"] for r in calls)
+    if reported:
+        assert (summary["tokens_in"], summary["tokens_out"]) == (5000, 300)
+        assert result["usage"]["input_tokens"] == 3 * 100 + 5000 and result["usage"]["output_tokens"] == 3 * 10 + 300
+        assert result["usage"]["estimated"] is False
+    else:
+        # The summary's prompt carries both modules' text, so a local count is in the thousands.
+        assert summary["tokens_in"] > 1000 and summary["tokens_out"] > 0
+        assert result["usage"]["input_tokens"] == loop_in + summary["tokens_in"]
+        assert result["usage"]["estimated"] is True and result["usage"]["estimated_requests"] == 4
+    stats = records[-1]
+    assert stats["event"] == "stats" and stats["tokens_in"] == loop_in + summary["tokens_in"]
+
+
 def test_context_overflow_compacts_and_retries(sample: Path) -> None:
     steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "src/greet.py"})]),
                          Fail.context_overflow(), Reply("Done after the retry.")]
@@ -223,6 +261,11 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
     (compaction,) = [r for r in records if r["event"] == "compaction"]
     assert compaction["background"] is True and "waited" in compaction
     assert records[-1]["event"] == "stats" and records[-1]["compactions"] == 1
+    (summary,) = [r for r in records if r["event"] == "summary"]  # made on another thread, billed all the same
+    assert summary["trigger"] == "background" and summary["requests"] == 1
+    loop_calls = [r for r in records if r["event"] == "llm_call"]
+    assert result["usage"]["requests"] == len(loop_calls) + 1
+    assert records[-1]["tokens_in"] == sum(r["tokens_in"] for r in loop_calls) + summary["tokens_in"]
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

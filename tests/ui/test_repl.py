@@ -440,8 +440,9 @@ def test_context_compact_init_notes_and_resume_commands(start: Any, project: Pat
         term.prompt()
         assert "A one-file demo (app.py:1)" in llm.requests[-1]["messages"][0]["content"]  # loaded at once
         term.line("/tokens")
-        # /init's two calls count with the tasks' five (the two compaction summaries are the context engine's)
-        term.expect("Session usage · 7 requests")
+        # /init's two calls count with the tasks' five and the two summary requests (one compaction's summary
+        # would not have shrunk the conversation and was not applied, but it was billed all the same)
+        term.expect("Session usage · 9 requests")
         term.prompt()
         term.line("/notes")
         term.expect("Current goal")
