@@ -100,6 +100,10 @@ class SandboxConfig(Section):
     hidden_paths: list[str] = Field(default_factory=list)
     """More files or directories sandboxed commands must not see, beyond the built-in credentials list
     (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`, `~/.netrc`, ...)."""
+    pass_env: list[str] = Field(default_factory=list)
+    """Secret-looking environment variables sandboxed commands still get, by name or shell pattern
+    (`GITHUB_TOKEN` for `gh`, `NPM_*`): every other `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*` or
+    `*CREDENTIAL*` variable is left out."""
 
 
 class MemoryConfig(Section):

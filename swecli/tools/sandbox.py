@@ -10,9 +10,10 @@ The user's credentials are not visible at all: each existing entry of `SECRET_PA
 directory (plus `sandbox.hidden_paths`), `$XDG_RUNTIME_DIR` (agent sockets, the D-Bus session bus)
 and the Docker socket is covered, an empty read-only directory over a directory, `/dev/null` over a
 file. Environment variables named like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
-`*CREDENTIAL*`, as Codex does) are not passed in. There is no network (a namespace with only an
-unconnected loopback) unless `sandbox.network = true`, and a private PID namespace, so a command
-cannot signal or trace the user's other processes; background jobs end with the command.
+`*CREDENTIAL*`, as Codex does) are not passed in, but for those `sandbox.pass_env` names. There is
+no network (a namespace with only an unconnected loopback) unless `sandbox.network = true`, and a
+private PID namespace, so a command cannot signal or trace the user's other processes; background
+jobs end with the command.
 
 The command stays in the process group swecli starts, so Esc and timeouts still kill everything it
 started; `--die-with-parent` covers swecli itself dying.
@@ -25,6 +26,7 @@ writable paths, no network) so the model is told, not left guessing.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import re
@@ -72,12 +74,15 @@ class Sandbox:
     network: bool = False
     hidden: tuple[Path, ...] = ()
     """Existing paths to cover (credentials, agent sockets)."""
+    pass_env: tuple[str, ...] = ()
+    """Names or shell patterns of secret-looking variables passed in all the same (`sandbox.pass_env`)."""
     bwrap: str = "bwrap"
 
     @classmethod
     def for_project(cls, root: Path, *, mode: Literal["workspace-write", "read-only"] = "workspace-write",
                     writable_paths: Iterable[str] = (), network: bool = False, hidden_paths: Iterable[str] = (),
-                    home: Path | None = None, env: Mapping[str, str] | None = None) -> Sandbox:
+                    pass_env: Iterable[str] = (), home: Path | None = None,
+                    env: Mapping[str, str] | None = None) -> Sandbox:
         """Resolve the configured paths: `~` is the home directory, relative paths are under the root.
         Writable paths that do not exist are left out (bwrap cannot mount them); see `missing_writable`."""
         env = os.environ if env is None else env
@@ -85,7 +90,7 @@ class Sandbox:
         home = (home or Path(env.get("HOME") or Path.home())).resolve()
         writable = [p for p in (_resolve(w, root, home) for w in writable_paths) if p.exists()]
         return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*_git_dirs(root), *writable])),
-                   network=network, hidden=_hidden(root, home, hidden_paths, env))
+                   network=network, hidden=_hidden(root, home, hidden_paths, env), pass_env=tuple(pass_env))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -116,10 +121,16 @@ class Sandbox:
         return [*args, "--chdir", str(self.root), "--", *argv]
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        """`env` without secret-looking variables, with TMPDIR pointing at the private /tmp."""
-        kept = {k: v for k, v in env.items() if not _SECRET_ENV.search(k) and k != "SSH_AUTH_SOCK"}
+        """`env` without secret-looking variables (but those `pass_env` names), with TMPDIR pointing at
+        the private /tmp."""
+        kept = {k: v for k, v in env.items() if self._passes(k)}
         kept["TMPDIR"] = "/tmp"
         return kept
+
+    def _passes(self, name: str) -> bool:
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.pass_env):
+            return True
+        return not _SECRET_ENV.search(name) and name != "SSH_AUTH_SOCK"
 
     def explain_failure(self, output: str) -> Denial | None:
         """The sandbox restriction a failed command's output points to, or None."""
@@ -163,7 +174,8 @@ def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | No
         return None, "", []
     env = os.environ if env is None else env
     sandbox = Sandbox.for_project(root, mode=config.mode, writable_paths=config.writable_paths,
-                                  network=config.network, hidden_paths=config.hidden_paths, env=env)
+                                  network=config.network, hidden_paths=config.hidden_paths,
+                                  pass_env=config.pass_env, env=env)
     home = Path(env.get("HOME") or Path.home())
     missing = [p for p in config.writable_paths if not _resolve(p, sandbox.root, home).exists()]
     warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
