@@ -258,6 +258,7 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
                  continue_latest: bool = False, piped: FullOutput | None = None) -> int:
     from swecli.assembly import explain_provider_error, open_session
     from swecli.llm.base import ProviderError
+    from swecli.skills.catalog import SkillError
 
     printer = StreamJsonPrinter(sys.stdout) if output_format == "stream-json" else ProgressPrinter(sys.stderr)
     tally = Tally()
@@ -268,11 +269,15 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     try:
         if piped is not None:
             attach_piped(session, piped)
+        prompt = load_named_skill(session, prompt, printing=output_format == "text")
         with interrupt_cancels(session.agent.cancel):
             turn = session.run(prompt)
     except ProviderError as exc:
         session.recorder.log.error(str(exc))
         error = explain_provider_error(settings, exc)
+        turn = tally.turn("error", error)
+    except SkillError as exc:  # a /skill-name whose file cannot be read: nothing was sent
+        error = str(exc)
         turn = tally.turn("error", error)
     except KeyboardInterrupt:  # the second Ctrl-C: stop at once, and still report what was spent
         turn = tally.turn("interrupted", "interrupted by user")
@@ -306,6 +311,26 @@ def interrupt_cancels(cancel: CancelToken) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def load_named_skill(session: AgentSession, prompt: str, printing: bool) -> str:
+    """`swecli -p "/skill-name [request]"`, as in the REPL: the skill's instructions go into the history,
+    and the request (or "Use the <name> skill.") is the task. Any other prompt is returned as it is."""
+    from swecli.skills.catalog import SkillError
+    from swecli.skills.loading import skill_message
+
+    name, _, request = prompt.strip().partition(" ")
+    skill = session.skills.get(name) if name.startswith("/") and session.skills else None
+    if skill is None:
+        return prompt
+    try:
+        message = skill_message(skill, session.root)
+    except SkillError as exc:
+        raise SkillError(f"/{skill.name}: {exc}") from None
+    session.agent.append(message)
+    if printing:
+        sys.stderr.write(f"📘 loaded skill {skill.name} ({skill.path})\n")
+    return request.strip() or f"Use the {skill.name} skill."
 
 
 def attach_piped(session: AgentSession, piped: FullOutput) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -71,3 +72,31 @@ def test_cli_skills_list(project: Path, skills: Path) -> None:
     assert lines[0] == "release: Cut a release of this project."
     assert lines[1].endswith(".swecli/skills/release/SKILL.md (project, .swecli/skills)")
     assert f"⚠ skill skipped: {skills}: it has no YAML front matter (the file must start with a `---` line)" in lines
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_slash_skill_works_in_print_mode_too(project: Path, skills: Path, wire: str) -> None:
+    from tests.ui.test_headless import run_swecli
+
+    with ScriptedLLM([Reply("Bumped to 1.2.0.")], wire=wire) as llm:  # type: ignore[arg-type]
+        out = run_swecli(project, llm, "-p", "/release to 1.2.0", wire=wire)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Bumped to 1.2.0."
+    assert "📘 loaded skill release" in out.stderr
+    body = json.dumps(llm.requests[0])
+    assert "1. Bump the version in pyproject.toml." in body  # the instructions went in before the request
+    texts = []  # the user's side in order (Anthropic joins consecutive user messages into one of several blocks)
+    for message in llm.requests[0]["messages"]:
+        content = message["content"]
+        texts += [content] if isinstance(content, str) else [part["text"] for part in content if "text" in part]
+    assert texts[-2].startswith('<skill name="release"') and texts[-1] == "to 1.2.0"
+
+
+def test_a_slash_that_names_no_skill_is_sent_as_written(project: Path, skills: Path) -> None:
+    from tests.ui.test_headless import run_swecli
+
+    with ScriptedLLM([Reply("It is the root.")]) as llm:
+        out = run_swecli(project, llm, "-p", "/etc/hosts: what is this file for?")
+    assert out.returncode == 0, out.stderr
+    assert "loaded skill" not in out.stderr
+    assert llm.requests[0]["messages"][-1]["content"] == "/etc/hosts: what is this file for?"
