@@ -91,10 +91,12 @@ class Delegator:
     def run(self, call_id: str, agent: AgentDefinition, prompt: str) -> ChildOutcome:
         cancel = LinkedCancel(parent=self.parent_cancel)
         watch = _Watch(self.config.max_tokens, cancel)
+        started = time.monotonic()
 
         def forward(event: Event) -> None:
             watch.see(event)
-            self.on_event(ChildEvent(call_id, agent.name, event))
+            if not isinstance(event, TurnFinished):  # one outcome per call, below (a wrap-up is a second run)
+                self.on_event(ChildEvent(call_id, agent.name, event))
 
         child = self.spawn(agent, cancel, forward)
         try:
@@ -106,6 +108,8 @@ class Delegator:
         finally:
             child.provider.close()
         report = self._bounded(answer, call_id)
+        self.on_event(ChildEvent(call_id, agent.name, TurnFinished(
+            report, watch.steps, watch.usage, time.monotonic() - started, reason, tool_calls=watch.tools)))
         return ChildOutcome(report, reason, watch.steps, watch.usage, watch.tools)
 
     def _reason(self, turn: TurnFinished, watch: _Watch) -> str:

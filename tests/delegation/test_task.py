@@ -138,6 +138,11 @@ def test_a_child_at_its_step_limit_writes_its_report_without_tools(project: Path
     report = texts(router.parent_bodies[1])[-1]
     assert report.startswith("[sub-agent explore stopped at its step limit: 3 step(s)")
     assert "Partial: DATABASE_URL is in app/settings.py" in report
+    # One log record for the call, with its outcome, though the child ran twice (the wrap-up is a second run).
+    (record,) = [r for r in log_records(project, s.session_id) if r["event"] == "subagent"]
+    assert record["stop_reason"] == "iteration_limit" and record["iterations"] == 3
+    assert project / record["transcript"] == project / ".swecli" / "sessions" / s.session_id / "subagents" / (
+        record["parent_call"] + ".jsonl")
 
 
 def test_a_child_over_its_token_budget_stops_and_reports(project: Path) -> None:
