@@ -103,8 +103,7 @@ def _llamacpp(ask: _Asker, model: str) -> tuple[int, str] | None:
 
 
 def _model_list(ask: _Asker, model: str) -> tuple[int, str] | None:
-    listing = ask.get_json(ask.base + "/models")
-    entry = _entry_for(listing.get("data") if isinstance(listing, dict) else None, model, "id")
+    entry = _listed(ask, ask.base + "/models", model)
     if entry is None:
         return None
     for key in _WINDOW_KEYS:
@@ -114,8 +113,7 @@ def _model_list(ask: _Asker, model: str) -> tuple[int, str] | None:
 
 
 def _lmstudio(ask: _Asker, model: str) -> tuple[int, str] | None:
-    listing = ask.get_json(ask.root + "/api/v0/models")
-    entry = _entry_for(listing.get("data") if isinstance(listing, dict) else None, model, "id")
+    entry = _listed(ask, ask.root + "/api/v0/models", model)
     if entry is None:
         return None
     if (loaded := _tokens(entry.get("loaded_context_length"))) is not None:
@@ -146,6 +144,12 @@ def _ollama(ask: _Asker, model: str) -> tuple[int, str] | None:
     if most is None:
         return None
     return min(most, DEFAULT_LOAD_CONTEXT), "Ollama's default context (no num_ctx set for the model)"
+
+
+def _listed(ask: _Asker, url: str, model: str) -> dict[str, Any] | None:
+    """`model`'s entry in an OpenAI-style `{"data": [{"id": ...}, ...]}` listing at `url`."""
+    listing = ask.get_json(url)
+    return _entry_for(listing.get("data") if isinstance(listing, dict) else None, model, "id")
 
 
 def _entry_for(entries: Any, model: str, key: str) -> dict[str, Any] | None:

@@ -297,12 +297,13 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
         pass  # a read-only project simply stays uncached
 
 
-def read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path, version: int = CACHE_VERSION) -> dict[str, Any]:
+    """A cache file written with `version`, or {} (missing, unreadable, or from another version)."""
     try:
         payload = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return {}
-    return payload if isinstance(payload, dict) and payload.get("version") == CACHE_VERSION else {}
+    return payload if isinstance(payload, dict) and payload.get("version") == version else {}
 
 
 def _stat_all(root: Path, rels: list[str]) -> dict[str, Stat]:

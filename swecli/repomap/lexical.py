@@ -10,7 +10,6 @@ files are read again) and the scored matrix (`bm25/`, by the map's fingerprint, 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -20,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from swecli.repomap.index import CACHE_DIR
+from swecli.repomap.index import CACHE_DIR, read_json, write_json
 
 if TYPE_CHECKING:
     import bm25s
@@ -72,7 +71,7 @@ class Lexical:
         root = rmap.root
         cache_dir = root / CACHE_DIR / "bm25"
         fingerprint = rmap.index.fingerprint
-        stored = _read(root / CACHE_DIR / "bm25.json")
+        stored = read_json(root / CACHE_DIR / "bm25.json", CACHE_VERSION)
         if stored.get("fingerprint") == fingerprint and cache_dir.is_dir():
             try:
                 model = bm25s.BM25.load(str(cache_dir), show_progress=False, verbosity=0)
@@ -88,7 +87,7 @@ class Lexical:
         try:
             shutil.rmtree(cache_dir, ignore_errors=True)
             model.save(str(cache_dir), show_progress=False)
-            _write(root / CACHE_DIR / "bm25.json", {"version": CACHE_VERSION, "fingerprint": fingerprint,
+            write_json(root / CACHE_DIR / "bm25.json", {"version": CACHE_VERSION, "fingerprint": fingerprint,
                                                     "docs": docs})
         except OSError:
             pass
@@ -108,7 +107,7 @@ class Lexical:
 def _term_bags(rmap: RepoMap, docs: list[str]) -> dict[str, list[str]]:
     """Each file's terms (repeated as often as they occur), from the cache where the file is unchanged."""
     path = rmap.root / CACHE_DIR / "terms.json"
-    cached = _read(path).get("files", {})
+    cached = read_json(path, CACHE_VERSION).get("files", {})
     bags: dict[str, list[str]] = {}
     rows: dict[str, list[Any]] = {}
     for rel in docs:
@@ -120,7 +119,7 @@ def _term_bags(rmap: RepoMap, docs: list[str]) -> dict[str, list[str]]:
             counts = _count_terms(rmap, rel)
         rows[rel] = [stat.mtime_ns, stat.size, counts]
         bags[rel] = [term for term, n in counts.items() for _ in range(min(n, MAX_TF))]
-    _write(path, {"version": CACHE_VERSION, "files": rows})
+    write_json(path, {"version": CACHE_VERSION, "files": rows})
     return bags
 
 
@@ -145,24 +144,6 @@ def with_names(counts: dict[str, int], rel: str, names: list[str]) -> dict[str, 
     for term in terms(rel.replace("/", " ")) + terms(" ".join(names)):
         out[term] = out.get(term, 0) + 3
     return out
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return payload if isinstance(payload, dict) and payload.get("version") == CACHE_VERSION else {}
-
-
-def _write(path: Path, payload: dict[str, Any]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
 
 
 class PendingIndex:

@@ -62,6 +62,12 @@ def skill_message(skill: Skill, root: Path) -> UserMessage:
     return UserMessage(content=skill_content(skill, skill.body(), root), kind="skill")
 
 
+def skill_command(skill: Skill, root: Path, request: str) -> tuple[UserMessage, str]:
+    """`/skill-name [request]` (REPL or -p): the skill's message, and the task that follows it. Raises
+    SkillError if the skill cannot be read."""
+    return skill_message(skill, root), request.strip() or f"Use the {skill.name} skill."
+
+
 class SkillArgs(BaseModel):
     name: str = Field("", description="The skill to load, as listed under # Skills in the system prompt. "
                                       "Leave empty to list every installed skill.")

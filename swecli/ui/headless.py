@@ -317,20 +317,20 @@ def load_named_skill(session: AgentSession, prompt: str, printing: bool) -> str:
     """`swecli -p "/skill-name [request]"`, as in the REPL: the skill's instructions go into the history,
     and the request (or "Use the <name> skill.") is the task. Any other prompt is returned as it is."""
     from swecli.skills.catalog import SkillError
-    from swecli.skills.loading import skill_message
+    from swecli.skills.loading import skill_command
 
     name, _, request = prompt.strip().partition(" ")
     skill = session.skills.get(name) if name.startswith("/") and session.skills else None
     if skill is None:
         return prompt
     try:
-        message = skill_message(skill, session.root)
+        message, task = skill_command(skill, session.root, request)
     except SkillError as exc:
         raise SkillError(f"/{skill.name}: {exc}") from None
     session.agent.append(message)
     if printing:
         sys.stderr.write(f"📘 loaded skill {skill.name} ({skill.path})\n")
-    return request.strip() or f"Use the {skill.name} skill."
+    return task
 
 
 def attach_piped(session: AgentSession, piped: FullOutput) -> None:

@@ -430,15 +430,15 @@ class Repl:
     def run_skill(self, skill: Skill, request: str) -> TurnFinished | None:
         """`/skill-name [request]`: the skill's instructions go into the conversation, then the request runs."""
         from swecli.skills.catalog import SkillError
-        from swecli.skills.loading import skill_message
+        from swecli.skills.loading import skill_command
 
         try:
-            message = skill_message(skill, self.root)
+            message, task = skill_command(skill, self.root, request)
         except SkillError as exc:
             self.warn(f"/{skill.name}: {exc}")
             return None
         self.print(Text(f"📘 loaded skill {skill.name} ({skill.path})", style="dim"))
-        return self.run_task(request.strip() or f"Use the {skill.name} skill.", preface=(message,))
+        return self.run_task(task, preface=(message,))
 
     def run_task(self, text: str, preface: Sequence[UserMessage] = ()) -> TurnFinished | None:
         """Run one request; `preface` messages (a loaded skill) go into the history just before it. `@path`
