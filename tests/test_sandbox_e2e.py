@@ -182,3 +182,19 @@ def test_sandbox_off_runs_unconfined_in_auto_mode(project: Path, outside: Path, 
     assert out.returncode == 0, out.stderr
     assert "sandbox" not in out.stderr  # the user's explicit choice: no warning
     assert (outside / "free.txt").read_text() == "out\n"
+
+
+@needs_bwrap
+def test_pass_env_lets_named_secrets_into_commands_and_no_others(project: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_456")
+    monkeypatch.setenv("NPM_AUTH_TOKEN", "npm_789")
+    monkeypatch.setenv("DEPLOY_SECRET", "s3cr3t")
+    steps: list[Step] = [Reply(calls=[Call("bash", {"command": "env | sort"})]), Reply("Listed.")]
+    with ScriptedLLM(steps) as llm:
+        session = open_session(project, settings(llm, "auto", pass_env=["GITHUB_TOKEN", "NPM_*"]))
+        session.run("show the environment")
+        session.close()
+    seen = tool_results(llm.requests[1])[-1]
+    assert "GITHUB_TOKEN=ghp_456" in seen and "NPM_AUTH_TOKEN=npm_789" in seen  # by name and by pattern
+    assert "s3cr3t" not in seen  # every other secret stays out
