@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from swecli.repomap.discover import project_files
-from swecli.repomap.index import CACHE_DIR, Index, _stat_all, save_index
+from swecli.repomap.index import CACHE_DIR, Index, _stat_all, save_index, write_json
 from swecli.repomap.languages import language_for
-from swecli.repomap.lexical import CACHE_VERSION, MAX_READ, Lexical, _write, content_terms, with_names
+from swecli.repomap.lexical import CACHE_VERSION, MAX_READ, Lexical, content_terms, with_names
 from swecli.repomap.parse import Facts, parse_file
 from swecli.repomap.repomap import RepoMap
 
@@ -102,7 +102,7 @@ def warm_terms(plan: list[tuple[dict[str, str], Path, list[str], dict[str, str]]
             stat = rmap.index.stats[rel]
             base = counts[shas[rel]] if rel in shas else {}
             rows[rel] = [stat.mtime_ns, stat.size, with_names(base, rel, [s.name for s in rmap.symbols(rel)])]
-        _write(root / CACHE_DIR / "terms.json", {"version": CACHE_VERSION, "files": rows})
+        write_json(root / CACHE_DIR / "terms.json", {"version": CACHE_VERSION, "files": rows})
         Lexical.build(rmap)
         print(f"{inst['instance_id']}: BM25 index built", flush=True)
 
