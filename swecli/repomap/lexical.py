@@ -13,12 +13,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swecli.repomap.builds import BuildFailed, Builds, Pending
 from swecli.repomap.index import CACHE_DIR, read_json, write_json
 
 if TYPE_CHECKING:
@@ -146,56 +145,28 @@ def with_names(counts: dict[str, int], rel: str, names: list[str]) -> dict[str, 
     return out
 
 
-class PendingIndex:
-    """The map and then its BM25 index, built on a daemon thread (one per project and process)."""
+def _build_lexical(root: Path, previous: Lexical | None) -> Lexical:
+    """The map first, then its index (both off the first request's clock)."""
+    from swecli.repomap.repomap import background
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.done = threading.Event()
-        self.lexical: Lexical | None = None
-        self.error = ""
-        self.finished_at = 0.0
-        threading.Thread(target=self._run, name="swecli-lexical", daemon=True).start()
-
-    def wait(self, seconds: float | None = None) -> Lexical | None:
-        self.done.wait(seconds)
-        return self.lexical
-
-    def _run(self) -> None:
-        from swecli.repomap.repomap import background
-
-        try:
-            pending = background(self.root)
-            rmap = pending.wait()
-            if rmap is None:
-                self.error = pending.error
-            else:
-                rmap.prepare()  # here, off the first request's clock
-                previous = _LATEST.get(self.root)
-                unchanged = previous is not None and previous.fingerprint == rmap.index.fingerprint
-                self.lexical = _LATEST[self.root] = previous if unchanged and previous else Lexical.build(rmap)
-        except Exception as exc:  # an aid, never a reason for a session to fail
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.finished_at = time.monotonic()
-            self.done.set()
+    pending = background(root)
+    rmap = pending.wait()
+    if rmap is None:
+        raise BuildFailed(pending.error)
+    rmap.prepare()
+    if previous is not None and previous.fingerprint == rmap.index.fingerprint:
+        return previous
+    return Lexical.build(rmap)
 
 
-_PENDING: dict[Path, PendingIndex] = {}
-_LATEST: dict[Path, Lexical] = {}
-_LOCK = threading.Lock()
+_INDEXES: Builds[Lexical] = Builds(_build_lexical, "swecli-lexical")
 
 
 def latest_lexical(root: Path) -> Lexical | None:
     """Like `repomap.latest`: the newest index at once, or None."""
-    return _LATEST.get(root.resolve())
+    return _INDEXES.latest(root)
 
 
-def lexical_background(root: Path, max_age: float = 5.0) -> PendingIndex:
+def lexical_background(root: Path, max_age: float = 5.0) -> Pending[Lexical]:
     """Shared like `repomap.background`: a finished build older than `max_age` seconds starts again."""
-    root = root.resolve()
-    with _LOCK:
-        pending = _PENDING.get(root)
-        if pending is None or (pending.done.is_set() and time.monotonic() - pending.finished_at > max_age):
-            pending = _PENDING[root] = PendingIndex(root)
-        return pending
+    return _INDEXES.background(root, max_age)

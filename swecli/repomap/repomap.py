@@ -24,6 +24,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from swecli.repomap.builds import Builds, Pending
 from swecli.repomap.graph import Graph, build_graph
 from swecli.repomap.index import (
     CACHE_DIR,
@@ -279,53 +280,25 @@ def _cached_deps(index: Index, nodes: list[str]) -> dict[str, list[str]]:
 # --- building in the background ------------------------------------------------------------------
 
 
-class Pending:
-    """One build running (or finished) on a daemon thread."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.done = threading.Event()
-        self.result: RepoMap | None = None
-        self.error = ""
-        self.finished_at = 0.0
-        threading.Thread(target=self._run, name="swecli-repomap", daemon=True).start()
-
-    def wait(self, seconds: float | None = None) -> RepoMap | None:
-        """The map if it is ready within `seconds` (None: wait until it is), else None."""
-        self.done.wait(seconds)
-        return self.result
-
-    def _run(self) -> None:
-        try:
-            built = RepoMap.build(self.root)
-            previous = _LATEST.get(self.root)
-            if previous is not None and previous.index.fingerprint == built.index.fingerprint:
-                built = previous  # nothing changed: keep the one whose indexes are already built
-            self.result = _LATEST[self.root] = built
-        except Exception as exc:  # the map is an aid: a failure must not take the session down
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.finished_at = time.monotonic()
-            self.done.set()
+def _build_map(root: Path, previous: RepoMap | None) -> RepoMap:
+    built = RepoMap.build(root)
+    if previous is not None and previous.index.fingerprint == built.index.fingerprint:
+        return previous  # nothing changed: keep the one whose indexes are already built
+    return built
 
 
-_BUILDS: dict[Path, Pending] = {}
-_LATEST: dict[Path, RepoMap] = {}
+_MAPS: Builds[RepoMap] = Builds(_build_map, "swecli-repomap")
 _LOCK = threading.Lock()
+"""Guards `RepoMap.prepared`: one thread starts the indexes."""
 
 
 def latest(root: Path) -> RepoMap | None:
     """The newest map built in this process, at once (None when none has finished): a map a few seconds
     stale beats holding up a request. Call `background(root)` afterwards to refresh it for next time."""
-    return _LATEST.get(root.resolve())
+    return _MAPS.latest(root)
 
 
-def background(root: Path, max_age: float = 5.0) -> Pending:
+def background(root: Path, max_age: float = 5.0) -> Pending[RepoMap]:
     """A build of `root`'s map on a daemon thread, shared by every caller in the process. A build that
     finished more than `max_age` seconds ago starts again (cheap when warm; files may have changed)."""
-    root = root.resolve()
-    with _LOCK:
-        pending = _BUILDS.get(root)
-        if pending is None or (pending.done.is_set() and time.monotonic() - pending.finished_at > max_age):
-            pending = _BUILDS[root] = Pending(root)
-        return pending
+    return _MAPS.background(root, max_age)
