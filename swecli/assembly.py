@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from swecli.agent import Agent
 from swecli.config import Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
+from swecli.context.meter import counter_for
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
@@ -146,15 +147,21 @@ def build_agent(
         base = build_tools(extra)
         extra.append(_task_tool(settings, root, base, tool_ctx, policy, bus, holder, provider_for, transcript_for))
     tools = build_tools(extra)
-    context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
-                                           on_event=bus, todo=todo)
-    context.memory = memory_blocks(root, settings, context.counter.text, playbook, skills, session_id)
+    pin = None
     if skills:
         from swecli.skills.loading import pin_skills
 
-        context.pin = pin_skills
+        pin = pin_skills
         tool_ctx.read_roots = tuple(s.directory for s in skills.skills if s.scope == "user")
-    context.cancel = tool_ctx.cancel  # Esc also stops a summary request
+    counter = counter_for(settings.model)
+    memory = memory_blocks(root, settings, counter.text, playbook, skills, session_id)
+    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
+    # thread), for the model the agent uses at the time (/model changes it). Esc also stops it.
+    make = provider_for or _provider_for(settings)
+    wiring = Wiring(on_event=bus, cancel=tool_ctx.cancel, pin=pin, todo=todo, counter=counter,
+                    summary_provider=lambda: make(holder[0].provider.model if holder else settings.model))
+    context = ContextManager.from_settings(settings, Prompt(system_blocks(root), tools.schemas(), memory), root=root,
+                                           wiring=wiring)
     agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=policy, on_event=bus,
                   max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel,
                   thinking=Thinking.parse(settings.thinking))
@@ -223,11 +230,11 @@ def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: 
         model = agent.model or (holder[0].provider.model if holder else settings.model)
         child_settings = settings.model_copy(update={"model": model})
         system = (SystemBlock(text=f"{agent.prompt}\nThe project root is {root}.", cache=True),)
-        context = ContextManager.from_settings(child_settings, system=system, tools=tools.schemas(), root=root,
-                                               on_event=on_event)
-        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, context.counter.text)
-        context.memory = (SystemBlock(text=memory, cache=True),) if memory else ()
-        context.cancel = cancel
+        counter = counter_for(model)
+        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, counter.text)
+        prompt = Prompt(system, tools.schemas(), (SystemBlock(text=memory, cache=True),) if memory else ())
+        context = ContextManager.from_settings(child_settings, prompt, root=root,
+                                               wiring=Wiring(on_event=on_event, cancel=cancel, counter=counter))
         writes = any(t.mutating for n in tools.names() if (t := tools.get(n)) is not None)
         # Writing tools go through the parent's own policy: its mode decides, its approvals apply.
         child_policy = policy if writes else Policy(mode="plan")
@@ -466,8 +473,7 @@ def open_session(
     bus.listeners.append(recorder.handle)
     if loaded is not None:
         agent.history = list(loaded.history)
-        if agent.context.mechanisms is not None:
-            agent.context.mechanisms.failures.replay(agent.history)  # repeated failures survive a resume
+        agent.context.resume(agent.history)  # repeated failures survive a resume
         for problem in loaded.problems:
             warn(problem)
     catalog = start_mcp(settings, root, agent)
@@ -476,11 +482,7 @@ def open_session(
         for problem in playbook.warnings:
             warn(problem)
         reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    session = AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
-    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
-    # thread), for the model the session uses at the time (/model changes it).
-    agent.context.summary_provider = lambda: make_provider(session.settings)
-    return session
+    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -84,6 +84,10 @@ DEFAULT_POLICIES: Mapping[str, DecayPolicy] = {
     "*": DecayPolicy(min_age=4),
 }
 """`*` applies to tools not listed."""
+ROOM_POLICIES: Mapping[str, DecayPolicy] = {name: DecayPolicy(min_age=1, keep=policy.keep)
+                                            for name, policy in DEFAULT_POLICIES.items()}
+"""When room is needed at once (`fold_older`): every output older than the newest zone folds, whatever its
+tool, unless its tool's results are never folded."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,24 @@ def decay(
                     reference_for)
 
 
+MIN_ZONE = 500
+"""The newest history `fold_older` always keeps verbatim, in local tokens (the newest step's outputs stay
+whatever the zone)."""
+
+
+def fold_older(history: list[Message], ledger: Ledger, counter: TokenCounter, keep_recent_tokens: int,
+               reference_for: ReferenceFor, needed: int = 0) -> DecayResult:
+    """Every tool output before the newest `keep_recent_tokens` folded at once, whatever it saves: the
+    no-model-call compaction ("observation masking"), for when room is needed before a summary is ready.
+    When that saves less than `needed` tokens, the newest zone halves (down to `MIN_ZONE`) until it saves
+    enough. `ledger` must be synced to `history`."""
+    scan = DecayScan(counter, ROOM_POLICIES)
+    keep = keep_recent_tokens
+    while scan.saving(ledger, keep) < needed and keep // 2 >= MIN_ZONE:
+        keep //= 2  # the scan goes on from where it was: each message is still looked at once
+    return scan.run(history, ledger, keep, 0, reference_for)
+
+
 class DecayScan:
     """`decay` for a history that grows by appends: each message is looked at once, when it leaves the
     newest zone, and its saving (a fold estimated with a placeholder reference) is cached on the message.
@@ -145,6 +167,12 @@ class DecayScan:
         """(index, tokens) of assistant messages before the zone that still carry thinking blocks."""
         self.pending = 0
         """What folding every eligible result now would save."""
+
+    def saving(self, ledger: Ledger, keep_recent_tokens: int) -> int:
+        """What folding everything eligible before the newest `keep_recent_tokens` would save (nothing is
+        written)."""
+        self._advance(ledger, keep_recent_tokens)
+        return self.pending
 
     def run(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int, min_savings_tokens: int,
             reference_for: ReferenceFor | None = None) -> DecayResult:

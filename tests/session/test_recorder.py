@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from swecli.agent import Agent
 from swecli.config import Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt
 from swecli.events import CompactionDone, HistoryReplaced, ModelCallStarted, Notice
 from swecli.memory.notes import NotesUpdater, read_notes
 from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
@@ -47,8 +47,8 @@ def with_notes(recorder: SessionRecorder) -> SessionRecorder:
 
 def make_agent(model: ScriptedModel, root: Path, recorder: SessionRecorder) -> Agent:
     tools = ToolRegistry([Tool("write_file", "Write a file.", WriteArgs, write_file, mutating=True)])
-    return Agent(model, tools, ContextManager((SystemBlock(text="sys"),), tools.schemas()), ToolContext(root=root),
-                 Policy("auto"), on_event=recorder.handle)
+    return Agent(model, tools, ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas())),
+                 ToolContext(root=root), Policy("auto"), on_event=recorder.handle)
 
 
 def write_call(path: str, content: str, text: str = "") -> AssistantMessage:
@@ -124,7 +124,7 @@ KILLED_RUN = textwrap.dedent("""
     from pydantic import BaseModel
     from swecli.agent import Agent
     from swecli.config import Settings
-    from swecli.context.manager import ContextManager
+    from swecli.context.manager import ContextManager, Prompt
     from swecli.messages import AssistantMessage, SystemBlock, ToolCall
     from swecli.permissions import Policy
     from swecli.session.recorder import SessionRecorder
@@ -147,7 +147,7 @@ KILLED_RUN = textwrap.dedent("""
     step = lambda p: AssistantMessage(content="Writing " + p, tool_calls=(
         ToolCall(id="call_" + p, name="write_file", arguments=json.dumps({"path": p, "content": "x"})),))
     model = ScriptedModel([step("first.txt"), step("second.txt")])
-    agent = Agent(model, tools, ContextManager((SystemBlock(text="sys"),), tools.schemas()),
+    agent = Agent(model, tools, ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas())),
                   ToolContext(root=root), Policy("auto"), on_event=recorder.handle)
     agent.run("write two files")
 """)
