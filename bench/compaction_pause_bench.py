@@ -11,7 +11,8 @@ files (moatless-tools, SWE-agent, OpenHands: files 12-25): each answer is the re
 call, and the tool returns the real output of that step (29-10,778 tokens; the growth per step is theirs).
 The main model answers after `--model-seconds`; the summarizer is the same scripted server delaying each
 summary request by `--summary-seconds` (a real model's summary of a long history takes tens of seconds).
-A session ends three steps after its first summary was applied (its second at windows up to 32k).
+Every session of a window makes the same number of steps, old or new: enough for the history to grow by
+1.3 windows (at least 20, at most 80 steps).
 
 Each configuration runs in its own process, once with this checkout and once with `--old` (another
 checkout of swecli, imported instead through PYTHONPATH), interleaved. Printed per configuration, OLD and
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -62,7 +64,9 @@ STEP_SOURCES = ("12", "13", "14", "15", "16", "17", "22", "23", "24", "25")
 SUMMARY = "\n".join(f"### {section}\n- a specific finding with a path and a reason." * 3 for section in (
     "User instructions and constraints", "Current task and state", "Decisions and reasons", "Files",
     "Errors and resolutions", "Commands", "Open questions"))
-MAX_STEPS = 160
+GROWTH = 1.3
+"""A session makes the steps that add this many windows of real steps to the history."""
+MIN_STEPS, MAX_STEPS = 20, 80
 ASSISTANT_CHARS = 2_000
 """The real assistant text of a step, cut to this (some agents think at length; the tool outputs are the
 growth that matters)."""
@@ -186,8 +190,9 @@ def make_context(settings: Settings, tools: ToolRegistry, root: Path, timeline: 
 
 def run(config: Config, steps: RealSteps, history: list[Message]) -> Result:
     timeline = Timeline()
-    enough = 2 if config.window <= 32_000 else 1
-    after = [3]
+    count = TokenCounter()
+    growth = statistics.fmean(count.text(text) + count.text(output) for text, output in steps.steps[:200])
+    longest = min(MAX_STEPS, max(MIN_STEPS, math.ceil(GROWTH * config.window / growth)))
     texts = cycle(text for text, _ in steps.steps)
 
     def answer(body: dict[str, Any]) -> Step:
@@ -200,16 +205,14 @@ def run(config: Config, steps: RealSteps, history: list[Message]) -> Result:
             timeline.arrivals.append(time.monotonic())
             step = len(timeline.arrivals)
         time.sleep(config.model_seconds)
-        if timeline.summaries_applied() >= enough or step >= MAX_STEPS:
-            after[0] -= 1
-            if after[0] < 0 or step >= MAX_STEPS:
-                return Reply("Read them all.", usage=False, chunk=4_096)
+        if step > longest:
+            return Reply("Read them all.", usage=False, chunk=4_096)
         return Reply(next(texts), calls=[Call("read", {"path": f"src/module_{step}.py"})], usage=False, chunk=4_096)
 
     settings = Settings(model="bench-model", context_limit=config.window,
                         context=ContextConfig(decay=False))
     tools = ToolRegistry([Tool("read", "Read a file.", ReadArgs, steps.read)])
-    with ScriptedLLM([answer] * (MAX_STEPS + 200), strict=False) as llm, tempfile.TemporaryDirectory() as root:
+    with ScriptedLLM([answer] * (MAX_STEPS + 100), strict=False) as llm, tempfile.TemporaryDirectory() as root:
         def provider() -> OpenAIProvider:
             return OpenAIProvider(model="bench-model", base_url=llm.base_url, api_key="k", name="openai-compatible")
 

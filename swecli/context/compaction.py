@@ -693,9 +693,12 @@ def _fit_prompts(work: _Work, history: list[Message], over: int, head_tokens: in
 
 
 def _fit_summary(work: _Work, history: list[Message], summary: UserMessage, over: int) -> int:
+    """The summary loses its end first; its first paragraph, which names the archive and the index of saved
+    outputs (where everything it replaced is), stays whole."""
     index = next(i for i, m in enumerate(history) if m is summary)
-    keep = max(50, work.count(summary) - over - 20)
-    text = head_by_tokens(summary.content, keep, work.text_count) + "\n[swecli: summary cut to fit the window]"
+    pointers, _, rest = summary.content.partition("\n\n")
+    keep = max(50, work.count(summary) - over - 20 - work.text_count(pointers))
+    text = f"{pointers}\n\n{head_by_tokens(rest, keep, work.text_count)}\n[swecli: summary cut to fit the window]"
     shortened = replace_content(summary, text)
     work.notes.append("the summary was cut to fit the window")
     history[index] = shortened

@@ -35,7 +35,7 @@ from swecli.context.compaction import (
     summary_body,
     with_model_summary,
 )
-from swecli.context.decay import fold_older, saving_reference
+from swecli.context.decay import ROOM_POLICIES, DecayScan, fold_older, saving_reference
 from swecli.context.engineering import NoMechanisms
 from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.meter import Meter
@@ -61,6 +61,7 @@ class Compactor:
         self.usage = Usage()
         """Tokens spent by summary requests (not part of the loop's own usage)."""
         self.tool_meta: dict[str, dict[str, Any]] = {}
+        self._room: DecayScan | None = None
 
     @property
     def config(self) -> ContextConfig:
@@ -129,7 +130,7 @@ class Compactor:
         keep = meter.calibration.to_local(decay_recent_for(meter.window, self.config.keep_recent_tokens))
         needed = before.raw_total - meter.calibration.to_local(target)
         reference = saving_reference(self.root or Path.cwd())
-        folded = fold_older(history, meter.sync(history), meter.counter, keep, reference, needed)
+        folded = fold_older(history, meter.sync(history), self._room_scan(), keep, reference, needed)
         if not folded.changed:
             return history
         note = (f"folded {folded.folded} older tool outputs to their saved files; the summary being made is "
@@ -164,6 +165,19 @@ class Compactor:
         result = CompactionResult(updated, True, prepared.strategy, 1, ("the summary made in the background took the "
                                                                         "place of the truncation's",))
         return self.record("auto", before, result, 0.0, background=True)
+
+    def look_ahead(self, history: list[Message]) -> None:
+        """Work out now, for the messages that left the newest zone since the last step, what folding them
+        would save: a fold that comes later then only writes its digests."""
+        meter = self.meter
+        keep = meter.calibration.to_local(decay_recent_for(meter.window, self.config.keep_recent_tokens))
+        self._room_scan().saving(meter.sync(history), keep)
+
+    def _room_scan(self) -> DecayScan:
+        """The scan folds use, kept while the counter is the same (`fold_older`)."""
+        if self._room is None or self._room.counter is not self.meter.counter:
+            self._room = DecayScan(self.meter.counter, ROOM_POLICIES)
+        return self._room
 
     # --- parts -----------------------------------------------------------------------------------------
 

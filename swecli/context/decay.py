@@ -132,13 +132,13 @@ MIN_ZONE = 500
 whatever the zone)."""
 
 
-def fold_older(history: list[Message], ledger: Ledger, counter: TokenCounter, keep_recent_tokens: int,
+def fold_older(history: list[Message], ledger: Ledger, scan: DecayScan, keep_recent_tokens: int,
                reference_for: ReferenceFor, needed: int = 0) -> DecayResult:
     """Every tool output before the newest `keep_recent_tokens` folded at once, whatever it saves: the
     no-model-call compaction ("observation masking"), for when room is needed before a summary is ready.
     When that saves less than `needed` tokens, the newest zone halves (down to `MIN_ZONE`) until it saves
-    enough. `ledger` must be synced to `history`."""
-    scan = DecayScan(counter, ROOM_POLICIES)
+    enough. `ledger` must be synced to `history`; `scan` (with `ROOM_POLICIES`) is kept from one fold to the
+    next, so what folding a message saves is worked out once."""
     keep = keep_recent_tokens
     while scan.saving(ledger, keep) < needed and keep // 2 >= MIN_ZONE:
         keep //= 2  # the scan goes on from where it was: each message is still looked at once

@@ -198,10 +198,8 @@ class ContextManager:
         if not history:
             return history
         open_calls = has_open_calls(history)
-        # While a summary is being made, decay waits: the compaction rewrites that history soon anyway,
-        # and a decay batch now would cost a prompt-cache miss for nothing.
-        if not open_calls and self.scheduler.job is None:
-            meter = self.meter
+        meter = self.meter
+        if not open_calls and not self.scheduler.holds_decay(round(meter.fill(history) * meter.window)):
             keep = meter.calibration.to_local(decay_recent_for(meter.window, meter.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, meter.sync(history), keep)
         state = self.meter.state(history, self._tail_for(history))

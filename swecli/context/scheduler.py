@@ -58,12 +58,19 @@ class CompactionScheduler:
         ledger = self.meter.ledger
         self.runway.observe(state.total, time.monotonic(), (ledger.generation, ledger.turn_start()))
         if self.in_background():
+            self.compactor.look_ahead(history)  # a step at a time, for a fold that may be needed
             if self.job is None:
                 self._maybe_start(history, provider, state)
             if self.job is not None:
                 return self._with_job(history, provider, state)
         # Nothing in the background (off, another strategy, nothing worth summarizing): on the spot.
         return self.compactor.compact(history, provider, "auto") if state.over_threshold else history
+
+    def holds_decay(self, tokens: int) -> bool:
+        """Whether decay waits: a summary is on its way and the prompt (`tokens`, without its tail) is past
+        the warning level, so the compaction that rewrites this history anyway is near (a decay batch now
+        would cost a prompt-cache miss for little)."""
+        return self.job is not None and tokens >= self.meter.budget.warning_limit
 
     def in_background(self) -> bool:
         config = self.compactor.config
@@ -127,24 +134,24 @@ class CompactionScheduler:
         instead of waiting, and wait only when that does not make room."""
         job = self.job
         assert job is not None
-        hard = self.meter.budget.hard_limit
-        if job.phase != "running":
-            if not state.over_threshold:
+        hard, waited = self.meter.budget.hard_limit, 0.0
+        if job.phase == "running":
+            if state.total <= hard:
+                return history  # room left: the loop goes on while the summary is made
+            history, state = self._make_room(history, state)
+            if state.total <= hard:
                 return history
-            history = self._finish(history, provider, state)
-            state = self.meter.state(history)
-            # The summary may leave the prompt over the hard limit (its span was short): make room without it.
-            return history if state.total <= hard else self._make_room(history, state)[0]
-        if state.total <= hard:
-            return history  # room left: the loop goes on while the summary is made
-        history, state = self._make_room(history, state)
-        if state.total <= hard:
+            self.compactor.report.notice(
+                "info", f"the context is at {state.percent:.0f}% of the window, the most a request can carry with "
+                        f"room for the reply, and neither folding older outputs nor dropping older turns made room: "
+                        f"waiting for the background summary (running for {job.duration:.0f}s)")
+            waited = background.wait(job, self.compactor.wiring.cancel)
+        elif not state.over_threshold:
             return history
-        self.compactor.report.notice(
-            "info", f"the context is at {state.percent:.0f}% of the window, the most a request can carry with "
-                    f"room for the reply, and neither folding older outputs nor dropping older turns made room: "
-                    f"waiting for the background summary (running for {job.duration:.0f}s)")
-        return self._finish(history, provider, state, background.wait(job, self.compactor.wiring.cancel))
+        history = self._finish(history, provider, state, waited)
+        state = self.meter.state(history)
+        # The summary may leave the prompt over the hard limit (its span was short): room without a model call.
+        return history if state.total <= hard else self._make_room(history, state)[0]
 
     def _make_room(self, history: list[Message], state: ContextState) -> tuple[list[Message], ContextState]:
         """Room below the hard limit without a model call, for a few steps at least (`room_target`): older

@@ -1,0 +1,85 @@
+"""The compaction scheduler in the real loop: a summary that never comes back in time makes nobody wait.
+
+The loop talks to one scripted server over HTTP; the background summary to another, whose answer is held
+until the session is over. Whatever the window, the loop must never stand still for it: every request
+stays under the hard limit, made room for by folds and truncations (no model call), and no wait is
+announced. No timing in any assertion: the event sequence says what happened.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from swecli.agent import Agent
+from swecli.config import ContextConfig, Settings
+from swecli.context.manager import ContextManager, Prompt, Wiring
+from swecli.events import BackgroundSummary, CompactionDone, Event, ModelCallStarted, Notice
+from swecli.llm.openai import OpenAIProvider
+from swecli.messages import SystemBlock
+from swecli.permissions import Policy
+from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+
+SYSTEM = (SystemBlock(text="You are swecli, a coding agent."),)
+
+
+class PageArgs(BaseModel):
+    page: int = 0
+
+
+def read_page(args: PageArgs, ctx: ToolContext) -> ToolResult:
+    return ToolResult("\n".join(f"src/pkg/module.py:{i}: value_{i} = compute({i}, page={args.page})"
+                                for i in range(120)))
+
+
+TOOLS = ToolRegistry([Tool("read_page", "Read one page of the module.", PageArgs, read_page)])
+
+
+def provider(llm: ScriptedLLM) -> OpenAIProvider:
+    return OpenAIProvider(model="scripted-model", base_url=llm.base_url, api_key="k", name="openai-compatible",
+                          sleep=lambda s: None, max_retries=0)
+
+
+@pytest.mark.parametrize("window", [8_000, 32_000])
+def test_the_loop_never_waits_for_a_summary_that_is_not_ready(window: int, project: Path) -> None:
+    events: list[Event] = []
+    pages = window * 3 // 1_800  # the prompt reaches the hard limit again and again
+    gate = threading.Event()
+
+    def main(body: dict[str, Any]) -> Step:
+        sent = sum(isinstance(e, ModelCallStarted) for e in events)
+        if sent > pages:
+            return Reply("read them all", usage=False)
+        return Reply(f"Reading page {sent}.", calls=[Call("read_page", {"page": sent})], usage=False)
+
+    def summarize(body: dict[str, Any]) -> Step:
+        gate.wait(60)
+        return Reply("### Current task and state\nreading the module", usage=False)
+
+    settings = Settings(model="scripted-model", context_limit=window, max_tokens=512, context=ContextConfig())
+    with ScriptedLLM([main] * (pages + 2), strict=False) as llm, ScriptedLLM([summarize] * 5, strict=False) as slow:
+        wiring = Wiring(on_event=events.append, summary_provider=lambda: provider(slow))
+        context = ContextManager.from_settings(settings, Prompt(SYSTEM, TOOLS.schemas()), root=project, wiring=wiring)
+        loop = provider(llm)
+        agent = Agent(loop, TOOLS, context, ToolContext(root=project), Policy("auto"), on_event=events.append,
+                      max_iterations=pages + 5)
+        try:
+            assert agent.run("read the module page by page").answer == "read them all"
+            hard = context.budget.hard_limit
+        finally:
+            gate.set()
+            context.close()
+            loop.close()
+    assert not [e for e in events if isinstance(e, Notice) and "waiting for the background summary" in e.text]
+    sent = [e.context_tokens for e in events if isinstance(e, ModelCallStarted)]
+    assert len(sent) == pages + 1 and max(sent) <= hard
+    made = [e for e in events if isinstance(e, CompactionDone)]
+    assert {e.strategy for e in made} <= {"fold", "truncate"} and any(e.strategy == "fold" for e in made)
+    assert all(e.waited == 0 and e.tokens_after < e.tokens_before for e in made)
+    phases = [e.phase for e in events if isinstance(e, BackgroundSummary)]
+    assert phases == ["started", "cancelled"]  # one summary, still on its way when the session closed
