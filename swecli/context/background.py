@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from swecli.context.archive import Archive
-from swecli.context.compaction import CompactionParams, PreparedSpan, prepare_span
+from swecli.context.compaction import CompactionIO, CompactionParams, PreparedSpan, prepare_span
 from swecli.context.hooks import PreCompactDecision
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import CancelToken, Provider
@@ -140,8 +140,9 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
         params = replace(job.params, instructions=job.decision.instructions, summary_text=job.decision.summary)
         provider, owned = work.provider()
         counter = TokenCounter(work.encoding, work.include_reasoning)
+        io = CompactionIO(work.archive, provider, work.meta, job.cancel)
         job.prepared, job.notes, job.usage = prepare_span(job.snapshot, job.cut, params, counter.message, counter.text,
-                                               work.archive, provider, work.meta, job.cancel)
+                                                          io)
     except Exception as exc:  # whatever broke, the loop drops the job and compacts on the spot
         job.error = f"{type(exc).__name__}: {exc}"
     finally:

@@ -187,24 +187,26 @@ class _Work:
         return self.params.fixed + sum(self.count(m) for m in history)
 
 
-def compact_history(
-    history: Sequence[Message],
-    params: CompactionParams,
-    count: Count,
-    text_count: CountText,
-    archive: Archive,
-    provider: Provider | None = None,
-    meta: Mapping[str, Mapping[str, Any]] | None = None,
-    cancel: CancelToken | None = None,
-) -> CompactionResult:
-    """Compact `history` under `params.limit`; unchanged (changed=False) when there is nothing to do.
+@dataclass(frozen=True)
+class CompactionIO:
+    """What a compaction reads and writes besides the history."""
 
-    `meta` maps tool-call ids to the `ToolResult.meta` the tools reported (exact exit codes, paths);
-    `cancel` interrupts a summary request (the compaction then falls back to truncation).
-    """
+    archive: Archive
+    """Where it saves what it removes (the transcript, shortened texts, the index of saved outputs)."""
+    provider: Provider | None = None
+    """Who writes the summary (None: no model call; the summarize strategy then falls back to truncation)."""
+    meta: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The `ToolResult.meta` the tools reported, by tool-call id (exact exit codes, paths)."""
+    cancel: CancelToken | None = None
+    """Interrupts a summary request (the compaction then falls back to truncation)."""
+
+
+def compact_history(history: Sequence[Message], params: CompactionParams, count: Count, text_count: CountText,
+                    io: CompactionIO) -> CompactionResult:
+    """Compact `history` under `params.limit`; unchanged (changed=False) when there is nothing to do."""
     if params.strategy not in STRATEGIES:
         raise ValueError(f"unknown compaction strategy {params.strategy!r}; use one of {', '.join(STRATEGIES)}")
-    work = _Work(history, params, count, text_count, archive, provider, cancel)
+    work = _Work(history, params, count, text_count, io.archive, io.provider, io.cancel)
     before = work.total(history)
     if before <= params.limit and not params.force:
         return CompactionResult(list(history), False, params.strategy, tokens_after=before,
@@ -212,7 +214,7 @@ def compact_history(
     cut = _plan_cut(work, history)
     if not cut:
         return _fit_only(work, before)
-    prepared = _prepare(work, history, cut, meta, fallback=True)
+    prepared = _prepare(work, history, cut, io.meta, fallback=True)
     if prepared is None:
         # Nothing would be dropped (importance kept every older message): adding a summary message
         # would only make the context larger.
@@ -253,23 +255,14 @@ def plan_span(history: Sequence[Message], params: CompactionParams, count: Count
     return _plan_cut(_Work(history, params, count, text_count, _NO_ARCHIVE), history)
 
 
-def prepare_span(
-    history: Sequence[Message],
-    cut: int,
-    params: CompactionParams,
-    count: Count,
-    text_count: CountText,
-    archive: Archive,
-    provider: Provider | None,
-    meta: Mapping[str, Mapping[str, Any]] | None = None,
-    cancel: CancelToken | None = None,
-) -> tuple[PreparedSpan | None, tuple[str, ...], Usage]:
+def prepare_span(history: Sequence[Message], cut: int, params: CompactionParams, count: Count, text_count: CountText,
+                 io: CompactionIO) -> tuple[PreparedSpan | None, tuple[str, ...], Usage]:
     """The model's summary of `history[:cut]` with its facts, references and index, the whole history
     archived: the slow part of a compaction, safe to run on another thread (it touches nothing shared
     but the archive and the provider). (None, notes, usage) when the model's summary failed or was
     cancelled: no truncation stands in for it here. `usage`: what its requests cost either way."""
-    work = _Work(history, params, count, text_count, archive, provider, cancel)
-    return _prepare(work, history, cut, meta, fallback=False), tuple(work.notes), work.usage
+    work = _Work(history, params, count, text_count, io.archive, io.provider, io.cancel)
+    return _prepare(work, history, cut, io.meta, fallback=False), tuple(work.notes), work.usage
 
 
 def apply_span(

@@ -26,6 +26,7 @@ from swecli.config import ContextConfig, HookConfig
 from swecli.context.archive import Archive, DiskArchive
 from swecli.context.budget import ContextState, decay_recent_for
 from swecli.context.compaction import (
+    CompactionIO,
     CompactionParams,
     CompactionResult,
     PreparedSpan,
@@ -96,8 +97,8 @@ class Compactor:
             self.report.notice("info", "compaction cancelled by the PreCompact hook")
             return history
         count = self.meter.counter
-        result = compact_history(history, self.params(trigger, focus, decision), count.message, count.text,
-                                 self.archive(), provider, self.tool_meta, self.wiring.cancel)
+        io = CompactionIO(self.archive(), provider, self.tool_meta, self.wiring.cancel)
+        result = compact_history(history, self.params(trigger, focus, decision), count.message, count.text, io)
         self.spent(result.usage, trigger)
         if not result.changed:
             # After an overflow the retry's outcome speaks for itself (`overflow_failure` when it fails);
@@ -145,7 +146,8 @@ class Compactor:
         start = time.monotonic()
         count = self.meter.counter
         params = dataclasses.replace(self.params("auto", "", PreCompactDecision()), strategy="truncate", force=True)
-        result = compact_history(history, params, count.message, count.text, self.archive(), None, self.tool_meta)
+        result = compact_history(history, params, count.message, count.text, CompactionIO(self.archive(),
+                                                                                          meta=self.tool_meta))
         if not result.changed or not self.shrinks(before, result.history):
             return history
         notes = (*result.notes, "dropped the oldest turns without a summary (their facts, references and transcript "

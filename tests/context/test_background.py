@@ -400,3 +400,26 @@ def test_the_hook_can_cancel_a_compaction_whose_summary_was_to_be_made_ahead(wir
     assert summarizer.requests == []  # no summary was asked for
     assert [n.text for n in run.seen(Notice)].count("compaction cancelled by the PreCompact hook") >= 1
     assert not run.compacted()
+
+
+# --- a job still matches the history after the engine's own rewrites -------------------------------------
+
+def test_a_job_matches_its_span_after_folds_and_stand_ins_but_not_after_another_history() -> None:
+    from swecli.context.background import SummaryJob
+    from swecli.context.compaction import CompactionParams
+    from swecli.context.decay import fold
+    from swecli.context.tokens import TokenCounter
+    from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+
+    call = ToolCall(id="c1", name="dump", arguments='{"page": 1}')
+    page = dump(DumpArgs(page=1), ToolContext(root=Path())).content
+    output = ToolMessage(tool_call_id="c1", name="dump", content=page)
+    span: list[Message] = [UserMessage(content="dump it"), AssistantMessage(content="", tool_calls=(call,)), output]
+    job = SummaryJob(tuple([*span, AssistantMessage(content="done")]), len(span), CompactionParams(limit=1_000), 0)
+    folded = fold(output, call, ".swecli/tool_results/c1.txt", TokenCounter())
+    assert job.matches([*span[:2], folded, AssistantMessage(content="done"), UserMessage(content="more")])
+    stand_in = UserMessage(content="dump it\n[image: screen.png]")
+    assert job.matches([stand_in, *span[1:]])
+    other = ToolMessage(tool_call_id="c9", name="dump", content="other")
+    assert not job.matches([*span[:2], other]) and not job.matches(span[:2])
+    assert not job.matches([UserMessage(content="something else"), *span[1:]])

@@ -89,15 +89,16 @@ def test_a_truncation_drops_older_turns_and_keeps_the_prompts_facts_and_transcri
 
 
 def test_a_summary_that_arrives_after_a_truncation_takes_the_place_of_its_missing_body(tmp_path: Path) -> None:
-    from swecli.context.compaction import plan_span, prepare_span
+    from swecli.context.compaction import CompactionIO, plan_span, prepare_span
 
     events: list[Event] = []
     context = engine(tmp_path, events)
     history = session(16)
     counter, params = context.counter, context.compactor.params("auto", "", PreCompactDecision())
     cut = plan_span(history, params, counter.message, counter.text)
-    prepared, _, _ = prepare_span(history, cut, params, counter.message, counter.text, context.compactor.archive(),
-                                  ScriptedModel([say("### Current task and state\nreading page by page")]))
+    summarizer = ScriptedModel([say("### Current task and state\nreading page by page")])
+    prepared, _, _ = prepare_span(history, cut, params, counter.message, counter.text,
+                                  CompactionIO(context.compactor.archive(), summarizer))
     assert prepared is not None
     truncated = context.compactor.truncate(history, context.state(history))
     upgraded = context.compactor.overtaken(truncated, prepared, context.state(truncated))
