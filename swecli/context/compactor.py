@@ -155,7 +155,8 @@ class Compactor:
         result = dataclasses.replace(result, notes=notes)
         return self.record("auto", before, result, time.monotonic() - start, background=True)
 
-    def overtaken(self, history: list[Message], prepared: PreparedSpan, before: ContextState) -> list[Message] | None:
+    def overtaken(self, history: list[Message], prepared: PreparedSpan, before: ContextState,
+                  waited: float = 0.0) -> list[Message] | None:
         """A summary made in the background whose span a truncation dropped meanwhile: its body goes into the
         truncation's summary message (`compaction.with_model_summary`). None when there is none to improve."""
         index = next((i for i in range(len(history) - 1, -1, -1) if is_summary(history[i])), None)
@@ -166,7 +167,7 @@ class Compactor:
         updated = [*history[:index], with_model_summary(summary, prepared.summary), *history[index + 1:]]
         result = CompactionResult(updated, True, prepared.strategy, 1, ("the summary made in the background took the "
                                                                         "place of the truncation's",))
-        return self.record("auto", before, result, 0.0, background=True)
+        return self.record("auto", before, result, 0.0, waited=waited, background=True)
 
     def look_ahead(self, history: list[Message]) -> None:
         """Work out now, for the messages that left the newest zone since the last step, what folding them

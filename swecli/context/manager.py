@@ -133,10 +133,6 @@ class ContextManager:
         self.meter.max_tokens = max_tokens
 
     @property
-    def tools(self) -> tuple[ToolSchema, ...]:
-        return self.meter.tools
-
-    @property
     def memory(self) -> tuple[SystemBlock, ...]:
         return self.meter.memory
 
@@ -199,7 +195,7 @@ class ContextManager:
             return history
         open_calls = has_open_calls(history)
         meter = self.meter
-        if not open_calls and not self.scheduler.holds_decay(round(meter.fill(history) * meter.window)):
+        if not open_calls and not self.scheduler.holds_decay(meter.prompt_tokens(history)):
             keep = meter.calibration.to_local(decay_recent_for(meter.window, meter.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, meter.sync(history), keep)
         state = self.meter.state(history, self._tail_for(history))

@@ -127,10 +127,13 @@ class Meter:
             encoding=count.encoding_in_use, messages=len(history),
         )
 
+    def prompt_tokens(self, history: Sequence[Message]) -> int:
+        """The fixed parts and the history, calibrated (the tail left out)."""
+        return self.calibration.apply(self.fixed_tokens() + self.ledger.sync(history).tokens())
+
     def fill(self, history: Sequence[Message]) -> float:
         """The share of the window the history and the fixed parts take (the tail left out)."""
-        total = self.calibration.apply(self.fixed_tokens() + self.ledger.sync(history).tokens())
-        return total / self.window if self.window else 0.0
+        return self.prompt_tokens(history) / self.window if self.window else 0.0
 
     def fixed_tokens(self) -> int:
         """Local tokens every request sends besides history and tail: system, memory, tool schemas."""

@@ -150,8 +150,10 @@ class CompactionScheduler:
             return history
         history = self._finish(history, provider, state, waited)
         state = self.meter.state(history)
-        # The summary may leave the prompt over the hard limit (its span was short): room without a model call.
-        return history if state.total <= hard else self._make_room(history, state)[0]
+        if state.total <= hard or job.phase == "declined":
+            return history  # (the PreCompact hook said no compaction: none is made)
+        # The summary left the prompt over the hard limit (its span was short): room without a model call.
+        return self._make_room(history, state)[0]
 
     def _make_room(self, history: list[Message], state: ContextState) -> tuple[list[Message], ContextState]:
         """Room below the hard limit without a model call, for a few steps at least (`room_target`): older
@@ -161,8 +163,8 @@ class CompactionScheduler:
         target = self.room_target()
         history = compactor.fold(history, state, target)
         state = meter.state(history)
-        if state.total <= target:
-            return history, state
+        if state.total <= target or (self.job is not None and self.job.decision.cancel):
+            return history, state  # (a truncation is a compaction: not when the PreCompact hook said no)
         truncated = compactor.truncate(history, state)
         if truncated is not history:
             self.overtaken = self.job is not None
@@ -185,7 +187,7 @@ class CompactionScheduler:
             if job.matches(history):
                 return self._apply(history, job, state, waited)
             if overtaken and job.prepared is not None:
-                upgraded = self.compactor.overtaken(history, job.prepared, state)
+                upgraded = self.compactor.overtaken(history, job.prepared, state, waited)
                 if upgraded is not None:
                     self._report(job, "used", "it took the place of the truncation's summary")
                     return upgraded

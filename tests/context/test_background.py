@@ -274,43 +274,39 @@ def test_at_the_hard_limit_older_outputs_fold_instead_of_waiting_and_the_summary
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_the_loop_waits_for_the_summary_only_when_folding_cannot_make_room_and_says_so(wire: str) -> None:
-    """The history grows by the model's own long answers (tool outputs are a line): nothing to fold."""
+def test_when_folding_cannot_make_room_older_turns_go_and_the_summary_takes_their_place_later(wire: str) -> None:
+    """The history grows by the model's own long answers (tool outputs are a line): nothing to fold, so the
+    oldest turns are dropped (no model call); the summary, when it arrives, fills the truncation's summary."""
     run = Run(wire)
 
     def main(body: dict[str, Any]) -> Step:
-        if run.compacted():
+        if run.seen(CompactionDone, strategy="summarize"):
             return Reply("finished", usage=False)
+        job = run.context.background_job if run.context else None
+        if run.seen(CompactionDone, strategy="truncate") and job is not None and not run.gate.is_set():
+            run.gate.set()  # the summary comes back only after the loop made room without it
+            job.done.wait(30)
         run.pages += 1
-        return Reply("I think the module " + "parses tokens and builds a tree; " * 90,
+        return Reply(f"Step {run.pages}: I think the module " + "parses tokens and builds a tree; " * 90,
                      calls=[Call("note", {})], usage=False)
 
-    def release_when_told(event: Event) -> None:
-        if isinstance(event, Notice) and "waiting for the background summary" in event.text:
-            run.gate.set()
-
-    run.events = _Listening(release_when_told)
     with session(run, main) as (agent, llm, _summarizer):
         assert agent.run(TASK).answer == "finished"
         hard = agent.context.budget.hard_limit
+    assert not [n for n in run.seen(Notice) if "waiting for the background summary" in n.text]
+    truncation, summary = run.seen(CompactionDone)
+    assert (truncation.strategy, summary.strategy) == ("truncate", "summarize")
+    assert truncation.tokens_after < hard < truncation.tokens_before and truncation.waited == 0
     assert run.phases() == ["started", "used"]
-    (done,) = run.seen(CompactionDone)
-    assert done.strategy == "summarize" and done.background and done.waited > 0 and done.tokens_before > hard
+    assert run.seen(BackgroundSummary, phase="used")[0].note == "it took the place of the truncation's summary"
     sent = [e.context_tokens for e in run.seen(ModelCallStarted)]
-    assert max(sent) <= hard  # no request went out past the hard limit: the loop waited first
-    assert len(main_requests(llm)) == len(sent)
-
-
-class _Listening(list[Event]):
-    """A list of events that also calls `react` on each."""
-
-    def __init__(self, react: Callable[[Event], None]) -> None:
-        super().__init__()
-        self.react = react
-
-    def append(self, event: Event) -> None:
-        super().append(event)
-        self.react(event)
+    assert max(sent) <= hard
+    # The last request: the truncation's pointers, the model's summary in place of the missing one.
+    last = without_tail(main_requests(llm)[-1]["messages"])
+    text = next(text_of(m) for m in last if SUMMARY_MARKER in text_of(m))
+    assert "summarized in part" in text and SUMMARY.splitlines()[1] in text and ".swecli/compactions/" in text
+    assert "Step 1:" not in " ".join(text_of(m) for m in last)  # the oldest turns went
+    assert_paired(last, wire)
 
 
 # --- a summary that fails or is cancelled is dropped; the normal path runs ------------------------------

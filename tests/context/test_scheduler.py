@@ -8,6 +8,7 @@ announced. No timing in any assertion: the event sequence says what happened.
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from swecli.config import ContextConfig, Settings
 from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.events import BackgroundSummary, CompactionDone, Event, ModelCallStarted, Notice
 from swecli.llm.openai import OpenAIProvider
-from swecli.messages import SystemBlock
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, UserMessage
 from swecli.permissions import Policy
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
@@ -83,3 +84,41 @@ def test_the_loop_never_waits_for_a_summary_that_is_not_ready(window: int, proje
     assert all(e.waited == 0 and e.tokens_after < e.tokens_before for e in made)
     phases = [e.phase for e in events if isinstance(e, BackgroundSummary)]
     assert phases == ["started", "cancelled"]  # one summary, still on its way when the session closed
+
+
+def test_the_loop_waits_only_when_nothing_else_makes_room_and_says_so(project: Path) -> None:
+    """The newest step alone is over the hard limit: folding and dropping older turns cannot help, so the
+    loop waits for the summary (the last resort), says so, and the wait is counted."""
+    events: list[Event] = []
+    gate = threading.Event()
+
+    def listen(event: Event) -> None:
+        events.append(event)
+        if isinstance(event, Notice) and "waiting for the background summary" in event.text:
+            gate.set()
+
+    def summarize(body: dict[str, Any]) -> Step:
+        gate.wait(60)
+        return Reply("### Current task and state\nreading the module", usage=False)
+
+    settings = Settings(model="scripted-model", context_limit=6_000, max_tokens=512,
+                        context=ContextConfig(keep_recent_tokens=500))
+    with ScriptedLLM([summarize], strict=False) as slow:
+        wiring = Wiring(on_event=listen, summary_provider=lambda: provider(slow))
+        context = ContextManager.from_settings(settings, Prompt(SYSTEM, TOOLS.schemas()), root=project, wiring=wiring)
+        history: list[Message] = [UserMessage(content="read the module")]
+        for page in range(6):  # older steps, past the level where the summary starts
+            call = ToolCall(id=f"c{page}", name="read_page", arguments=json.dumps({"page": page}))
+            history += [AssistantMessage(content="reading " * 720, tool_calls=(call,)),
+                        ToolMessage(tool_call_id=call.id, name="read_page", content="ok")]
+        history = context.prepare(history, None)  # type: ignore[arg-type]  # the loop's provider is not used
+        assert context.background_job is not None and not gate.is_set()
+        call = ToolCall(id="last", name="read_page", arguments="{}")
+        history += [AssistantMessage(content="my long plan " * 2_000, tool_calls=(call,)),  # over the hard limit
+                    ToolMessage(tool_call_id=call.id, name="read_page", content="ok")]
+        history = context.prepare(history, None)  # type: ignore[arg-type]
+        context.close()
+    notices = [e.text for e in events if isinstance(e, Notice)]
+    assert any("neither folding older outputs nor dropping older turns made room: waiting" in n for n in notices)
+    waited = [e for e in events if isinstance(e, CompactionDone) and e.waited > 0]
+    assert waited and waited[-1].strategy == "summarize"
