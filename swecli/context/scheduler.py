@@ -182,27 +182,39 @@ class CompactionScheduler:
         job, self.job = self.job, None
         assert job is not None
         overtaken, self.overtaken = self.overtaken, False
+        if job.phase == "declined":
+            return self._declined(history, job)
         if job.phase == "ready":
             self.runway.summary_took(job.duration)
             if job.matches(history):
                 return self._apply(history, job, state, waited)
-            if overtaken and job.prepared is not None:
-                upgraded = self.compactor.overtaken(history, job.prepared, state, waited)
-                if upgraded is not None:
-                    self._report(job, "used", "it took the place of the truncation's summary")
-                    return upgraded
+            if overtaken:
+                return self._fill_truncation(history, job, state, waited)
             self._report(job, "dropped", "the history it summarized changed meanwhile")
-        elif job.phase == "declined":
-            self._report(job, "declined")
-            for warning in job.decision.warnings:
-                self.compactor.report.notice("warning", warning)
-            self.compactor.report.notice("info", "compaction cancelled by the PreCompact hook")
-            return history
         else:
             self._report(job, "cancelled" if job.cancel.cancelled else "failed", job.why_not())
         # The normal path, on the spot; the hook already ran for this compaction (it runs once).
         decision = job.decision if self.compactor.has_hook() else None
         return self.compactor.compact(history, provider, "auto", decision=decision, waited=waited)
+
+    def _declined(self, history: list[Message], job: SummaryJob) -> list[Message]:
+        self._report(job, "declined")
+        for warning in job.decision.warnings:
+            self.compactor.report.notice("warning", warning)
+        self.compactor.report.notice("info", "compaction cancelled by the PreCompact hook")
+        return history
+
+    def _fill_truncation(self, history: list[Message], job: SummaryJob, state: ContextState,
+                         waited: float) -> list[Message]:
+        """A truncation made room while the summary was on its way: the summary fills its summary message
+        (room was made already: nothing else is done when it cannot)."""
+        assert job.prepared is not None
+        upgraded = self.compactor.overtaken(history, job.prepared, state, waited)
+        if upgraded is None:
+            self._report(job, "dropped", "a truncation made room before it was ready, and it had no summary")
+            return history
+        self._report(job, "used", "it took the place of the truncation's summary")
+        return upgraded
 
     def _apply(self, history: list[Message], job: SummaryJob, before: ContextState, waited: float) -> list[Message]:
         start = time.monotonic()
