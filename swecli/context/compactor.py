@@ -5,14 +5,17 @@ the budgets in local tokens (from the meter's calibration), the PreCompact hook,
 the rule that a compaction is applied only when it makes the next request smaller, the record of every
 compaction (`compactions`, a `CompactionDone` event) and the spend of its summary requests.
 
-Three ways to make room:
+The ways to make room:
 
 - `compact`: on the spot (the summary, if any, is asked for now and the loop waits for it);
 - `apply`: a summary made ahead in the background (`background.py`), applied over its span;
 - `fold`: no model call at all. Every tool output older than the newest zone folds to a one-line digest
   that names the file holding it (decay's fold, with every tool eligible), as "observation masking"
   does. The scheduler uses it when the prompt reaches the hard limit before the summary is ready, so
-  the loop never stands still for a summary it can do without.
+  the loop never stands still for a summary it can do without;
+- `truncate`: no model call either, when folding is not enough: the oldest turns go (prompts, facts,
+  references and the archive stay); `overtaken` later puts the background summary in the place of the
+  one the truncation could not write.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ class Compactor:
                 self.tool_meta.pop(next(iter(self.tool_meta)))
             self.tool_meta[call.id] = facts
 
-    # --- the three ways ------------------------------------------------------------------------------
+    # --- the ways to make room -------------------------------------------------------------------------
 
     def compact(self, history: list[Message], provider: Provider, trigger: str, focus: str = "",
                 decision: PreCompactDecision | None = None, waited: float = 0.0) -> list[Message]:
