@@ -22,13 +22,14 @@ the threshold.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
 from swecli.context import background
 from swecli.context.background import SummaryJob, SummaryWork
 from swecli.context.budget import ContextState
-from swecli.context.compaction import plan_span, summary_reserve
+from swecli.context.compaction import CompactionParams, plan_span, summary_reserve
 from swecli.context.compactor import Compactor
 from swecli.context.hooks import PreCompactDecision
 from swecli.context.runway import Runway
@@ -111,7 +112,7 @@ class CompactionScheduler:
         if state.total < self.start_level(state):
             return
         compactor, count = self.compactor, self.meter.counter
-        params = compactor.params("auto", "", PreCompactDecision())
+        params = self._span_params()
         cut = plan_span(history, params, count.message, count.text)
         if not cut:
             return  # nothing older worth summarizing yet
@@ -126,6 +127,14 @@ class CompactionScheduler:
                            meta=dict(compactor.tool_meta), on_done=self.on_background_done)
         self.job = background.start(job, work)
         compactor.report.emit(BackgroundSummary("started", cut, state.total))
+
+    def _span_params(self) -> CompactionParams:
+        """The compaction's parameters for a summary made ahead: by the time it is applied the history has
+        grown by the runway, so the span leaves that much less of the recent history out (at least half of
+        `keep_recent_tokens`), and what stays verbatim after it is about `keep_recent_tokens` as configured."""
+        params = self.compactor.params("auto", "", PreCompactDecision())
+        growth = self.meter.calibration.to_local(self.runway.tokens_needed() or 0)
+        return dataclasses.replace(params, keep_recent=max(params.keep_recent // 2, params.keep_recent - growth))
 
     # --- with a summary under way ----------------------------------------------------------------------
 
