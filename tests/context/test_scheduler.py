@@ -122,3 +122,15 @@ def test_the_loop_waits_only_when_nothing_else_makes_room_and_says_so(project: P
     assert any("neither folding older outputs nor dropping older turns made room: waiting" in n for n in notices)
     waited = [e for e in events if isinstance(e, CompactionDone) and e.waited > 0]
     assert waited and waited[-1].strategy == "summarize"
+
+
+def test_a_summary_made_ahead_leaves_out_of_its_span_what_will_be_added_before_it_is_applied() -> None:
+    context = ContextManager(Prompt(SYSTEM), config=ContextConfig(keep_recent_tokens=8_000))
+    scheduler = context.scheduler
+    assert scheduler._span_params().keep_recent == 8_000  # nothing measured yet
+    for step, when in enumerate([0.0, 3.0, 6.0]):  # 1k tokens a step, 3 s a step; a 30 s summary: 11 steps
+        scheduler.runway.observe(10_000 + 1_000 * step, when, "turn")
+    assert scheduler.runway.tokens_needed() == 11_000
+    assert scheduler._span_params().keep_recent == 4_000  # at least half of what is kept stays out of the span
+    scheduler.runway.summary_took(6.0)  # 3 steps of 1k: the span reaches 3k closer to the end
+    assert scheduler._span_params().keep_recent == 8_000 - 3_000
