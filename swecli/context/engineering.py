@@ -272,6 +272,8 @@ def _ignore(event: Event) -> None:
 
 def _content(msg: Message) -> str:
     return msg.content
+
+
 def starts_turn(history: Sequence[Message]) -> bool:
     """The last message is the person's new request: the next request opens a user turn."""
     return bool(history) and isinstance(history[-1], UserMessage) and history[-1].kind == "prompt"

@@ -259,18 +259,3 @@ def test_a_cut_output_is_saved_whole_unless_offload_is_off(project: Path) -> Non
     assert seen.endswith("[swecli: the output above is cut and was not saved (context.offload is off); redirect "
                          "it to a file to keep all of it]")
 
-
-def test_an_engine_without_mechanisms_hands_everything_back_as_it_is() -> None:
-    from swecli.context.engineering import NoMechanisms
-    from swecli.context.manager import ContextManager, Prompt
-    from swecli.messages import AssistantMessage, SystemBlock, ToolCall, UserMessage
-    from swecli.tools.base import ToolResult
-
-    context = ContextManager(Prompt((SystemBlock(text="sys"),)))
-    mechanisms = context.mechanisms
-    assert type(mechanisms) is NoMechanisms
-    history = [UserMessage(content="hi"), AssistantMessage(content="hello " * 5_000)]
-    assert context.tool_content(ToolCall(id="1", name="bash"), ToolResult("x" * 100_000)) == "x" * 100_000
-    assert context.prepare(history, None) is history  # type: ignore[arg-type]  # nothing to compact with
-    assert context.request(history).tail == "" and mechanisms.summary_sections() == ()
-    assert mechanisms.summary_lines() == [] and (mechanisms.offloaded, mechanisms.decays) == (0, 0)
