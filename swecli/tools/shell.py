@@ -2,21 +2,23 @@
 
     script = parse("cd src && sudo rm -rf build | tee log")
     for command in script.walk():       # every command the line would run, at any depth
-        command.name, command.args, command.redirects, command.via
+        command.name, command.args, command.redirects, command.via, command.cwd
 
-`parse` uses bashlex (a port of bash's own grammar): quotes and backslashes are removed as bash
-removes them (`r\\m` is `rm`), and every simple command is found wherever it sits: in pipelines,
-`&&`/`;` lists, `if`/`for`/`while` bodies, functions, subshells and `$(...)`/`<(...)` substitutions.
+`parse` reads the line with tree-sitter-bash (`swecli/tools/bashtree.py`): quotes and backslashes are
+removed as bash removes them (`r\\m` is `rm`), and every simple command is found wherever it sits: in
+pipelines, `&&`/`;` lists, `if`/`for`/`while`/`case` bodies, functions, subshells, `[[ ]]` and
+`$(...)`/`<(...)` substitutions, heredoc'ed or not.
 
 `walk` also follows what a command runs: the command behind a wrapper (`sudo`, `env`, `nohup`,
-`timeout`, `xargs`, ...), the code given to `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host`/`watch`, and
-text that reaches a shell's stdin when it can be known: a literal `echo`/`printf`, a heredoc or
-here-string, and literal base64 or hex decoded on the way (`echo <b64> | base64 -d | sh`). Each
-command reached that way carries `via` ("bash -c", "a pipe into sh", ...), to a bounded depth.
+`timeout`, `xargs`, `busybox`, ...), the code given to `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host`/`watch`/
+`parallel`, a function or alias the line defines (with the arguments of the call), and text that reaches a
+shell's stdin when it can be known: a literal `echo`/`printf`, a heredoc or here-string, and literal base64
+or hex decoded on the way (`echo <b64> | base64 -d | sh`). Each command reached that way carries `via`
+("bash -c", "a pipe into sh", "function f", ...), to a bounded depth.
 
-bashlex does not implement all of bash (`case`, `[[ ]]`, `$(( ))`, `time`, `coproc`). Those lines
-are split with shlex at the control operators instead: words and redirections are still found but
-the structure is approximate, and `Script.exact` is False so callers can be careful.
+A line tree-sitter-bash cannot parse (a syntax error: bash would refuse it too) is split with shlex at the
+control operators instead: words and redirections are still found but the structure is approximate, and
+`Script.exact` is False so callers can be careful.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
 """Programs that run shell code from `-c`, a script file, or their stdin."""
@@ -79,6 +80,9 @@ class Command:
     """The earlier stages of its pipeline, whose output is its stdin (nearest last)."""
     via: str = ""
     """How `walk` reached it when not written directly: "sudo", "bash -c", "a pipe into sh", ..."""
+    cwd: str = ""
+    """The directory an earlier `cd`/`pushd` in the line moved to, as written (`~`, `/`, `src`); "" for the
+    directory the line starts in."""
 
     @property
     def name(self) -> str:
@@ -119,8 +123,12 @@ class Script:
     variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Literal values given to variables in the line (`D=/`, `for d in a b`), for expanding `$D`."""
     exact: bool = True
-    """False when bashlex could not parse the line and the shlex fallback split it."""
+    """False when tree-sitter-bash could not parse the line and the shlex fallback split it."""
     error: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """`alias NAME=VALUE` in the line: NAME at the start of a later command runs VALUE."""
+    computed: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    """Variables that hold a command's output: `x=$(curl ...)`, `for f in $(find .)`, `find | while read f`."""
 
     @property
     def substitutions(self) -> bool:
@@ -128,139 +136,53 @@ class Script:
             r.target is not None and r.target.substituted for c in self.commands for r in c.redirects)
 
     def walk(self) -> Iterator[Command]:
-        """Every command the line would run: its own, then what wrappers and code strings run."""
+        """Every command the line would run: its own, then what wrappers, code strings, and the functions
+        and aliases the line defines run."""
+        functions = {f.name: f for f in self.functions}
         for command in self.commands:
             yield from follow(command)
+            function = functions.get(command.name)
+            if function is not None:
+                for inner in function.commands:
+                    yield from follow(bind(inner, command.words[1:], f"function {function.name}"), 1)
+            alias = self.aliases.get(command.name)
+            if alias is not None:
+                code = " ".join([alias, *(w.text for w in command.words[1:])])
+                for inner in parse(code).commands:
+                    yield from follow(replace(inner, via=inner.via or f"alias {command.name}"), 1)
+
+
+_POSITIONAL = re.compile(r"\$\{?([1-9@*])\}?")
+
+
+def bind(command: Command, args: tuple[Word, ...], via: str) -> Command:
+    """A function's command with `$1`, `$@`, ... replaced by the arguments of a call."""
+    def value(match: re.Match[str]) -> str:
+        key = match[1]
+        if key in "@*":
+            return " ".join(a.text for a in args)
+        index = int(key) - 1
+        return args[index].text if index < len(args) else ""
+
+    def bound(word: Word) -> Word:
+        names = [n for n in word.parameters if n not in "123456789@*" or len(n) != 1]
+        if len(names) == len(word.parameters):
+            return word
+        extra = tuple(p for a in args for p in a.parameters)
+        return Word(_POSITIONAL.sub(value, word.text), tuple(names) + extra, word.substituted)
+
+    return replace(command, words=tuple(bound(w) for w in command.words),
+                   redirects=tuple(replace(r, target=bound(r.target)) if r.target is not None else r
+                                   for r in command.redirects), via=via)
 
 
 @functools.lru_cache(maxsize=512)
 def parse(line: str) -> Script:
-    """Parse a command line; never raises (a line bashlex cannot parse is split approximately)."""
-    import bashlex
+    """Parse a command line; never raises (a line tree-sitter cannot parse is split approximately)."""
+    from swecli.tools.bashtree import read
 
-    try:
-        nodes = bashlex.parse(_unquote_heredoc_delimiters(line))
-    except Exception as exc:  # bashlex raises several types, and NotImplementedError for whole features
-        return _fallback(line, f"{type(exc).__name__}: {exc}")
-    builder = _Builder()
-    for node in nodes:
-        builder.node(node, ())
-    return Script(line, tuple(builder.commands), tuple(builder.functions), builder.variables)
-
-
-def _unquote_heredoc_delimiters(line: str) -> str:
-    # bashlex cannot find the end of `<<'EOF'` / `<<"EOF"` / `<<\EOF`; the quotes only turn off expansion
-    # inside the document, which bashlex does not do anyway.
-    return re.sub(r"<<(-?)\s*(?:(['\"])(\w+)\2|\\(\w+))", lambda m: f"<<{m[1]}{m[3] or m[4]}", line)
-
-
-class _Builder:
-    """Flattens a bashlex tree into Commands, Functions and literal variable values."""
-
-    def __init__(self) -> None:
-        self.commands: list[Command] = []
-        self.functions: list[Function] = []
-        self.variables: dict[str, tuple[str, ...]] = {}
-
-    def node(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        kind = node.kind
-        if kind == "command":
-            self.command(node, upstream)
-        elif kind == "pipeline":
-            self.pipeline(node, upstream)
-        elif kind == "function":
-            self.function(node)
-        elif kind == "for":
-            self.for_loop(node, upstream)
-        elif kind == "compound":
-            for part in node.list:
-                self.node(part, upstream)
-        elif kind in ("list", "if", "while", "until"):
-            for part in node.parts:
-                self.node(part, upstream)
-
-    def pipeline(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        for part in node.parts:
-            if part.kind in ("pipe", "reservedword"):
-                continue
-            start = len(self.commands)
-            self.node(part, upstream)
-            upstream = upstream + tuple(self.commands[start:])
-
-    def command(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        words: list[Word] = []
-        assignments: list[Word] = []
-        redirects: list[Redirect] = []
-        for part in node.parts:
-            if part.kind == "word":
-                words.append(self.word(part))
-            elif part.kind == "assignment":
-                assignments.append(self.word(part))
-            elif part.kind == "redirect":
-                redirects.append(self.redirect(part))
-        if not words:
-            self._remember(assignments)
-        self.commands.append(Command(tuple(words), tuple(assignments), tuple(redirects), upstream))
-
-    def _remember(self, assignments: list[Word]) -> None:
-        for word in assignments:
-            name, _, value = word.text.partition("=")
-            if word.literal:
-                self.variables[name] = (value,)
-
-    def word(self, node: Any) -> Word:
-        parameters: list[str] = []
-        substituted: list[Command] = []
-        for part in _descendants(node):
-            if part.kind == "parameter":
-                match = _NAME.match(getattr(part, "value", "") or "")
-                parameters.append(match.group(0) if match else "?")
-            elif part.kind in ("commandsubstitution", "processsubstitution"):
-                inner = _Builder()
-                inner.node(part.command, ())
-                substituted.extend(inner.commands)
-                self.commands.extend(inner.commands)
-        return Word(node.word, tuple(parameters), tuple(substituted))
-
-    def redirect(self, node: Any) -> Redirect:
-        fd = node.input if isinstance(node.input, int) else None
-        heredoc = getattr(node, "heredoc", None)
-        if heredoc is not None:
-            return Redirect(node.type, None, fd, _heredoc_text(heredoc.value))
-        target = self.word(node.output) if hasattr(node.output, "kind") else None
-        return Redirect(node.type, target, fd)
-
-    def function(self, node: Any) -> None:
-        inner = _Builder()
-        inner.node(node.body, ())
-        background = any(p.kind == "operator" and p.op == "&" for p in _descendants(node.body))
-        self.functions.append(Function(node.name.word, tuple(inner.commands), background))
-        self.functions.extend(inner.functions)
-
-    def for_loop(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        parts = list(node.parts)
-        words = [p for p in parts if p.kind == "word"]
-        if len(words) >= 1:
-            values = [self.word(w) for w in words[1:]]
-            if all(v.literal for v in values):
-                self.variables[words[0].word] = tuple(v.text for v in values)
-        for part in parts:
-            if part.kind not in ("word", "reservedword"):
-                self.node(part, upstream)
-
-
-def _descendants(node: Any) -> Iterator[Any]:
-    for attr in ("parts", "list"):
-        for child in getattr(node, attr, None) or ():
-            yield child
-            if child.kind not in ("commandsubstitution", "processsubstitution"):
-                yield from _descendants(child)
-
-
-def _heredoc_text(value: str) -> str:
-    # bashlex keeps the terminating delimiter line at the end of the document.
-    lines = value.split("\n")
-    return "\n".join(lines[:-1]) + "\n" if len(lines) > 1 else ""
+    script = read(line)
+    return script if script is not None else _fallback(line, "syntax error (tree-sitter-bash)")
 
 
 # -- the shlex fallback -----------------------------------------------------------------------------

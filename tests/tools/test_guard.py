@@ -69,13 +69,14 @@ def test_decoded_text_is_judged_by_what_it_runs() -> None:
     assert "decodes hidden code" in dangerous_reason("cat payload | base64 -d | sh")
 
 
-def test_lines_bashlex_cannot_parse_are_still_checked_word_by_word() -> None:
-    # bashlex implements neither `case` nor `[[ ]]` nor arithmetic; the shlex fallback still finds the commands.
+def test_case_test_commands_and_arithmetic_are_checked() -> None:
+    # bashlex implemented none of these (they went through the shlex fallback); tree-sitter-bash reads them.
     assert dangerous_reason("case $x in a) rm -rf ~;; esac")
     assert dangerous_reason("[[ -d build ]] && rm -rf /")
     assert dangerous_reason("echo $((1+2)); git clean -fd")
     assert dangerous_reason("[[ -d build ]] && rm -rf build") == ""
     assert dangerous_reason("echo 'unterminated") == ""  # bash itself refuses to run it
+    assert dangerous_reason("if then; rm -rf ~")  # a syntax error: the shlex fallback still finds the words
 
 
 def test_wrappers_and_deep_nesting_are_followed() -> None:
