@@ -31,7 +31,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 """Programs that run shell code from `-c`, a script file, or their stdin."""
 MAX_DEPTH = 4
 """How many times `walk` follows code into code (`bash -c "eval '...'"`): enough for real use."""
@@ -212,7 +212,21 @@ def _fallback(line: str, error: str) -> Script:
         if command is not None:
             commands.append(command)
         upstream = (*upstream, command) if token in ("|", "|&") and command is not None else ()
-    return Script(line, tuple(commands), exact=False, error=error)
+    return Script(line, (*_substituted_commands(line), *commands), exact=False, error=error)
+
+
+_SUBSTITUTION = re.compile(r"`([^`]+)`|\$\(([^()]*)\)")
+
+
+def _substituted_commands(line: str) -> list[Command]:
+    """The commands inside `...` and $(...) of a line that cannot be parsed: bash runs them before it
+    notices the rest is wrong (`echo $((x`cmd`y))`)."""
+    found: list[Command] = []
+    for match in _SUBSTITUTION.finditer(line):
+        inner = match[1] or match[2]
+        if inner and inner != line:
+            found.extend(parse(inner).commands)
+    return found
 
 
 _OPERATORS = ("<<<", "&>>", ">>", "<<", "&&", "||", "|&", ";;", ">&", "<&", "&>", ">|", ";", "&", "|", "(", ")", "<",
@@ -297,52 +311,120 @@ def follow(command: Command, depth: int = 0) -> Iterator[Command]:
             yield from follow(replace(nested, via=nested.via or via), depth + 1)
 
 
-# Wrappers that run the rest of their arguments as a command, with the options that take a value.
-_WRAPPERS: dict[str, str] = {
-    "sudo": "ugpChDrtTU", "doas": "uC", "env": "uSC", "nohup": "", "nice": "n", "ionice": "cnp",
-    "timeout": "sk", "time": "fo", "command": "", "exec": "a", "builtin": "", "stdbuf": "ioe",
-    "xargs": "aIiLlnPsdEe", "setsid": "", "chronic": "", "torsocks": "", "proxychains": "f",
-    "proxychains4": "f", "unbuffer": "", "nsenter": "tSGwr", "chroot": "", "caffeinate": "",
-    "flock": "wEc", "strace": "eoOpsuP", "ltrace": "eoOpsuP", "firejail": "", "rlwrap": "",
+# Wrappers that run the rest of their arguments as a command: the short options that take a value, and the
+# long ones that take the next word.
+_WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sudo": ("ugpChDrtTU", ("--user", "--group", "--prompt", "--host", "--chdir", "--role", "--type",
+                            "--close-from", "--other-user")),
+    "doas": ("uC", ()), "env": ("uSCP", ("--unset", "--chdir", "--split-string")), "nohup": ("", ()),
+    "nice": ("n", ("--adjustment",)), "ionice": ("cnp", ("--class", "--classdata", "--pid")),
+    "timeout": ("sk", ("--signal", "--kill-after")), "time": ("fo", ("--format", "--output")),
+    "command": ("", ()), "exec": ("a", ()), "builtin": ("", ()), "stdbuf": ("ioe", ()),
+    "xargs": ("aIdELnPsJ", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines",
+                            "--max-chars", "--eof", "--process-slot-var")),
+    "parallel": ("jSnNLPIkXa", ("--jobs", "--sshlogin", "--max-args", "--max-replace-args", "--arg-file",
+                                "--delimiter", "--joblog", "--results", "--tmpdir", "--workdir", "--timeout")),
+    "setsid": ("", ()), "chronic": ("", ()), "torsocks": ("", ()), "proxychains": ("f", ()),
+    "proxychains4": ("f", ()), "unbuffer": ("", ()), "nsenter": ("tSGwr", ()), "chroot": ("", ()),
+    "caffeinate": ("", ()), "flock": ("wEc", ()), "strace": ("eoOpsuP", ()), "ltrace": ("eoOpsuP", ()),
+    "firejail": ("", ()), "rlwrap": ("", ()), "busybox": ("", ()), "toybox": ("", ()), "coproc": ("", ()),
 }
 _POSITIONAL_FIRST = {"timeout": 1, "chroot": 1, "flock": 1}
 """Wrappers whose first positional argument is theirs (a duration, a directory, a lock file)."""
 
 
 def unwrap(command: Command) -> Command | None:
-    """The command a wrapper runs (`sudo rm x` -> `rm x`), or None when it is not a wrapper."""
-    takes_value = _WRAPPERS.get(command.name)
-    if takes_value is None:
+    """The command a wrapper runs (`sudo rm x` -> `rm x`), or None when it is not a wrapper (or, as with
+    `command -v git`, only names the program)."""
+    spec = _WRAPPERS.get(command.name)
+    if spec is None:
         return None
-    i = 1
+    if command.name == "parallel" and any(w.text.startswith(":::") for w in command.words):
+        return None  # the arguments are the inputs: code_strings() runs them
+    start = _wrapped_start(command, spec)
+    if start is None or start >= len(command.words):
+        return None
+    return command.shifted(start, command.name)
+
+
+def _wrapped_start(command: Command, spec: tuple[str, tuple[str, ...]]) -> int | None:
+    takes_value, long_values = spec
     skip_positional = _POSITIONAL_FIRST.get(command.name, 0)
     words = command.words
+    i = 1
     while i < len(words):
         text = words[i].text
         if text == "--":
-            i += 1
-            break
-        if command.name == "env" and "=" in text and not text.startswith("-"):
+            return i + 1
+        if command.name == "env" and (("=" in text and not text.startswith("-")) or text == "-"):
             i += 1
             continue
+        if command.name == "command" and text.startswith("-") and set(text[1:]) & {"v", "V"}:
+            return None  # `command -v git` prints where git is; nothing runs
         if text.startswith("-") and len(text) > 1:
-            short = text[1:] if not text.startswith("--") else ""
-            i += 2 if short and short[-1] in takes_value and len(short) == 1 else 1
+            short = len(text) == 2 and text[1] in takes_value
+            i += 2 if short or text in long_values else 1
             continue
         if skip_positional:
             skip_positional -= 1
             i += 1
             continue
-        break
-    return command.shifted(i, command.name) if i < len(words) else None
+        return i
+    return i
 
 
 def _with_xargs_input(wrapper: Command, inner: Command) -> Command:
-    """`echo a b | xargs rm` runs `rm a b`: append the words xargs reads when the line fixes them."""
-    text = stdin_text(wrapper) if wrapper.name == "xargs" else None
-    if not text:
+    """`echo a b | xargs rm` runs `rm a b`, and `echo x | xargs -I{} sh -c {}` runs `sh -c x`: the words
+    xargs reads, when the line fixes them."""
+    if wrapper.name not in ("xargs", "parallel"):
         return inner
-    return replace(inner, words=inner.words + tuple(Word(token) for token in text.split()))
+    options = [w.text for w in wrapper.words[1:len(wrapper.words) - len(inner.words)]]
+    text = stdin_text(wrapper)
+    if not text or any(o in ("-a", "--arg-file") or o.startswith(("-a", "--arg-file=")) for o in options):
+        return inner
+    replaced = _replace_string(options, wrapper.name)
+    if replaced is None or (not any(replaced in w.text for w in inner.words) and wrapper.name == "parallel"):
+        return replace(inner, words=inner.words + tuple(Word(token) for token in text.split()))
+    line = text.strip().split("\n")[0]
+    return replace(inner, words=tuple(Word(w.text.replace(replaced, line)) for w in inner.words))
+
+
+def _replace_string(options: list[str], program: str) -> str | None:
+    """The placeholder xargs substitutes with each input line (`-I{}`, `-i`, `--replace`, BSD `-J %`)."""
+    if program == "parallel":
+        return "{}"
+    for i, option in enumerate(options):
+        if option in ("-I", "-J") and i + 1 < len(options):
+            return options[i + 1]
+        if option.startswith(("-I", "-J")) and len(option) > 2:
+            return option[2:]
+        if option in ("-i", "--replace", "--replace="):
+            return "{}"
+        if option.startswith(("-i", "--replace=")):
+            return option.split("=", 1)[1] if option.startswith("--") else option[2:]
+    return None
+
+
+def _parallel_code(command: Command) -> list[tuple[str, str]]:
+    """`parallel CMD ::: a b` runs `CMD a` and `CMD b` through a shell; `parallel ::: 'ls' 'pwd'` runs each
+    argument as a command line."""
+    args = [w.text for w in command.words]
+    start = _wrapped_start(replace(command, words=tuple(w for w in command.words if not w.text.startswith(":::"))),
+                           _WRAPPERS["parallel"]) or 1
+    rest = args[start:]
+    marker = next((i for i, a in enumerate(rest) if a.startswith(":::")), None)
+    if marker is None or rest[marker] != ":::":
+        return []  # fed by stdin (unwrap follows it) or by files (`::::`)
+    template, items = rest[:marker], [a for a in rest[marker + 1:] if not a.startswith(":::")]
+    codes = []
+    for item in items:
+        if not template:
+            codes.append((item, "parallel"))
+        elif any("{}" in t for t in template):
+            codes.append((shlex.join(t.replace("{}", item) for t in template), "parallel"))
+        else:
+            codes.append((shlex.join([*template, item]), "parallel"))
+    return codes
 
 
 def code_strings(command: Command) -> list[tuple[str, str]]:
@@ -368,14 +450,14 @@ def code_strings(command: Command) -> list[tuple[str, str]]:
     if name == "watch":
         rest = _after_options(args, "nd")
         return [(" ".join(rest), "watch")] if rest else []
+    if name == "parallel":
+        return _parallel_code(command)
     return []
 
 
 def _shell_code(command: Command) -> str | None:
     """The code of `sh -c CODE` (also `-lc`, `-ec`, `-o pipefail -c`), or None."""
     args = command.args
-    if command.name == "busybox":
-        args = args[1:] if args[:1] in (("sh",), ("ash",)) else ()
     seen_c = False
     i = 0
     while i < len(args):
@@ -391,8 +473,6 @@ def _shell_code(command: Command) -> str | None:
 def _reads_stdin(command: Command) -> bool:
     """A shell that will read its program from stdin: no script file, or `-s`."""
     positional = [a for a in command.args if not a.startswith(("-", "+"))]
-    if command.name == "busybox":
-        positional = positional[1:]
     return not positional or "-s" in command.args
 
 
