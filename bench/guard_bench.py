@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["HOME"] = "/home/tester"
 
+from swecli.testing.shared import bash_commands, shared_path  # noqa: E402
 from swecli.tools.guard import dangerous_reason  # noqa: E402
 from swecli.tools.readonly import is_read_only  # noqa: E402
 from swecli.tools.shell import parse  # noqa: E402
@@ -42,7 +43,7 @@ REGEX_GUARD_COMMIT = "c7273e9"
 BEFORE_ISSUE22 = "d5fdeda"
 """The guard before issue 22 (the commit that added the held-out corpora, before the guard changed)."""
 CORPORA = ROOT / "tests" / "tools"
-TRAJECTORIES = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "trajectories"
+TRAJECTORIES = Path(sys.argv[1]) if len(sys.argv) > 1 else shared_path("trajectories")
 
 Judge = Callable[[list[str]], list[str]]
 """Reasons for a list of commands ("" where not flagged)."""
@@ -185,20 +186,7 @@ def misses_and_alarms(lines: dict[str, list[str]]) -> None:
 
 
 def trajectory_commands() -> list[str]:
-    commands = []
-    for path in sorted(TRAJECTORIES.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        for message in data["messages"]:
-            for call in message.get("tool_calls") or []:
-                if call["function"]["name"] not in ("bash", "execute_bash"):
-                    continue
-                try:
-                    command = json.loads(call["function"]["arguments"]).get("command")
-                except json.JSONDecodeError:
-                    continue
-                if command:
-                    commands.append(command)
-    return commands
+    return bash_commands(sorted(TRAJECTORIES.glob("*.json")))
 
 
 def trajectories_table() -> None:

@@ -24,6 +24,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from swecli.testing.shared import bash_commands, shared_path  # noqa: E402
+
 BASHLEX_COMMIT = "91a4a76"
 """The last commit whose shell.py parsed with bashlex."""
 FIRST_LINE = "cd src && grep -rn 'def main' . | head -5; python3 -c 'print(1)' > out.txt"
@@ -102,27 +106,11 @@ def first_call_table(found: dict[str, tuple[str, str] | None], runs: int) -> Non
     print()
 
 
-def trajectory_commands(directory: Path) -> list[str]:
-    commands = []
-    for path in sorted(directory.glob("*.json")):
-        for message in json.loads(path.read_text(encoding="utf-8"))["messages"]:
-            for call in message.get("tool_calls") or []:
-                if call["function"]["name"] not in ("bash", "execute_bash"):
-                    continue
-                try:
-                    command = json.loads(call["function"]["arguments"]).get("command")
-                except json.JSONDecodeError:
-                    continue
-                if command:
-                    commands.append(command)
-    return commands
-
-
 def all_commands_table(found: dict[str, tuple[str, str] | None], directory: Path) -> None:
     if not directory.is_dir():
         print(f"(no {directory}: skipping the real-session table)")
         return
-    commands = trajectory_commands(directory)
+    commands = bash_commands(sorted(directory.glob("*.json")))
     n = len(commands)
     print(f"## Every bash command of the real sessions ({directory.name}: {n} commands), parsed warm\n")
     print("| parser | parsed exactly | median | p95 | max |")
@@ -148,7 +136,7 @@ def main(argv: list[str]) -> None:
         index = argv.index("--runs")
         runs = int(argv[index + 1])
         argv = argv[:index] + argv[index + 2:]
-    directory = Path(argv[0]) if argv else ROOT.parent / "shared" / "trajectories"
+    directory = Path(argv[0]) if argv else shared_path("trajectories")
     with tempfile.TemporaryDirectory() as workdir:
         found = variants(Path(workdir))
         first_call_table(found, runs)

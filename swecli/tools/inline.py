@@ -4,10 +4,13 @@ judged by what it deletes, overwrites or runs; part of the guard.
 Python is parsed with `ast`. Calls to `shutil.rmtree`, `os.remove`/`unlink`, `Path(...).unlink()`,
 `Path(...).write_text()`, `open(..., "w")`, `os.system` and `subprocess.*` are resolved when their
 path or command is built from literals (`"~"`, `Path.home()`, `os.environ["HOME"]`, `os.path.join`,
-`/`, names assigned a literal) and checked as the equivalent shell command would be; a path computed
-at run time passes (in the real sessions of ../shared/trajectories that is `tempfile.mkdtemp()`, 9 times
-in 962 commands, never a home or root). Other languages are scanned for their delete and exec
-primitives, with the string literals around them checked the same way.
+`/`, names assigned a literal, loop variables over `Path.home().iterdir()`, `os.listdir(...)` or `glob`)
+and checked as the equivalent shell command would be; a path computed at run time passes (in the real
+sessions of ../shared/trajectories that is `tempfile.mkdtemp()`, 9 times in 962 commands, never a home or
+root). Other languages are scanned for their delete and exec primitives: the home directory as each
+spells it (`$ENV{HOME}`, `Dir.home`, `os.homedir()`, `process.env.HOME`, `getenv("HOME")`) reads as `~`,
+the path each delete is given is evaluated when it is literals joined with `+`, `.` or a path join, and
+the string literals an exec runs are checked as shell commands.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import ast
 import posixpath
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from swecli.tools.protected import Danger, delete_danger, write_danger
 from swecli.tools.shell import Command, stdin_text
@@ -260,45 +263,31 @@ def _first_argument(code: str, start: int) -> str | None:
     """The first argument of the call whose name ends at `start`: `rmtree(X, ...)`, Perl's `rmtree X;`."""
     rest = code[start:].lstrip()
     if rest.startswith("("):
-        depth, quote = 0, ""
-        for i, char in enumerate(rest):
-            if quote:
-                quote = "" if char == quote and rest[i - 1] != "\\" else quote
-            elif char in "'\"`":
-                quote = char
-            elif char in "([{":
-                depth += 1
-            elif char in ")]}":
-                depth -= 1
-                if depth == 0:
-                    return _split_top_level(rest[1:i])[0]
-            elif char == "," and depth == 1:
-                return rest[1:i]
-        return None
+        end = next((i for i, char, depth in _unquoted(rest) if char in ")]}" and depth == 0), None)
+        return _split_top_level(rest[1:end])[0] if end is not None else None
     match = re.match(r"([^;\n]+)", rest)  # Perl and Ruby calls without parentheses
     return _split_top_level(match[1])[0] if match and not rest.startswith(("=", ".", ":")) else None
 
 
 def _split_top_level(text: str) -> list[str]:
-    parts: list[str] = []
-    current: list[str] = []
+    """`a, f(b, c), "d,e"` -> `a`, `f(b, c)`, `"d,e"`."""
+    cuts = [i for i, char, depth in _unquoted(text) if char == "," and depth == 0]
+    bounds = zip([-1, *cuts], [*cuts, len(text)], strict=True)
+    return [text[a + 1:b].strip() for a, b in bounds]
+
+
+def _unquoted(text: str) -> Iterator[tuple[int, str, int]]:
+    """(index, char, bracket depth after it) for each character outside string literals."""
     depth, quote = 0, ""
     for i, char in enumerate(text):
         if quote:
             quote = "" if char == quote and text[i - 1] != "\\" else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
             continue
-        current.append(char)
-    parts.append("".join(current))
-    return [p.strip() for p in parts]
+        if char in "'\"`":
+            quote = char
+            continue
+        depth += (char in "([{") - (char in ")]}")
+        yield i, char, depth
 
 
 def _path_value(expression: str) -> str | None:

@@ -7,14 +7,13 @@ say what is at stake. Paths are judged against a home directory of /home/tester,
 from __future__ import annotations
 
 import base64
-import contextlib
-import json
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from swecli.testing.shared import TRAJECTORIES, bash_commands
 from swecli.tools.guard import dangerous_reason
 
 HERE = Path(__file__).parent
@@ -25,7 +24,6 @@ REAL = tomllib.loads((HERE / "guard_corpus_real.toml").read_text(encoding="utf-8
 REAL_ASK = [c for group in REAL for c in group.get("ask", [])]
 REAL_PASS = [c for group in REAL for c in group.get("pass", [])]
 ISSUE22 = tomllib.loads((HERE / "guard_corpus_issue22.toml").read_text(encoding="utf-8"))
-TRAJECTORIES = HERE.parents[2] / "shared" / "trajectories"
 KNOWN_FALSE_ALARMS = {
     "command -px git reset --hard": "bash refuses `command -x` and runs nothing; the guard reads `command -p`",
     "rsync -a --delete /src/ /dest/": "/dest is a top-level directory, which the guard protects (as in rm -rf /dest)",
@@ -148,20 +146,9 @@ def test_issue_22_benign_commands_are_not_flagged(command: str) -> None:
     assert dangerous_reason(command) == "", f"false alarm: {command} ({dangerous_reason(command)})"
 
 
-def real_session_commands() -> list[str]:
-    commands = []
-    for path in sorted(TRAJECTORIES.glob("*.json")):
-        for message in json.loads(path.read_text(encoding="utf-8"))["messages"]:
-            for call in message.get("tool_calls") or []:
-                if call["function"]["name"] in ("bash", "execute_bash"):
-                    with contextlib.suppress(json.JSONDecodeError):
-                        commands.append(json.loads(call["function"]["arguments"]).get("command") or "")
-    return [c for c in commands if c]
-
-
 @pytest.mark.skipif(not TRAJECTORIES.is_dir(), reason="needs ../shared/trajectories")
 def test_no_command_of_the_real_agent_sessions_is_flagged() -> None:
-    commands = real_session_commands()
+    commands = bash_commands()
     assert len(commands) > 900
     flagged = [(c[:80], dangerous_reason(c)) for c in commands if dangerous_reason(c)]
     assert flagged == []
