@@ -85,12 +85,14 @@ def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str |
     """
     console.print(approval_preview(request))
     console.print(Text((QUESTION_DANGEROUS if request.danger else QUESTION) + " ", style="bold"), end="")
+    offered = "yn" if request.danger else "yna"  # a flagged command is allowed once at a time, never "always"
     while True:
         key = read_key()
         if key in (ESC, CTRL_C):
             console.print(Text("no (interrupted)", style="yellow"))
             return Answer(Decision("no", "the user interrupted"), interrupt=True)
-        verdict = ANSWERS.get((key or "").strip().lower()[:1])
+        letter = (key or "").strip().lower()[:1]
+        verdict = ANSWERS.get(letter) if letter and letter in offered else None
         if verdict is not None:
             break
     console.print(Text(verdict, style="green" if verdict != "no" else "yellow"))

@@ -370,7 +370,10 @@ def tty_approver() -> Approver | None:
         for warning in (request.danger, request.note):
             if warning:
                 sys.stderr.write(f"warning: {warning}\n")
-        answer = input("Allow? [y]es / [n]o / [a]lways this session: ").strip().lower()
+        question = "Allow? [y]es / [n]o: " if request.danger else "Allow? [y]es / [n]o / [a]lways this session: "
+        answer = input(question).strip().lower()
+        while request.danger and answer.startswith("a"):  # a flagged command is never allowed "always"
+            answer = input(question).strip().lower()
         if answer.startswith("a"):
             return Decision("always")
         if answer.startswith("y"):
