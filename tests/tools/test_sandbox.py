@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from swecli.config import SandboxConfig
-from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools import syscalls
+from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.bash import BASH, BashArgs
 from swecli.tools.environment import CommandEnvironment
 from swecli.tools.sandbox import CANNOT_START, MISSING, Sandbox, from_settings, isolation_flags, unavailable_reason
