@@ -13,10 +13,12 @@ docs/security/sandbox.md explains each list.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import posixpath
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,6 +190,37 @@ HOME_PROFILES: tuple[str, ...] = (
 )
 """Shell profiles and other home dotfiles run at a login or a shell's start: when the project holds the
 home directory, these are kept from being created (the existing dotfiles are all read-only)."""
+
+
+_PLACEHOLDERS: set[Path] = set()
+_PLACEHOLDER_LOCK = threading.Lock()
+
+
+def add_placeholder(path: Path) -> bool | None:
+    """Make `path` an empty placeholder directory (the sandbox covers a missing protected directory with
+    one): True for the first one this process made, False for a later one, None if it cannot be made."""
+    with _PLACEHOLDER_LOCK:
+        try:
+            path.mkdir(mode=0o755)
+        except OSError:
+            return None
+        first = not _PLACEHOLDERS
+        _PLACEHOLDERS.add(path)
+        return first
+
+
+def is_placeholder(path: Path) -> bool:
+    """Whether `path` is one of this process's placeholders and still empty (list_files leaves it out)."""
+    return path in _PLACEHOLDERS and not any(path.iterdir())
+
+
+def remove_placeholders() -> None:
+    """Remove the placeholder directories that are still empty (at exit)."""
+    with _PLACEHOLDER_LOCK:
+        for path in sorted(_PLACEHOLDERS, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):  # not empty (swecli or the user put something in it): keep it
+                path.rmdir()
+        _PLACEHOLDERS.clear()
 
 
 def home_directory() -> Path:

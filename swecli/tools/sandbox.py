@@ -40,14 +40,12 @@ writable paths, no network) so the model is told, not left guessing.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import functools
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -56,7 +54,15 @@ from typing import Literal
 
 from swecli.config import SandboxConfig
 from swecli.tools import syscalls
-from swecli.tools.protected import HOME_PROFILES, PROTECTED_DIRS, PROTECTED_FILES, SECRET_PATHS, SYSTEM_DIRS
+from swecli.tools.protected import (
+    HOME_PROFILES,
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    SECRET_PATHS,
+    SYSTEM_DIRS,
+    add_placeholder,
+    remove_placeholders,
+)
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 
@@ -339,7 +345,7 @@ def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]
 def _tmp_toolchains(env: Mapping[str, str]) -> tuple[Path, ...]:
     """The top directories under /tmp of the toolchain locations in `env` (PATH entries, VIRTUAL_ENV,
     *_HOME, ...): the private /tmp would hide them, and another interpreter would answer instead."""
-    names = [*_TOOLCHAIN_VARIABLES, *(n for n in env if n.endswith("_HOME"))]
+    names = [*_TOOLCHAIN_VARIABLES, *(n for n in env if n.endswith("_HOME") and not n.startswith("XDG_"))]
     found: list[Path] = []
     for entry in (e for name in names for e in env.get(name, "").split(os.pathsep)):
         if not entry.startswith("/tmp/"):
@@ -350,32 +356,16 @@ def _tmp_toolchains(env: Mapping[str, str]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(found))
 
 
-_PLACEHOLDERS: set[Path] = set()
-_PLACEHOLDER_LOCK = threading.Lock()
-
-
 def _placeholder(path: Path) -> bool:
     """Make an empty directory where a protected directory is missing, so a read-only mount can cover
     it (bwrap cannot mount over nothing); it is removed at exit if still empty. False if it cannot be
     made (then a command cannot make it either)."""
-    with _PLACEHOLDER_LOCK:
-        try:
-            path.mkdir(mode=0o755)
-        except OSError:
-            return path.is_dir()
-        if not _PLACEHOLDERS:
-            atexit.register(remove_placeholders)
-        _PLACEHOLDERS.add(path)
+    made = add_placeholder(path)
+    if made is None:
+        return path.is_dir()
+    if made:
+        atexit.register(remove_placeholders)
     return True
-
-
-def remove_placeholders() -> None:
-    """Remove the placeholder directories that are still empty (at exit)."""
-    with _PLACEHOLDER_LOCK:
-        for path in sorted(_PLACEHOLDERS, key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):  # not empty (swecli or the user put something in it): keep it
-                path.rmdir()
-        _PLACEHOLDERS.clear()
 
 
 def _quarantine(root: Path, path: Path) -> str:

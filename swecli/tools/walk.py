@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.tools.base import ToolError
-from swecli.tools.protected import secret_location
+from swecli.tools.protected import is_placeholder, secret_location
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -114,8 +114,8 @@ def scan(directory: Path, rules: IgnoreRules) -> tuple[list[Entry], int]:
         if is_dir and item.name in ALWAYS_SKIP:
             continue
         path = directory / item.name
-        if item.name.startswith(".") and secret_location(path):
-            continue  # credentials, when the project holds the home directory: never listed or searched
+        if item.name.startswith(".") and (secret_location(path) or (is_dir and is_placeholder(path))):
+            continue  # credentials (the project holds the home), or the sandbox's empty placeholders
         if rules.ignored(path, is_dir):
             ignored += 1
             continue

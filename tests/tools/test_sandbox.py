@@ -24,6 +24,8 @@ from swecli.tools import syscalls
 from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.bash import BASH, BashArgs
 from swecli.tools.environment import CommandEnvironment
+from swecli.tools.files import LIST_FILES, ListFilesArgs
+from swecli.tools.protected import remove_placeholders
 from swecli.tools.sandbox import CANNOT_START, MISSING, Sandbox, from_settings, isolation_flags, unavailable_reason
 
 REASON = unavailable_reason()
@@ -324,7 +326,6 @@ def test_git_hooks_and_config_are_read_only_and_git_still_works(project: Path, h
                              "--oneline | wc -l && git branch")
     assert work.meta["exit_code"] == 0, work.content
     assert "stash@{0}" in work.content and "feature" in work.content
-    from swecli.tools.sandbox import remove_placeholders
     remove_placeholders()
     assert not hooks.exists()  # the empty placeholder is gone at exit
 
@@ -348,6 +349,9 @@ def test_protected_paths_can_be_neither_changed_nor_created(project: Path, home:
     blocked = sorted((project / ".swecli" / "blocked").iterdir())
     assert sorted(p.name.split("-", 2)[-1] for p in blocked) == [".envrc", "AGENTS.md"]  # moved aside, nothing lost
     assert run(project, box, "echo fine > ordinary.txt && cat ordinary.txt").content.startswith("fine")
+    listing = LIST_FILES.fn(ListFilesArgs(), ToolContext(root=project)).content
+    assert (project / ".idea").is_dir() and ".idea" not in listing  # an empty placeholder: not shown to the model
+    assert ".vscode/" in listing
 
 
 @needs_bwrap
