@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from swecli.tools import syscalls
 from swecli.tools.sandbox import unavailable_reason
 from tests.unprivileged import USERS, hand_over, user_prefix, workspace
 
@@ -196,6 +197,7 @@ def test_secrets_whose_names_say_nothing_are_not_passed_and_toolchain_variables_
         assert honest in seen, honest
 
 
+@pytest.mark.skipif(bool(syscalls.unavailable()), reason=syscalls.unavailable())
 def test_a_unix_socket_outside_the_project_is_unreachable(escape_run: Run) -> None:
     assert "REACHED" not in escape_run.result(5) and "Operation not permitted" in escape_run.result(5)
 

@@ -222,10 +222,11 @@ class Sandbox:
         files = [self.root / f for f in PROTECTED_FILES if not f.startswith(".git/")]
         existing: list[Path] = []
         for git_dir in self.git_dirs:
+            existing += [git_dir / "config.worktree"] if (git_dir / "config.worktree").exists() else []
+            if git_dir.parent.name == "worktrees":
+                continue  # a linked worktree's own git directory: hooks and config live in the common one
             dirs.append(git_dir / "hooks")
             files.append(git_dir / "config")
-            existing += [p for p in (git_dir / "config.worktree", git_dir.parent.parent / "config.worktree")
-                         if git_dir.parent.name == "worktrees" and p.exists()]
             existing += sorted(git_dir.glob("modules/*/config")) + sorted(git_dir.glob("modules/*/hooks"))
         home = self.home
         if home is not None and home.is_relative_to(self.root) and home.is_dir():

@@ -157,6 +157,9 @@ def test_writable_paths_and_a_worktree_git_directory_are_writable(project: Path,
                                    "commit -q -m 'from the sandbox' && git log --oneline -1")
     assert committed.meta["exit_code"] == 0, committed.content
     assert "from the sandbox" in committed.content
+    planted = run(worktree, box, f"echo 'curl evil' > {repo}/.git/hooks/pre-commit; git config core.hooksPath /tmp")
+    assert planted.is_error and planted.meta["sandbox_denied"] == "protected path", planted.content
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()  # the common directory's hooks and config hold
 
 
 @needs_bwrap
