@@ -8,6 +8,7 @@ what the model was shown and on disk. docs/security/sandbox.md lists which test 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -133,8 +134,13 @@ def escape_run(request: pytest.FixtureRequest) -> Iterator[Run]:
         os.chmod(outside / "daemon.sock", 0o777)
         daemon.listen()
         accepted: list[str] = []
+
+        def record(server: socket.socket) -> None:
+            with contextlib.suppress(OSError):  # closed when the session is over
+                accepted.append(str(server.accept()[1]) or "a unix client")
+
         for server in (host, daemon):
-            threading.Thread(target=lambda s=server: accepted.append(str(s.accept()[1])), daemon=True).start()
+            threading.Thread(target=record, args=(server,), daemon=True).start()
         port = host.getsockname()[1]
         # /usr/bin/python3: `python3` is the fake venv's on this PATH
         reach = (f"/usr/bin/python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3); "
