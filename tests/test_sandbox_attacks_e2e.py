@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -358,3 +359,32 @@ def test_sandbox_off_still_withholds_secrets(user: str) -> None:
         results, out = run_session(user, project, [bash("env"), Reply("done")], swecli_env(home), "--sandbox", "off")
     assert out.returncode == 0, out.stderr
     assert MARK not in results[0] and "LANG=C.UTF-8" in results[0]
+
+
+# -- a setuid bwrap (older distributions): no user namespace of its own, still no capabilities -------------
+
+
+def test_a_setuid_bwrap_still_runs_commands_without_capabilities() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("making a setuid copy of bwrap needs root")
+    prefix = user_prefix("nobody")
+    with workspace("swecli-suid-bin-") as tools, workspace("swecli-suid-") as base:
+        setuid = tools / "bwrap"
+        shutil.copy2(shutil.which("bwrap") or "/usr/bin/bwrap", setuid)
+        setuid.chmod(0o4755)
+        probe = subprocess.run([*prefix, str(setuid), "--unshare-user", "--disable-userns", "--ro-bind", "/", "/",
+                                "true"], capture_output=True, text=True)
+        if probe.returncode == 0:
+            pytest.skip(f"{tools} does not honour the setuid bit here (mounted nosuid)")
+        home, project = base / "home", base / "project"
+        home.mkdir()
+        project.mkdir()
+        make_home(home)
+        hand_over(base, "nobody")
+        steps: list[Step] = [bash("grep -E '^Cap(Eff|Bnd)' /proc/self/status; mount -o remount,rw / && echo REMOUNTED; "
+                                  "umount ~/.ssh; cat ~/.ssh/id_rsa"), Reply("done")]
+        results, out = run_session("nobody", project, steps,
+                                   swecli_env(home, {"PATH": f"{tools}:{os.environ['PATH']}"}))
+    assert out.returncode == 0, out.stderr
+    assert "CapEff:\t0000000000000000" in results[0] and "CapBnd:\t0000000000000000" in results[0]
+    assert "REMOUNTED" not in results[0] and MARK not in results[0]

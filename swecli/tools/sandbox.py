@@ -25,8 +25,8 @@ processes (swecli's included); background jobs end with the command.
 
 No capabilities inside, for root too: bwrap runs with `--cap-drop ALL` in its own user namespace
 (`--unshare-user`, uid mapped to itself) where nested user namespaces are disabled
-(`--disable-userns`), so `mount`, `umount`, `nsenter` and `unshare` fail. Where bwrap cannot do that
-(a setuid bwrap), `--cap-drop ALL` alone (see `isolation_flags`).
+(`--disable-userns`), so `mount`, `umount`, `nsenter` and `unshare` fail. A setuid bwrap run by a user
+cannot do that: there `--cap-drop ALL` alone (see `isolation_flags`).
 
 The command stays in the process group swecli starts, so Esc and timeouts still kill everything it
 started; `--die-with-parent` covers swecli itself dying.
@@ -44,8 +44,10 @@ import functools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -424,15 +426,40 @@ def _probe(bwrap: str) -> tuple[str, tuple[str, ...]]:
     """Start a trivial command with the namespaces the real ones use (once per bwrap binary): ("", flags)
     with the first isolation choice that works, or (the error, ())."""
     error = ""
-    for flags in _ISOLATION_CHOICES:
+    for flags in _choices(bwrap):
         argv = [bwrap, *_BASE_FLAGS, *flags, "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
                 "/proc", "--tmpfs", "/tmp", "--", "/bin/true"]
-        try:
-            proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return CANNOT_START.format(error=str(exc)), ()
-        if proc.returncode == 0:
+        failure = _try(argv)
+        if not failure:
             return "", flags
-        lines = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        error = error or (lines[0] if lines else f"exit status {proc.returncode}")
+        error = error or failure
     return CANNOT_START.format(error=error), ()
+
+
+def _choices(bwrap: str) -> tuple[tuple[str, ...], ...]:
+    """The isolation choices worth trying: a setuid bwrap run by a user cannot map a user namespace of its
+    own (bubblewrap documents --disable-userns as not working there; trying leaves a child stuck)."""
+    try:
+        setuid = bool(os.stat(bwrap).st_mode & stat.S_ISUID) and os.geteuid() != 0
+    except OSError:
+        setuid = False
+    return _ISOLATION_CHOICES[1:] if setuid else _ISOLATION_CHOICES
+
+
+def _try(argv: list[str]) -> str:
+    """"" when `argv` exits 0, else the first line it printed on stderr (waiting for the process, not for
+    its output: a child it leaves behind must not hold swecli up)."""
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+        except OSError as exc:
+            return str(exc)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return "bwrap did not finish within 30 s"
+        errors.seek(0)
+        lines = errors.read().decode("utf-8", errors="replace").strip().splitlines()
+    return "" if code == 0 else (lines[0] if lines else f"exit status {code}")
