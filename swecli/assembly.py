@@ -29,6 +29,7 @@ from swecli.memory.reflector import Reflector
 from swecli.messages import ImagePart, SystemBlock, UserMessage
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
+from swecli.tools.environment import CommandEnvironment
 
 if TYPE_CHECKING:
     from swecli.delegation.definitions import AgentDefinition
@@ -139,7 +140,9 @@ def build_agent(
         extra.append(skill_tool(skills))
     tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
                            max_output_chars=settings.tools.max_output_chars,
-                           images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge)
+                           images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge,
+                           environment=CommandEnvironment.from_settings(settings.sandbox.inherit_env,
+                                                                        settings.sandbox.pass_env))
     policy = build_policy(settings, root, approver, bus)
     holder: list[Agent] = []  # the agent, once built: sub-agents follow its current model
     if settings.subagents.enabled:
@@ -243,12 +246,14 @@ def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: 
 def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus) -> Policy:
     """The approval policy with the configured sandbox; says once (per session) why the sandbox
     cannot run here, and which writable paths do not exist."""
+    from swecli.tools.protected import broad_project_warning
     from swecli.tools.sandbox import from_settings
 
     sandbox, problem, warnings = from_settings(settings.sandbox, root)
-    for text in ([problem] if problem else []) + warnings:
+    broad = broad_project_warning(root.resolve())
+    for text in ([broad] if broad else []) + ([problem] if problem else []) + warnings:
         bus(Notice("warning", text))
-    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem)
+    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve())
 
 
 def start_mcp(settings: Settings, root: Path, agent: Agent) -> McpCatalog | None:

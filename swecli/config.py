@@ -101,9 +101,14 @@ class SandboxConfig(Section):
     """More files or directories sandboxed commands must not see, beyond the built-in credentials list
     (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`, `~/.netrc`, ...)."""
     pass_env: list[str] = Field(default_factory=list)
-    """Secret-looking environment variables sandboxed commands still get, by name or shell pattern
-    (`GITHUB_TOKEN` for `gh`, `NPM_*`): every other `*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*` or
-    `*CREDENTIAL*` variable is left out."""
+    """Environment variables commands get whatever they hold, by name or shell pattern (`GITHUB_TOKEN`
+    for `gh`, `NPM_*`, `MYAPP_*`), beyond the allowlist `inherit_env` gives them."""
+    inherit_env: Literal["core", "all", "none"] = "core"
+    """Which environment variables commands get, sandboxed or not (as Codex's shell_environment_policy.inherit):
+    `core` an allowlist (HOME, PATH, USER, SHELL, LANG/LC_*, TERM, TMPDIR, and the toolchain variables:
+    VIRTUAL_ENV, CONDA_*, PYTHON*, JAVA_HOME, GOPATH, CARGO_HOME, ...); `all` everything; `none` nothing
+    but `pass_env`. Under `core` and `all`, names that say secret (KEY, TOKEN, SECRET, PASSWORD, AUTH, ...)
+    and values that look like one (a URL with a password, a JWT, a private key) are left out."""
 
 
 class MemoryConfig(Section):

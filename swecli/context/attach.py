@@ -14,6 +14,7 @@ from pathlib import Path
 
 from swecli.tools.base import ToolError
 from swecli.tools.paths import display_path, resolve_in_root
+from swecli.tools.protected import secret_location
 from swecli.tools.text import looks_binary
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules
 
@@ -48,6 +49,9 @@ def resolve(root: Path, raw: str, rules: IgnoreRules | None = None) -> Path:
     try:
         path = resolve_in_root(root, raw)
     except ToolError:
+        secret = secret_location((Path(root) / raw).expanduser().resolve())
+        if secret:
+            raise AttachError(f"{raw} is in {secret}, which holds credentials; it was not attached.") from None
         raise AttachError(f"{raw} is outside the project; only files inside it are attached.") from None
     real_root = Path(root).resolve()
     if path.is_dir():

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
+from swecli.tools.environment import CommandEnvironment
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
@@ -51,6 +52,8 @@ class ToolContext:
     escalate: Callable[[str], bool] | None = None
     """Asks the user whether a command the sandbox blocked may run again outside it (given why it
     failed); None when no one may be asked."""
+    environment: CommandEnvironment = field(default_factory=CommandEnvironment)
+    """Which environment variables commands get (`sandbox.inherit_env`, `sandbox.pass_env`), sandboxed or not."""
 
 
 @dataclass

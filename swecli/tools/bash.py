@@ -108,23 +108,36 @@ class _Outcome:
     """Why swecli stopped the command: "timeout", "cancel", "background" or ""."""
     duration: float = 0.0
     output: OutputBuffer = field(default_factory=lambda: OutputBuffer(30_000))
+    notes: list[str] = field(default_factory=list)
+    """What the sandbox did after the command (a protected file it created was moved aside)."""
 
 
 def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None) -> _Outcome:
     outcome = _Outcome(output=OutputBuffer(ctx.max_output_chars))
     start = time.monotonic()
     argv = ["/bin/bash", "-c", command]
-    env = {**os.environ, **_ENV_OVERRIDES}
-    if sandbox is not None:
-        argv, env = sandbox.wrap(argv), sandbox.environment(env)
+    env = {**ctx.environment.build(os.environ), **_ENV_OVERRIDES}  # the allowlist, sandboxed or not
+    launch = sandbox.launch(argv, env) if sandbox is not None else None
+    try:
+        _run(launch.argv if launch else argv, launch.env if launch else env, launch.pass_fds if launch else (),
+             ctx, outcome, start + timeout)
+    finally:
+        if launch is not None:
+            outcome.notes = launch.close()
+    outcome.duration = time.monotonic() - start
+    return outcome
+
+
+def _run(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], ctx: ToolContext, outcome: _Outcome,
+         deadline: float) -> None:
     proc = subprocess.Popen(
         argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        stderr=subprocess.STDOUT, start_new_session=True, env=env, pass_fds=pass_fds,
     )
     assert proc.stdout is not None
     stream = _Stream(proc, proc.stdout.fileno(), outcome.output, _live_listener(ctx.on_output))
     try:
-        outcome.stopped = _supervise(stream, ctx.cancel, start + timeout)
+        outcome.stopped = _supervise(stream, ctx.cancel, deadline)
         if outcome.stopped:
             _kill_group(stream)
     finally:
@@ -132,8 +145,6 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
         if proc.poll() is None:  # only if something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
         outcome.exit_code = proc.wait()
-    outcome.duration = time.monotonic() - start
-    return outcome
 
 
 @dataclass
@@ -250,6 +261,8 @@ def bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
             outcome.output.spool.discard()  # the blocked run's output is superseded
             outcome = run_command(args.command, ctx, timeout)
     content, summary = _format(outcome, timeout)
+    if outcome.notes:
+        content += "\n" + "\n".join(outcome.notes)
     advice = ""
     if sandbox is not None and denial is not None:
         advice = sandbox.advice(denial)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.paths import display_path, resolve_in_root
+from swecli.tools.protected import secret_location
 from swecli.tools.spool import Spool
 from swecli.tools.text import BINARY_SNIFF_BYTES, looks_binary, suggest_similar
 from swecli.tools.walk import ALWAYS_SKIP, GlobFilter, IgnoreRules, walk
@@ -234,7 +235,7 @@ def _read_rg_stream(proc: subprocess.Popen[bytes], cwd: Path, root: Path, rules:
             continue
         if name != current:
             path = cwd / os.fsdecode(name)
-            skipped = rules is not None and rules.ignored(path, is_dir=False)
+            skipped = (rules is not None and rules.ignored(path, is_dir=False)) or bool(secret_location(path))
             current, shown = name, "" if skipped else display_path(root, path)
         if shown:
             # Drop the terminator ripgrep prints (\r\n in --crlf mode, added if the file's last line had none).

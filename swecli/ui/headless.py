@@ -240,7 +240,8 @@ def refusal_line(tally: Tally, session: AgentSession) -> str:
                   'install it, or set sandbox.mode = "off"')
     if policy.mode == "auto":
         why = no_sandbox if policy.unconfined_against_wishes else (
-            "dangerous commands never run without a person to approve them")
+            "dangerous commands and writes to protected paths (.git/, .swecli/, .envrc, ...) never run without a "
+            "person to approve them")
         return f"{calls} ({shown}): {why}; run them yourself, or in the REPL (swecli) to approve each one."
     extra = f" ({no_sandbox}.)" if policy.unconfined_against_wishes else ""
     return (f"{calls} ({shown}): it needs approval and no one was there to give it. Re-run with --mode auto to "
