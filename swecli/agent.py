@@ -44,7 +44,6 @@ from swecli.llm.base import (
     TextDelta,
     Waiting,
 )
-from swecli.llm.thinking import Thinking
 from swecli.messages import (
     Message,
     ToolCall,
@@ -53,6 +52,7 @@ from swecli.messages import (
     UserMessage,
     close_dangling_tool_calls,
 )
+from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
 from swecli.replies import cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult

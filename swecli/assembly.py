@@ -23,10 +23,10 @@ from swecli.context.manager import ContextManager
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
-from swecli.llm.thinking import Thinking
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
 from swecli.messages import ImagePart, SystemBlock, UserMessage
+from swecli.models.thinking import Thinking
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 
@@ -285,7 +285,7 @@ def explain_provider_error(settings: Settings, error: Exception) -> str:
     from urllib.parse import urlsplit
 
     from swecli.llm.base import AuthError, ContextOverflowError, RateLimitError
-    from swecli.llm.presets import PRESETS
+    from swecli.models.presets import PRESETS
 
     text = str(error)
     preset = PRESETS.get(settings.provider)
@@ -377,7 +377,7 @@ class AgentSession:
 
     def _attach_named_context(self, prompt: str) -> None:
         """One attachment path for the REPL and `-p`: `@path` files whole, then what retrieval finds."""
-        from swecli.context.retrieval import retrieve
+        from swecli.retrieval.retrieval import retrieve
 
         config = self.settings.context
         found = retrieve(prompt, self.root, budget_tokens=config.just_in_time_tokens,

@@ -20,7 +20,7 @@ What is counted per message, and why:
   Anthropic extended thinking) are sent back, so their text counts; decay drops old ones.
 - not tool-call ids: they are routing metadata most chat templates never show the model;
 - images: by the provider's published formula from width and height (`image_tokens`, set from the
-  model by the ContextManager; `swecli.llm.vision`), never by the size of their base64.
+  model by the ContextManager; `swecli.models.vision`), never by the size of their base64.
 The remaining template differences between providers are absorbed by calibration.
 """
 
@@ -273,7 +273,7 @@ class TokenCounter:
 
     def __init__(self, encoding: str = "o200k_base", include_reasoning: bool = False,
                  image_tokens: Callable[[int, int], int] | None = None) -> None:
-        from swecli.llm.vision import image_tokens as default_formula
+        from swecli.models.vision import image_tokens as default_formula
 
         self.text = Tokenizer(encoding)
         self.include_reasoning = include_reasoning

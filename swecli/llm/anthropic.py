@@ -44,7 +44,6 @@ from swecli.llm.errors import classify_stream_error, non_stream_error
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.transport import Endpoint, HttpProvider
-from swecli.llm.vision import sends_images
 from swecli.messages import (
     AssistantMessage,
     ImagePart,
@@ -55,6 +54,7 @@ from swecli.messages import (
     Usage,
     UserMessage,
 )
+from swecli.models.vision import sends_images
 
 if TYPE_CHECKING:
     pass

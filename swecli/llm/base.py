@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
+from swecli.models.thinking import Thinking
 
 
 @dataclass(frozen=True)

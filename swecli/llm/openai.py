@@ -15,7 +15,7 @@ what prefix prompt caching needs):
   history message untouched and the whole history stays cacheable;
 - `tool_choice: "auto"` goes with every request that offers tools (every provider's default, but
   llama-cpp-python's function-calling chat format puts the tools into the prompt only when it is sent);
-- `reasoning_effort` when thinking is on, for reasoning models (see `llm.thinking`).
+- `reasoning_effort` when thinking is on, for reasoning models (see `swecli.models.thinking`).
 
 Stream deviations handled (see ../shared/README.md and the recorded corpus in tests/llm/test_recorded.py):
 no usage chunk (llama.cpp ignores `include_usage`: `ResponseDone.usage` is None and the loop counts
@@ -63,8 +63,8 @@ from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
 from swecli.llm.transport import Endpoint, HttpProvider
-from swecli.llm.vision import sends_images
 from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, Usage, UserMessage
+from swecli.models.vision import sends_images
 
 if TYPE_CHECKING:
     pass

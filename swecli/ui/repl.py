@@ -442,7 +442,7 @@ class Repl:
 
     def run_task(self, text: str, preface: Sequence[UserMessage] = ()) -> TurnFinished | None:
         """Run one request; `preface` messages (a loaded skill) go into the history just before it. `@path`
-        files are attached by the session (swecli.context.retrieval), the same way as with -p."""
+        files are attached by the session (swecli.retrieval.retrieval), the same way as with -p."""
         turn = _Turn(usage_before=self.agent.usage)
         worker = threading.Thread(target=self._work, args=(text, tuple(preface), turn), name="swecli-agent",
                                   daemon=True)

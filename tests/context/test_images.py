@@ -14,8 +14,8 @@ from swecli.assembly import AgentSession, open_session
 from swecli.config import ContextConfig, ImagesConfig, MemoryConfig, Settings
 from swecli.context.images import age_images, keep_from
 from swecli.events import CompactionDone, Event, Notice
-from swecli.llm.vision import image_tokens
 from swecli.messages import AssistantMessage, ImagePart, UserMessage
+from swecli.models.vision import image_tokens
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, image_sizes
 from tests.tools.test_images import make_image
 

@@ -18,8 +18,8 @@ from swecli.context.extract import parse_facts
 from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
 from swecli.events import CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import ContextOverflowError, ModelRequest
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
+from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
 from swecli.testing.model import ScriptedModel, calls, say
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult

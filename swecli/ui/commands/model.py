@@ -61,8 +61,8 @@ def complete_thinking(repl: Repl, typed: str) -> list[str]:
 @commands.command("thinking", "Show or set extended thinking (Anthropic budget) / reasoning effort (OpenAI)",
                   usage="/thinking [on|off|low|medium|high|BUDGET]", complete=complete_thinking)
 def thinking(repl: Repl, args: str) -> None:
-    from swecli.llm.presets import PRESETS
-    from swecli.llm.thinking import Thinking
+    from swecli.models.presets import PRESETS
+    from swecli.models.thinking import Thinking
 
     preset = PRESETS.get(repl.settings.provider)
     wire, model = (preset.wire if preset else ""), repl.settings.model

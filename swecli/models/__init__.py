@@ -1,0 +1,1 @@
+"""What swecli knows about providers and models: tables and pure functions, no I/O."""
