@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
+from swecli.errors import ControlFlow
 from swecli.events import (
     Event,
     HistoryReplaced,
@@ -60,13 +61,13 @@ from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 INTERRUPTED = "interrupted by user"
 
 
-class Finished(Exception):
+class Finished(ControlFlow):
     def __init__(self, answer: str, stop_reason: str = "done") -> None:
         self.answer = answer
         self.stop_reason = stop_reason
 
 
-class Interrupted(Exception):
+class Interrupted(ControlFlow):
     pass
 
 

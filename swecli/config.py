@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from swecli.errors import SwecliError
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 
 Mode = Literal["default", "auto", "plan"]
@@ -300,7 +301,7 @@ class Settings(Section):
         return accepts_images(self.model)
 
 
-class ConfigError(Exception):
+class ConfigError(SwecliError):
     """One clear sentence naming the file, the key and the fix."""
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from swecli.errors import SwecliError
 
-class FrontMatterError(Exception):
+
+class FrontMatterError(SwecliError):
     """The front matter is missing or unreadable; `str()` says why, as a clause ("it has no ...")."""
 
 

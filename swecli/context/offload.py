@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swecli.errors import SwecliError
+
 if TYPE_CHECKING:
     from swecli.tools.spool import FullOutput
 
@@ -60,7 +62,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 CountTokens = Callable[[str], int]
 
 
-class OffloadError(Exception):
+class OffloadError(SwecliError):
     """The offload file could not be written; the caller keeps the full output in the context."""
 
 

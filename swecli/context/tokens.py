@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ _loaded: dict[str, tiktoken.Encoding | None] = {}
 _load_errors: dict[str, str] = {}
 
 
-class EncodingUnavailable(Exception):
+class EncodingUnavailable(SwecliError):
     """The vocabulary file is missing, unreadable or corrupt."""
 
 

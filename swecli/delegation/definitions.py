@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swecli.errors import SwecliError
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 DEFAULT_AGENT = "explore"
 
@@ -71,7 +73,7 @@ class AgentCatalog:
         return [a.name for a in self.agents]
 
 
-class DefinitionError(Exception):
+class DefinitionError(SwecliError):
     pass
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from swecli.errors import ControlFlow, SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
 from swecli.models.thinking import Thinking
 
@@ -111,7 +112,7 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
-class ProviderError(Exception):
+class ProviderError(SwecliError):
     """A provider failed in a way the user should read about. `str()` is one clear sentence."""
 
     attempts: int = 1
@@ -162,7 +163,7 @@ class StreamingToolsUnsupported(ProviderError):
     `chatml-function-calling`): the provider asks without streaming instead."""
 
 
-class Cancelled(Exception):
+class Cancelled(ControlFlow):
     """The user interrupted; whatever was received so far is attached."""
 
     def __init__(self, partial: AssistantMessage | None = None) -> None:

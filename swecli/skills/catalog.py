@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swecli.errors import SwecliError
+
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 """The Agent Skills rule: lowercase letters, digits and single hyphens."""
@@ -33,7 +35,7 @@ MAX_DESCRIPTION = 1024
 CountTokens = Callable[[str], int]
 
 
-class SkillError(Exception):
+class SkillError(SwecliError):
     """A SKILL.md that cannot be used; `str()` says why in one sentence."""
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 A = TypeVar("A", bound=BaseModel)
 
 
-class ToolError(Exception):
+class ToolError(SwecliError):
     """A failure the model should read and act on (bad path, missing string, ...)."""
 
 

@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.paths import display_path, resolve_in_root
@@ -85,7 +86,7 @@ class Matches:
             self.complete = False
 
 
-class RegexError(Exception):
+class RegexError(SwecliError):
     """ripgrep rejected the pattern; the Python engine may still accept it (look-around, backreferences)."""
 
 

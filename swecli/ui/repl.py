@@ -32,7 +32,8 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from swecli import __version__
-from swecli.config import ConfigError, Settings
+from swecli.config import Settings
+from swecli.errors import SwecliError
 from swecli.events import (
     Event,
     ModelCallFinished,
@@ -226,7 +227,7 @@ class Repl:
         settings = resolve_window(self.settings.model_copy(update={"model": name}))
         try:
             provider = make_provider(settings, on_retry=retry_notices(self.bus))
-        except (ProviderError, ConfigError, ValueError) as exc:
+        except SwecliError as exc:
             self.print(Text(f"Could not switch to {name}: {exc}", style="red"))
             return
         old = self.session.provider

@@ -9,6 +9,7 @@ from rich.markdown import Markdown
 from rich.syntax import Syntax
 from rich.text import Text
 
+from swecli.errors import SwecliError
 from swecli.events import ModelCallFinished
 from swecli.messages import Usage
 from swecli.ui.commands.registry import Family
@@ -23,8 +24,8 @@ commands = Family()
 def init(repl: Repl, args: str) -> None:
     """Scan the project and have the model fill OPENCLI.md.template; an update is shown as a diff first.
     The model call counts in /tokens and the log like any other; the new file is loaded at once."""
-    from swecli.llm.base import ProviderError, complete
-    from swecli.memory.init import InitError, prepare_init_request, prepare_init_result
+    from swecli.llm.base import complete
+    from swecli.memory.init import prepare_init_request, prepare_init_result
 
     repl.print(Text("Scanning the project and asking the model to write OPENCLI.md …", style="dim"))
     try:
@@ -34,7 +35,7 @@ def init(repl: Repl, args: str) -> None:
                                    done.model or repl.provider.model, done.finish_reason,
                                    reported=done.usage is not None))
         result = prepare_init_result(repl.root, done.message.content)
-    except (ProviderError, InitError) as exc:
+    except SwecliError as exc:
         repl.print(Text(f"/init failed: {exc}", style="red"))
         return
     if result.existing is not None and not result.changed:
