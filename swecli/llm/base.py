@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from swecli.errors import ControlFlow, SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
@@ -30,11 +30,13 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class TextDelta:
+    kind: Literal["text_delta"] = field(default="text_delta", init=False, repr=False)
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningDelta:
+    kind: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
     text: str
 
 
@@ -72,6 +74,7 @@ class Waiting:
     """Nothing has arrived from the server for `seconds` (sent every few seconds of silence, so a front
     end can show the wait instead of looking frozen)."""
 
+    kind: Literal["waiting"] = field(default="waiting", init=False, repr=False)
     seconds: float
     provider: str
     limit: float

@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
@@ -31,12 +31,15 @@ from swecli.events import (
     BackgroundSummary,
     ChildEvent,
     CompactionDone,
+    ContextOverflow,
     Event,
+    HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
     Notice,
     ReasoningDelta,
+    SummarySpent,
     TextDelta,
     ToolFinished,
     ToolOutput,
@@ -502,43 +505,57 @@ class Renderer:
         with self._lock:
             self._dispatch(event)
 
-    def _dispatch(self, event: Event) -> None:
-        if isinstance(event, ChildEvent):
-            self._on_child(event)
-            return
-        if isinstance(event, Waiting):
-            self._silent_since = time.monotonic() - event.seconds
-            return
-        self._silent_since = None
-        if isinstance(event, ReasoningDelta):
-            self._on_reasoning(event.text)
-        elif isinstance(event, TextDelta):
-            self._on_text(event.text)
-        elif isinstance(event, ModelCallStarted):
-            self._streamed = False
-            self._activity = "Thinking"
-            self._start_live()
-        elif isinstance(event, MessageAppended) and isinstance(event.message, AssistantMessage):
-            self._on_assistant(event.message)
-        elif isinstance(event, ToolStarted):
-            self._finish_streams()
-            self.console.print(action_line(event.call.name, event.args))
-            self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
-            self._clear_output()
-        elif isinstance(event, ToolOutput):
-            self._on_output(event.text)
-        elif isinstance(event, ToolFinished):
-            self._on_tool_finished(event)
-        elif isinstance(event, CompactionDone):
-            self._finish_streams()
-            self.console.print(compaction_line(event))
-        elif isinstance(event, BackgroundSummary):
-            self.summarizing = event.phase == "started"
-        elif isinstance(event, Notice):
-            self._finish_streams()
-            self.console.print(notice_line(event))
-        elif isinstance(event, TurnFinished):
-            self._on_turn_finished(event)
+    def _dispatch(self, event: Event) -> None:  # noqa: C901 (one case per event kind, exhaustive: see events.py)
+        if not isinstance(event, ChildEvent | Waiting):
+            self._silent_since = None
+        match event:
+            case ChildEvent():
+                self._on_child(event)
+            case Waiting():
+                self._silent_since = time.monotonic() - event.seconds
+            case ReasoningDelta():
+                self._on_reasoning(event.text)
+            case TextDelta():
+                self._on_text(event.text)
+            case ModelCallStarted():
+                self._on_model_call()
+            case MessageAppended():
+                if isinstance(event.message, AssistantMessage):
+                    self._on_assistant(event.message)
+            case ToolStarted():
+                self._on_tool_started(event)
+            case ToolOutput():
+                self._on_output(event.text)
+            case ToolFinished():
+                self._on_tool_finished(event)
+            case CompactionDone():
+                self._print_finished(compaction_line(event))
+            case BackgroundSummary():
+                self.summarizing = event.phase == "started"
+            case Notice():
+                self._print_finished(notice_line(event))
+            case TurnFinished():
+                self._on_turn_finished(event)
+            case ModelCallFinished() | HistoryReplaced() | SummarySpent() | ContextOverflow():
+                pass  # for the log and the toolbar: nothing to draw
+            case _:
+                assert_never(event)
+
+    def _print_finished(self, line: Text) -> None:
+        """A line of its own, below whatever was streaming (which is finished first)."""
+        self._finish_streams()
+        self.console.print(line)
+
+    def _on_model_call(self) -> None:
+        self._streamed = False
+        self._activity = "Thinking"
+        self._start_live()
+
+    def _on_tool_started(self, event: ToolStarted) -> None:
+        self._finish_streams()
+        self.console.print(action_line(event.call.name, event.args))
+        self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
+        self._clear_output()
 
     def _on_reasoning(self, fragment: str) -> None:
         self._streamed = True
