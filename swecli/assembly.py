@@ -164,8 +164,9 @@ def build_agent(
 
 # --- sub-agents ------------------------------------------------------------------------------------
 
-CHILD_EXCLUDED = frozenset({"task", "skill", "todo", "notes"})
-"""Never given to a sub-agent: no recursion, and no writing to the parent's todo list or notes."""
+CHILD_EXCLUDED = frozenset({"agent", "skill", "memory"})
+"""Kinds of tool never given to a sub-agent: no recursion (`task`), no skills, and no writing to the parent's
+todo list or notes."""
 TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
                 "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
 """Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
@@ -202,12 +203,11 @@ def _provider_for(settings: Settings) -> ProviderFor:
 
 def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
     """(the sub-agent's tools, names in its definition that are not tools here)."""
+    allowed = {n: t for n in base.names() if (t := base.get(n)) is not None and t.facts.kind not in CHILD_EXCLUDED}
     if agent.tools is None:
-        chosen = [t for n in base.names() if (t := base.get(n)) is not None and not t.mutating]
-        return ToolRegistry([t for t in chosen if t.name not in CHILD_EXCLUDED]), []
+        return ToolRegistry([t for t in allowed.values() if not t.mutating]), []
     wanted = [TOOL_ALIASES.get(name, name) for name in agent.tools]
-    unknown = [name for name in wanted if name not in base or name in CHILD_EXCLUDED]
-    return ToolRegistry([t for n in wanted if n not in unknown and (t := base.get(n)) is not None]), unknown
+    return ToolRegistry([allowed[n] for n in wanted if n in allowed]), [n for n in wanted if n not in allowed]
 
 
 def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: ToolContext, policy: Policy,

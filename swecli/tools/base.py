@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
+from swecli.tools.facts import OTHER, ToolFacts
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
@@ -87,6 +88,8 @@ class Tool(Generic[A]):
     concurrent: bool = False
     """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
     state with the other calls. Only non-mutating tools run concurrently."""
+    facts: ToolFacts = OTHER
+    """What the rest of swecli knows about it (a shell? how a call is shown, folded...: `tools.facts`)."""
 
     def schema(self) -> ToolSchema:
         if self.parameters is not None:

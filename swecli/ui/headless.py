@@ -53,7 +53,7 @@ from swecli.events import (
 )
 from swecli.llm.retry import format_seconds
 from swecli.messages import Usage
-from swecli.ui.render import key_argument
+from swecli.tools.facts import facts_for, key_argument
 
 if TYPE_CHECKING:
     from swecli.assembly import AgentSession
@@ -380,7 +380,8 @@ def tty_approver() -> Approver | None:
 
     def ask(request: ApprovalRequest) -> Decision:
         # The progress line above names a short one-line command in full already: do not print it twice.
-        if not (request.call.name == "bash" and key_argument("bash", request.args) == request.args.get("command")):
+        name, args = request.call.name, request.args
+        if not (facts_for(name).is_shell and key_argument(name, args) == args.get("command")):
             sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
         for warning in (request.danger, request.note):
             if warning:

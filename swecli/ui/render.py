@@ -48,6 +48,7 @@ from swecli.events import (
     Waiting,
 )
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.tools.facts import facts_for, key_argument, one_line
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
@@ -56,27 +57,6 @@ if TYPE_CHECKING:
     from swecli.permissions import ApprovalRequest
     from swecli.tools.base import ToolResult
 
-ICONS = {
-    "list_files": "📁",
-    "read_file": "📖",
-    "grep": "🔍",
-    "write_file": "📝",
-    "edit_file": "✏️",
-    "bash": "⚡",
-    "task": "🤖",
-    "skill": "📘",
-}
-VERBS = {
-    "list_files": "list",
-    "read_file": "read",
-    "grep": "grep",
-    "write_file": "write",
-    "edit_file": "edit",
-    "bash": "bash",
-    "task": "task",
-    "skill": "skill",
-}
-OTHER_ICON = "🔧"
 RESULT_MARK = "  ⎿  "
 PREVIEW_INDENT = "     "
 REASONING_INDENT = "  "
@@ -88,10 +68,6 @@ OUTPUT_LINES = 5
 PARTIAL_CHARS = 500
 INTERRUPTED = "interrupted by user"
 
-# Which end of a tool's output is worth previewing: the last lines of a command (errors, test
-# summaries), the first lines of a listing or a search.
-PREVIEW_FROM_END = {"bash"}
-NO_PREVIEW = {"read_file", "write_file", "edit_file"}
 QUIET_OUTCOMES = ("declined", "refused", "interrupted by user")
 """Summaries that are the whole story: no preview, shown in yellow rather than as an error."""
 
@@ -111,66 +87,19 @@ def format_duration(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
-def _one_line(value: Any, limit: int = 100) -> str:
-    text = str(value)
-    lines = text.splitlines() or [""]
-    first = lines[0]
-    more = len(lines) > 1
-    if len(first) > limit:
-        first, more = first[: limit - 1], True
-    return first + (" …" if more else "")
-
-
-def key_argument(name: str, args: dict[str, Any]) -> str:
-    """The argument that says what a call does: the path read, the pattern searched, the command run."""
-    if name == "bash":
-        return _one_line(args.get("command", ""), 160)
-    if name == "grep":
-        parts = [f"'{_one_line(args.get('pattern', ''))}'"]
-        if args.get("path") not in (None, "", "."):
-            parts.append(str(args["path"]))
-        if args.get("glob"):
-            parts.append(f"({args['glob']})")
-        return " ".join(parts)
-    if name == "list_files":
-        parts = [str(args.get("path") or ".")]
-        if args.get("glob") or args.get("pattern"):
-            parts.append(f"'{args.get('glob') or args.get('pattern')}'")
-        return " ".join(parts)
-    if name == "read_file":
-        return str(args.get("path", "")) + _line_range(args)
-    if name == "task":
-        return f"{args.get('agent') or 'explore'}: {_one_line(args.get('description') or args.get('prompt', ''), 80)}"
-    if name == "skill":
-        return str(args.get("name") or "(list)")
-    if "path" in args:
-        return str(args["path"])
-    return _compact_args(args)
-
-
-def _line_range(args: dict[str, Any]) -> str:
-    offset, limit = args.get("offset"), args.get("limit")
-    if isinstance(offset, int) and isinstance(limit, int) and limit > 0:
-        return f":{offset}-{offset + limit - 1}"
-    if isinstance(offset, int) and offset > 1:
-        return f":{offset}-"
-    if isinstance(limit, int) and limit > 0:
-        return f":1-{limit}"
-    return ""
-
-
-def _compact_args(args: dict[str, Any]) -> str:
-    return _one_line(" ".join(f"{k}={v!r}" for k, v in args.items()), 100)
+def verb(name: str) -> str:
+    """The word a call of this tool is shown with (`read`, `grep`, `bash`)."""
+    return facts_for(name).verb or name
 
 
 def action_line(name: str, args: dict[str, Any]) -> Text:
     """`🔍 grep 'login' src/`, `⚡ bash pytest -q`: one line per tool call."""
-    icon = ICONS.get(name, OTHER_ICON)
-    line = Text(f"{icon} ")
-    line.append(VERBS.get(name, name), style="bold")
-    argument = key_argument(name, args)
+    facts = facts_for(name)
+    line = Text(f"{facts.icon} ")
+    line.append(facts.verb or name, style="bold")
+    argument = facts.describe(args)
     if argument:
-        line.append(" " + argument, style="cyan" if name != "bash" else "")
+        line.append(" " + argument, style="" if facts.is_shell else "cyan")
     return line
 
 
@@ -182,7 +111,7 @@ def result_text(name: str, result: ToolResult, preview_lines: int = 3, width: in
     if result.summary in QUIET_OUTCOMES:
         style = "yellow"
     text = Text(RESULT_MARK)
-    text.append(_one_line(summary, width), style=style)
+    text.append(one_line(summary, width), style=style)
     for line in _preview(name, result, summary, preview_lines):
         text.append("\n" + PREVIEW_INDENT + _clip(line, width), style="dim")
     return text
@@ -193,11 +122,12 @@ def _first_line(text: str) -> str:
 
 
 def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[str]:
-    if result.summary == INTERRUPTED and name in PREVIEW_FROM_END and count > 0:
+    end = facts_for(name).preview
+    if result.summary == INTERRUPTED and end == "tail" and count > 0:
         return _partial_output(result.content, count)
     if result.summary in QUIET_OUTCOMES or count <= 0:
         return []
-    if name in NO_PREVIEW and not result.is_error:
+    if end == "none" and not result.is_error:
         return []
     lines = result.content.strip("\n").splitlines()
     if lines and lines[0].strip() == summary.strip():
@@ -205,7 +135,7 @@ def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[st
     if len(lines) <= count:
         return lines
     hidden = _plural(len(lines) - count, "line")
-    if name in PREVIEW_FROM_END:
+    if end == "tail":
         return [f"… +{hidden}", *lines[-count:]]
     return [*lines[:count], f"… +{hidden}"]
 
@@ -302,10 +232,10 @@ def notice_line(event: Notice) -> Text:
 def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> RenderableType:
     """What will happen if the user says yes: the diff of an edit, the full command of bash."""
     parts: list[RenderableType] = []
-    if request.call.name == "bash":
+    if facts_for(request.call.name).is_shell:
         command = str(request.args.get("command", "")) or request.preview
         # The action line above shows a short one-line command in full already; repeat only what it cut.
-        if key_argument("bash", request.args) != command:
+        if key_argument(request.call.name, request.args) != command:
             text = Text("    $ ", style="dim")
             text.append(command, style="bold")
             parts.append(text)
@@ -554,7 +484,7 @@ class Renderer:
     def _on_tool_started(self, event: ToolStarted) -> None:
         self._finish_streams()
         self.console.print(action_line(event.call.name, event.args))
-        self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
+        self._activity = f"Running {verb(event.call.name)}"
         self._clear_output()
 
     def _on_reasoning(self, fragment: str) -> None:
@@ -735,10 +665,10 @@ def replay_lines(history: list[Message], exchanges: int = 3, width: int = 100) -
 def _exchange_lines(span: list[Message], width: int) -> list[Text]:
     prompt = span[0]
     assert isinstance(prompt, UserMessage)
-    out = [Text(f"❯ {_one_line(prompt.content, width)}", style="bold")]
+    out = [Text(f"❯ {one_line(prompt.content, width)}", style="bold")]
     calls: list[ToolCall] = [c for m in span if isinstance(m, AssistantMessage) for c in m.tool_calls]
     if calls:
-        named = ", ".join(f"{VERBS.get(c.name, c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
+        named = ", ".join(f"{verb(c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
         more = f"{len(calls) - 3} more, " if len(calls) > 3 else ""
         errors = sum(1 for m in span if isinstance(m, ToolMessage) and m.is_error)
         failed = f" ({errors} failed)" if errors else ""

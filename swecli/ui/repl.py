@@ -46,6 +46,7 @@ from swecli.events import (
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
+from swecli.tools.bash import BASH
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
 from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher
@@ -387,7 +388,7 @@ class Repl:
         if not command:
             self.print(Text("Type a shell command after !, e.g. !git status", style="dim"))
             return
-        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name="bash",
+        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name=BASH.name,
                         arguments=json.dumps({"command": command}))
         self.session.recorder.handle(ToolStarted(call, {"command": command}))
         self.agent.cancel.reset()
