@@ -27,6 +27,7 @@ The remaining template differences between providers are absorbed by calibration
 from __future__ import annotations
 
 import base64
+import bisect
 import gzip
 import hashlib
 import json
@@ -351,3 +352,24 @@ def serialize_tool(schema: ToolSchema) -> str:
     way to send it)."""
     body = {"name": schema.name, "description": schema.description, "parameters": schema.parameters}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def head_by_tokens(text: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of `text` within `tokens`."""
+    if count(text) <= tokens:
+        return text
+    return text[:_longest(min(len(text), tokens * 8), lambda n: count(text[:n]) <= tokens)]
+
+
+def tail_by_tokens(text: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The longest suffix of `text` within `tokens`."""
+    if count(text) <= tokens:
+        return text
+    kept = _longest(min(len(text), tokens * 8), lambda n: count(text[len(text) - n:]) <= tokens)
+    return text[len(text) - kept:] if kept else ""
+
+
+def _longest(limit: int, fits: Callable[[int], bool]) -> int:
+    """The largest n in 0..limit that `fits` (which holds up to some length and fails beyond it), found by
+    bisection: a few dozen counts however long the text (at most 8 characters per token are tried)."""
+    return max(0, bisect.bisect_left(range(limit + 1), True, key=lambda n: not fits(n)) - 1)
