@@ -553,7 +553,3 @@ def run_app(argv: list[str]) -> None:
     except TaskError as exc:
         sys.exit(_error(str(exc)))
     command(args=args, prog_name="swecli")
-
-
-def main() -> None:
-    run_app(sys.argv[1:])

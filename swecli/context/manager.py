@@ -105,7 +105,7 @@ class ContextManager:
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
     mechanisms: Mechanisms | None = None
-    """Offload, decay, recitation, failure evidence, references, the append-only check (issue 6)."""
+    """Offload, decay, recitation, failure evidence, references, the append-only check."""
     counter: TokenCounter = field(default=None)  # type: ignore[assignment]  # set in __post_init__
     calibration: Calibration = field(default_factory=Calibration)
     compaction_usage: Usage = field(default_factory=Usage)

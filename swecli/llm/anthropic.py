@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swecli.llm.base import (
     CancelToken,
@@ -55,9 +55,6 @@ from swecli.messages import (
     UserMessage,
 )
 from swecli.models.vision import sends_images
-
-if TYPE_CHECKING:
-    pass
 
 API_VERSION = "2023-06-01"
 EPHEMERAL = {"type": "ephemeral"}

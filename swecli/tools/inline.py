@@ -5,8 +5,8 @@ Python is parsed with `ast`. Calls to `shutil.rmtree`, `os.remove`/`unlink`, `Pa
 `Path(...).write_text()`, `open(..., "w")`, `os.system` and `subprocess.*` are resolved when their
 path or command is built from literals (`"~"`, `Path.home()`, `os.environ["HOME"]`, `os.path.join`,
 `/`, names assigned a literal) and checked as the equivalent shell command would be; a path computed
-at run time passes (in the real sessions of ../shared/trajectories that is `tempfile.mkdtemp()`, 9 times
-in 962 commands, never a home or root). Other languages are scanned for their delete and exec
+at run time passes (in the 962 commands of the real sessions bench/guard_bench.py reads, that is
+`tempfile.mkdtemp()` 9 times, never a home or root). Other languages are scanned for their delete and exec
 primitives, with the string literals around them checked the same way.
 """
 
