@@ -43,7 +43,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback(invoke_without_command=True)
-def main_command(
+def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
     ctx: typer.Context,
     prompt: str = typer.Option(None, "-p", "--print", metavar="[TASK]",
                                help="Run TASK headless and print the result (no TASK or '-': read it from stdin)."),

@@ -60,9 +60,9 @@ ErrorSink = Callable[[str], None]
 
 
 class SessionRecorder:
-    def __init__(self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor,
-                 resumed: bool = False, cwd: Path | None = None, durable: bool = False,
-                 on_error: ErrorSink | None = None) -> None:
+    def __init__(  # noqa: PLR0913 (keyword-only options)
+            self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor, resumed: bool = False,
+            cwd: Path | None = None, durable: bool = False, on_error: ErrorSink | None = None) -> None:
         self.root = root
         self.session_id = session_id
         self.settings = settings
@@ -80,9 +80,10 @@ class SessionRecorder:
         self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
 
     @classmethod
-    def start(cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
-              cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
-              on_error: ErrorSink | None = None) -> SessionRecorder:
+    def start(  # noqa: PLR0913 (keyword-only options)
+            cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
+            cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
+            on_error: ErrorSink | None = None) -> SessionRecorder:
         """A new session. Pass `first_prompt` when it is known up front (`-p`) to write the transcript's
         meta line at once; otherwise the file appears with the first message."""
         recorder = cls(root, session_id or new_session_id(root), settings,

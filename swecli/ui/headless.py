@@ -218,9 +218,9 @@ def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
     }
 
 
-def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str,
-           out: TextIO = sys.stdout, err: TextIO = sys.stderr, refused: str = "",
-           denials: list[dict[str, Any]] | None = None) -> int:
+def finish(  # noqa: PLR0913 (the outcome; tests pass their own streams)
+        fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str, out: TextIO = sys.stdout,
+        err: TextIO = sys.stderr, refused: str = "", denials: list[dict[str, Any]] | None = None) -> int:
     """Print the outcome in the chosen format and return the exit status. `refused` is the closing line
     about calls refused for want of approval (their count and how to allow them), or ""."""
     summary = result_object(turn, session_id, error, denials)
