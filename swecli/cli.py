@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 import typer
 
 from swecli import __version__
+from swecli.errors import SwecliError
 
 if TYPE_CHECKING:
     from swecli.config import Settings
@@ -42,7 +43,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback(invoke_without_command=True)
-def main_command(
+def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
     ctx: typer.Context,
     prompt: str = typer.Option(None, "-p", "--print", metavar="[TASK]",
                                help="Run TASK headless and print the result (no TASK or '-': read it from stdin)."),
@@ -192,9 +193,6 @@ def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format:
         resume: str | None = None, continue_latest: bool = False, task: str | None = None) -> int:
     """`prompt` is -p's value (None without -p; "" or "-": read the task from stdin); `task` is the
     positional TASK (the REPL's first request, or -p's task when -p has no value)."""
-    from swecli.config import ConfigError
-    from swecli.session.store import SessionError
-
     try:
         settings = _settings(root, flags)
         if resume == "":
@@ -204,7 +202,7 @@ def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format:
         from swecli.ui.repl import run_repl
 
         return run_repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
-    except (ConfigError, SessionError) as exc:
+    except SwecliError as exc:  # a setting, nothing to resume, a provider that cannot be reached
         return _error(str(exc))
 
 
@@ -287,10 +285,9 @@ def pick_session(root: Path) -> str:
 
 def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int:
     """`swecli init`: scan, ask the model to fill OPENCLI.md.template, create or (after approval) update."""
-    from swecli.config import ConfigError
-    from swecli.llm.base import ProviderError, complete
+    from swecli.llm.base import complete
     from swecli.llm.factory import make_provider
-    from swecli.memory.init import InitError, prepare_init_request, prepare_init_result
+    from swecli.memory.init import prepare_init_request, prepare_init_result
 
     try:
         settings = _settings(root, flags)
@@ -301,7 +298,7 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
         finally:
             provider.close()
         result = prepare_init_result(root, answer)
-    except (ConfigError, ProviderError, InitError) as exc:
+    except SwecliError as exc:
         return _error(str(exc))
     if result.existing is None:
         result.write()
@@ -446,8 +443,8 @@ def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: lis
             always_load: bool) -> int:
     from pydantic import ValidationError
 
-    from swecli.config import ConfigError, McpServerConfig, load_settings
-    from swecli.mcp.configfile import McpConfigError, add_server
+    from swecli.config import McpServerConfig, load_settings
+    from swecli.mcp.configfile import add_server
 
     if bool(command) == bool(url):
         return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
@@ -458,19 +455,19 @@ def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: lis
         path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
     except ValidationError as exc:
         return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
-    except (McpConfigError, ConfigError) as exc:
+    except SwecliError as exc:
         return _error(str(exc))
     print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
     return 0
 
 
 def remove_mcp(root: Path, name: str) -> int:
-    from swecli.config import ConfigError, load_settings
-    from swecli.mcp.configfile import McpConfigError, remove_server
+    from swecli.config import load_settings
+    from swecli.mcp.configfile import remove_server
 
     try:
         path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
-    except (McpConfigError, ConfigError) as exc:
+    except SwecliError as exc:
         return _error(str(exc))
     print(f"Removed MCP server {name} from {path}.")
     return 0
@@ -545,7 +542,7 @@ def split_task(argv: list[str], command: Any) -> list[str]:
     return [*rest, TASK_OPTION, " ".join(words)]
 
 
-class TaskError(Exception):
+class TaskError(SwecliError):
     """A positional word that is neither a subcommand nor, it seems, a task."""
 
 
@@ -556,7 +553,3 @@ def run_app(argv: list[str]) -> None:
     except TaskError as exc:
         sys.exit(_error(str(exc)))
     command(args=args, prog_name="swecli")
-
-
-def main() -> None:
-    run_app(sys.argv[1:])

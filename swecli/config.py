@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
+from swecli.errors import SwecliError
+from swecli.models.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 
 Mode = Literal["default", "auto", "plan"]
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -268,7 +269,7 @@ class Settings(Section):
     @field_validator("thinking", mode="before")
     @classmethod
     def _known_thinking(cls, value: object) -> str:
-        from swecli.llm.thinking import Thinking
+        from swecli.models.thinking import Thinking
 
         Thinking.parse(value if isinstance(value, (str, int)) else str(value))  # one sentence if invalid
         return str(value).strip().lower()
@@ -300,12 +301,12 @@ class Settings(Section):
         """True/False when known (from `images.accept`, else the model's name), None when unknown."""
         if self.images.accept != "auto":
             return self.images.accept == "yes"
-        from swecli.llm.vision import accepts_images
+        from swecli.models.vision import accepts_images
 
         return accepts_images(self.model)
 
 
-class ConfigError(Exception):
+class ConfigError(SwecliError):
     """One clear sentence naming the file, the key and the fix."""
 
 

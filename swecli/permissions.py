@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from swecli.messages import ToolCall
+from swecli.tools.facts import facts_for
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
@@ -86,7 +87,7 @@ class Policy:
     def check(self, call: ToolCall, args: dict[str, Any], mutating: bool, preview: str) -> Verdict:
         if not mutating:
             return Verdict(True)
-        if call.name == "bash":
+        if facts_for(call.name).is_shell:
             return self._check_bash(call, args, preview)
         if self.mode == "plan":
             return self._plan_refusal(call.name)
@@ -134,7 +135,7 @@ class Policy:
         box = self.confinement
         if self.mode == "plan":
             if danger or not (read_only or box is not None):
-                return self._plan_refusal("bash", danger)
+                return self._plan_refusal(call.name, danger, shell=True)
             return Verdict(True, sandbox=box)
         allowed = self._allowed(call, args, box, command)
         if read_only or (not danger and self.mode == "auto" and not self.unconfined_against_wishes):
@@ -157,8 +158,8 @@ class Policy:
         request = ApprovalRequest(call, args, command, f"{why}; run it again outside the sandbox?")
         return self.approver(request).verdict != "no"
 
-    def _plan_refusal(self, tool: str, danger: str = "") -> Verdict:
-        if tool != "bash":
+    def _plan_refusal(self, tool: str, danger: str = "", *, shell: bool = False) -> Verdict:
+        if not shell:
             why = f"{tool} is not available in plan mode (read-only)."
         elif danger:
             why = f"This command is not allowed in plan mode ({danger})."

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from swecli.errors import SwecliError
 from swecli.messages import Message
 
 ARCHIVE_DIR = Path(".swecli") / "compactions"
 
 
-class ArchiveError(Exception):
+class ArchiveError(SwecliError):
     """The archive could not be written; compaction goes on and says so."""
 
 

@@ -58,9 +58,9 @@ from swecli.context.todo import TodoState
 from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, encoding_for_model
 from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, Event, Notice, SummarySpent
 from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Provider
-from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
-from swecli.llm.thinking import MIN_BUDGET, Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
+from swecli.models.presets import DEFAULT_CONTEXT_WINDOW
+from swecli.models.thinking import MIN_BUDGET, Thinking
 from swecli.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class ContextManager:
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
     mechanisms: Mechanisms | None = None
-    """Offload, decay, recitation, failure evidence, references, the append-only check (issue 6)."""
+    """Offload, decay, recitation, failure evidence, references, the append-only check."""
     counter: TokenCounter = field(default=None)  # type: ignore[assignment]  # set in __post_init__
     calibration: Calibration = field(default_factory=Calibration)
     compaction_usage: Usage = field(default_factory=Usage)
@@ -599,8 +599,8 @@ def _tail_tokens(counter: TokenCounter, tail: str) -> int:
 
 
 def image_formula(model: str) -> Callable[[int, int], int]:
-    """The model's image cost (`swecli.llm.vision.image_tokens`) as the counter takes it."""
-    from swecli.llm.vision import image_tokens
+    """The model's image cost (`swecli.models.vision.image_tokens`) as the counter takes it."""
+    from swecli.models.vision import image_tokens
 
     return lambda width, height: image_tokens(model, width, height)
 

@@ -38,6 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swecli.errors import SwecliError
+from swecli.tools.facts import facts_for
+
 if TYPE_CHECKING:
     from swecli.tools.spool import FullOutput
 
@@ -60,7 +63,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 CountTokens = Callable[[str], int]
 
 
-class OffloadError(Exception):
+class OffloadError(SwecliError):
     """The offload file could not be written; the caller keeps the full output in the context."""
 
 
@@ -102,7 +105,7 @@ def offload(
     lines = split_lines(content)
     # read_file pages go by tokens only: the model asked for exactly those lines, and read_file bounds
     # a page itself. The line rule is for listings and logs, mostly skimmed.
-    too_many_lines = tool_name != "read_file" and len(lines) > max_lines
+    too_many_lines = facts_for(tool_name).kind != "read" and len(lines) > max_lines
     if not too_many_lines and _surely_within(content, threshold_tokens):
         return None
     tokens = count_tokens(content)
@@ -290,7 +293,7 @@ def offload_path_in(content: str) -> str | None:
 
 def _offload_file_read(root: Path, tool_name: str, arguments: str) -> str | None:
     """The root-relative path when this call is a read_file of an offload file, else None."""
-    if tool_name != "read_file" or not arguments:
+    if facts_for(tool_name).kind != "read" or not arguments:
         return None
     try:
         args = json.loads(arguments)

@@ -20,13 +20,14 @@ What is counted per message, and why:
   Anthropic extended thinking) are sent back, so their text counts; decay drops old ones.
 - not tool-call ids: they are routing metadata most chat templates never show the model;
 - images: by the provider's published formula from width and height (`image_tokens`, set from the
-  model by the ContextManager; `swecli.llm.vision`), never by the size of their base64.
+  model by the ContextManager; `swecli.models.vision`), never by the size of their base64.
 The remaining template differences between providers are absorbed by calibration.
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
 import gzip
 import hashlib
 import json
@@ -37,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema
 
 if TYPE_CHECKING:
@@ -110,7 +112,7 @@ _loaded: dict[str, tiktoken.Encoding | None] = {}
 _load_errors: dict[str, str] = {}
 
 
-class EncodingUnavailable(Exception):
+class EncodingUnavailable(SwecliError):
     """The vocabulary file is missing, unreadable or corrupt."""
 
 
@@ -273,7 +275,7 @@ class TokenCounter:
 
     def __init__(self, encoding: str = "o200k_base", include_reasoning: bool = False,
                  image_tokens: Callable[[int, int], int] | None = None) -> None:
-        from swecli.llm.vision import image_tokens as default_formula
+        from swecli.models.vision import image_tokens as default_formula
 
         self.text = Tokenizer(encoding)
         self.include_reasoning = include_reasoning
@@ -350,3 +352,24 @@ def serialize_tool(schema: ToolSchema) -> str:
     way to send it)."""
     body = {"name": schema.name, "description": schema.description, "parameters": schema.parameters}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def head_by_tokens(text: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of `text` within `tokens`."""
+    if count(text) <= tokens:
+        return text
+    return text[:_longest(min(len(text), tokens * 8), lambda n: count(text[:n]) <= tokens)]
+
+
+def tail_by_tokens(text: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The longest suffix of `text` within `tokens`."""
+    if count(text) <= tokens:
+        return text
+    kept = _longest(min(len(text), tokens * 8), lambda n: count(text[len(text) - n:]) <= tokens)
+    return text[len(text) - kept:] if kept else ""
+
+
+def _longest(limit: int, fits: Callable[[int], bool]) -> int:
+    """The largest n in 0..limit that `fits` (which holds up to some length and fails beyond it), found by
+    bisection: a few dozen counts however long the text (at most 8 characters per token are tried)."""
+    return max(0, bisect.bisect_left(range(limit + 1), True, key=lambda n: not fits(n)) - 1)

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swecli.errors import SwecliError
+
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 DEFAULT_AGENT = "explore"
 
@@ -71,7 +73,7 @@ class AgentCatalog:
         return [a.name for a in self.agents]
 
 
-class DefinitionError(Exception):
+class DefinitionError(SwecliError):
     pass
 
 
@@ -90,32 +92,18 @@ def agent_folders(root: Path, env: Mapping[str, str] | None = None) -> list[tupl
 
 def load_agents(root: Path, env: Mapping[str, str] | None = None) -> AgentCatalog:
     """The built-in agent, then every valid definition file, in folder precedence order."""
-    catalog = AgentCatalog()
-    for label, folder in agent_folders(root, env):
-        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-            try:
-                agent = parse_agent(path, label)
-            except DefinitionError as exc:
-                catalog.warnings.append(f"agent skipped: {path}: {exc}")
-                continue
-            taken = catalog.get(agent.name)
-            if taken is not None:
-                catalog.warnings.append(f"agent skipped: {path}: the name {agent.name!r} is already taken by "
-                                        f"{taken.path or 'the built-in agent'}")
-                continue
-            catalog.agents.append(agent)
-    return catalog
+    from swecli.frontmatter import load_named
+
+    files = [(path, label) for label, folder in agent_folders(root, env)
+             for path in (sorted(folder.glob("*.md")) if folder.is_dir() else [])]
+    agents, warnings = load_named(files, parse_agent, "agent", known=[BUILTIN])
+    return AgentCatalog(agents, warnings)
 
 
 def parse_agent(path: Path, source: str) -> AgentDefinition:
-    from swecli.frontmatter import FrontMatterError, split_front_matter
+    from swecli.frontmatter import read_front_matter
 
-    try:
-        meta, body = split_front_matter(path.read_text(encoding="utf-8", errors="replace"))
-    except FrontMatterError as exc:
-        raise DefinitionError(str(exc)) from None
-    except OSError as exc:
-        raise DefinitionError(f"cannot read it ({exc.strerror or exc})") from None
+    meta, body = read_front_matter(path)
     name = str(meta.get("name") or path.stem).strip()
     if not NAME.match(name):
         raise DefinitionError(f"the name {name!r} must be letters, digits, - or _ (at most 64 characters)")

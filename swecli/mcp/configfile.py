@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from swecli.config import SERVER_NAME, McpServerConfig, project_config_path
+from swecli.errors import SwecliError
 
 
-class McpConfigError(Exception):
+class McpConfigError(SwecliError):
     """One sentence saying what is wrong and what to do."""
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.config import McpServerConfig
+from swecli.errors import SwecliError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -50,7 +51,7 @@ START_GRACE = 5.0
 """Seconds a task waits for servers still starting when it begins (they never block the prompt)."""
 
 
-class McpCallError(Exception):
+class McpCallError(SwecliError):
     """A call that did not produce a result: server not ready, timed out, interrupted, connection lost."""
 
 

@@ -38,11 +38,11 @@ from swecli.messages import AssistantMessage, UserMessage
 from swecli.session.log import modified_path
 from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare, facts_for
 
 NOTES_DIR = ".swecli/memory/notes"
 LEGACY_NOTES = ".swecli/memory/session_notes.md"
 """The one per-project file of earlier versions; read as the previous session's notes."""
-SHELL_TOOLS = frozenset({"bash"})
 
 SectionKey = Literal["current_goal", "key_decisions", "files_modified", "current_task", "open_issues",
                      "code_patterns"]
@@ -283,7 +283,7 @@ class NotesUpdater:
             elif isinstance(message, AssistantMessage) and message.tool_calls:
                 reason = _first_line(message.content, REASON_CHARS)
                 self._reasons.update({call.id: reason for call in message.tool_calls})
-        elif isinstance(event, ToolStarted) and event.call.name in SHELL_TOOLS:
+        elif isinstance(event, ToolStarted) and facts_for(event.call.name).is_shell:
             worktree = self._git()
             snapshot = worktree.snapshot() if worktree is not None else None
             if snapshot is not None:
@@ -443,4 +443,9 @@ def notes_tool(session_id: str, clock: Callable[[], datetime] = datetime.now,
         return ToolResult(f"Updated {changed} in {relpath}.", summary=f"notes: {changed}", meta={"path": relpath})
 
     # Not mutating: the notes are swecli's own memory, not the project's files, so plan mode may use it.
-    return Tool("notes", NOTES_DESCRIPTION, NotesArgs, run, mutating=False)
+    return Tool("notes", NOTES_DESCRIPTION, NotesArgs, run, mutating=False, facts=NOTES_FACTS)
+
+
+NOTES_FACTS = ToolFacts(kind="memory", fold_after=None)
+"""A note is short and meant to be kept: never folded."""
+declare("notes", NOTES_FACTS)

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swecli.errors import SwecliError
+
 PLAYBOOK_FILE = Path(".swecli") / "playbook.json"
 FORMAT_VERSION = 1
 MAX_CONTENT_CHARS = 400
@@ -33,7 +35,7 @@ MAX_BULLETS = 300
 Tag = Literal["helpful", "harmful"]
 
 
-class PlaybookError(Exception):
+class PlaybookError(SwecliError):
     """A bad delta or an unusable playbook file; `str()` says what and how to fix it."""
 
 

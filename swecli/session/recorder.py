@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from swecli.config import Settings
 from swecli.events import (
@@ -26,14 +26,20 @@ from swecli.events import (
     ChildEvent,
     CompactionDone,
     ContextOverflow,
+    Event,
     HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
     Notice,
+    ReasoningDelta,
     SummarySpent,
+    TextDelta,
     ToolFinished,
+    ToolOutput,
+    ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import UserMessage
 from swecli.session.log import SessionLog
@@ -54,9 +60,9 @@ ErrorSink = Callable[[str], None]
 
 
 class SessionRecorder:
-    def __init__(self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor,
-                 resumed: bool = False, cwd: Path | None = None, durable: bool = False,
-                 on_error: ErrorSink | None = None) -> None:
+    def __init__(  # noqa: PLR0913 (keyword-only options)
+            self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor, resumed: bool = False,
+            cwd: Path | None = None, durable: bool = False, on_error: ErrorSink | None = None) -> None:
         self.root = root
         self.session_id = session_id
         self.settings = settings
@@ -74,9 +80,10 @@ class SessionRecorder:
         self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
 
     @classmethod
-    def start(cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
-              cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
-              on_error: ErrorSink | None = None) -> SessionRecorder:
+    def start(  # noqa: PLR0913 (keyword-only options)
+            cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
+            cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
+            on_error: ErrorSink | None = None) -> SessionRecorder:
         """A new session. Pass `first_prompt` when it is known up front (`-p`) to write the transcript's
         meta line at once; otherwise the file appears with the first message."""
         recorder = cls(root, session_id or new_session_id(root), settings,
@@ -112,24 +119,49 @@ class SessionRecorder:
         failed write is reported once, as "could not write the session <target>")."""
         self._writers.append((target, write))
 
-    def handle(self, event: object) -> None:
+    def handle(self, event: Event) -> None:
         """The event bus's listener for this session's files."""
         self._record(event)
         for target, write in self._writers:
             self._guard(target, partial(write, event))
 
-    def _record(self, event: object) -> None:
-        if isinstance(event, ChildEvent):
-            self._record_child(event)
-        elif isinstance(event, MessageAppended):
-            self._guard("transcript", lambda: self.transcript.append(event.message))
-            if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
-                self._guard("log", lambda: self.log.user_input(event.message.content))
-        elif isinstance(event, HistoryReplaced):
-            self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
-            self._guard("log", lambda: self.log.history_replaced(event.reason, len(event.history)))
-        else:
-            self._guard("log", lambda: self._log_event(event))
+    def _record(self, event: Event) -> None:  # noqa: C901 (one case per event kind, exhaustive: see events.py)
+        log = self.log
+        match event:
+            case ChildEvent():
+                self._record_child(event)
+            case MessageAppended():
+                self._guard("transcript", lambda: self.transcript.append(event.message))
+                if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
+                    self._guard("log", lambda: log.user_input(event.message.content))
+            case HistoryReplaced():
+                self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
+                self._guard("log", lambda: log.history_replaced(event.reason, len(event.history)))
+            case ModelCallStarted():
+                if event.context_tokens:
+                    self._guard("log", lambda: log.context(event.context_tokens, self.settings.context_window))
+            case ModelCallFinished():
+                self._guard("log", lambda: log.llm_call(event.usage, event.duration, event.model, event.finish_reason,
+                                                        event.reported))
+            case ToolFinished():
+                self._guard("log", lambda: log.tool(event.call, event.result, event.duration, event.approved))
+            case CompactionDone():
+                self._guard("log", lambda: log.compaction(event))
+            case SummarySpent():
+                self._guard("log", lambda: log.summary(event))
+            case BackgroundSummary():
+                self._guard("log", lambda: log.background_summary(event))
+            case ContextOverflow():
+                self._guard("log", lambda: log.context_overflow(event))
+            case TurnFinished():
+                self._guard("log", lambda: log.turn_end(event))
+            case Notice():
+                if event.level in ("error", "warning"):
+                    self._guard("log", lambda: log.error(event.text, level=event.level))
+            case TextDelta() | ReasoningDelta() | Waiting() | ToolStarted() | ToolOutput():
+                pass  # streaming progress: the finished message and the tool record carry it
+            case _:
+                assert_never(event)
 
     def child_transcript(self, call_id: str) -> Path:
         """Where the sub-agent started by the parent's call `call_id` has its transcript."""
@@ -162,26 +194,6 @@ class SessionRecorder:
             child = self._children.pop(wrapped.call_id, None)
             if child is not None:
                 child.close()
-
-    def _log_event(self, event: object) -> None:
-        if isinstance(event, ModelCallStarted) and event.context_tokens:
-            self.log.context(event.context_tokens, self.settings.context_window)
-        elif isinstance(event, ModelCallFinished):
-            self.log.llm_call(event.usage, event.duration, event.model, event.finish_reason, event.reported)
-        elif isinstance(event, ToolFinished):
-            self.log.tool(event.call, event.result, event.duration, event.approved)
-        elif isinstance(event, CompactionDone):
-            self.log.compaction(event)
-        elif isinstance(event, SummarySpent):
-            self.log.summary(event)
-        elif isinstance(event, BackgroundSummary):
-            self.log.background_summary(event)
-        elif isinstance(event, ContextOverflow):
-            self.log.context_overflow(event)
-        elif isinstance(event, TurnFinished):
-            self.log.turn_end(event)
-        elif isinstance(event, Notice) and event.level in ("error", "warning"):
-            self.log.error(event.text, level=event.level)
 
     def context_update(self, total_tokens: int, window: int | None = None) -> None:
         """Log the context size (call it when the context engine recounts, e.g. after each request)."""

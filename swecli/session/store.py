@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from swecli.errors import SwecliError
 from swecli.messages import Message, UserMessage, close_dangling_tool_calls
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -34,7 +35,7 @@ _ID_FORMAT = "%Y%m%d-%H%M%S"
 _message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
 
 
-class SessionError(Exception):
+class SessionError(SwecliError):
     """A session that cannot be found, resumed or deleted; `str()` says which and what to do."""
 
 

@@ -483,7 +483,7 @@ def _size(data: str) -> tuple[int, int]:
 
 
 def _image_tokens(body: dict[str, Any], sizes: list[tuple[int, int]]) -> int:
-    from swecli.llm.vision import anthropic_tokens, tile_count
+    from swecli.models.vision import anthropic_tokens, tile_count
 
     if "system" in body or body.get("anthropic_version"):  # the Anthropic wire
         return sum(anthropic_tokens(w, h) for w, h in sizes)

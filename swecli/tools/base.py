@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
 from swecli.tools.environment import CommandEnvironment
+from swecli.tools.facts import OTHER, ToolFacts
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 A = TypeVar("A", bound=BaseModel)
 
 
-class ToolError(Exception):
+class ToolError(SwecliError):
     """A failure the model should read and act on (bad path, missing string, ...)."""
 
 
@@ -89,6 +91,8 @@ class Tool(Generic[A]):
     concurrent: bool = False
     """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
     state with the other calls. Only non-mutating tools run concurrently."""
+    facts: ToolFacts = OTHER
+    """What the rest of swecli knows about it (a shell? how a call is shown, folded...: `tools.facts`)."""
 
     def schema(self) -> ToolSchema:
         if self.parameters is not None:

@@ -20,13 +20,15 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
+from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
 from swecli.tools.spool import FullOutput, Spool
 
@@ -292,6 +294,14 @@ def preview_bash(args: BashArgs, ctx: ToolContext) -> str:
     return args.command
 
 
+def describe_command(args: Mapping[str, Any]) -> str:
+    return one_line(args.get("command", ""), 160)
+
+
+BASH_FACTS = ToolFacts(kind="shell", icon="⚡", verb="bash", describe=describe_command, key_args=("command",),
+                       preview="tail", fold_after=4)
+"""A command's verdict is at the end of its output; a test run stays verbatim a few steps (the fix follows)."""
+
 BASH = Tool(
     name="bash",
     description=(
@@ -305,4 +315,6 @@ BASH = Tool(
     fn=bash,
     mutating=True,
     preview=preview_bash,
+    facts=BASH_FACTS,
 )
+declare(BASH.name, BASH.facts)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field
 
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare
 from swecli.tools.images import is_image_path, load_image
 from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.spool import Spool
@@ -180,6 +182,17 @@ def _list_glob(start: Path, shown: str, glob: str, rules: IgnoreRules, ctx: Tool
     return ToolResult("\n".join(found), summary=_pluralize(total, "file"), meta=meta, full=full)
 
 
+def describe_listing(args: Mapping[str, Any]) -> str:
+    """`src '*.py'`."""
+    parts = [str(args.get("path") or ".")]
+    if args.get("glob") or args.get("pattern"):
+        parts.append(f"'{args.get('glob') or args.get('pattern')}'")
+    return " ".join(parts)
+
+
+LIST_FILES_FACTS = ToolFacts(kind="list", icon="📁", verb="list", describe=describe_listing, key_args=("path", "glob"),
+                             fold_after=1)
+
 LIST_FILES = Tool(
     name="list_files",
     description=(
@@ -190,7 +203,9 @@ LIST_FILES = Tool(
     ),
     args=ListFilesArgs,
     fn=list_files,
+    facts=LIST_FILES_FACTS,
 )
+declare(LIST_FILES.name, LIST_FILES.facts)
 
 
 # ---------------------------------------------------------------------------------------------- read_file
@@ -297,6 +312,23 @@ def _page_notes(page: _Page) -> list[str]:
     return notes
 
 
+def describe_read(args: Mapping[str, Any]) -> str:
+    """`src/app.py:10-29`: the path and the lines asked for."""
+    offset, limit = args.get("offset"), args.get("limit")
+    lines = ""
+    if isinstance(offset, int) and isinstance(limit, int) and limit > 0:
+        lines = f":{offset}-{offset + limit - 1}"
+    elif isinstance(offset, int) and offset > 1:
+        lines = f":{offset}-"
+    elif isinstance(limit, int) and limit > 0:
+        lines = f":1-{limit}"
+    return str(args.get("path", "")) + lines
+
+
+READ_FILE_FACTS = ToolFacts(kind="read", icon="📖", verb="read", describe=describe_read, key_args=("path",),
+                            preview="none", fold_after=1)
+"""The file's text is for the model; the person sees the action line. Read again when needed."""
+
 READ_FILE = Tool(
     name="read_file",
     description=(
@@ -308,7 +340,9 @@ READ_FILE = Tool(
     ),
     args=ReadFileArgs,
     fn=read_file,
+    facts=READ_FILE_FACTS,
 )
+declare(READ_FILE.name, READ_FILE.facts)
 
 
 # ---------------------------------------------------------------------------------------------- write_file
@@ -365,6 +399,10 @@ def preview_write(args: WriteFileArgs, ctx: ToolContext) -> str:
     return change.diff or f"(no changes: {change.shown} already has this content)"
 
 
+WRITE_FILE_FACTS = ToolFacts(kind="write", icon="📝", verb="write", key_args=("path",), preview="none",
+                             fold_after=20)
+"""The diff is shown on its own; it says what changed, so it stays verbatim long."""
+
 WRITE_FILE = Tool(
     name="write_file",
     description=(
@@ -376,7 +414,9 @@ WRITE_FILE = Tool(
     fn=write_file,
     mutating=True,
     preview=preview_write,
+    facts=WRITE_FILE_FACTS,
 )
+declare(WRITE_FILE.name, WRITE_FILE.facts)
 
 
 # ---------------------------------------------------------------------------------------------- edit_file
@@ -473,6 +513,8 @@ def preview_edit(args: EditFileArgs, ctx: ToolContext) -> str:
     return _plan_edit(args, ctx)[0].diff
 
 
+EDIT_FILE_FACTS = ToolFacts(kind="edit", icon="✏️", verb="edit", key_args=("path",), preview="none", fold_after=20)
+
 EDIT_FILE = Tool(
     name="edit_file",
     description=(
@@ -484,4 +526,6 @@ EDIT_FILE = Tool(
     fn=edit_file,
     mutating=True,
     preview=preview_edit,
+    facts=EDIT_FILE_FACTS,
 )
+declare(EDIT_FILE.name, EDIT_FILE.facts)

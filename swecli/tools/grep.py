@@ -13,14 +13,17 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
 from swecli.tools.spool import Spool
@@ -86,7 +89,7 @@ class Matches:
             self.complete = False
 
 
-class RegexError(Exception):
+class RegexError(SwecliError):
     """ripgrep rejected the pattern; the Python engine may still accept it (look-around, backreferences)."""
 
 
@@ -308,6 +311,20 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult(content, summary=summary, meta=meta, full=full)
 
 
+def describe_grep(args: Mapping[str, Any]) -> str:
+    """`'login' src/ (*.py)`."""
+    parts = [f"'{one_line(args.get('pattern', ''))}'"]
+    if args.get("path") not in (None, "", "."):
+        parts.append(str(args["path"]))
+    if args.get("glob"):
+        parts.append(f"({args['glob']})")
+    return " ".join(parts)
+
+
+GREP_FACTS = ToolFacts(kind="search", icon="🔍", verb="grep", describe=describe_grep, key_args=("pattern", "path"),
+                       fold_after=1)
+"""Cheap to run again: its result folds as soon as it leaves the newest part of the history."""
+
 GREP = Tool(
     name="grep",
     description=(
@@ -318,4 +335,6 @@ GREP = Tool(
     ),
     args=GrepArgs,
     fn=grep,
+    facts=GREP_FACTS,
 )
+declare(GREP.name, GREP.facts)

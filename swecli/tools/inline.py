@@ -5,9 +5,9 @@ Python is parsed with `ast`. Calls to `shutil.rmtree`, `os.remove`/`unlink`, `Pa
 `Path(...).write_text()`, `open(..., "w")`, `os.system` and `subprocess.*` are resolved when their
 path or command is built from literals (`"~"`, `Path.home()`, `os.environ["HOME"]`, `os.path.join`,
 `/`, names assigned a literal, loop variables over `Path.home().iterdir()`, `os.listdir(...)` or `glob`)
-and checked as the equivalent shell command would be; a path computed at run time passes (in the real
-sessions of ../shared/trajectories that is `tempfile.mkdtemp()`, 9 times in 962 commands, never a home or
-root). Other languages are scanned for their delete and exec primitives: the home directory as each
+and checked as the equivalent shell command would be; a path computed at run time passes (in the 962
+commands of the real sessions bench/guard_bench.py reads, that is `tempfile.mkdtemp()` 9 times, never a
+home or root). Other languages are scanned for their delete and exec primitives: the home directory as each
 spells it (`$ENV{HOME}`, `Dir.home`, `os.homedir()`, `process.env.HOME`, `getenv("HOME")`) reads as `~`,
 the path each delete is given is evaluated when it is literals joined with `+`, `.` or a path join, and
 the string literals an exec runs are checked as shell commands.

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from swecli.permissions import ApprovalRequest, Decision
+from swecli.tools.facts import facts_for
 from swecli.ui.keys import CTRL_C, ESC
 from swecli.ui.render import approval_preview
 
@@ -99,8 +100,8 @@ def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str |
     if verdict == "no":
         return Answer(Decision("no", _reason(read_line)))
     if verdict == "always" and not request.danger:
-        scope = f"the command `{request.args.get('command', '')}`" if request.call.name == "bash" else \
-            f"{request.call.name}"
+        shell = facts_for(request.call.name).is_shell
+        scope = f"the command `{request.args.get('command', '')}`" if shell else request.call.name
         console.print(Text(f"  Allowed for the rest of this session: {scope}", style="dim"))
     return Answer(Decision(verdict))
 

@@ -29,18 +29,22 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO, assert_never
 
 from swecli.events import (
     BackgroundSummary,
     ChildEvent,
     CompactionDone,
+    ContextOverflow,
     Event,
+    HistoryReplaced,
+    MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
     Notice,
     ReasoningDelta,
     SummarySpent,
+    TextDelta,
     ToolFinished,
     ToolOutput,
     ToolStarted,
@@ -49,7 +53,7 @@ from swecli.events import (
 )
 from swecli.llm.retry import format_seconds
 from swecli.messages import Usage
-from swecli.ui.render import key_argument
+from swecli.tools.facts import facts_for, key_argument
 
 if TYPE_CHECKING:
     from swecli.assembly import AgentSession
@@ -68,11 +72,11 @@ EXIT_REFUSED = 3
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
-    """A JSON-ready view of an event: `type` plus its fields (messages and results flattened)."""
-    name = type(event).__name__
-    kind = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
-    data: dict[str, Any] = {"type": kind}
+    """A JSON-ready view of an event: `type` (its `kind`) plus its fields (messages and results flattened)."""
+    data: dict[str, Any] = {"type": event.kind}
     for f in dataclasses.fields(event):
+        if f.name == "kind":
+            continue
         value = getattr(event, f.name)
         data[f.name] = event_to_dict(value) if isinstance(event, ChildEvent) and f.name == "event" else \
             _jsonable(value)
@@ -99,9 +103,6 @@ class ProgressPrinter:
         self._in_reasoning = False
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, ChildEvent):
-            self._child(event)
-            return
         if isinstance(event, ReasoningDelta):
             if not self._in_reasoning:
                 self.out.write("thinking: ")
@@ -109,36 +110,50 @@ class ProgressPrinter:
             self.out.write(event.text)
             self.out.flush()
             return
-        if self._in_reasoning and not isinstance(event, ReasoningDelta):
+        if self._in_reasoning and not isinstance(event, ChildEvent):
             self.out.write("\n")
             self._in_reasoning = False
-        if isinstance(event, ToolStarted):
-            self.out.write(f"> {event.call.name} {key_argument(event.call.name, event.args)}\n")
-        elif isinstance(event, ToolFinished):
-            mark = "x" if event.result.is_error else "."
-            self.out.write(f"  {mark} {event.result.summary or ('error' if event.result.is_error else 'ok')}\n")
-        elif isinstance(event, CompactionDone):
-            made = f"summary made in the background, waited {event.waited:.1f}s" if event.background \
-                else f"in {event.duration:.1f}s"
-            self.out.write(f"{event.strategy} ({event.trigger}): {event.tokens_before:,} -> {event.tokens_after:,} "
-                           f"tokens ({-event.reduction:+.0%}) {made}\n")
-        elif isinstance(event, BackgroundSummary) and not event.used:
-            self.out.write(f"background summary {event.phase}" + (f": {event.note}" if event.note else "") + "\n")
-        elif isinstance(event, Notice):
-            self.out.write(f"{event.level}: {event.text}\n")
-        elif isinstance(event, Waiting):
-            self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
-                           f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")
-        self.out.flush()
+        line = self._child(event) if isinstance(event, ChildEvent) else progress_line(event)
+        if line:
+            self.out.write(line + "\n")
+            self.out.flush()
 
-    def _child(self, wrapped: ChildEvent) -> None:
-        """A sub-agent's actions, indented under its task call."""
+    def _child(self, wrapped: ChildEvent) -> str:
+        """A sub-agent's actions and warnings, indented under its task call."""
         event = wrapped.event
         if isinstance(event, ToolStarted):
-            self.out.write(f"    > [{wrapped.agent}] {event.call.name} {key_argument(event.call.name, event.args)}\n")
-        elif isinstance(event, Notice) and event.level != "info":
-            self.out.write(f"    {event.level}: [{wrapped.agent}] {event.text}\n")
-        self.out.flush()
+            return f"    > [{wrapped.agent}] {event.call.name} {key_argument(event.call.name, event.args)}"
+        if isinstance(event, Notice) and event.level != "info":
+            return f"    {event.level}: [{wrapped.agent}] {event.text}"
+        return ""
+
+
+def progress_line(event: Event) -> str:
+    """The `--output-format text` line for an event ("" for events that print nothing)."""
+    match event:
+        case ToolStarted():
+            return f"> {event.call.name} {key_argument(event.call.name, event.args)}"
+        case ToolFinished():
+            mark = "x" if event.result.is_error else "."
+            return f"  {mark} {event.result.summary or ('error' if event.result.is_error else 'ok')}"
+        case CompactionDone():
+            made = f"summary made in the background, waited {event.waited:.1f}s" if event.background \
+                else f"in {event.duration:.1f}s"
+            return (f"{event.strategy} ({event.trigger}): {event.tokens_before:,} -> {event.tokens_after:,} "
+                    f"tokens ({-event.reduction:+.0%}) {made}")
+        case BackgroundSummary():
+            return "" if event.used else f"background summary {event.phase}" + (f": {event.note}" if event.note else "")
+        case Notice():
+            return f"{event.level}: {event.text}"
+        case Waiting():
+            return (f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
+                    f"up to {format_seconds(event.limit)} of silence, request_timeout)")
+        case (TextDelta() | ReasoningDelta() | ModelCallStarted() | ModelCallFinished() | ToolOutput()
+              | MessageAppended() | HistoryReplaced() | SummarySpent() | ContextOverflow() | TurnFinished()
+              | ChildEvent()):
+            return ""  # the answer goes to stdout at the end; the rest is for the log
+        case _:
+            assert_never(event)
 
 
 class StreamJsonPrinter:
@@ -203,9 +218,9 @@ def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
     }
 
 
-def finish(fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str,
-           out: TextIO = sys.stdout, err: TextIO = sys.stderr, refused: str = "",
-           denials: list[dict[str, Any]] | None = None) -> int:
+def finish(  # noqa: PLR0913 (the outcome; tests pass their own streams)
+        fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str, out: TextIO = sys.stdout,
+        err: TextIO = sys.stderr, refused: str = "", denials: list[dict[str, Any]] | None = None) -> int:
     """Print the outcome in the chosen format and return the exit status. `refused` is the closing line
     about calls refused for want of approval (their count and how to allow them), or ""."""
     summary = result_object(turn, session_id, error, denials)
@@ -366,7 +381,8 @@ def tty_approver() -> Approver | None:
 
     def ask(request: ApprovalRequest) -> Decision:
         # The progress line above names a short one-line command in full already: do not print it twice.
-        if not (request.call.name == "bash" and key_argument("bash", request.args) == request.args.get("command")):
+        name, args = request.call.name, request.args
+        if not (facts_for(name).is_shell and key_argument(name, args) == args.get("command")):
             sys.stderr.write(f"\n{request.call.name} wants to run:\n{request.preview}\n")
         for warning in (request.danger, request.note):
             if warning:

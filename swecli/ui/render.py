@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
@@ -31,12 +31,15 @@ from swecli.events import (
     BackgroundSummary,
     ChildEvent,
     CompactionDone,
+    ContextOverflow,
     Event,
+    HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
     Notice,
     ReasoningDelta,
+    SummarySpent,
     TextDelta,
     ToolFinished,
     ToolOutput,
@@ -45,6 +48,7 @@ from swecli.events import (
     Waiting,
 )
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.tools.facts import facts_for, key_argument, one_line
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
@@ -53,27 +57,6 @@ if TYPE_CHECKING:
     from swecli.permissions import ApprovalRequest
     from swecli.tools.base import ToolResult
 
-ICONS = {
-    "list_files": "📁",
-    "read_file": "📖",
-    "grep": "🔍",
-    "write_file": "📝",
-    "edit_file": "✏️",
-    "bash": "⚡",
-    "task": "🤖",
-    "skill": "📘",
-}
-VERBS = {
-    "list_files": "list",
-    "read_file": "read",
-    "grep": "grep",
-    "write_file": "write",
-    "edit_file": "edit",
-    "bash": "bash",
-    "task": "task",
-    "skill": "skill",
-}
-OTHER_ICON = "🔧"
 RESULT_MARK = "  ⎿  "
 PREVIEW_INDENT = "     "
 REASONING_INDENT = "  "
@@ -85,10 +68,6 @@ OUTPUT_LINES = 5
 PARTIAL_CHARS = 500
 INTERRUPTED = "interrupted by user"
 
-# Which end of a tool's output is worth previewing: the last lines of a command (errors, test
-# summaries), the first lines of a listing or a search.
-PREVIEW_FROM_END = {"bash"}
-NO_PREVIEW = {"read_file", "write_file", "edit_file"}
 QUIET_OUTCOMES = ("declined", "refused", "interrupted by user")
 """Summaries that are the whole story: no preview, shown in yellow rather than as an error."""
 
@@ -108,66 +87,19 @@ def format_duration(seconds: float) -> str:
     return f"{hours}h {minutes:02d}m"
 
 
-def _one_line(value: Any, limit: int = 100) -> str:
-    text = str(value)
-    lines = text.splitlines() or [""]
-    first = lines[0]
-    more = len(lines) > 1
-    if len(first) > limit:
-        first, more = first[: limit - 1], True
-    return first + (" …" if more else "")
-
-
-def key_argument(name: str, args: dict[str, Any]) -> str:
-    """The argument that says what a call does: the path read, the pattern searched, the command run."""
-    if name == "bash":
-        return _one_line(args.get("command", ""), 160)
-    if name == "grep":
-        parts = [f"'{_one_line(args.get('pattern', ''))}'"]
-        if args.get("path") not in (None, "", "."):
-            parts.append(str(args["path"]))
-        if args.get("glob"):
-            parts.append(f"({args['glob']})")
-        return " ".join(parts)
-    if name == "list_files":
-        parts = [str(args.get("path") or ".")]
-        if args.get("glob") or args.get("pattern"):
-            parts.append(f"'{args.get('glob') or args.get('pattern')}'")
-        return " ".join(parts)
-    if name == "read_file":
-        return str(args.get("path", "")) + _line_range(args)
-    if name == "task":
-        return f"{args.get('agent') or 'explore'}: {_one_line(args.get('description') or args.get('prompt', ''), 80)}"
-    if name == "skill":
-        return str(args.get("name") or "(list)")
-    if "path" in args:
-        return str(args["path"])
-    return _compact_args(args)
-
-
-def _line_range(args: dict[str, Any]) -> str:
-    offset, limit = args.get("offset"), args.get("limit")
-    if isinstance(offset, int) and isinstance(limit, int) and limit > 0:
-        return f":{offset}-{offset + limit - 1}"
-    if isinstance(offset, int) and offset > 1:
-        return f":{offset}-"
-    if isinstance(limit, int) and limit > 0:
-        return f":1-{limit}"
-    return ""
-
-
-def _compact_args(args: dict[str, Any]) -> str:
-    return _one_line(" ".join(f"{k}={v!r}" for k, v in args.items()), 100)
+def verb(name: str) -> str:
+    """The word a call of this tool is shown with (`read`, `grep`, `bash`)."""
+    return facts_for(name).verb or name
 
 
 def action_line(name: str, args: dict[str, Any]) -> Text:
     """`🔍 grep 'login' src/`, `⚡ bash pytest -q`: one line per tool call."""
-    icon = ICONS.get(name, OTHER_ICON)
-    line = Text(f"{icon} ")
-    line.append(VERBS.get(name, name), style="bold")
-    argument = key_argument(name, args)
+    facts = facts_for(name)
+    line = Text(f"{facts.icon} ")
+    line.append(facts.verb or name, style="bold")
+    argument = facts.describe(args)
     if argument:
-        line.append(" " + argument, style="cyan" if name != "bash" else "")
+        line.append(" " + argument, style="" if facts.is_shell else "cyan")
     return line
 
 
@@ -179,7 +111,7 @@ def result_text(name: str, result: ToolResult, preview_lines: int = 3, width: in
     if result.summary in QUIET_OUTCOMES:
         style = "yellow"
     text = Text(RESULT_MARK)
-    text.append(_one_line(summary, width), style=style)
+    text.append(one_line(summary, width), style=style)
     for line in _preview(name, result, summary, preview_lines):
         text.append("\n" + PREVIEW_INDENT + _clip(line, width), style="dim")
     return text
@@ -190,11 +122,12 @@ def _first_line(text: str) -> str:
 
 
 def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[str]:
-    if result.summary == INTERRUPTED and name in PREVIEW_FROM_END and count > 0:
+    end = facts_for(name).preview
+    if result.summary == INTERRUPTED and end == "tail" and count > 0:
         return _partial_output(result.content, count)
     if result.summary in QUIET_OUTCOMES or count <= 0:
         return []
-    if name in NO_PREVIEW and not result.is_error:
+    if end == "none" and not result.is_error:
         return []
     lines = result.content.strip("\n").splitlines()
     if lines and lines[0].strip() == summary.strip():
@@ -202,7 +135,7 @@ def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[st
     if len(lines) <= count:
         return lines
     hidden = _plural(len(lines) - count, "line")
-    if name in PREVIEW_FROM_END:
+    if end == "tail":
         return [f"… +{hidden}", *lines[-count:]]
     return [*lines[:count], f"… +{hidden}"]
 
@@ -299,10 +232,10 @@ def notice_line(event: Notice) -> Text:
 def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> RenderableType:
     """What will happen if the user says yes: the diff of an edit, the full command of bash."""
     parts: list[RenderableType] = []
-    if request.call.name == "bash":
+    if facts_for(request.call.name).is_shell:
         command = str(request.args.get("command", "")) or request.preview
         # The action line above shows a short one-line command in full already; repeat only what it cut.
-        if key_argument("bash", request.args) != command:
+        if key_argument(request.call.name, request.args) != command:
             text = Text("    $ ", style="dim")
             text.append(command, style="bold")
             parts.append(text)
@@ -502,43 +435,57 @@ class Renderer:
         with self._lock:
             self._dispatch(event)
 
-    def _dispatch(self, event: Event) -> None:
-        if isinstance(event, ChildEvent):
-            self._on_child(event)
-            return
-        if isinstance(event, Waiting):
-            self._silent_since = time.monotonic() - event.seconds
-            return
-        self._silent_since = None
-        if isinstance(event, ReasoningDelta):
-            self._on_reasoning(event.text)
-        elif isinstance(event, TextDelta):
-            self._on_text(event.text)
-        elif isinstance(event, ModelCallStarted):
-            self._streamed = False
-            self._activity = "Thinking"
-            self._start_live()
-        elif isinstance(event, MessageAppended) and isinstance(event.message, AssistantMessage):
-            self._on_assistant(event.message)
-        elif isinstance(event, ToolStarted):
-            self._finish_streams()
-            self.console.print(action_line(event.call.name, event.args))
-            self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
-            self._clear_output()
-        elif isinstance(event, ToolOutput):
-            self._on_output(event.text)
-        elif isinstance(event, ToolFinished):
-            self._on_tool_finished(event)
-        elif isinstance(event, CompactionDone):
-            self._finish_streams()
-            self.console.print(compaction_line(event))
-        elif isinstance(event, BackgroundSummary):
-            self.summarizing = event.phase == "started"
-        elif isinstance(event, Notice):
-            self._finish_streams()
-            self.console.print(notice_line(event))
-        elif isinstance(event, TurnFinished):
-            self._on_turn_finished(event)
+    def _dispatch(self, event: Event) -> None:  # noqa: C901 (one case per event kind, exhaustive: see events.py)
+        if not isinstance(event, ChildEvent | Waiting):
+            self._silent_since = None
+        match event:
+            case ChildEvent():
+                self._on_child(event)
+            case Waiting():
+                self._silent_since = time.monotonic() - event.seconds
+            case ReasoningDelta():
+                self._on_reasoning(event.text)
+            case TextDelta():
+                self._on_text(event.text)
+            case ModelCallStarted():
+                self._on_model_call()
+            case MessageAppended():
+                if isinstance(event.message, AssistantMessage):
+                    self._on_assistant(event.message)
+            case ToolStarted():
+                self._on_tool_started(event)
+            case ToolOutput():
+                self._on_output(event.text)
+            case ToolFinished():
+                self._on_tool_finished(event)
+            case CompactionDone():
+                self._print_finished(compaction_line(event))
+            case BackgroundSummary():
+                self.summarizing = event.phase == "started"
+            case Notice():
+                self._print_finished(notice_line(event))
+            case TurnFinished():
+                self._on_turn_finished(event)
+            case ModelCallFinished() | HistoryReplaced() | SummarySpent() | ContextOverflow():
+                pass  # for the log and the toolbar: nothing to draw
+            case _:
+                assert_never(event)
+
+    def _print_finished(self, line: Text) -> None:
+        """A line of its own, below whatever was streaming (which is finished first)."""
+        self._finish_streams()
+        self.console.print(line)
+
+    def _on_model_call(self) -> None:
+        self._streamed = False
+        self._activity = "Thinking"
+        self._start_live()
+
+    def _on_tool_started(self, event: ToolStarted) -> None:
+        self._finish_streams()
+        self.console.print(action_line(event.call.name, event.args))
+        self._activity = f"Running {verb(event.call.name)}"
+        self._clear_output()
 
     def _on_reasoning(self, fragment: str) -> None:
         self._streamed = True
@@ -718,10 +665,10 @@ def replay_lines(history: list[Message], exchanges: int = 3, width: int = 100) -
 def _exchange_lines(span: list[Message], width: int) -> list[Text]:
     prompt = span[0]
     assert isinstance(prompt, UserMessage)
-    out = [Text(f"❯ {_one_line(prompt.content, width)}", style="bold")]
+    out = [Text(f"❯ {one_line(prompt.content, width)}", style="bold")]
     calls: list[ToolCall] = [c for m in span if isinstance(m, AssistantMessage) for c in m.tool_calls]
     if calls:
-        named = ", ".join(f"{VERBS.get(c.name, c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
+        named = ", ".join(f"{verb(c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
         more = f"{len(calls) - 3} more, " if len(calls) > 3 else ""
         errors = sum(1 for m in span if isinstance(m, ToolMessage) and m.is_error)
         failed = f" ({errors} failed)" if errors else ""

@@ -12,8 +12,8 @@ conversation for the model's next turn, without asking the model anything. In pl
 plan is followed by an offer to switch mode and carry it out.
 
 The session itself (provider, agent, transcript, log, notes, resume) comes from
-`swecli.assembly.open_session`. Hooks for the rest of swecli (`ReplHooks`): extra event listeners, extra
-slash commands, and an override for the context meter's data source.
+`swecli.assembly.open_session`. Slash commands see the REPL only as a `CommandContext` (what they may
+read and do), and the input line as a `PromptHost`; neither module imports this one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +32,8 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from swecli import __version__
-from swecli.config import ConfigError, Settings
+from swecli.config import Settings
+from swecli.errors import SwecliError
 from swecli.events import (
     Event,
     ModelCallFinished,
@@ -45,8 +46,9 @@ from swecli.events import (
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
+from swecli.tools.bash import BASH
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
-from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
+from swecli.ui.commands import CommandRegistry, default_registry, is_command
 from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher
 from swecli.ui.meter import Meter, format_tokens
 from swecli.ui.render import Renderer, completion_line, looks_like_diff, replay_lines
@@ -67,21 +69,6 @@ SHELL_LINES = 200
 PLAN_QUESTION = ("Plan ready. Carry it out? [a] yes, changes without asking · [d] yes, asking before each "
                  "change · [n] no, keep planning: ")
 CARRY_OUT = "Carry out the plan above."
-
-
-@dataclass
-class ReplHooks:
-    """What the rest of swecli plugs into the REPL (all optional)."""
-
-    listeners: Sequence[Callable[[Event], None]] = ()
-    """Added to the session's EventBus after the renderer (the transcript and log are wired by
-    `open_session` already)."""
-    commands: Sequence[Command] = ()
-    """Extra slash commands beside `swecli.ui.commands.default_registry()`; the same name replaces one."""
-    context_meter: Callable[[Repl], Meter] | None = None
-    """Overrides the toolbar meter's data source (the default asks the context engine)."""
-    banner: str = ""
-    """An extra line under the welcome line."""
 
 
 @dataclass
@@ -127,7 +114,6 @@ class TypeAhead:
 class Repl:
     root: Path
     settings: Settings
-    hooks: ReplHooks = field(default_factory=ReplHooks)
     console: Console = field(default_factory=lambda: Console(highlight=False))
     resume: str | None = None
     """Session ID to resume ('' for the latest), as `swecli --resume`."""
@@ -138,8 +124,6 @@ class Repl:
     def __post_init__(self) -> None:
         self.renderer = Renderer(self.console)
         self.commands: CommandRegistry = default_registry()
-        for command in self.hooks.commands:
-            self.commands.register(command, replace=True)
         self.session_usage = Usage()
         self.approvals = ApprovalBridge()
         self.session: AgentSession = self._open(self.resume, self.continue_latest)
@@ -154,7 +138,7 @@ class Repl:
         from swecli.assembly import open_session
 
         session = open_session(self.root, self.settings, approver=self.approvals,
-                               listeners=[self.renderer, self._track, *self.hooks.listeners],
+                               listeners=[self.renderer, self._track],
                                resume=resume, continue_latest=continue_latest)
         return session
 
@@ -226,7 +210,7 @@ class Repl:
         settings = resolve_window(self.settings.model_copy(update={"model": name}))
         try:
             provider = make_provider(settings, on_retry=retry_notices(self.bus))
-        except (ProviderError, ConfigError, ValueError) as exc:
+        except SwecliError as exc:
             self.print(Text(f"Could not switch to {name}: {exc}", style="red"))
             return
         old = self.session.provider
@@ -247,8 +231,6 @@ class Repl:
 
     def _measure(self) -> Meter:
         """The one place the meter's numbers come from: the context engine's count of the next request."""
-        if self.hooks.context_meter is not None:
-            return self.hooks.context_meter(self)
         state = self.agent.context.state(self.agent.history)
         window = state.budget.window
         return Meter(state.total, window, state.budget.limit / window if window else 1.0)
@@ -324,8 +306,6 @@ class Repl:
                             style="dim"))
             for line in replay_lines(self.agent.history, REPLAY_EXCHANGES, max(40, self.console.width - 4)):
                 self.print(line)
-        if self.hooks.banner:
-            self.print(Text(self.hooks.banner, style="dim"))
         self.print(Text("/help for commands · @path attaches a file · esc interrupts · ctrl-d exits", style="dim"))
 
     def close(self) -> None:
@@ -386,7 +366,7 @@ class Repl:
         if not command:
             self.print(Text("Type a shell command after !, e.g. !git status", style="dim"))
             return
-        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name="bash",
+        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name=BASH.name,
                         arguments=json.dumps({"command": command}))
         self.session.recorder.handle(ToolStarted(call, {"command": command}))
         self.agent.cancel.reset()
@@ -442,7 +422,7 @@ class Repl:
 
     def run_task(self, text: str, preface: Sequence[UserMessage] = ()) -> TurnFinished | None:
         """Run one request; `preface` messages (a loaded skill) go into the history just before it. `@path`
-        files are attached by the session (swecli.context.retrieval), the same way as with -p."""
+        files are attached by the session (swecli.retrieval.retrieval), the same way as with -p."""
         turn = _Turn(usage_before=self.agent.usage)
         worker = threading.Thread(target=self._work, args=(text, tuple(preface), turn), name="swecli-agent",
                                   daemon=True)
@@ -567,11 +547,11 @@ def _declined() -> Decision:
 
 
 def run_repl(root: Path, settings: Settings, *, resume: str | None = None, continue_latest: bool = False,
-             hooks: ReplHooks | None = None, task: str | None = None) -> int:
+             task: str | None = None) -> int:
     """The `swecli` command without -p: run the REPL in `root` until the user leaves (`task`, from
     `swecli "TASK"`, is its first request).
 
     ConfigError and SessionError (nothing to resume) propagate: the runner prints them as one line.
     """
-    repl = Repl(root, settings, hooks or ReplHooks(), resume=resume, continue_latest=continue_latest, task=task)
+    repl = Repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
     return repl.run()

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swecli.context.decay import (
-    DEFAULT_POLICIES,
     DIGEST_MARKER,
     NO_REFERENCE,
     DecayPolicy,
@@ -21,6 +20,7 @@ from swecli.context.decay import (
 from swecli.context.ledger import Ledger
 from swecli.context.offload import offload
 from swecli.context.prefix import PrefixMonitor
+from swecli.context.todo import TODO_FACTS
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ThinkingBlock, ToolCall, ToolMessage, UserMessage
@@ -134,6 +134,7 @@ def test_offloaded_previews_fold_to_their_offload_file(project: Path) -> None:
 
 
 def test_policies_keep_edits_longer_and_never_fold_kept_tools() -> None:
+    assert TODO_FACTS.fold_after is None  # the todo tool says so itself (and is declared by importing it)
     history: list[Message] = [UserMessage(content="edit")]
     history += step(0, "edit_file", {"path": "a.py"}, big("diff"))
     history += step(1, "todo", {"items": "x"}, big("todo"))
@@ -146,7 +147,7 @@ def test_policies_keep_edits_longer_and_never_fold_kept_tools() -> None:
     assert not is_digest(by_name["edit_file"])  # age 7 < 20
     assert not is_digest(by_name["todo"])
     assert by_name["read_file"].content == "tiny"  # too small to be worth folding
-    custom = {**DEFAULT_POLICIES, "edit_file": DecayPolicy(min_age=3), "list_files": DecayPolicy(keep=True)}
+    custom = {"edit_file": DecayPolicy(min_age=3), "list_files": DecayPolicy(keep=True)}  # the rest: their own
     result = decay(history, counter, keep_recent_tokens=0, min_savings_tokens=0, policies=custom)
     by_name = {m.name: m for m in result.history if isinstance(m, ToolMessage)}
     assert is_digest(by_name["edit_file"]) and not is_digest(by_name["list_files"])

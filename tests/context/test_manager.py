@@ -18,12 +18,12 @@ from swecli.context.extract import parse_facts
 from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
 from swecli.events import CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import ContextOverflowError, ModelRequest
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
-from swecli.permissions import Policy
+from swecli.models.thinking import Thinking
 from swecli.testing.model import ScriptedModel, calls, say
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 from tests.context.histories import EchoSummarizer, assert_pairing, prompts, turns
+from tests.helpers import loop_agent
 
 SYSTEM = (SystemBlock(text="You are swecli, a coding agent.", cache=True),)
 MEMORY = (SystemBlock(text="# OPENCLI.md\nUse pytest. Never push.", cache=True),)
@@ -50,7 +50,7 @@ def manager(window: int = 7_000, **config: object) -> ContextManager:
 
 def agent(model: ScriptedModel, context: ContextManager, project: Path, events: list[Event]) -> Agent:
     context.on_event = events.append
-    return Agent(model, TOOLS, context, ToolContext(root=project), Policy("auto"), on_event=events.append)
+    return loop_agent(model, TOOLS, project, context=context, on_event=events.append, max_iterations=200)
 
 
 def dump_call(lines: int = 100) -> AssistantMessage:

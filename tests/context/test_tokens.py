@@ -15,8 +15,10 @@ from swecli.context.tokens import (
     TOOL_SCHEMA_OVERHEAD,
     TokenCounter,
     encoding_for_model,
+    head_by_tokens,
     load_encoding,
     serialize_tool,
+    tail_by_tokens,
 )
 from swecli.llm.base import ModelRequest
 from swecli.messages import (
@@ -238,3 +240,14 @@ def test_signed_thinking_blocks_count_as_sent_and_plain_reasoning_does_not() -> 
                                                                  signature="sig"),)})
     assert counter.message(plain) == counter.message(AssistantMessage(content="answer"))
     assert counter.message(signed) == counter.message(plain) + counter.text("a long private chain of thought " * 20)
+
+
+def test_head_and_tail_by_tokens_keep_the_most_text_within_the_budget() -> None:
+    counter = TokenCounter()
+    text = "word " * 1000
+    head = head_by_tokens(text, 100, counter.text)
+    assert counter.text(head) <= 100 < counter.text(text[: len(head) + 10])
+    tail = tail_by_tokens(text, 100, counter.text)
+    assert text.endswith(tail) and counter.text(tail) <= 100 < counter.text(text[-len(tail) - 10:])
+    assert head_by_tokens("short", 100, counter.text) == "short" == tail_by_tokens("short", 100, counter.text)
+    assert tail_by_tokens("x" * 50, 0, len) == "" == head_by_tokens("x" * 50, 0, len)

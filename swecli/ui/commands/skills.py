@@ -11,23 +11,22 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from swecli.ui.commands.registry import Command, CommandRegistry, Family
+from swecli.ui.commands.registry import Command, CommandContext, CommandRegistry, Family
 
 if TYPE_CHECKING:
     from swecli.skills.catalog import Skill, SkillCatalog
-    from swecli.ui.repl import Repl
 
 commands = Family()
 
 
 @commands.command("skills", "List the skills found (name, description, folder) and any skipped SKILL.md")
-def skills(repl: Repl, args: str) -> None:
-    catalog = repl.session.skills
+def skills(ctx: CommandContext, args: str) -> None:
+    catalog = ctx.session.skills
     if catalog is None:
-        repl.print(Text("Skills are off (skills.enabled = false).", style="dim"))
+        ctx.print(Text("Skills are off (skills.enabled = false).", style="dim"))
         return
-    for line in describe_catalog(catalog, shadowed=_shadowed(repl.commands, catalog)):
-        repl.print(Text(line, style="dim" if line.startswith(("  ", "(")) else ""))
+    for line in describe_catalog(catalog, shadowed=_shadowed(ctx.commands, catalog)):
+        ctx.print(Text(line, style="dim" if line.startswith(("  ", "(")) else ""))
 
 
 def describe_catalog(catalog: SkillCatalog, shadowed: set[str] | None = None) -> list[str]:
@@ -64,7 +63,7 @@ def register_skill_commands(registry: CommandRegistry, catalog: SkillCatalog | N
 
 
 def skill_command(skill: Skill) -> Command:
-    def run(repl: Repl, args: str) -> None:
-        repl.run_skill(skill, args)
+    def run(ctx: CommandContext, args: str) -> None:
+        ctx.run_skill(skill, args)
 
     return Command(skill.name, f"Skill: {skill.description}", run, usage=f"/{skill.name} [request]")

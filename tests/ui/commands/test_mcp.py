@@ -12,20 +12,12 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM
+from tests.helpers import alive
 from tests.mcp.conftest import SERVER
 from tests.ui.harness import Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
 
 
 def _config(project: Path) -> Path:
@@ -86,17 +78,17 @@ def test_mcp_lists_servers_runs_tools_with_approval_and_disables_for_the_session
             term.expect("Stopped kit for this session")
             term.prompt()
             first = int(pid_file.read_text())
-            assert not _alive(first)
+            assert not alive(first)
             term.line("/mcp enable kit")
             term.expect("Starting kit for this session")
             term.prompt()
             _wait_ready(term)
             term.prompt()
             second = int(pid_file.read_text())
-            assert second != first and _alive(second)
+            assert second != first and alive(second)
             term.send("\x04")  # Ctrl-D
             assert term.exit_status() == 0
         finally:
             term.close()
-    assert not _alive(second)  # no orphan after exit
+    assert not alive(second)  # no orphan after exit
     assert "ping" in json.dumps(llm.requests[1]["messages"])

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from swecli.context.attach import AttachError, FileText, read, render_ranges, render_whole, resolve
-from swecli.context.signals import SOURCE_WEIGHT, PathMention, Signals, extract
 from swecli.messages import UserMessage
+from swecli.retrieval.attach import AttachError, FileText, read, render_ranges, render_whole, resolve
+from swecli.retrieval.signals import SOURCE_WEIGHT, PathMention, Signals, extract
 
 if TYPE_CHECKING:
     from swecli.repomap.lexical import Lexical

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.errors import SwecliError
 from swecli.tools.base import ToolError
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
@@ -24,7 +25,7 @@ MAX_WHOLE_CHARS = 60_000
 """A file attached whole (an `@path` mention) is cut here; the model can read the rest with read_file."""
 
 
-class AttachError(Exception):
+class AttachError(SwecliError):
     """A named file that cannot be attached; `str()` is one sentence saying why."""
 
 

@@ -12,8 +12,8 @@ from swecli.config import ConfigError, load_settings
 from swecli.events import Event, ReasoningDelta
 from swecli.llm.anthropic import AnthropicProvider, AnthropicStream, wire_messages
 from swecli.llm.base import ModelRequest, ResponseDone
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, ThinkingBlock, ToolCall, ToolMessage, UserMessage
+from swecli.models.thinking import Thinking
 from swecli.testing.server import Call, Reply, ScriptedLLM
 from tests.llm.streams import run_pieces
 from tests.test_replies import http_agent

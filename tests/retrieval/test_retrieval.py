@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from swecli.context.retrieval import ATTACH_SCORE, retrieve
 from swecli.repomap.lexical import Lexical
 from swecli.repomap.repomap import RepoMap
+from swecli.retrieval.retrieval import ATTACH_SCORE, retrieve
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -167,7 +167,7 @@ COUNT_IN_A_FRESH_PROCESS = """
 import json, sys
 from pathlib import Path
 from swecli.context import tokens
-from swecli.context.retrieval import retrieve
+from swecli.retrieval.retrieval import retrieve
 
 counter = tokens.Tokenizer("o200k_base")
 found = retrieve("@shop/cart.py: `parse_amount` rounds 0.29 down", Path(sys.argv[1]), count_tokens=counter,

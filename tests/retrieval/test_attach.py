@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swecli.context.attach import MAX_WHOLE_CHARS, AttachError, merge, read, render_ranges, render_whole, resolve
+from swecli.retrieval.attach import MAX_WHOLE_CHARS, AttachError, merge, read, render_ranges, render_whole, resolve
 
 
 def test_a_file_renders_whole_with_its_line_count(project: Path) -> None:
