@@ -114,6 +114,8 @@ class ContextManager:
     """The state of the last request built (for the toolbar between turns)."""
     _last_request: ModelRequest | None = field(default=None, repr=False)
     _last_request_tokens: int = field(default=0, repr=False)
+    _last_request_generation: int = field(default=1, repr=False)
+    _counted_generation: int = field(default=1, repr=False)
     _tail: tuple[str, int] = field(default=("", 0), repr=False)
     """The latest dynamic tail and its local tokens."""
     _tool_meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -249,9 +251,10 @@ class ContextManager:
 
     def observe(self, request: ModelRequest, usage: Usage | None) -> None:
         """Fold the provider's prompt count for `request` into the calibration."""
-        if usage is None:
-            return  # the server reports no usage (llama.cpp): local counts stand
-        local = self._last_request_tokens if request is self._last_request else self.counter.request(request)
+        if usage is None or self.counter.generation == 0:
+            return  # no usage (llama.cpp): local counts stand; or ours are still provisional estimates
+        same = request is self._last_request and self._last_request_generation == self.counter.generation
+        local = self._last_request_tokens if same else self.counter.request(request)
         self.calibration.observe(provider_prompt_tokens(usage), local)
 
     def estimate_usage(self, request: ModelRequest, reply: AssistantMessage) -> Usage:
@@ -270,6 +273,7 @@ class ContextManager:
         The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
+        self._settle_counts()
         open_calls = has_open_calls(history)
         # While a summary is being made, decay waits: the compaction rewrites that history soon anyway,
         # and a decay batch now would cost a prompt-cache miss for nothing.
@@ -300,7 +304,16 @@ class ContextManager:
         if self.mechanisms is not None:
             self.mechanisms.check(request)
         self._last_request, self._last_request_tokens = request, local
+        self._last_request_generation = self.counter.generation
         return request
+
+    def _settle_counts(self) -> None:
+        """Counts made while the vocabulary was still loading (`TokenCounter.generation` 0) were estimates:
+        once it is in, the ledger and the tail are counted again (once per session, at a turn boundary)."""
+        if self._counted_generation != self.counter.generation:
+            self._counted_generation = self.counter.generation
+            self._ledger.sync(())  # forgets every count it held; the next sync counts again
+            self._tail = ("", 0)
 
     def _tail_for(self, history: Sequence[Message]) -> str:
         """This iteration's dynamic tail (asking again in the same iteration gives the same text)."""

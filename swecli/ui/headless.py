@@ -263,6 +263,7 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     printer = StreamJsonPrinter(sys.stdout) if output_format == "stream-json" else ProgressPrinter(sys.stderr)
     tally = Tally()
     listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
+    listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
                            continue_latest=continue_latest, first_prompt=prompt)
     error = ""
@@ -288,6 +289,26 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
         sys.stderr.write(plan_hint(session, turn))
     return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
                   denials=tally.denials)
+
+
+ON_THE_WIRE = 0.05
+"""Seconds after the first request starts by which it has been sent (loopback: ~2 ms; a TLS handshake
+mostly waits on the network, which leaves the interpreter free)."""
+
+
+def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
+    """A listener that lets the tokenizer's vocabulary load once the first request is on the wire: until
+    then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds the request."""
+    from swecli.context.tokens import encoding_for_model, prefetch
+
+    sent = threading.Event()
+    prefetch(encoding_for_model(model), sent, delay=ON_THE_WIRE)
+
+    def listener(event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            sent.set()
+
+    return listener
 
 
 @contextlib.contextmanager

@@ -152,11 +152,16 @@ class Repl:
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
         from swecli.assembly import open_session
+        from swecli.context.tokens import encoding_for_model, prefetch
 
-        session = open_session(self.root, self.settings, approver=self.approvals,
-                               listeners=[self.renderer, self._track, *self.hooks.listeners],
-                               resume=resume, continue_latest=continue_latest)
-        return session
+        opened = threading.Event()  # the vocabulary loads while the person types, not before the prompt shows
+        prefetch(encoding_for_model(self.settings.model), opened)
+        try:
+            return open_session(self.root, self.settings, approver=self.approvals,
+                                listeners=[self.renderer, self._track, *self.hooks.listeners],
+                                resume=resume, continue_latest=continue_latest)
+        finally:
+            opened.set()
 
     def reopen(self, resume: str | None = None) -> None:
         """Switch to another session (`/resume ID`; '' for the latest) or, with None, a fresh one.

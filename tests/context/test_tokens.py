@@ -14,6 +14,7 @@ from swecli.context.tokens import (
     TOOL_CALL_OVERHEAD,
     TOOL_SCHEMA_OVERHEAD,
     TokenCounter,
+    Tokenizer,
     encoding_for_model,
     load_encoding,
     serialize_tool,
@@ -200,8 +201,9 @@ def test_tool_schemas_serialize_deterministically() -> None:
     assert json.loads(serialize_tool(a))["parameters"] == {"a": {"y": 2, "z": 1}, "b": 1}
 
 
-class CountingTokenizer:
+class CountingTokenizer(Tokenizer):
     def __init__(self) -> None:
+        super().__init__()
         self.texts: list[str] = []
 
     def __call__(self, text: str) -> int:
@@ -212,7 +214,7 @@ class CountingTokenizer:
 def test_each_message_is_counted_once() -> None:
     counter = TokenCounter()
     spy = CountingTokenizer()
-    counter.text = spy  # type: ignore[assignment]
+    counter.text = spy
     history = [UserMessage(content=f"message {i}") for i in range(50)]
     first = counter.messages(history)
     calls_after_first = len(spy.texts)
