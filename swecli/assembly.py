@@ -268,6 +268,10 @@ def start_mcp(settings: Settings, root: Path, agent: Agent) -> McpCatalog | None
     return catalog
 
 
+MCP_SETTLE = 0.5
+"""Seconds -p waits past `mcp.startup_timeout`: a server that hangs is marked failed at that deadline."""
+
+
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
     """Say why nothing seems to happen while a provider waits to retry (called on the loop's thread)."""
 
@@ -312,6 +316,8 @@ class AgentSession:
     reflector: Reflector | None = None
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
+    mcp_wait: float | None = None
+    """Seconds a task waits for MCP servers still starting (None: the REPL's short `START_GRACE`)."""
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 
@@ -397,13 +403,24 @@ class AgentSession:
             self.bus(Notice("info", found.summary()))
 
     def _await_mcp(self) -> None:
-        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
-        between requests."""
+        """Servers still starting when a task begins get a short grace in the REPL (`START_GRACE`; later
+        ones join between requests), and in -p (`mcp_wait` set) until they are ready or have failed, up to
+        `mcp.startup_timeout`, as Claude Code waits `MCP_TIMEOUT`. Esc or Ctrl-C skips the wait. Each server
+        still not ready is named in a warning."""
         if self.mcp is not None and (starting := self.mcp.manager.starting()):
             from swecli.mcp.manager import START_GRACE
 
-            self.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
-            self.mcp.manager.wait_started(START_GRACE, self.agent.cancel)
+            wait = START_GRACE if self.mcp_wait is None else self.mcp_wait
+            setting = " (mcp.startup_timeout)" if self.mcp_wait is not None else ""
+            self.bus(Notice("info", f"waiting up to {wait:g}s{setting} for MCP server(s) {', '.join(starting)}"))
+            # -p: a bit past the timeout, by when a server that hangs has been marked failed with its reason
+            self.mcp.manager.wait_started(wait + (MCP_SETTLE if setting else 0.0), self.agent.cancel)
+            self.drain_notices()  # those that failed meanwhile say why
+            late = self.mcp.manager.starting()
+            if late:
+                joining = "" if setting else " (they join when ready)"
+                self.bus(Notice("warning", f"MCP server(s) {', '.join(late)} not ready after {wait:g}s: this task "
+                                           f"starts without their tools{joining}."))
         self.drain_notices()
 
     def drain_notices(self) -> None:

@@ -232,6 +232,7 @@ class ContextManager:
         """What the next request would send, by component (calibrated), for /context, the toolbar and the
         compaction trigger. `tail` is the request's dynamic tail; None counts the latest one built."""
         count = self.counter
+        self._settle_counts()
         ledger = self._ledger.sync(history)
         turn = ledger.turn_start() if not turn_finished(history) else len(history)
         raw = {
@@ -294,6 +295,7 @@ class ContextManager:
         """The request for `history`: the reply reserve (max_tokens, plus the thinking budget when
         extended thinking is on), shrunk when needed so that the prompt and everything the reply may
         use fit the window together."""
+        self._settle_counts()
         tail = self._tail_for(history)
         local = self._request_tokens(history, tail)
         self.thinking_budget = thinking.budget if thinking is not None else 0
@@ -309,7 +311,7 @@ class ContextManager:
 
     def _settle_counts(self) -> None:
         """Counts made while the vocabulary was still loading (`TokenCounter.generation` 0) were estimates:
-        once it is in, the ledger and the tail are counted again (once per session, at a turn boundary)."""
+        once it is in, the ledger and the tail are counted again (once per session)."""
         if self._counted_generation != self.counter.generation:
             self._counted_generation = self.counter.generation
             self._ledger.sync(())  # forgets every count it held; the next sync counts again

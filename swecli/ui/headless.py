@@ -266,6 +266,8 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
                            continue_latest=continue_latest, first_prompt=prompt)
+    # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
+    session.mcp_wait = settings.mcp.startup_timeout
     error = ""
     try:
         if piped is not None:
