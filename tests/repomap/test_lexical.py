@@ -18,7 +18,8 @@ QUERIES = ["total of the cart is wrong when money is added", "parse_amount fails
 
 def shop(root: Path) -> Path:
     write(root, "src/shop/money.py", "class Money:\n    def add(self, other):\n        return self\n\n"
-                                     "def parse_amount(text):\n    '''Parse an amount of money.'''\n    return Money()\n")
+                                     "def parse_amount(text):\n    '''Parse an amount of money.'''\n"
+                                     "    return Money()\n")
     write(root, "src/shop/cart.py", "from shop.money import Money, parse_amount\n\nclass Cart:\n"
                                     "    def total(self):\n        return parse_amount('0')\n")
     write(root, "src/shop/report.py", "def render(cart):\n    return f'total: {cart.total()}'\n")
