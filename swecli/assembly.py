@@ -462,6 +462,10 @@ def open_session(
         from swecli.repomap.repomap import background
 
         background(root)  # warm the repository map while the person types
+    if settings.context.just_in_time:
+        from swecli.repomap.lexical import lexical_background
+
+        lexical_background(root)  # and its BM25 index, which retrieval reads next
 
     def warn(text: str) -> None:
         bus(Notice("warning", text))
