@@ -274,6 +274,10 @@ class ContextManager:
         The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
+        if self.counter.generation == 0 and any(isinstance(m, AssistantMessage) for m in history):
+            # Decay and compaction change the history: never on an estimate. Only a fresh session's first
+            # request (nothing to fold or compact yet) goes out while the vocabulary still loads.
+            self.counter.text.wait()
         self._settle_counts()
         open_calls = has_open_calls(history)
         # While a summary is being made, decay waits: the compaction rewrites that history soon anyway,

@@ -291,10 +291,16 @@ def prefetch(name: str, start: threading.Event | None = None, delay: float = 0.0
     thread.start()
 
 
+_needed_now = threading.Event()
+"""Set by `wait_loaded`: a prefetch still waiting for its start signal loads at once."""
+_POLL = 0.02
+
+
 def _load_when(name: str, start: threading.Event | None, delay: float) -> None:
-    if start is not None:
-        start.wait(PREFETCH_START_TIMEOUT)
-    if delay > 0:
+    deadline = time.monotonic() + PREFETCH_START_TIMEOUT
+    while start is not None and not start.is_set() and not _needed_now.is_set() and time.monotonic() < deadline:
+        start.wait(_POLL)
+    if delay > 0 and not _needed_now.is_set():
         time.sleep(delay)
     for candidate in _candidates(name):
         if load_encoding(candidate) is not None:
@@ -305,6 +311,15 @@ def loading(name: str) -> bool:
     """Whether a prefetch of `name` is still under way (counts are estimated meanwhile)."""
     thread = _prefetches.get(name)
     return thread is not None and thread.is_alive()
+
+
+def wait_loaded(name: str) -> None:
+    """Wait for a prefetch of `name` to finish, starting it now if it still waits for its signal (for a
+    decision that must not rest on an estimate)."""
+    thread = _prefetches.get(name)
+    if thread is not None and thread.is_alive():
+        _needed_now.set()
+        thread.join()
 
 
 class Tokenizer:
@@ -339,6 +354,10 @@ class Tokenizer:
     def ready(self) -> bool:
         """True when counting needs no vocabulary loaded first (it is in memory, or known to be missing)."""
         return self._resolved or (self.encoding_name in _loaded and not loading(self.encoding_name))
+
+    def wait(self) -> None:
+        """Until counts are final: a prefetch under way is waited for (and started now if it has not)."""
+        wait_loaded(self.encoding_name)
 
     @property
     def provisional(self) -> bool:

@@ -485,3 +485,29 @@ def test_counts_made_while_the_vocabulary_loads_are_made_again_once_it_is_in() -
     assert found["estimated"] > found["exact"]  # the characters-based estimate errs high
     assert found["settled"] == found["exact"]  # the ledger counted again: nothing estimated is left
     assert found["samples_while_estimating"] == 0 and found["samples"] == 1  # calibrated on exact counts only
+
+
+WAIT_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager
+from swecli.messages import AssistantMessage, SystemBlock, UserMessage
+
+tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
+context = ContextManager((SystemBlock(text="system"),), (), max_tokens=1_000, window=100_000, model="gpt-4o")
+first = [UserMessage(content="a fresh session's task")]
+context.prepare(first, None)
+fresh = context.counter.generation
+resumed = first + [AssistantMessage(content="an earlier answer"), UserMessage(content="go on")]
+context.prepare(resumed, None)
+print(json.dumps([fresh, context.counter.generation, tokens.loading("o200k_base")]))
+"""
+
+
+def test_a_history_with_answers_is_never_decayed_or_compacted_on_estimates() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", WAIT_SCRIPT], capture_output=True, text=True, timeout=120, check=True)
+    fresh, resumed, still_loading = json.loads(out.stdout)
+    assert fresh == 0  # the first request of a fresh session does not wait for the vocabulary
+    assert resumed == 1 and not still_loading  # a resumed history waits for it (started at once)
