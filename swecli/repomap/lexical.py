@@ -83,11 +83,11 @@ class Lexical:
             postings = Postings.load(cache_dir)
             if postings is not None and isinstance(docs, list) and postings.documents == len(docs):
                 return cls([str(d) for d in docs], postings, fingerprint)
-        import bm25s
-
         docs = sorted(rmap.index.facts)
         if not docs:
             return cls([], None, fingerprint)  # nothing to index (a project without source files)
+        import bm25s
+
         bags = _term_bags(rmap, docs)
         model = bm25s.BM25()
         model.index([bags[rel] or ["\0empty"] for rel in docs], show_progress=False)
