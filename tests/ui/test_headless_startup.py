@@ -67,6 +67,24 @@ def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
     assert found["loaded"] == []  # no MCP server, no retrieval, no answer drawn as Markdown
 
 
+def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "greet.py").write_text('def greet(name):\n    return "Helo, " + name\n')
+    (project / "src" / "farewell.py").write_text('def farewell(name):\n    return "Bye, " + name\n')
+    loaded = []
+    for _ in range(2):  # the first run builds and saves the index (with bm25s); the second reads it
+        with ScriptedLLM([Reply("done")]) as llm:
+            out = subprocess.run([sys.executable, "-c", MODULES_SCRIPT, "--provider", "openai-compatible",
+                                  "--base-url", llm.base_url, "--model", "scripted-model", "-p",
+                                  "the greet function misspells Hello"], cwd=project, capture_output=True, text=True,
+                                 timeout=120, stdin=subprocess.DEVNULL)
+        found = json.loads(out.stdout.strip().splitlines()[-1])
+        assert found["code"] == 0, out.stderr
+        loaded.append(found["loaded"])
+        assert "src/greet.py" in llm.requests[0]["messages"][1]["content"]  # retrieval found it both times
+    assert "numpy" in loaded[0] and loaded[1] == []
+
+
 def _mcp_config(servers: dict[str, list[str]], startup_timeout: float) -> None:
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
