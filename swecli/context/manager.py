@@ -286,6 +286,9 @@ class ContextManager:
             keep = self.calibration.to_local(decay_recent_for(self.window, self.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, self._ledger.sync(history), keep)
         state = self.state(history, self._tail_for(history))
+        if self.counter.generation == 0 and (state.total > self.budget.warning_limit or state.over_threshold):
+            self.counter.text.wait()  # near a limit: an estimate (it errs high) must not compact, nor shrink a reply
+            state = self.state(history, self._tail_for(history))
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
         if not self.config.auto_compact or open_calls:
             return history

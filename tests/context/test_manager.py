@@ -511,3 +511,29 @@ def test_a_history_with_answers_is_never_decayed_or_compacted_on_estimates() -> 
     fresh, resumed, still_loading = json.loads(out.stdout)
     assert fresh == 0  # the first request of a fresh session does not wait for the vocabulary
     assert resumed == 1 and not still_loading  # a resumed history waits for it (started at once)
+
+
+NEAR_LIMIT_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager
+from swecli.messages import SystemBlock, UserMessage
+
+tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
+probe = ContextManager((SystemBlock(text="x"),), (), max_tokens=500, window=8_000, model="gpt-4o")
+words = int(0.8 * probe.budget.warning_limit)  # ~1 token each; the estimate counts ~1.7
+context = ContextManager((SystemBlock(text="word " * words),), (), max_tokens=500, window=8_000, model="gpt-4o")
+history = context.prepare([UserMessage(content="a fresh session's task")], None)
+state = context.last_state
+print(json.dumps([context.counter.generation, state.total < context.budget.warning_limit, len(history)]))
+"""
+
+
+def test_a_first_request_near_a_limit_is_counted_exactly_before_anything_is_decided() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", NEAR_LIMIT_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    generation, below_warning, kept = json.loads(out.stdout)
+    assert generation == 1  # the estimate crossed the warning level, so the vocabulary was waited for
+    assert below_warning and kept == 1  # and the exact count is below it: nothing compacted
