@@ -43,7 +43,6 @@ import marshal
 import math
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -267,21 +266,19 @@ def _candidates(name: str) -> tuple[str, ...]:
     return (name, *[n for n in ENCODING_NAMES if n != name])
 
 
-PREFETCH_START_TIMEOUT = 5.0
-"""Seconds a deferred prefetch waits for its start signal before loading anyway."""
-
 _prefetches: dict[str, threading.Thread] = {}
 _prefetch_lock = threading.Lock()
 
 
 def prefetch(name: str, start: threading.Event | None = None, delay: float = 0.0) -> None:
-    """Load encoding `name` on a daemon thread, `delay` seconds after `start` is set (at once without one;
-    PREFETCH_START_TIMEOUT seconds at the latest). Until it is ready, every `Tokenizer` for it answers with
-    the characters-based estimate instead of waiting.
+    """Load encoding `name` on a daemon thread: at once without `start`, else once `start` has stayed set for
+    `delay` seconds (a `start` cleared meanwhile means waiting again). Until it is ready, every `Tokenizer`
+    for it answers with the characters-based estimate instead of waiting; `wait_loaded` loads it at once.
 
     Building the encoding holds the GIL for a quarter of a second or more (tiktoken's Rust constructor),
-    so a caller with a request to send sets `start` as the request goes out, with a `delay` that puts it
-    on the wire first: the load then runs while the model thinks, not in front of the request."""
+    and a process cannot exit while it runs. So `-p` sets `start` while a request is in flight and clears it
+    when the answer is in: the load runs while the model thinks, never in front of a request, and a run
+    whose model answered at once is not held at exit by a load it never needed."""
     with _prefetch_lock:
         if name in _loaded or name in _prefetches:
             return
@@ -297,11 +294,9 @@ _POLL = 0.02
 
 
 def _load_when(name: str, start: threading.Event | None, delay: float) -> None:
-    deadline = time.monotonic() + PREFETCH_START_TIMEOUT
-    while start is not None and not start.is_set() and not _needed_now.is_set() and time.monotonic() < deadline:
-        start.wait(_POLL)
-    if delay > 0 and not _needed_now.is_set():
-        time.sleep(delay)
+    while start is not None and not _needed_now.is_set():
+        if start.wait(_POLL) and not _needed_now.wait(delay) and start.is_set():
+            break
     for candidate in _candidates(name):
         if load_encoding(candidate) is not None:
             return

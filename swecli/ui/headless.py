@@ -294,21 +294,24 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
 
 
 ON_THE_WIRE = 0.05
-"""Seconds after the first request starts by which it has been sent (loopback: ~2 ms; a TLS handshake
-mostly waits on the network, which leaves the interpreter free)."""
+"""Seconds after a request starts by which it has been sent (loopback: ~2 ms; a TLS handshake mostly waits
+on the network, which leaves the interpreter free)."""
 
 
 def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
-    """A listener that lets the tokenizer's vocabulary load once the first request is on the wire: until
-    then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds the request."""
+    """A listener that lets the tokenizer's vocabulary load while a request is in flight: until then counts
+    are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request, and a run whose
+    model answers at once never waits at exit for a load it did not need."""
     from swecli.context.tokens import encoding_for_model, prefetch
 
-    sent = threading.Event()
-    prefetch(encoding_for_model(model), sent, delay=ON_THE_WIRE)
+    in_flight = threading.Event()
+    prefetch(encoding_for_model(model), in_flight, delay=ON_THE_WIRE)
 
     def listener(event: Event) -> None:
         if isinstance(event, ModelCallStarted):
-            sent.set()
+            in_flight.set()
+        elif isinstance(event, ModelCallFinished):
+            in_flight.clear()
 
     return listener
 
