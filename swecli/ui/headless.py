@@ -299,9 +299,10 @@ on the network, which leaves the interpreter free)."""
 
 
 def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
-    """A listener that lets the tokenizer's vocabulary load while a request is in flight: until then counts
-    are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request, and a run whose
-    model answers at once never waits at exit for a load it did not need."""
+    """A listener that lets the tokenizer's vocabulary load while a request is in flight (-p and the REPL):
+    until then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request
+    or the person's typing, and a run whose model answers at once never waits at exit for a load it did
+    not need."""
     from swecli.context.tokens import encoding_for_model, prefetch
 
     in_flight = threading.Event()

@@ -152,16 +152,14 @@ class Repl:
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
         from swecli.assembly import open_session
-        from swecli.context.tokens import encoding_for_model, prefetch
+        from swecli.ui.headless import vocabulary_after_first_request
 
-        opened = threading.Event()  # the vocabulary loads while the person types, not before the prompt shows
-        prefetch(encoding_for_model(self.settings.model), opened)
-        try:
-            return open_session(self.root, self.settings, approver=self.approvals,
-                                listeners=[self.renderer, self._track, *self.hooks.listeners],
-                                resume=resume, continue_latest=continue_latest)
-        finally:
-            opened.set()
+        # The vocabulary loads while the first request is in flight: loading holds the interpreter for a
+        # moment, which must fall neither in front of the request nor on the person's typing.
+        vocabulary = vocabulary_after_first_request(self.settings.model)
+        return open_session(self.root, self.settings, approver=self.approvals,
+                            listeners=[self.renderer, self._track, vocabulary, *self.hooks.listeners],
+                            resume=resume, continue_latest=continue_latest)
 
     def reopen(self, resume: str | None = None) -> None:
         """Switch to another session (`/resume ID`; '' for the latest) or, with None, a fresh one.
