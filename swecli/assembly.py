@@ -243,6 +243,10 @@ class RepositoryMap(Subsystem):
             from swecli.repomap.repomap import background
 
             background(opening.root)  # warm the repository map while the person types
+        if opening.recorder is not None and config.just_in_time:
+            from swecli.repomap.lexical import lexical_background
+
+            lexical_background(opening.root)  # and its BM25 index, which retrieval reads next
         return cls(opening.root, opening.settings)
 
     def tools(self, build: Build) -> list[Tool[Any]]:
@@ -356,13 +360,24 @@ class McpServers(Subsystem):
         session.mcp = self.catalog
 
     def before_task(self, session: AgentSession) -> None:
-        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
-        between requests."""
+        """Servers still starting when a task begins get a short grace in the REPL (`START_GRACE`; later
+        ones join between requests), and in -p (`session.mcp_wait` set) until they are ready or have failed,
+        up to `mcp.startup_timeout`, as Claude Code waits `MCP_TIMEOUT`. Esc or Ctrl-C skips the wait. Each
+        server still not ready is named in a warning."""
         if self.catalog is not None and (starting := self.catalog.manager.starting()):
             from swecli.mcp.manager import START_GRACE
 
-            session.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
-            self.catalog.manager.wait_started(START_GRACE, session.agent.cancel)
+            wait = START_GRACE if session.mcp_wait is None else session.mcp_wait
+            setting = " (mcp.startup_timeout)" if session.mcp_wait is not None else ""
+            session.bus(Notice("info", f"waiting up to {wait:g}s{setting} for MCP server(s) {', '.join(starting)}"))
+            # -p: a bit past the timeout, by when a server that hangs has been marked failed with its reason
+            self.catalog.manager.wait_started(wait + (MCP_SETTLE if setting else 0.0), session.agent.cancel)
+            self.announce(session)  # those that failed meanwhile say why
+            late = self.catalog.manager.starting()
+            if late:
+                joining = "" if setting else " (they join when ready)"
+                session.bus(Notice("warning", f"MCP server(s) {', '.join(late)} not ready after {wait:g}s: this "
+                                              f"task starts without their tools{joining}."))
         self.announce(session)
 
     def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
@@ -489,6 +504,10 @@ def build_policy(settings: Settings, root: Path, approver: Approver | None, bus:
     return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve())
 
 
+MCP_SETTLE = 0.5
+"""Seconds -p waits past `mcp.startup_timeout`: a server that hangs is marked failed at that deadline."""
+
+
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
     """Say why nothing seems to happen while a provider waits to retry (called on the loop's thread)."""
 
@@ -534,6 +553,8 @@ class AgentSession:
     playbook: Playbook | None = None
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
+    mcp_wait: float | None = None
+    """Seconds a task waits for MCP servers still starting (None: the REPL's short `START_GRACE`)."""
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 

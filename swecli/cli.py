@@ -9,6 +9,7 @@ stacks."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -194,16 +195,51 @@ def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format:
     """`prompt` is -p's value (None without -p; "" or "-": read the task from stdin); `task` is the
     positional TASK (the REPL's first request, or -p's task when -p has no value)."""
     try:
-        settings = _settings(root, flags)
+        settings_ready = _settings_beside(root, flags)
         if resume == "":
             resume = pick_session(root)
         if prompt is not None:
-            return _run_print(root, settings, prompt, task, output_format, resume, continue_latest)
+            import swecli.assembly
+            import swecli.ui.headless  # noqa: F401  (imported while the window is asked for)
+
+            return _run_print(root, settings_ready(), prompt, task, output_format, resume, continue_latest)
         from swecli.ui.repl import run_repl
 
-        return run_repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
+        return run_repl(root, settings_ready(), resume=resume, continue_latest=continue_latest, task=task)
     except SwecliError as exc:  # a setting, nothing to resume, a provider that cannot be reached
         return _error(str(exc))
+
+
+def _settings_beside(root: Path, flags: dict[str, Any]) -> Callable[[], Settings]:
+    """`_settings`, with the server's window asked for on a thread while the caller imports the session's
+    modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
+    settings (it raises what `_settings` would)."""
+    import threading
+
+    from swecli.config import load_settings
+    from swecli.llm.window import resolve_window
+
+    settings = load_settings(root, flags)
+    if not (settings.provider and settings.model):
+        return lambda: _settings(root, flags)  # discovery first: nothing to overlap
+    outcome: list[Settings | BaseException] = []
+
+    def ask() -> None:
+        try:
+            outcome.append(resolve_window(settings))
+        except BaseException as exc:  # handed to the caller below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=ask, name="swecli-window", daemon=True)
+    thread.start()
+
+    def ready() -> Settings:
+        thread.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    return ready
 
 
 MAX_PIPED_TASK_BYTES = 100_000

@@ -190,7 +190,8 @@ class McpConfig(Section):
     """When the MCP tool schemas together exceed this, they are deferred behind one `tool_search` tool:
     a fraction of the context window (0.1 = 10%), or a number of tokens when above 1."""
     startup_timeout: float = Field(30.0, gt=0)
-    """Seconds a server may take to start and list its tools before it counts as failed."""
+    """Seconds a server may take to start and list its tools before it counts as failed; `-p` waits this long
+    for servers still starting (Claude Code's `MCP_TIMEOUT`), the REPL only a few seconds."""
     tool_timeout: float = Field(300.0, gt=0)
     """Seconds one MCP tool call may take before it is abandoned (the model gets an error)."""
 

@@ -20,7 +20,8 @@ def swecli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
 
 def loaded_modules(argv: list[str]) -> set[str]:
     code = ("import sys, json\nsys.argv = " + json.dumps(["swecli", *argv]) + "\nfrom swecli.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(json.dumps(sorted(sys.modules)))\n")
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(json.dumps(sorted(m for m, v in sys.modules.items() if v is not None)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     return set(json.loads(out.stderr.strip().splitlines()[-1]))
 

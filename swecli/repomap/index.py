@@ -49,6 +49,14 @@ Progress = Callable[[int, int], None]
 """Called with (files parsed, files to parse) while a long parse runs."""
 
 
+class TooMuchToParse(Exception):
+    """More files changed than `load_index(max_parse=...)` allows this process to parse (a cold build)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{count:,} files to parse")
+        self.count = count
+
+
 class Stat(NamedTuple):
     mtime_ns: int
     size: int
@@ -112,9 +120,10 @@ def listing_hash(files: list[str]) -> str:
 
 
 def load_index(root: Path, progress: Progress | None = None, workers: int | None = None,
-               save: bool = True) -> Index:
+               save: bool = True, max_parse: int | None = None) -> Index:
     """Discover, stat, reuse cached facts and parse what changed; with `save`, the cache is updated when
-    anything did (RepoMap.build saves once, after the graph)."""
+    anything did (RepoMap.build saves once, after the graph). With `max_parse`, more files to parse than
+    that raises TooMuchToParse instead (a session leaves cold builds to `repomap.builder`)."""
     start = time.monotonic()
     root = root.resolve()
     cache = _Cache.read(root)
@@ -126,6 +135,8 @@ def load_index(root: Path, progress: Progress | None = None, workers: int | None
     files = listing.files() if listing is not None else cache.files
     stats = _current_stats(root, files, cache, known) if listing is not None else known
     stale = {rel: current for rel, current in stats.items() if cache.stats.get(rel) != current}
+    if max_parse is not None and len(stale) > max_parse:
+        raise TooMuchToParse(len(stale))
     fresh = _parse_all(root, stale, progress, workers, start)
     facts = FactsTable(stats, fresh, cache)
     index = Index(root, files, stats, facts, parsed=len(stale), unlinked=[rel for rel in facts if rel not in fresh],

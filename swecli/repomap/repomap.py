@@ -29,8 +29,10 @@ from swecli.repomap.graph import Graph, build_graph
 from swecli.repomap.index import (
     CACHE_DIR,
     CACHE_VERSION,
+    PARALLEL_FROM,
     Index,
     Progress,
+    TooMuchToParse,
     load_index,
     read_json,
     save_index,
@@ -62,10 +64,12 @@ class RepoMap:
     _preparing: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
-    def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None) -> RepoMap:
-        """The map of `root`: cached facts and graph when nothing changed, re-parsing only what did."""
+    def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None,
+              max_parse: int | None = None) -> RepoMap:
+        """The map of `root`: cached facts and graph when nothing changed, re-parsing only what did (more
+        than `max_parse` files: `index.TooMuchToParse`)."""
         start = time.monotonic()
-        index = load_index(root, progress, workers, save=False)
+        index = load_index(root, progress, workers, save=False, max_parse=max_parse)
         graph = _cached_graph(index)
         if graph is None:
             graph = _fresh_graph(index)
@@ -281,7 +285,16 @@ def _cached_deps(index: Index, nodes: list[str]) -> dict[str, list[str]]:
 
 
 def _build_map(root: Path, previous: RepoMap | None) -> RepoMap:
-    built = RepoMap.build(root)
+    """A session's build: small changes are parsed here; a cold build (or a big change, such as another
+    branch checked out) is left to a builder process (`repomap.builder`), which holds no lock this process
+    needs, and finishes and saves its work even if this process exits first."""
+    try:
+        built = RepoMap.build(root, max_parse=PARALLEL_FROM - 1)
+    except TooMuchToParse:
+        from swecli.repomap.builder import build_elsewhere
+
+        build_elsewhere(root)
+        built = RepoMap.build(root)  # from the builder's cache (anything it could not do is done here)
     if previous is not None and previous.index.fingerprint == built.index.fingerprint:
         return previous  # nothing changed: keep the one whose indexes are already built
     return built

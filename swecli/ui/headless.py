@@ -279,8 +279,11 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     printer = StreamJsonPrinter(sys.stdout) if output_format == "stream-json" else ProgressPrinter(sys.stderr)
     tally = Tally()
     listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
+    listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
                            continue_latest=continue_latest, first_prompt=prompt)
+    # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
+    session.mcp_wait = settings.mcp.startup_timeout
     error = ""
     try:
         if piped is not None:
@@ -304,6 +307,30 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
         sys.stderr.write(plan_hint(session, turn))
     return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
                   denials=tally.denials)
+
+
+ON_THE_WIRE = 0.05
+"""Seconds after a request starts by which it has been sent (loopback: ~2 ms; a TLS handshake mostly waits
+on the network, which leaves the interpreter free)."""
+
+
+def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
+    """A listener that lets the tokenizer's vocabulary load while a request is in flight (-p and the REPL):
+    until then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request
+    or the person's typing, and a run whose model answers at once never waits at exit for a load it did
+    not need."""
+    from swecli.context.tokens import encoding_for_model, prefetch
+
+    in_flight = threading.Event()
+    prefetch(encoding_for_model(model), in_flight, delay=ON_THE_WIRE)
+
+    def listener(event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            in_flight.set()
+        elif isinstance(event, ModelCallFinished):
+            in_flight.clear()
+
+    return listener
 
 
 @contextlib.contextmanager

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, Group, RenderableType
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -512,6 +511,8 @@ class Renderer:
         # padding already provides it.
         if self._answer_blocks and not self._after_code:
             self.console.print()
+        from rich.markdown import Markdown  # markdown-it and pygments: only once there is an answer to show
+
         self.console.print(Markdown(block, code_theme=CODE_THEME))
         self._answer_blocks += 1
         self._after_code = block.rstrip().endswith(("```", "~~~"))

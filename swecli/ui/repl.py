@@ -136,11 +136,14 @@ class Repl:
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
         from swecli.assembly import open_session
+        from swecli.ui.headless import vocabulary_after_first_request
 
-        session = open_session(self.root, self.settings, approver=self.approvals,
-                               listeners=[self.renderer, self._track],
-                               resume=resume, continue_latest=continue_latest)
-        return session
+        # The vocabulary loads while the first request is in flight: loading holds the interpreter for a
+        # moment, which must fall neither in front of the request nor on the person's typing.
+        vocabulary = vocabulary_after_first_request(self.settings.model)
+        return open_session(self.root, self.settings, approver=self.approvals,
+                            listeners=[self.renderer, self._track, vocabulary],
+                            resume=resume, continue_latest=continue_latest)
 
     def reopen(self, resume: str | None = None) -> None:
         """Switch to another session (`/resume ID`; '' for the latest) or, with None, a fresh one.
