@@ -78,6 +78,19 @@ RESULT_MARK = "  ⎿  "
 PREVIEW_INDENT = "     "
 REASONING_INDENT = "  "
 CODE_THEME = "monokai"
+
+
+class AsWritten(Markdown):
+    """rich's Markdown with HTML read as text. CommonMark passes HTML through for a browser, and rich draws
+    none of it: `<details>` blocks, `List<String>`, `<T>` and `<br/>` vanished from answers. In a terminal
+    an answer about code shows its angle brackets as the model wrote them."""
+
+    def __init__(self, markup: str, code_theme: str = CODE_THEME) -> None:
+        from markdown_it import MarkdownIt
+
+        super().__init__("", code_theme=code_theme)
+        self.markup = markup
+        self.parsed = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table").parse(markup)
 TAIL_LINES = 6
 """Lines of a streaming answer shown in the live region before its paragraph is complete."""
 OUTPUT_LINES = 5
@@ -565,7 +578,7 @@ class Renderer:
         # padding already provides it.
         if self._answer_blocks and not self._after_code:
             self.console.print()
-        self.console.print(Markdown(block, code_theme=CODE_THEME))
+        self.console.print(AsWritten(block, code_theme=CODE_THEME))
         self._answer_blocks += 1
         self._after_code = block.rstrip().endswith(("```", "~~~"))
 

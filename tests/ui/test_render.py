@@ -241,9 +241,23 @@ def test_an_answer_without_streaming_is_shown_whole() -> None:
 
 
 def render_markdown(text: str) -> str:
-    from rich.markdown import Markdown
+    from swecli.ui.render import AsWritten
 
-    return render(Markdown(text))
+    return render(AsWritten(text))
+
+
+def test_text_that_looks_like_html_is_shown_as_written() -> None:
+    text = ("<details>\n<summary>Why</summary>\n\nIt was `List<T>`.\n</details>\n\n"
+            "Use List<String> and Map<K, V>; a <br/> break and <T> stay.\n\n**bold** and `code` still render.")
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    renderer(TextDelta(text))
+    renderer(MessageAppended(AssistantMessage(content=text)))
+    shown = plain(console)
+    for written in ("<details>", "<summary>Why</summary>", "List<T>", "</details>", "List<String>", "Map<K, V>",
+                    "<br/>", "<T> stay"):
+        assert written in shown
+    assert "**" not in shown and "bold and code still render" in shown
 
 
 def test_markdown_streamed_in_blocks_matches_a_whole_render() -> None:

@@ -1,0 +1,49 @@
+"""What the real REPL (pseudo-terminal, scripted LLM over HTTP) shows of text it did not write: the model's
+answers as written (angle brackets included), and a tool's output with its control sequences made visible
+instead of obeyed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from swecli.testing.server import Reply, ScriptedLLM, Step
+from tests.ui.harness import Terminal, spawn_swecli
+
+pytest.importorskip("pexpect")
+pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+
+
+@pytest.fixture
+def start(project: Path, tmp_path: Path) -> Iterator[Any]:
+    terminals: list[Terminal] = []
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def _start(llm: ScriptedLLM, *extra: str) -> Terminal:
+        term = spawn_swecli(llm.base_url, project, home, *extra)
+        terminals.append(term)
+        term.prompt()
+        return term
+
+    yield _start
+    for term in terminals:
+        term.close()
+
+
+def test_an_answer_with_angle_brackets_is_shown_as_written(start: Any) -> None:
+    answer = ("<details>\n<summary>The cause</summary>\n\nThe cast is unchecked.\n</details>\n\n"
+              "Return List<String> from <T> parse(), one per line<br/>then stop.")
+    steps: list[Step] = [Reply(text=answer)]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("why does the cast fail?")
+        term.expect("<details>")
+        term.expect("<summary>The cause</summary>")
+        term.expect("The cast is unchecked.")
+        term.expect("</details>")
+        term.expect("Return List<String> from <T> parse(), one per line<br/>then stop.")
+        term.prompt()
