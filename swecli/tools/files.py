@@ -29,6 +29,7 @@ from swecli.tools.text import (
     unified_diff,
     write_atomically,
 )
+from swecli.tools.visible import invisible
 from swecli.tools.walk import Entry, GlobFilter, IgnoreRules, scan, walk
 
 LIST_LIMIT = 500
@@ -417,6 +418,10 @@ def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:
     if old == new:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
     count = source.text.count(old)
+    if count == 0 and invisible(old) != old and invisible(old) in source.text:
+        # The model copied a line holding control characters as read_file showed them (tools.visible).
+        old, new = invisible(old), invisible(new)
+        count = source.text.count(old)
     if count == 0:
         raise ToolError(_not_found_message(source.text, old, shown))
     if count > 1 and not args.replace_all:

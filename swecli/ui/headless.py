@@ -49,6 +49,7 @@ from swecli.events import (
 )
 from swecli.llm.retry import format_seconds
 from swecli.messages import Usage
+from swecli.tools.visible import visible
 from swecli.ui.render import key_argument
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ class ProgressPrinter:
             if not self._in_reasoning:
                 self.out.write("thinking: ")
                 self._in_reasoning = True
-            self.out.write(event.text)
+            self.out.write(visible(event.text))
             self.out.flush()
             return
         if self._in_reasoning and not isinstance(event, ReasoningDelta):
@@ -125,7 +126,7 @@ class ProgressPrinter:
         elif isinstance(event, BackgroundSummary) and not event.used:
             self.out.write(f"background summary {event.phase}" + (f": {event.note}" if event.note else "") + "\n")
         elif isinstance(event, Notice):
-            self.out.write(f"{event.level}: {event.text}\n")
+            self.out.write(f"{event.level}: {visible(event.text)}\n")
         elif isinstance(event, Waiting):
             self.out.write(f"waiting for {event.provider}: no reply for {format_seconds(event.seconds)} (swecli waits "
                            f"up to {format_seconds(event.limit)} of silence, request_timeout)\n")

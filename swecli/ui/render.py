@@ -45,6 +45,7 @@ from swecli.events import (
     Waiting,
 )
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.tools.visible import visible
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
@@ -132,7 +133,12 @@ def _one_line(value: Any, limit: int = 100) -> str:
 
 
 def key_argument(name: str, args: dict[str, Any]) -> str:
-    """The argument that says what a call does: the path read, the pattern searched, the command run."""
+    """The argument that says what a call does: the path read, the pattern searched, the command run
+    (the model wrote it: its control characters are shown, not sent to the terminal)."""
+    return visible(_key_argument(name, args))
+
+
+def _key_argument(name: str, args: dict[str, Any]) -> str:
     if name == "bash":
         return _one_line(args.get("command", ""), 160)
     if name == "grep":
@@ -192,7 +198,7 @@ def result_text(name: str, result: ToolResult, preview_lines: int = 3, width: in
     if result.summary in QUIET_OUTCOMES:
         style = "yellow"
     text = Text(RESULT_MARK)
-    text.append(_one_line(summary, width), style=style)
+    text.append(_one_line(visible(summary), width), style=style)
     for line in _preview(name, result, summary, preview_lines):
         text.append("\n" + PREVIEW_INDENT + _clip(line, width), style="dim")
     return text
@@ -239,7 +245,7 @@ def _clip(line: str, width: int) -> str:
 
 def diff_text(diff: str, max_lines: int = 80, indent: str = "    ") -> Text:
     """A unified diff, coloured: additions green, removals red, hunk headers cyan."""
-    lines = diff.rstrip("\n").splitlines()
+    lines = visible(diff).rstrip("\n").splitlines()
     hidden = max(0, len(lines) - max_lines)
     text = Text()
     for i, line in enumerate(lines[:max_lines]):
@@ -305,7 +311,7 @@ def notice_line(event: Notice) -> Text:
     marks = {"info": ("ℹ ", "blue"), "warning": ("⚠ ", "yellow"), "error": ("✗ ", "red")}
     mark, colour = marks.get(event.level, ("• ", ""))
     text = Text(mark, style=colour)
-    text.append(event.text, style=colour if event.level == "error" else "")
+    text.append(visible(event.text), style=colour if event.level == "error" else "")
     return text
 
 
@@ -317,12 +323,12 @@ def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> Rend
         # The action line above shows a short one-line command in full already; repeat only what it cut.
         if key_argument("bash", request.args) != command:
             text = Text("    $ ", style="dim")
-            text.append(command, style="bold")
+            text.append(visible(command), style="bold")
             parts.append(text)
     elif looks_like_diff(request.preview):
         parts.append(diff_text(request.preview, max_diff_lines))
     elif request.preview:
-        parts.append(Text(request.preview, style=""))
+        parts.append(Text(visible(request.preview), style=""))
     if request.danger:
         parts.append(Text(f"    ⚠ {request.danger}", style="bold red"))
     if request.note:
@@ -564,7 +570,7 @@ class Renderer:
             self._print_reasoning(line)
 
     def _print_reasoning(self, line: str) -> None:
-        self.console.print(Text(REASONING_INDENT + line, style="dim italic"))
+        self.console.print(Text(REASONING_INDENT + visible(line), style="dim italic"))
 
     def _on_text(self, fragment: str) -> None:
         self._streamed = True
@@ -578,7 +584,7 @@ class Renderer:
         # padding already provides it.
         if self._answer_blocks and not self._after_code:
             self.console.print()
-        self.console.print(AsWritten(block, code_theme=CODE_THEME))
+        self.console.print(AsWritten(visible(block), code_theme=CODE_THEME))
         self._answer_blocks += 1
         self._after_code = block.rstrip().endswith(("```", "~~~"))
 
@@ -624,7 +630,7 @@ class Renderer:
         self._finish_streams()
         self._stop_live()
         if turn.stop_reason == "iteration_limit" or (turn.stop_reason == "error" and turn.error):
-            self.console.print(Text(turn.error or turn.answer, style="yellow"))
+            self.console.print(Text(visible(turn.error or turn.answer), style="yellow"))
         self.console.print(completion_line(turn))
 
     def _finish_streams(self) -> None:
@@ -662,11 +668,11 @@ class Renderer:
         # shows a frame one fragment old).
         parts: list[RenderableType] = []
         if self._in_reasoning and self._reasoning.partial:
-            parts.append(Text(REASONING_INDENT + self._reasoning.partial, style="dim italic", overflow="ellipsis",
-                              no_wrap=True))
+            parts.append(Text(REASONING_INDENT + visible(self._reasoning.partial), style="dim italic",
+                              overflow="ellipsis", no_wrap=True))
         pending = self._answer.pending
         if pending.strip():
-            tail = pending.rstrip("\n").splitlines()[-TAIL_LINES:]
+            tail = visible(pending).rstrip("\n").splitlines()[-TAIL_LINES:]
             parts.append(Text("\n".join(tail), overflow="ellipsis", no_wrap=True))
         output = [_last_frame(line) for line in [*self._output_tail, self._output_partial] if line.strip()]
         if output:
@@ -699,7 +705,7 @@ class Renderer:
         return max(20, self.console.width - len(indent) - 1)
 
 
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[^\[]|[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[^\[]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _last_frame(line: str) -> str:
@@ -731,7 +737,7 @@ def replay_lines(history: list[Message], exchanges: int = 3, width: int = 100) -
 def _exchange_lines(span: list[Message], width: int) -> list[Text]:
     prompt = span[0]
     assert isinstance(prompt, UserMessage)
-    out = [Text(f"❯ {_one_line(prompt.content, width)}", style="bold")]
+    out = [Text(f"❯ {_one_line(visible(prompt.content), width)}", style="bold")]
     calls: list[ToolCall] = [c for m in span if isinstance(m, AssistantMessage) for c in m.tool_calls]
     if calls:
         named = ", ".join(f"{VERBS.get(c.name, c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
@@ -743,7 +749,7 @@ def _exchange_lines(span: list[Message], width: int) -> list[Text]:
     if answer:
         body = [line for line in answer.strip().splitlines() if line.strip()]
         text = Text("⏺ ", style="green")
-        text.append(_clip(body[0], width) + (" …" if len(body) > 1 else ""))
+        text.append(_clip(visible(body[0]), width) + (" …" if len(body) > 1 else ""))
         out.append(text)
     return out
 
