@@ -18,6 +18,7 @@ from swecli import __version__
 
 if TYPE_CHECKING:
     from swecli.config import Settings
+    from swecli.mcp.configfile import Scope
     from swecli.tools.spool import FullOutput
     from swecli.ui.headless import OutputFormat
 
@@ -136,7 +137,9 @@ def skills_list() -> None:
     raise typer.Exit(list_skills(Path.cwd()))
 
 
-mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+mcp_app = typer.Typer(help="List, add and remove MCP servers ([mcp.servers.NAME] in the file of a scope: local, the "
+                           "default, is private to you and this project; project is .swecli/config.toml, shared; "
+                           "user is your config.toml, for every project).",
                       short_help="List, add and remove MCP servers.",
                       no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
@@ -156,15 +159,21 @@ def mcp_add(
     env: list[str] = typer.Option(None, "--env", "-e", help="KEY=VALUE for the command's environment (repeatable)."),
     header: list[str] = typer.Option(None, "--header", "-H", help="KEY=VALUE HTTP header for --url (repeatable)."),
     always_load: bool = typer.Option(False, "--always-load", help="Never defer this server's tools."),
+    scope: str = typer.Option("local", "--scope", "-s", help="local (private to you, this project), project "
+                                                             "(.swecli/config.toml, shared) or user (all projects)."),
 ) -> None:
-    """Add a server to the project config: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL)."""
-    raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load))
+    """Add a server: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL). Write a token as ${VAR}."""
+    raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load, scope))
 
 
 @mcp_app.command("remove")
-def mcp_remove(name: str = typer.Argument(..., help="The server to remove.")) -> None:
-    """Remove a server from the project config."""
-    raise typer.Exit(remove_mcp(Path.cwd(), name))
+def mcp_remove(
+    name: str = typer.Argument(..., help="The server to remove."),
+    scope: str = typer.Option(None, "--scope", "-s", help="local, project or user (needed only when several "
+                                                          "scopes define NAME)."),
+) -> None:
+    """Remove a server from the scope that defines it."""
+    raise typer.Exit(remove_mcp(Path.cwd(), name, scope))
 
 
 # -- what the commands do -----------------------------------------------------------------------
@@ -417,6 +426,7 @@ def list_mcp(root: Path) -> int:
     from swecli.config import ConfigError, load_settings
     from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, TokenCounter, encoding_for_model, serialize_tool
     from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.configfile import server_scopes
     from swecli.mcp.manager import McpManager
     from swecli.mcp.report import listing
 
@@ -435,7 +445,7 @@ def list_mcp(root: Path) -> int:
         catalog = McpCatalog(manager, lambda: cfg.budget_tokens(settings.context_window),
                              lambda schema: TOOL_SCHEMA_OVERHEAD + counter.text(serialize_tool(schema)))
         catalog.poll()
-        for text, _style in listing(catalog):
+        for text, _style in listing(catalog, server_scopes(root)):
             print(text)
     finally:
         manager.close()
@@ -443,37 +453,56 @@ def list_mcp(root: Path) -> int:
 
 
 def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],
-            always_load: bool) -> int:
+            always_load: bool, scope: str = "local") -> int:
     from pydantic import ValidationError
 
     from swecli.config import ConfigError, McpServerConfig, load_settings
     from swecli.mcp.configfile import McpConfigError, add_server
+    from swecli.mcp.variables import literal_secrets
 
     if bool(command) == bool(url):
         return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
     try:
+        chosen = _scope(scope)
         server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=url or "",
                                  env=_pairs(env, "--env"), headers=_pairs(headers, "--header"),
                                  always_load=always_load)
-        path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
+        target = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False), chosen)
     except ValidationError as exc:
         return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
     except (McpConfigError, ConfigError) as exc:
         return _error(str(exc))
-    print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
+    print(f"Added MCP server {name} to {target} ({chosen} scope). Check it with: swecli mcp list")
+    secrets = literal_secrets(server)
+    if chosen == "project" and secrets:
+        sys.stderr.write(f"swecli: warning: {', '.join(secrets)} of {name} holds what looks like a secret, written "
+                         f"out in {target}, which is shared with everyone who gets the project (it is meant to be "
+                         "committed). Write a reference instead (e.g. -H 'Authorization=Bearer ${GITHUB_TOKEN}', in "
+                         f"single quotes) and set the variable, or keep it private: swecli mcp remove {name} "
+                         "--scope project, then add it again with --scope local.\n")
     return 0
 
 
-def remove_mcp(root: Path, name: str) -> int:
+def remove_mcp(root: Path, name: str, scope: str | None = None) -> int:
     from swecli.config import ConfigError, load_settings
     from swecli.mcp.configfile import McpConfigError, remove_server
 
     try:
-        path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
+        target = remove_server(root, name, lambda: load_settings(root, resolve_provider=False),
+                               _scope(scope) if scope is not None else None)
     except (McpConfigError, ConfigError) as exc:
         return _error(str(exc))
-    print(f"Removed MCP server {name} from {path}.")
+    print(f"Removed MCP server {name} from {target} ({target.scope} scope).")
     return 0
+
+
+def _scope(value: str) -> Scope:
+    from swecli.mcp.configfile import SCOPES, McpConfigError
+
+    for scope in SCOPES:
+        if value == scope:
+            return scope
+    raise McpConfigError(f"--scope takes local, project or user, not {value!r}.")
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:

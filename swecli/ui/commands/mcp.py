@@ -44,10 +44,11 @@ def mcp(repl: Repl, args: str) -> None:
 
 
 def show(repl: Repl, catalog: McpCatalog) -> None:
+    from swecli.mcp.configfile import server_scopes
     from swecli.mcp.report import listing
 
     repl.agent.sync_tools()  # servers that became ready since the last request
-    for text, style in listing(catalog):
+    for text, style in listing(catalog, server_scopes(repl.session.root)):
         repl.print(Text(text, style=style))
     repl.refresh_meter()
 
