@@ -398,12 +398,14 @@ def show_repomap(root: Path, *, as_json: bool, symbols: bool, deps: str | None, 
 
     from swecli.repomap.repomap import RepoMap
     from swecli.repomap.views import UnknownFile, deps_text, find_file, ranked_table
+    from swecli.session.store import ensure_state_dir
 
     def progress(done: int, total: int) -> None:
         end = "\r" if sys.stderr.isatty() and done < total else "\n"
         sys.stderr.write(f"mapping: parsed {done:,} of {total:,} files{end}")
         sys.stderr.flush()
 
+    ensure_state_dir(root)  # its cache goes under .swecli/, kept out of git as the REPL and -p keep theirs
     rmap = RepoMap.build(root, progress=progress)
     try:
         only = [find_file(rmap, deps, Path.cwd())] if deps else None
@@ -429,6 +431,7 @@ def list_mcp(root: Path) -> int:
     from swecli.mcp.configfile import server_scopes
     from swecli.mcp.manager import McpManager
     from swecli.mcp.report import listing
+    from swecli.session.store import ensure_state_dir
 
     try:
         settings = load_settings(root, resolve_provider=False)
@@ -438,6 +441,7 @@ def list_mcp(root: Path) -> int:
     if not cfg.servers:
         print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
         return 0
+    ensure_state_dir(root)  # the servers' logs go under .swecli/logs/, kept out of git
     counter = TokenCounter(encoding_for_model(settings.model))
     manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout)
     try:
