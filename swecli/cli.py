@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
+from typer.core import TyperArgument, TyperCommand
 
 from swecli import __version__
 
@@ -34,6 +35,28 @@ Run `swecli` in a project directory for the interactive REPL (`swecli "TASK"` st
 
 app = typer.Typer(add_completion=False, help=HELP, context_settings={"help_option_names": ["-h", "--help"]},
                   rich_markup_mode=None, pretty_exceptions_enable=False)
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as click and every man page show one (`NAME`, `[ID]`), without typer's `{name}`
+    in the usage line and `<str>` in the list."""
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw
+        return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+class PlainHelp(TyperCommand):
+    """A subcommand whose --help shows its arguments plainly (`_PlainArgument`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if type(param) is TyperArgument:
+                param.__class__ = _PlainArgument
 
 
 def _version(value: bool) -> None:
@@ -95,8 +118,8 @@ def init(
     raise typer.Exit(run_init(Path.cwd(), {"provider": provider, "model": model, "base_url": base_url}, yes))
 
 
-@app.command()
-def logs(session: str = typer.Argument(None, metavar="[ID]", help="Session ID (default: the latest).")) -> None:
+@app.command(cls=PlainHelp)
+def logs(session: str = typer.Argument(None, metavar="ID", help="Session ID (default: the latest).")) -> None:
     """Pretty-print a session's JSON log."""
     raise typer.Exit(show_log(Path.cwd(), session))
 
@@ -120,8 +143,8 @@ def sessions(
 def repomap(
     as_json: bool = typer.Option(False, "--json", help="Every mapped file by rank, as JSON."),
     symbols: bool = typer.Option(False, "--symbols", help="The map with each file's definitions."),
-    deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
-    tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
+    deps: str = typer.Option(None, "--deps", metavar="FILE", help="What FILE defines, imports and is imported by."),
+    tokens: int = typer.Option(2_000, "--tokens", min=100, metavar="N", help="Budget for --symbols, in tokens."),
 ) -> None:
     """The repository map: central files and their dependencies."""
     raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
@@ -131,7 +154,7 @@ skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this proje
 app.add_typer(skills_app, name="skills")
 
 
-@skills_app.command("list")
+@skills_app.command("list", short_help="List the skills found and where each came from.")
 def skills_list() -> None:
     """List the skills found for this project (and the user), where each came from, and any skipped."""
     raise typer.Exit(list_skills(Path.cwd()))
@@ -145,32 +168,37 @@ mcp_app = typer.Typer(help="List, add and remove MCP servers ([mcp.servers.NAME]
 app.add_typer(mcp_app, name="mcp")
 
 
-@mcp_app.command("list")
+@mcp_app.command("list", short_help="Start the servers and list their tools.")
 def mcp_list() -> None:
     """Start each configured server and list its tools with their schema sizes in tokens."""
     raise typer.Exit(list_mcp(Path.cwd()))
 
 
-@mcp_app.command("add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@mcp_app.command("add", cls=PlainHelp, short_help="Add a server (private to you and this project by default).",
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def mcp_add(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Server name: its tools are called mcp__NAME__TOOL."),
-    url: str = typer.Option(None, "--url", help="A streamable-HTTP server's URL (instead of -- COMMAND)."),
-    env: list[str] = typer.Option(None, "--env", "-e", help="KEY=VALUE for the command's environment (repeatable)."),
-    header: list[str] = typer.Option(None, "--header", "-H", help="KEY=VALUE HTTP header for --url (repeatable)."),
+    name: str = typer.Argument(..., metavar="NAME", help="Server name: its tools are called mcp__NAME__TOOL."),
+    url: str = typer.Option(None, "--url", metavar="URL", help="A streamable-HTTP server's URL (instead of -- "
+                                                               "COMMAND)."),
+    env: list[str] = typer.Option(None, "--env", "-e", metavar="KEY=VALUE",
+                                  help="An environment variable for the command (repeatable)."),
+    header: list[str] = typer.Option(None, "--header", "-H", metavar="KEY=VALUE",
+                                     help="An HTTP header for --url (repeatable)."),
     always_load: bool = typer.Option(False, "--always-load", help="Never defer this server's tools."),
-    scope: str = typer.Option("local", "--scope", "-s", help="local (private to you, this project), project "
-                                                             "(.swecli/config.toml, shared) or user (all projects)."),
+    scope: str = typer.Option("local", "--scope", "-s", metavar="SCOPE",
+                              help="local (private to you, this project), project (.swecli/config.toml, shared) "
+                                   "or user (all your projects)."),
 ) -> None:
     """Add a server: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL). Write a token as ${VAR}."""
     raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load, scope))
 
 
-@mcp_app.command("remove")
+@mcp_app.command("remove", cls=PlainHelp, short_help="Remove a server.")
 def mcp_remove(
-    name: str = typer.Argument(..., help="The server to remove."),
-    scope: str = typer.Option(None, "--scope", "-s", help="local, project or user (needed only when several "
-                                                          "scopes define NAME)."),
+    name: str = typer.Argument(..., metavar="NAME", help="The server to remove."),
+    scope: str = typer.Option(None, "--scope", "-s", metavar="SCOPE",
+                              help="local, project or user (needed only when several scopes define NAME)."),
 ) -> None:
     """Remove a server from the scope that defines it."""
     raise typer.Exit(remove_mcp(Path.cwd(), name, scope))
@@ -437,6 +465,8 @@ def list_mcp(root: Path) -> int:
         settings = load_settings(root, resolve_provider=False)
     except ConfigError as exc:
         return _error(str(exc))
+    if settings.mcp.servers:
+        settings = _settings_for_budget(root, settings)
     cfg = settings.mcp
     if not cfg.servers:
         print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
@@ -454,6 +484,17 @@ def list_mcp(root: Path) -> int:
     finally:
         manager.close()
     return 1 if any(s.status == "failed" for s in manager.states()) else 0
+
+
+def _settings_for_budget(root: Path, settings: Settings) -> Settings:
+    """The settings a session would use, for the window `mcp.schema_budget` is a fraction of (the server's
+    own, as `/mcp` counts it); as they are when no provider can be resolved (the known-models table)."""
+    from swecli.config import ConfigError
+
+    try:
+        return _settings(root, {})
+    except ConfigError:
+        return settings
 
 
 def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],

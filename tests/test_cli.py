@@ -170,3 +170,28 @@ def test_mcp_mistakes_are_one_sentence(project: Path) -> None:
     listed = swecli("mcp", "list", cwd=project)
     assert listed.returncode == 1 and "ghost · failed: command not found: no-such-mcp-server-xyz" in listed.stdout
     assert "Traceback" not in listed.stderr + bad_env.stderr + neither.stderr
+
+
+def test_mcp_list_budgets_from_the_window_the_server_reports_as_a_session_does(project: Path) -> None:
+    from swecli.testing.server import ScriptedLLM, ServerInfo
+
+    with ScriptedLLM([], info=ServerInfo(kind="llamacpp", window=64_000)) as llm:
+        (project / ".swecli").mkdir()
+        (project / ".swecli" / "config.toml").write_text(
+            f'provider = "openai-compatible"\nbase_url = "{llm.base_url}"\nmodel = "scripted-model"\n')
+        assert swecli("mcp", "add", "time", "--", "mcp-server-time", cwd=project).returncode == 0
+        listed = swecli("mcp", "list", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    assert "budget 6,400 (mcp.schema_budget)" in listed.stdout.splitlines()[-1]  # 10% of 64,000, not of 32k
+
+
+def test_every_help_page_shows_plain_metavars_and_whole_command_lines(project: Path) -> None:
+    pages = [[], ["init"], ["logs"], ["sessions"], ["repomap"], ["skills"], ["skills", "list"], ["mcp"],
+             ["mcp", "list"], ["mcp", "add"], ["mcp", "remove"]]
+    for page in pages:
+        shown = swecli(*page, "--help", cwd=project, env={"COLUMNS": "100"})
+        assert shown.returncode == 0, (page, shown.stderr)
+        for typer_ism in ("<str>", "<int", "<list", "<bool>", "{name}", "{NAME}", "[["):
+            assert typer_ism not in shown.stdout, (page, typer_ism, shown.stdout)
+        commands = shown.stdout.partition("\nCommands:\n")[2]
+        assert not any(line.rstrip().endswith("...") for line in commands.splitlines()), (page, commands)

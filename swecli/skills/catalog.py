@@ -67,6 +67,19 @@ class SkillCatalog:
     warnings: list[str] = field(default_factory=list)
     searched: list[tuple[str, Path]] = field(default_factory=list)
     """Every folder looked in (label, path), for `/skills` and `swecli skills list`."""
+    root: Path | None = None
+    env: Mapping[str, str] | None = None
+    """What `discover` searched, so `refresh` can search again."""
+
+    def refresh(self) -> list[Skill]:
+        """Search the folders again (a skill added, changed or removed during the session) and take what
+        is there now, in place: everything holding this catalog sees it. Returns the skills that are new."""
+        if self.root is None:
+            return []
+        found = discover(self.root, self.env)
+        known = set(self.names())
+        self.skills, self.warnings, self.searched = found.skills, found.warnings, found.searched
+        return [s for s in self.skills if s.name not in known]
 
     def get(self, name: str) -> Skill | None:
         wanted = name.strip().lstrip("/")
@@ -102,7 +115,7 @@ def _tilde(path: Path, home: Path) -> str:
 
 def discover(root: Path, env: Mapping[str, str] | None = None) -> SkillCatalog:
     """Every usable skill, earlier folders first (then by name); problems become warnings."""
-    catalog = SkillCatalog()
+    catalog = SkillCatalog(root=root, env=env)
     seen_files: set[Path] = set()
     for scope, label, folder in skill_folders(root, env):
         catalog.searched.append((label, folder))

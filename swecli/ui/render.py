@@ -218,9 +218,15 @@ def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[st
     lines = result.content.strip("\n").splitlines()
     if lines and lines[0].strip() == summary.strip():
         lines = lines[1:]  # the summary already said it
-    if len(lines) <= count:
+    if name in PREVIEW_FROM_END and result.full is not None:
+        while lines and lines[-1].startswith("exit code "):
+            lines.pop()  # the summary says it: the preview's lines are then all the output's
+    total = len(lines)
+    if result.full is not None:  # the model got a cut: count what was hidden in the whole output, as it is told
+        total = max(total, result.full.lines)
+    if total <= count:
         return lines
-    hidden = _plural(len(lines) - count, "line")
+    hidden = _plural(total - min(count, len(lines)), "line")
     if name in PREVIEW_FROM_END:
         return [f"… +{hidden}", *lines[-count:]]
     return [*lines[:count], f"… +{hidden}"]
@@ -455,6 +461,8 @@ class Renderer:
         self._spinner = Spinner("dots", style="cyan")
         self._turn_started = time.monotonic()
         self._activity = "Thinking"
+        self._tool_started: float | None = None
+        """When the running tool call began: the status line's clock counts it while it runs."""
         self._reasoning = LineStream(self._text_width(REASONING_INDENT))
         self._answer = BlockStream()
         self._in_reasoning = False
@@ -479,6 +487,7 @@ class Renderer:
     def begin_turn(self, activity: str = "Thinking") -> None:
         with self._lock:
             self._turn_started = time.monotonic()
+            self._tool_started = None
             self.interrupting = False
             self._activity = activity
             self._clear_output()
@@ -491,6 +500,8 @@ class Renderer:
 
     def resume(self) -> None:
         with self._lock:
+            if self._tool_started is not None:  # an approved call starts running now, not when it asked
+                self._tool_started = time.monotonic()
             self._start_live()
 
     def end_turn(self) -> None:
@@ -543,6 +554,7 @@ class Renderer:
             self._finish_streams()
             self.console.print(action_line(event.call.name, event.args))
             self._activity = f"Running {VERBS.get(event.call.name, event.call.name)}"
+            self._tool_started = time.monotonic()
             self._clear_output()
         elif isinstance(event, ToolOutput):
             self._on_output(event.text)
@@ -616,6 +628,7 @@ class Renderer:
             self.console.print(Text(PREVIEW_INDENT) + notice_line(wrapped.event))
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
+        self._tool_started = None
         self._clear_output()
         self._children.pop(event.call.id, None)
         self._finish_streams()
@@ -693,7 +706,8 @@ class Renderer:
         line = frame.copy() if isinstance(frame, Text) else Text("·")
         label = "Interrupting" if self.interrupting else self._activity
         line.append(f" {label}… ", style="bold")
-        line.append(f"{format_duration(now - self._turn_started)}", style="dim")
+        since = self._tool_started if self._tool_started is not None else self._turn_started
+        line.append(f"{format_duration(now - since)}", style="dim")
         if self._silent_since is not None:
             line.append(f" · no reply for {format_duration(now - self._silent_since)}", style="yellow")
         line.append(" · esc to interrupt", style="dim")
@@ -730,14 +744,29 @@ def replay_lines(history: list[Message], exchanges: int = 3, width: int = 100) -
         lines.append(Text(f"  … {what} not shown", style="dim"))
     for n, start in enumerate(shown):
         end = shown[n + 1] if n + 1 < len(shown) else len(history)
-        lines.extend(_exchange_lines(history[start:end], width))
+        lines.extend(_exchange_lines(history[start:end], width, _skill_before(history, start)))
     return lines
 
 
-def _exchange_lines(span: list[Message], width: int) -> list[Text]:
+_SKILL_NAME = re.compile(r'<skill name="([^"]+)"')
+
+
+def _skill_before(history: list[Message], start: int) -> str:
+    """The skill a `/skill-name` loaded just before the prompt at `start` ("" when none did)."""
+    before = history[start - 1] if start > 0 else None
+    if isinstance(before, UserMessage) and before.kind == "skill":
+        found = _SKILL_NAME.match(before.content)
+        return found.group(1) if found else ""
+    return ""
+
+
+def _exchange_lines(span: list[Message], width: int, skill: str = "") -> list[Text]:
     prompt = span[0]
     assert isinstance(prompt, UserMessage)
-    out = [Text(f"❯ {_one_line(visible(prompt.content), width)}", style="bold")]
+    typed = prompt.content
+    if skill:  # as it was typed: `/skill-name request` (the request alone was sent after the skill)
+        typed = f"/{skill}" + ("" if typed == f"Use the {skill} skill." else f" {typed}")
+    out = [Text(f"❯ {_one_line(visible(typed), width)}", style="bold")]
     calls: list[ToolCall] = [c for m in span if isinstance(m, AssistantMessage) for c in m.tool_calls]
     if calls:
         named = ", ".join(f"{VERBS.get(c.name, c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
@@ -745,14 +774,19 @@ def _exchange_lines(span: list[Message], width: int) -> list[Text]:
         errors = sum(1 for m in span if isinstance(m, ToolMessage) and m.is_error)
         failed = f" ({errors} failed)" if errors else ""
         out.append(Text(_clip(f"  {_plural(len(calls), 'action')}{failed}: {more}{named}", width), style="dim"))
-    answer = next((m.content for m in reversed(span) if isinstance(m, AssistantMessage) and m.content.strip()), "")
-    if answer:
+    last = next((m for m in reversed(span) if isinstance(m, AssistantMessage)), None)
+    answer = last.content if last is not None and not last.tool_calls else ""
+    if answer.strip():
         body = [line for line in answer.strip().splitlines() if line.strip()]
         text = Text("⏺ ", style="green")
         text.append(_clip(visible(body[0]), width) + (" …" if len(body) > 1 else ""))
         out.append(text)
+    elif any(isinstance(m, ToolMessage) and m.content.startswith(INTERRUPTED) for m in span):
+        out.append(Text("  ⏹ interrupted (no answer)", style="yellow"))
+    else:
+        out.append(Text("  ⏹ no answer (interrupted, or stopped by an error)", style="yellow"))
     return out
 
 
 def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    return f"{count} {word}" if count == 1 else f"{count:,} {word}s"
