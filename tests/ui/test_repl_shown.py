@@ -69,3 +69,16 @@ def test_escape_sequences_a_command_prints_are_shown_not_obeyed(start: Any) -> N
 
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_a_cut_outputs_preview_counts_what_the_model_is_told(start: Any) -> None:
+    steps: list[Step] = [Reply(calls=[Call("bash", {"command": "seq 1 200000"})]), Reply(text="Counted.")]
+    with ScriptedLLM(steps) as llm:
+        term = start(llm)
+        term.line("count to 200000")
+        term.expect("… +199,997 lines")  # of the whole output, not of the part the model got inline
+        term.expect("199998")
+        term.expect("200000")
+        term.expect("Counted.")
+        term.prompt()
+    assert "200,000 lines" in tool_messages(llm.requests[1])[0]["content"]
