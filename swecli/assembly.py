@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from swecli.mcp.catalog import McpCatalog
     from swecli.session.recorder import SessionRecorder
     from swecli.session.store import LoadedSession
-    from swecli.skills.catalog import SkillCatalog
+    from swecli.skills.catalog import Skill, SkillCatalog
 
 CountTokens = Callable[[str], int]
 
@@ -576,6 +576,20 @@ class AgentSession:
         context = self.agent.context
         context.memory = memory_blocks(self.root, self.settings, context.counter.text, self.parts)
         context.mark_rewrite("memory")
+
+    def rescan_skills(self) -> list[Skill]:
+        """Look for skills again (one added during the session: `/skills`, or a `/name` not known yet);
+        returns the new ones. The model hears of them in a note appended to the conversation (the
+        system prompt's list stays as it was: it is the cached prefix)."""
+        if self.skills is None:
+            return []
+        added = self.skills.refresh()
+        self.agent.tool_ctx.read_roots = tuple(s.directory for s in self.skills.skills if s.scope == "user")
+        if added and "skill" in self.agent.tools:
+            lines = "\n".join(f"- {s.name}: {s.description}" for s in added)
+            note = f"Skills installed during this session (load one with the `skill` tool if a task matches):\n{lines}"
+            self.agent.append(UserMessage(kind="context", content=note))
+        return added
 
     def run(self, prompt: str) -> TurnFinished:
         """One user task: its `@path` attachments and just-in-time context, the loop, then reflection.

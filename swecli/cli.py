@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
+from typer.core import TyperArgument, TyperCommand
 
 from swecli import __version__
 from swecli.errors import SwecliError
 
 if TYPE_CHECKING:
     from swecli.config import Settings
+    from swecli.mcp.configfile import Scope
     from swecli.tools.spool import FullOutput
     from swecli.ui.headless import OutputFormat
 
@@ -35,6 +38,28 @@ Run `swecli` in a project directory for the interactive REPL (`swecli "TASK"` st
 
 app = typer.Typer(add_completion=False, help=HELP, context_settings={"help_option_names": ["-h", "--help"]},
                   rich_markup_mode=None, pretty_exceptions_enable=False)
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as click and every man page show one (`NAME`, `[ID]`), without typer's `{name}`
+    in the usage line and `<str>` in the list."""
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw
+        return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+class PlainHelp(TyperCommand):
+    """A subcommand whose --help shows its arguments plainly (`_PlainArgument`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if type(param) is TyperArgument:
+                param.__class__ = _PlainArgument
 
 
 def _version(value: bool) -> None:
@@ -96,8 +121,8 @@ def init(
     raise typer.Exit(run_init(Path.cwd(), {"provider": provider, "model": model, "base_url": base_url}, yes))
 
 
-@app.command()
-def logs(session: str = typer.Argument(None, metavar="[ID]", help="Session ID (default: the latest).")) -> None:
+@app.command(cls=PlainHelp)
+def logs(session: str = typer.Argument(None, metavar="ID", help="Session ID (default: the latest).")) -> None:
     """Pretty-print a session's JSON log."""
     raise typer.Exit(show_log(Path.cwd(), session))
 
@@ -121,8 +146,8 @@ def sessions(
 def repomap(
     as_json: bool = typer.Option(False, "--json", help="Every mapped file by rank, as JSON."),
     symbols: bool = typer.Option(False, "--symbols", help="The map with each file's definitions."),
-    deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
-    tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
+    deps: str = typer.Option(None, "--deps", metavar="FILE", help="What FILE defines, imports and is imported by."),
+    tokens: int = typer.Option(2_000, "--tokens", min=100, metavar="N", help="Budget for --symbols, in tokens."),
 ) -> None:
     """The repository map: central files and their dependencies."""
     raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
@@ -132,41 +157,55 @@ skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this proje
 app.add_typer(skills_app, name="skills")
 
 
-@skills_app.command("list")
+@skills_app.command("list", short_help="List the skills found and where each came from.")
 def skills_list() -> None:
     """List the skills found for this project (and the user), where each came from, and any skipped."""
     raise typer.Exit(list_skills(Path.cwd()))
 
 
-mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+mcp_app = typer.Typer(help="List, add and remove MCP servers ([mcp.servers.NAME] in the file of a scope: local, the "
+                           "default, is private to you and this project; project is .swecli/config.toml, shared; "
+                           "user is your config.toml, for every project).",
                       short_help="List, add and remove MCP servers.",
                       no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 
 
-@mcp_app.command("list")
+@mcp_app.command("list", short_help="Start the servers and list their tools.")
 def mcp_list() -> None:
     """Start each configured server and list its tools with their schema sizes in tokens."""
     raise typer.Exit(list_mcp(Path.cwd()))
 
 
-@mcp_app.command("add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@mcp_app.command("add", cls=PlainHelp, short_help="Add a server (private to you and this project by default).",
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def mcp_add(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Server name: its tools are called mcp__NAME__TOOL."),
-    url: str = typer.Option(None, "--url", help="A streamable-HTTP server's URL (instead of -- COMMAND)."),
-    env: list[str] = typer.Option(None, "--env", "-e", help="KEY=VALUE for the command's environment (repeatable)."),
-    header: list[str] = typer.Option(None, "--header", "-H", help="KEY=VALUE HTTP header for --url (repeatable)."),
+    name: str = typer.Argument(..., metavar="NAME", help="Server name: its tools are called mcp__NAME__TOOL."),
+    url: str = typer.Option(None, "--url", metavar="URL", help="A streamable-HTTP server's URL (instead of -- "
+                                                               "COMMAND)."),
+    env: list[str] = typer.Option(None, "--env", "-e", metavar="KEY=VALUE",
+                                  help="An environment variable for the command (repeatable)."),
+    header: list[str] = typer.Option(None, "--header", "-H", metavar="KEY=VALUE",
+                                     help="An HTTP header for --url (repeatable)."),
     always_load: bool = typer.Option(False, "--always-load", help="Never defer this server's tools."),
+    scope: str = typer.Option("local", "--scope", "-s", metavar="SCOPE",
+                              help="local (private to you, this project), project (.swecli/config.toml, shared) "
+                                   "or user (all your projects)."),
 ) -> None:
-    """Add a server to the project config: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL)."""
-    raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load))
+    """Add a server: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL). Write a token as ${VAR}."""
+    flags = ServerFlags(list(ctx.args), url, env or [], header or [], always_load)
+    raise typer.Exit(add_mcp(Path.cwd(), name, flags, scope))
 
 
-@mcp_app.command("remove")
-def mcp_remove(name: str = typer.Argument(..., help="The server to remove.")) -> None:
-    """Remove a server from the project config."""
-    raise typer.Exit(remove_mcp(Path.cwd(), name))
+@mcp_app.command("remove", cls=PlainHelp, short_help="Remove a server.")
+def mcp_remove(
+    name: str = typer.Argument(..., metavar="NAME", help="The server to remove."),
+    scope: str = typer.Option(None, "--scope", "-s", metavar="SCOPE",
+                              help="local, project or user (needed only when several scopes define NAME)."),
+) -> None:
+    """Remove a server from the scope that defines it."""
+    raise typer.Exit(remove_mcp(Path.cwd(), name, scope))
 
 
 # -- what the commands do -----------------------------------------------------------------------
@@ -422,12 +461,14 @@ def show_repomap(root: Path, *, as_json: bool, symbols: bool, deps: str | None, 
 
     from swecli.repomap.repomap import RepoMap
     from swecli.repomap.views import UnknownFile, deps_text, find_file, ranked_table
+    from swecli.session.store import ensure_state_dir
 
     def progress(done: int, total: int) -> None:
         end = "\r" if sys.stderr.isatty() and done < total else "\n"
         sys.stderr.write(f"mapping: parsed {done:,} of {total:,} files{end}")
         sys.stderr.flush()
 
+    ensure_state_dir(root)  # its cache goes under .swecli/, kept out of git as the REPL and -p keep theirs
     rmap = RepoMap.build(root, progress=progress)
     try:
         only = [find_file(rmap, deps, Path.cwd())] if deps else None
@@ -450,17 +491,22 @@ def list_mcp(root: Path) -> int:
     from swecli.config import ConfigError, load_settings
     from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, TokenCounter, encoding_for_model, serialize_tool
     from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.configfile import server_scopes
     from swecli.mcp.manager import McpManager
     from swecli.mcp.report import listing
+    from swecli.session.store import ensure_state_dir
 
     try:
         settings = load_settings(root, resolve_provider=False)
     except ConfigError as exc:
         return _error(str(exc))
+    if settings.mcp.servers:
+        settings = _settings_for_budget(root, settings)
     cfg = settings.mcp
     if not cfg.servers:
         print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
         return 0
+    ensure_state_dir(root)  # the servers' logs go under .swecli/logs/, kept out of git
     counter = TokenCounter(encoding_for_model(settings.model))
     manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout)
     try:
@@ -468,45 +514,86 @@ def list_mcp(root: Path) -> int:
         catalog = McpCatalog(manager, lambda: cfg.budget_tokens(settings.context_window),
                              lambda schema: TOOL_SCHEMA_OVERHEAD + counter.text(serialize_tool(schema)))
         catalog.poll()
-        for text, _style in listing(catalog):
+        for text, _style in listing(catalog, server_scopes(root)):
             print(text)
     finally:
         manager.close()
     return 1 if any(s.status == "failed" for s in manager.states()) else 0
 
 
-def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],
-            always_load: bool) -> int:
+def _settings_for_budget(root: Path, settings: Settings) -> Settings:
+    """The settings a session would use, for the window `mcp.schema_budget` is a fraction of (the server's
+    own, as `/mcp` counts it); as they are when no provider can be resolved (the known-models table)."""
+    from swecli.config import ConfigError
+
+    try:
+        return _settings(root, {})
+    except ConfigError:
+        return settings
+
+
+@dataclass(frozen=True)
+class ServerFlags:
+    """A server as `swecli mcp add` was told of it: a command with its arguments, or a URL."""
+
+    command: list[str]
+    url: str | None
+    env: list[str]
+    headers: list[str]
+    always_load: bool
+
+
+def add_mcp(root: Path, name: str, flags: ServerFlags, scope: str = "local") -> int:
     from pydantic import ValidationError
 
     from swecli.config import McpServerConfig, load_settings
     from swecli.mcp.configfile import add_server
+    from swecli.mcp.variables import literal_secrets
 
-    if bool(command) == bool(url):
+    command = flags.command
+    if bool(command) == bool(flags.url):
         return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
     try:
-        server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=url or "",
-                                 env=_pairs(env, "--env"), headers=_pairs(headers, "--header"),
-                                 always_load=always_load)
-        path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
+        chosen = _scope(scope)
+        server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=flags.url or "",
+                                 env=_pairs(flags.env, "--env"), headers=_pairs(flags.headers, "--header"),
+                                 always_load=flags.always_load)
+        target = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False), chosen)
     except ValidationError as exc:
         return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
     except SwecliError as exc:
         return _error(str(exc))
-    print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
+    print(f"Added MCP server {name} to {target} ({chosen} scope). Check it with: swecli mcp list")
+    secrets = literal_secrets(server)
+    if chosen == "project" and secrets:
+        sys.stderr.write(f"swecli: warning: {', '.join(secrets)} of {name} holds what looks like a secret, written "
+                         f"out in {target}, which is shared with everyone who gets the project (it is meant to be "
+                         "committed). Write a reference instead (e.g. -H 'Authorization=Bearer ${GITHUB_TOKEN}', in "
+                         f"single quotes) and set the variable, or keep it private: swecli mcp remove {name} "
+                         "--scope project, then add it again with --scope local.\n")
     return 0
 
 
-def remove_mcp(root: Path, name: str) -> int:
+def remove_mcp(root: Path, name: str, scope: str | None = None) -> int:
     from swecli.config import load_settings
     from swecli.mcp.configfile import remove_server
 
     try:
-        path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
+        target = remove_server(root, name, lambda: load_settings(root, resolve_provider=False),
+                               _scope(scope) if scope is not None else None)
     except SwecliError as exc:
         return _error(str(exc))
-    print(f"Removed MCP server {name} from {path}.")
+    print(f"Removed MCP server {name} from {target} ({target.scope} scope).")
     return 0
+
+
+def _scope(value: str) -> Scope:
+    from swecli.mcp.configfile import SCOPES, McpConfigError
+
+    for scope in SCOPES:
+        if value == scope:
+            return scope
+    raise McpConfigError(f"--scope takes local, project or user, not {value!r}.")
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:

@@ -1,7 +1,9 @@
 """Layered, validated configuration.
 
 Precedence, lowest first: defaults < user file (`$XDG_CONFIG_HOME/swecli/config.toml`) < project
-file (`.swecli/config.toml`) < environment (`SWECLI_<KEY>`, nested with `__`, plus the conventional
+file (`.swecli/config.toml`) < the user's private settings for this project (`local.toml` beside the user
+file, under `[projects."/path/to/project"]`: what `swecli mcp add` writes by default, tokens included,
+kept out of the repository) < environment (`SWECLI_<KEY>`, nested with `__`, plus the conventional
 provider variables) < CLI flags. Every setting has one name: the config key, `SWECLI_<KEY>` and
 (where it makes sense) `--key`.
 """
@@ -321,6 +323,38 @@ def project_config_path(root: Path) -> Path:
     return root / ".swecli" / "config.toml"
 
 
+def local_config_path(env: dict[str, str] | None = None) -> Path:
+    """The user's private settings per project (`swecli mcp add --scope local`, the default), beside the
+    user's config: never in the project, so a token in them is never committed."""
+    return user_config_path(env).parent / "local.toml"
+
+
+def project_key(root: Path) -> str:
+    """How `local.toml` names a project: its absolute path, symlinks resolved."""
+    return str(Path(root).resolve())
+
+
+def local_layer(root: Path, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """(where, settings) of the user's private settings for the project at `root`. The user wrote them
+    (in their own config directory), so they are trusted like the user's file; they apply after the
+    project's file, as Claude Code's local scope does."""
+    path = local_config_path(env)
+    data = _read_toml(path)
+    key = project_key(root)
+    where = f'{path} [projects."{key}"]'
+    extra = [k for k in data if k != "projects"]
+    if extra:
+        raise ConfigError(f"{path}: unknown key '{extra[0]}'; this file holds only [projects.\"/path/to/project\"] "
+                          "tables (swecli mcp add --scope local writes them); move it to "
+                          f"{user_config_path(env)}.")
+    projects = data.get("projects", {})
+    layer = projects.get(key, {}) if isinstance(projects, dict) else None
+    if not isinstance(layer, dict):
+        raise ConfigError(f"{where if isinstance(projects, dict) else path}: expected a table of settings.")
+    _check_keys(layer, Settings, where)
+    return where, layer
+
+
 def load_settings(
     root: Path, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None,
     resolve_provider: bool = True,
@@ -334,6 +368,8 @@ def load_settings(
         layer = _read_toml(path)
         _check_keys(layer, Settings, str(path))
         _merge(merged, layer, sources, str(path))
+    where, local = local_layer(root, env)
+    _merge(merged, local, sources, where)
     env_layer = _env_layer(env)
     _merge(merged, env_layer, sources, "environment")
     _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None}, sources, "command line")

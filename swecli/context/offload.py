@@ -219,7 +219,7 @@ def _write(target: Path, data: bytes) -> None:
     from swecli.tools.text import write_atomically
 
     try:
-        write_atomically(target, data, str(target))
+        write_atomically(target, data, str(target), new_mode=0o600)  # a saved output may hold secrets
     except (ToolError, OSError) as exc:
         detail = getattr(exc, "strerror", None) or str(exc)
         raise OffloadError(f"could not save a large tool output to {target} ({detail}); it stays in the "

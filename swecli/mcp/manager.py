@@ -241,7 +241,13 @@ class McpManager:
     async def _serve(self, name: str, live: _Live) -> None:
         import anyio
 
-        cfg = self._states[name].config
+        from swecli.mcp.variables import MissingVariable, expand
+
+        try:
+            cfg = expand(self._states[name].config)  # ${VAR} from the environment, at each start
+        except MissingVariable as exc:
+            self._fail(name, str(exc))
+            return
         started = time.monotonic()
         scope = live.scope = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
         if live.stopping is not None:

@@ -3,7 +3,8 @@
     rmap = RepoMap.build(root)                       # warm: cached facts and graph; cold: parse everything
     rmap.ranked()                                    # paths, most central first
     rmap.render(2_000, count)                        # a text map fitted to a token budget
-    rmap.neighbours("pkg/a.py")                      # (imports, imported_by)
+    rmap.neighbours("pkg/a.py")                      # (imports, imported_by): imports or uses names from
+    rmap.import_targets("pkg/a.py")                  # what its import statements name, only
     rmap.definitions("parse_header")                 # [(path, Symbol)], from the symbol index
     rmap.to_json()                                   # {"files": [{"path", "rank", "symbols", ...}]}
 
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from swecli.repomap.builds import Builds, Pending
-from swecli.repomap.graph import Graph, build_graph
+from swecli.repomap.graph import Graph, Resolver, build_graph
 from swecli.repomap.index import (
     CACHE_DIR,
     CACHE_VERSION,
@@ -115,6 +116,19 @@ class RepoMap:
 
     def neighbours(self, rel: str) -> tuple[list[str], list[str]]:
         return self.imports(rel), self.imported_by(rel)
+
+    @cached_property
+    def _resolver(self) -> Resolver:
+        return Resolver(self.index.facts, self.index.files)
+
+    def import_targets(self, rel: str) -> set[str]:
+        """The project files `rel`'s import statements name: its dependencies (`imports`) without those it
+        only uses a name from (a name defined in a test can match a library's call by chance)."""
+        facts = self.index.facts.get(rel)
+        if facts is None:
+            return set()
+        return {target for spec in facts.imports for target in self._resolver.resolve(rel, facts.language, spec)
+                if target != rel}
 
     @cached_property
     def python_modules(self) -> dict[str, str]:

@@ -20,6 +20,7 @@
     paths.py       confinement: every path a file tool touches resolves inside the root
     walk.py        walking the project as git sees it (.gitignore honoured)
     text.py        encodings, line endings, binary detection and diffs
+    visible.py     control characters made visible (what a tool read must not drive the terminal)
     images.py      image files as message parts, capped in size
     spool.py       a tool's whole output, kept when the model sees a cut of it
 

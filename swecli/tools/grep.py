@@ -27,7 +27,14 @@ from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
 from swecli.tools.spool import Spool
-from swecli.tools.text import BINARY_SNIFF_BYTES, looks_binary, suggest_similar
+from swecli.tools.text import (
+    BINARY_SNIFF_BYTES,
+    byte_order_mark,
+    decode_line,
+    detect_encoding,
+    looks_binary,
+    suggest_similar,
+)
 from swecli.tools.walk import ALWAYS_SKIP, GlobFilter, IgnoreRules, walk
 
 MAX_MATCHES = 200
@@ -107,7 +114,9 @@ def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches
         raise ToolError(f"{shown} is not a regular file or directory.")
     if target.is_file() and _file_is_binary(target):
         raise ToolError(f"{shown} is a binary file; grep searches text files only.")
-    rg = find_ripgrep() if engine != "python" else None
+    # ripgrep matches bytes as UTF-8: a pattern with other characters would miss them in a file of another
+    # encoding (`café` in Latin-1), where the Python engine reads each file in its own.
+    rg = find_ripgrep() if engine == "rg" or (engine == "auto" and args.pattern.isascii()) else None
     if engine == "rg" and rg is None:
         raise ToolError("ripgrep (rg) is not installed.")
     if rg is not None:
@@ -163,9 +172,9 @@ def _search_file(path: Path, shown: str, matcher: _PyMatcher, matches: Matches) 
         data = path.read_bytes()
     except OSError:
         return  # unreadable files are skipped, as ripgrep does
-    if not data or b"\0" in data:
+    if not data or (b"\0" in data and byte_order_mark(data) is None):
         return
-    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
+    text = _file_text(data)
     # Line ends as ripgrep's --crlf sees them: \r\n, \n, and a lone \r at the very end.
     text = text.replace("\r\n", "\n").removesuffix("\n").removesuffix("\r")
     if matcher.file is not None and not matcher.file.search(text):
@@ -175,6 +184,17 @@ def _search_file(path: Path, shown: str, matcher: _PyMatcher, matches: Matches) 
             matches.add(shown, number, line)
             if matches.full:
                 return
+
+
+def _file_text(data: bytes) -> str:
+    """A file's text as ripgrep's output reads once decoded (`_read_rg_stream`): UTF-8, UTF-16/32 by their
+    byte-order mark, and a file in a legacy encoding line by line (text.decode_line)."""
+    codec, bom = detect_encoding(data)
+    if codec != "utf-8" and bom:
+        return data[len(bom):].decode(codec, errors="replace")
+    if codec == "utf-8":
+        return data[len(bom):].decode("utf-8")
+    return "\n".join(decode_line(line) for line in data.split(b"\n"))
 
 
 # Flags that make ripgrep see exactly the files walk.py sees.
@@ -242,7 +262,7 @@ def _read_rg_stream(proc: subprocess.Popen[bytes], cwd: Path, root: Path, rules:
             current, shown = name, "" if skipped else display_path(root, path)
         if shown:
             # Drop the terminator ripgrep prints (\r\n in --crlf mode, added if the file's last line had none).
-            line = text.removesuffix(b"\n").removesuffix(b"\r").removesuffix(b"\r").decode("utf-8", errors="replace")
+            line = decode_line(text.removesuffix(b"\n").removesuffix(b"\r").removesuffix(b"\r"))
             matches.add(shown, int(number), line)
 
 

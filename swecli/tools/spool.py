@@ -227,7 +227,10 @@ def _skip_rest_of_line(fh: BinaryIO) -> None:
 
 
 def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    """As the model and the terminal get it: control sequences visible, not obeyed (tools.visible)."""
+    from swecli.tools.visible import visible
+
+    return visible(data.decode("utf-8", errors="replace"))
 
 
 def _split(data: bytes, count: int, *, from_end: bool) -> list[str]:

@@ -161,12 +161,20 @@ def test_output_is_capped_by_characters(project: Path, engine: str) -> None:
     assert result.full is not None and f"match {'x' * 400} 49" in (result.full.text(10**6) or "")
 
 
-def test_non_utf8_and_bom_lines(project: Path, ctx: ToolContext, engine: str) -> None:
-    (project / "latin.txt").write_bytes(b"caf\xe9 needle\n")
+def test_files_in_other_encodings_are_shown_and_searched_in_their_own(project: Path, ctx: ToolContext,
+                                                                       engine: str) -> None:
+    (project / "latin.txt").write_bytes("café crème needle\n".encode("latin-1"))
+    (project / "quotes.txt").write_bytes("it\u2019s \u2013 a needle\r\n".encode("cp1252"))
     (project / "bom.txt").write_bytes(b"\xef\xbb\xbfneedle first\n")
+    (project / "wide.txt").write_bytes("needle in UTF-16, déjà vu\n".encode("utf-16"))
     result = run_grep(ctx, pattern="needle")
-    assert "  1: needle first" in result.content
-    assert "  1: caf\ufffd needle" in result.content
+    assert "bom.txt\n  1: needle first" in result.content
+    assert "latin.txt\n  1: café crème needle" in result.content
+    assert "quotes.txt\n  1: it\u2019s \u2013 a needle" in result.content
+    assert "wide.txt\n  1: needle in UTF-16, déjà vu" in result.content
+    # A pattern with characters beyond ASCII finds them whatever the file's encoding (ripgrep alone would not).
+    found = run_grep(ctx, pattern="cr[eè]me|déjà")
+    assert "latin.txt\n  1: café crème needle" in found.content and "wide.txt" in found.content
 
 
 def test_errors(tree: Path, ctx: ToolContext, engine: str) -> None:
