@@ -454,8 +454,8 @@ def open_session(
     else:
         recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
     if settings.memory.session_notes:
-        recorder.attach("notes", NotesUpdater(root, recorder.session_id, resumed=recorder.resumed,
-                                              redactor=recorder.redactor).handle)
+        updater = NotesUpdater(root, recorder.session_id, resumed=recorder.resumed, redactor=recorder.redactor)
+        recorder.attach("notes", updater.handle, close=updater.close)
     provider = make_provider(settings, on_retry=retry_notices(bus))
     extra = [notes_tool(recorder.session_id, redactor=recorder.redactor)] if settings.memory.session_notes else []
     playbook = Playbook.for_project(root) if settings.context.playbook else None

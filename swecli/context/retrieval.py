@@ -29,7 +29,6 @@ from __future__ import annotations
 import builtins
 import math
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 from swecli.context.attach import AttachError, FileText, read, render_ranges, render_whole, resolve
 from swecli.context.signals import SOURCE_WEIGHT, PathMention, Signals, extract
 from swecli.messages import UserMessage
+from swecli.tools.own_process import helper_environment, trusted_program
 
 if TYPE_CHECKING:
     from swecli.repomap.lexical import Lexical
@@ -663,14 +663,15 @@ def _literals(message: str) -> list[str]:
 
 def _grep(root: Path, literal: str, seconds: float) -> list[tuple[str, int]]:
     """(path, line) of source lines containing `literal` (ripgrep when installed, bounded in time)."""
-    rg = shutil.which("rg")
+    rg = trusted_program("rg", root)
     if rg is None or seconds <= 0:
         return []
     command = [rg, "--no-config", "--fixed-strings", "--line-number", "--no-heading", "--max-count", "3",
                "--glob", "!.swecli/", "--type-add", "src:*.{py,pyx,js,ts,tsx,go,rs,java,c,h,cc,cpp,hpp,rb,ex}",
                "--type", "src", "-e", literal, "."]
     try:
-        done = subprocess.run(command, cwd=root, capture_output=True, timeout=seconds, check=False)
+        done = subprocess.run(command, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, timeout=seconds,
+                              check=False, env=helper_environment())
     except (OSError, subprocess.TimeoutExpired):
         return []
     hits: list[tuple[str, int]] = []

@@ -9,7 +9,7 @@ before per-session notes (`.swecli/memory/session_notes.md`) counts as the previ
 A session's notes are kept current three ways:
 - `NotesUpdater.handle(event)`: cheap rules fed by the agent's events, no model call (a prompt sets
   the goal and the task, a successful write/edit records the file and the model's stated reason, a
-  shell command records the files git sees it change (`sed -i`, formatters), a compaction records a
+  shell command records the files it changed (`sed -i`, formatters; see changes.py), a compaction records a
   decision line, a finished turn marks the task's status);
 - the `notes` tool (`notes_tool()`), through which the model records decisions, issues and patterns;
 - a person editing the file: parsing keeps unknown sections and free text, and matches headings
@@ -32,8 +32,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from swecli.events import CompactionDone, MessageAppended, ToolFinished, ToolStarted, TurnFinished
+from swecli.memory.changes import ChangeTracker, track_changes
 from swecli.memory.opencli import CountTokens, fit_to_budget
-from swecli.memory.worktree import Entry, Worktree, changed_paths
 from swecli.messages import AssistantMessage, UserMessage
 from swecli.session.log import modified_path
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -268,9 +268,9 @@ class NotesUpdater:
         self._redact = redactor.redact
         self._goal_set = resumed  # a resumed session keeps the goal it had
         self._reasons: dict[str, str] = {}
-        self._worktree: Worktree | bool | None = False  # looked up at the first shell command
-        self._before: dict[str, dict[str, Entry]] = {}
-        """git's view of the working tree when each running shell command started."""
+        self._tracker: ChangeTracker | bool | None = False
+        """Which files shell commands change: made at the first prompt, so its watches are set up in the
+        background while the model thinks (False: not yet made; None: not a git work tree)."""
 
     def _stamp(self) -> str:
         return self._clock().strftime("%Y-%m-%d %H:%M")
@@ -279,15 +279,15 @@ class NotesUpdater:
         if isinstance(event, MessageAppended):
             message = event.message
             if isinstance(message, UserMessage) and message.kind == "prompt":
+                self._changes()
                 self.on_prompt(message.content)
             elif isinstance(message, AssistantMessage) and message.tool_calls:
                 reason = _first_line(message.content, REASON_CHARS)
                 self._reasons.update({call.id: reason for call in message.tool_calls})
         elif isinstance(event, ToolStarted) and event.call.name in SHELL_TOOLS:
-            worktree = self._git()
-            snapshot = worktree.snapshot() if worktree is not None else None
-            if snapshot is not None:
-                self._before[event.call.id] = snapshot
+            tracker = self._changes()
+            if tracker is not None:
+                tracker.begin(event.call.id)
         elif isinstance(event, ToolFinished):
             self.on_tool(event)
             self.on_shell(event)
@@ -325,30 +325,34 @@ class NotesUpdater:
 
         update_notes(self.path, change)
 
-    def _git(self) -> Worktree | None:
-        if self._worktree is False:
-            self._worktree = Worktree.find(self.root)
-        return self._worktree if isinstance(self._worktree, Worktree) else None
+    def _changes(self) -> ChangeTracker | None:
+        if self._tracker is False:
+            self._tracker = track_changes(self.root)
+        return self._tracker if not isinstance(self._tracker, bool) else None
+
+    def close(self) -> None:
+        """Stop watching the project (the session is over)."""
+        if not isinstance(self._tracker, bool) and self._tracker is not None:
+            self._tracker.close()
 
     def on_shell(self, event: ToolFinished) -> None:
-        """Files a shell command changed, as git sees them (edits through `sed -i`, formatters, `rm`)."""
-        before = self._before.pop(event.call.id, None)
-        worktree = self._git()
-        after = worktree.snapshot() if worktree is not None and before is not None else None
-        if before is None or after is None:
-            return
-        changed = [(p, exists) for p, exists in changed_paths(before, after) if not p.startswith(".swecli/")]
-        if not changed:
+        """Files a shell command changed (edits through `sed -i`, formatters, `rm`)."""
+        tracker = self._changes() if event.call.name in SHELL_TOOLS else None
+        changes = tracker.end(event.call.id) if tracker is not None else None
+        if changes is None or (not changes.paths and changes.complete):
             return
         command = _one_line(str(event.call.args().get("command", "")), 80)
         stamp = self._stamp()
 
         def change(doc: NotesDocument) -> None:
             files = doc.section("files_modified")
-            for path, exists in changed:
+            for path, exists in changes.paths:
                 files.remove_items_containing(f"`{path}`")
                 how = "changed" if exists else "deleted"
                 files.add_item(self._redact(f"- `{path}` — {how} by `{command}` ({stamp})"))
+            if not changes.complete:
+                files.add_item(self._redact(f"- more files than could be followed were changed by `{command}` "
+                                            f"({stamp})"))
 
         update_notes(self.path, change)
 

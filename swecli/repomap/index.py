@@ -341,10 +341,17 @@ def _parse_parallel(root: Path, batches: list[list[str]], workers: int, reporter
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    from swecli.tools.own_process import python_workers_without_cwd
+
     # spawn, not fork: the REPL runs threads, and a forked child of a threaded process can deadlock.
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
+        # The pool's resource tracker starts with the pool, its workers at the submits: neither imports from the
+        # project (a multiprocessing.py there ran in them).
+        with python_workers_without_cwd():
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        with pool:
+            with python_workers_without_cwd():
+                futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
             for future in as_completed(futures):
                 result = future.result()
                 out.update(result)

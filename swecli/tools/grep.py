@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -21,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.own_process import helper_environment, trusted_program
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.spool import Spool
 from swecli.tools.text import BINARY_SNIFF_BYTES, looks_binary, suggest_similar
@@ -89,8 +89,9 @@ class RegexError(Exception):
     """ripgrep rejected the pattern; the Python engine may still accept it (look-around, backreferences)."""
 
 
-def find_ripgrep() -> str | None:
-    return shutil.which("rg")
+def find_ripgrep(root: Path) -> str | None:
+    """ripgrep from PATH, never one inside the project (see own_process.py)."""
+    return trusted_program("rg", root)
 
 
 def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches:
@@ -103,7 +104,7 @@ def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches
         raise ToolError(f"{shown} is not a regular file or directory.")
     if target.is_file() and _file_is_binary(target):
         raise ToolError(f"{shown} is a binary file; grep searches text files only.")
-    rg = find_ripgrep() if engine != "python" else None
+    rg = find_ripgrep(root) if engine != "python" else None
     if engine == "rg" and rg is None:
         raise ToolError("ripgrep (rg) is not installed.")
     if rg is not None:
@@ -194,7 +195,8 @@ def _search_rg(rg: str, root: Path, target: Path, args: GrepArgs, cancel: Cancel
     rules = IgnoreRules(root) if args.glob and target.is_dir() else None
     matches = Matches(engine="rg")
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                env=helper_environment())
         threading.Thread(target=_kill_on_cancel, args=(proc, cancel), daemon=True).start()
         try:
             _read_rg_stream(proc, cwd, root, rules, matches, cancel)

@@ -14,7 +14,7 @@ from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import MAX_MATCHES, GrepArgs, search
 
-HAVE_RG = grep_module.find_ripgrep() is not None
+HAVE_RG = grep_module.find_ripgrep(Path.cwd()) is not None
 ENGINES = [pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")),
            "python"]
 
@@ -23,7 +23,7 @@ ENGINES = [pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="ripg
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run the test once per engine; the Python one is forced by hiding rg, as on a machine without it."""
     if request.param == "python":
-        monkeypatch.setattr(grep_module, "find_ripgrep", lambda: None)
+        monkeypatch.setattr(grep_module, "find_ripgrep", lambda root: None)
     yield request.param
 
 
