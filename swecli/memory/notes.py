@@ -36,6 +36,7 @@ from swecli.memory.changes import ChangeTracker, track_changes
 from swecli.memory.opencli import CountTokens, fit_to_budget
 from swecli.messages import AssistantMessage, UserMessage
 from swecli.session.log import modified_path
+from swecli.session.private import make_private_dir
 from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 
@@ -184,7 +185,7 @@ def read_notes_document(path: Path) -> NotesDocument:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

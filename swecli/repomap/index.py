@@ -37,6 +37,7 @@ from typing import Any, NamedTuple, TypeGuard
 from swecli.repomap.discover import snapshot, start_listing, unchanged
 from swecli.repomap.languages import language_for
 from swecli.repomap.parse import Facts, parse_file, parse_paths
+from swecli.session.private import make_private_dir
 
 CACHE_VERSION = 4
 CACHE_DIR = Path(".swecli") / "repomap"
@@ -289,9 +290,11 @@ class _Cache:
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # swecli's records are the user's alone
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(payload, separators=(",", ":")))
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only project simply stays uncached

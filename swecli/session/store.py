@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +27,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from swecli.messages import Message, UserMessage, close_dangling_tool_calls
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.private import PRIVATE_DIR, ensure_private
 from swecli.session.secrets import NO_REDACTION, Redactor
 
 RESUME_CLOSE_REASON = "interrupted: the session ended before this tool call finished (result unknown)"
@@ -55,13 +57,16 @@ def swecli_dir(root: Path) -> Path:
 
 
 def ensure_state_dir(root: Path) -> None:
-    """Create `.swecli/` with its `.gitignore` (once: an existing one is a person's choice and is kept),
-    so one `git add -A` never commits transcripts, logs or saved outputs. A read-only project is left
-    alone here; the writers that need the folder report their own failures."""
+    """Create `.swecli/` (0700) with its `.gitignore` (once: an existing one is a person's choice and is
+    kept), so one `git add -A` never commits transcripts, logs or saved outputs. A folder left readable
+    by an earlier version is tightened with everything in it (see private.py). A read-only project is
+    left alone here; the writers that need the folder report their own failures."""
     folder = swecli_dir(root)
     ignore = folder / ".gitignore"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        if stat.S_IMODE(folder.stat().st_mode) != PRIVATE_DIR:
+            ensure_private(folder)  # once: from then on every record is written 0600
         with ignore.open("x", encoding="utf-8") as fh:
             fh.write(STATE_GITIGNORE)
     except OSError:
