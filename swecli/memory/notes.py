@@ -14,15 +14,19 @@ A session's notes are kept current three ways:
 - the `notes` tool (`notes_tool()`), through which the model records decisions, issues and patterns;
 - a person editing the file: parsing keeps unknown sections and free text, and matches headings
   loosely ("## Files modified (and why)", "## files changed", "## Code patterns" all work).
-Every write reads the file first and replaces it atomically (temp file + rename), so no edit is
-lost to a stale copy and a kill never leaves half a file.
+Every write reads the file first and replaces it atomically (temp file + rename + fsync), one at a time
+(`_NOTES_LOCK`), so no edit is lost to a stale copy and a kill never leaves half a file. The updater's
+writes run on a background thread (`_WRITER`): an fsync costs ~20 ms on a disk, which the loop would
+otherwise wait for around every tool call. `read_notes` and `NotesUpdater.close` wait for them.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import re
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -198,19 +202,60 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+_NOTES_LOCK = threading.Lock()
+"""One read-modify-write of a notes file at a time: the updater's writer thread and the notes tool."""
+
+
 def update_notes(path: Path, change: Callable[[NotesDocument], None]) -> NotesDocument:
     """Read the current file, apply `change`, write it back atomically (only if something changed)."""
-    before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-    doc = NotesDocument.parse(before) if before is not None else NotesDocument.new()
-    change(doc)
-    text = doc.render()
-    if text != before:
-        write_atomically(path, text)
-    return doc
+    with _NOTES_LOCK:
+        before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        doc = NotesDocument.parse(before) if before is not None else NotesDocument.new()
+        change(doc)
+        text = doc.render()
+        if text != before:
+            write_atomically(path, text)
+        return doc
+
+
+class _Writer:
+    """Runs notes writes in order on one daemon thread; `flush()` waits until every write so far is done."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._start:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="swecli-notes", daemon=True)
+                self._thread.start()
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            finally:
+                self._jobs.task_done()
+
+    def flush(self) -> None:
+        self._jobs.join()
+
+
+_WRITER = _Writer()
+
+
+def flush_notes() -> None:
+    """Wait until every notes update handed to the writer thread so far is on disk."""
+    _WRITER.flush()
 
 
 def read_notes(root: Path, session_id: str) -> str:
     """A session's notes file as it is, for `/notes` ("" when there is none yet)."""
+    flush_notes()
     path = notes_path(root, session_id)
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
@@ -218,6 +263,7 @@ def read_notes(root: Path, session_id: str) -> str:
 def notes_prompt(root: Path, session_id: str, budget_tokens: int, count_tokens: CountTokens) -> str:
     """The notes for the system prompt at session start ("" when there are none): a resumed session's
     own notes, or, for a new session, the previous session's, labelled as such."""
+    flush_notes()
     own = _notes_text(notes_path(root, session_id))
     if own:
         fitted, _ = fit_to_budget(own, budget_tokens, count_tokens, notes_relpath(session_id))
@@ -269,6 +315,8 @@ class NotesUpdater:
         self._redact = redactor.redact
         self._goal_set = resumed  # a resumed session keeps the goal it had
         self._reasons: dict[str, str] = {}
+        self._failed: OSError | None = None
+        """A background write that failed, raised at the next event (the recorder reports it)."""
         self._tracker: ChangeTracker | bool | None = False
         """Which files shell commands change: made at the first prompt, so its watches are set up in the
         background while the model thinks (False: not yet made; None: not a git work tree)."""
@@ -296,6 +344,23 @@ class NotesUpdater:
             self.on_compaction(event)
         elif isinstance(event, TurnFinished):
             self.on_turn(event)
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _update(self, change: Callable[[NotesDocument], None]) -> None:
+        """Apply `change` to the notes file on the writer thread (the loop does not wait for the disk)."""
+        def write() -> None:
+            try:
+                update_notes(self.path, change)
+            except OSError as exc:
+                self._failed = exc
+
+        _WRITER.submit(write)
+
+    def flush(self) -> None:
+        """Wait until the notes file holds every update so far."""
+        flush_notes()
 
     def on_prompt(self, prompt: str) -> None:
         text = self._redact(_one_line(prompt, PROMPT_CHARS))
@@ -310,7 +375,7 @@ class NotesUpdater:
                 doc.section("current_goal").set_body(text)
             doc.section("current_task").set_body(f"{text}\nStatus: in progress (since {stamp})")
 
-        update_notes(self.path, change)
+        self._update(change)
 
     def on_tool(self, event: ToolFinished) -> None:
         path = modified_path(event.call, event.result, self.root) if event.approved else None
@@ -324,7 +389,7 @@ class NotesUpdater:
             files.remove_items_containing(f"`{path}`")  # one line per file: its latest change
             files.add_item(item)
 
-        update_notes(self.path, change)
+        self._update(change)
 
     def _changes(self) -> ChangeTracker | None:
         if self._tracker is False:
@@ -332,7 +397,8 @@ class NotesUpdater:
         return self._tracker if not isinstance(self._tracker, bool) else None
 
     def close(self) -> None:
-        """Stop watching the project (the session is over)."""
+        """Finish the pending writes and stop watching the project (the session is over)."""
+        self.flush()
         if not isinstance(self._tracker, bool) and self._tracker is not None:
             self._tracker.close()
 
@@ -355,7 +421,7 @@ class NotesUpdater:
                 files.add_item(self._redact(f"- more files than could be followed were changed by `{command}` "
                                             f"({stamp})"))
 
-        update_notes(self.path, change)
+        self._update(change)
 
     def on_compaction(self, event: CompactionDone) -> None:
         if event.strategy == "decay":
@@ -369,7 +435,7 @@ class NotesUpdater:
             # The references compaction dropped (with where to re-open them) stay findable here too.
             refs = "; ".join(ref.removeprefix("- ") for ref in event.references)
             line += f"; references: {_one_line(refs, 4 * REASON_CHARS)}"
-        update_notes(self.path, lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
+        self._update(lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
 
     def on_turn(self, event: TurnFinished) -> None:
         status = {"done": "done", "interrupted": "interrupted"}.get(event.stop_reason, f"stopped: {event.stop_reason}")
@@ -383,7 +449,7 @@ class NotesUpdater:
                 problem = self._redact(_one_line(event.error or event.answer, REASON_CHARS))
                 doc.section("open_issues").add_item(f"- {stamp} — last task stopped ({event.stop_reason}): {problem}")
 
-        update_notes(self.path, change)
+        self._update(change)
 
 
 # --- the `notes` tool ------------------------------------------------------------------------------
@@ -413,7 +479,8 @@ def _apply_notes_args(args: NotesArgs, path: Path, stamp: str) -> str:
         if not any(s.key for s in doc.sections):
             headings = ", ".join(f"'## {h}'" for h, _ in SECTIONS.values())
             raise ToolError(f"A rewrite must keep the section headings ({headings}); nothing was changed.")
-        write_atomically(path, doc.render())
+        with _NOTES_LOCK:
+            write_atomically(path, doc.render())
         return "the whole file"
     if args.section is None:
         raise ToolError(f"mode={args.mode} needs a section: one of {', '.join(SECTIONS)}.")

@@ -205,24 +205,25 @@ class _Lines:
     _skipping: bool = False
     """The current line passed LONG_LINE_BYTES: what remains of it is dropped."""
 
-    def feed(self, piece: bytes) -> str:
-        """The complete lines that `piece` ends, decoded, each ending in "\n" ("" when none)."""
+    def feed(self, piece: bytes) -> str | None:
+        """The complete lines that `piece` ends, decoded and joined by "\n" (None when it ends none)."""
         end = piece.rfind(b"\n")
         if end < 0:
             self._keep(piece)
-            return ""
+            return None
         head, self._partial, skipping = self._partial, b"", self._skipping
         self._skipping = False
         first_end = piece.find(b"\n")
         first = head + (b"" if skipping else piece[:first_end])
         block = first[:LONG_LINE_BYTES] + piece[first_end:end + 1]
         self._keep(piece[end + 1:])
-        return block.decode("utf-8", errors="replace")
+        # Line ends as ripgrep's --crlf sees them: \r\n and \n.
+        return block.decode("utf-8", errors="replace").replace("\r\n", "\n")[:-1]
 
-    def rest(self) -> str:
-        """The last line, when the stream did not end with a newline."""
+    def rest(self) -> str | None:
+        """The last line, when the stream did not end with a newline (a lone \r at its very end dropped)."""
         tail, self._partial = self._partial, b""
-        return tail.decode("utf-8", errors="replace").removesuffix("\r") + "\n" if tail else ""
+        return tail.decode("utf-8", errors="replace").removesuffix("\r") if tail else None
 
     def _keep(self, data: bytes) -> None:
         if self._skipping:
@@ -232,15 +233,12 @@ class _Lines:
             self._partial, self._skipping = self._partial[:LONG_LINE_BYTES], True
 
 
-def _match_lines(block: str, lines: _Lines, shown: str, matcher: _PyMatcher, matches: Matches) -> None:
-    """Match the lines of `block` (each ending in "\n"); numbering continues from `lines.number`."""
-    if not block:
+def _match_lines(text: str | None, lines: _Lines, shown: str, matcher: _PyMatcher, matches: Matches) -> None:
+    """Match the lines of `text` (joined by "\n"); numbering continues from `lines.number`."""
+    if text is None:
         return
     start = lines.number
-    count = block.count("\n")
-    lines.number += count
-    # Line ends as ripgrep's --crlf sees them: \r\n and \n (a lone \r at the very end is dropped by rest()).
-    text = block.replace("\r\n", "\n")[:-1]
+    lines.number += text.count("\n") + 1
     if matcher.file is not None and not matcher.file.search(text):
         return
     for number, line in enumerate(text.split("\n"), start + 1):
