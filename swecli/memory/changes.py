@@ -36,8 +36,9 @@ MAX_WATCHED_DIRS = 20_000
 """Directories watched at most; a larger tree falls back to scanning (or to nothing past MAX_SCANNED_FILES)."""
 MAX_SCANNED_FILES = 20_000
 """Files the fallback stats around a call at most; beyond, shell changes are not recorded."""
-SETUP_WAIT = 10.0
-"""Seconds a bash call waits for the watches to be in place before it runs untracked."""
+SETUP_WAIT = 2.0
+"""Seconds a bash call waits for the watches to be in place before it runs untracked (its changes then go
+unrecorded: a lost line in the notes costs less than a call held up on a huge tree)."""
 
 # inotify(7) event bits (linux/inotify.h), so the module need not import inotify_simple to name them.
 IN_MODIFY, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x2, 0x40, 0x80, 0x100, 0x200

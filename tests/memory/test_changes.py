@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from swecli.assembly import open_session
+from swecli.config import SandboxConfig, Settings
 from swecli.events import MessageAppended, ToolFinished, ToolStarted
 from swecli.memory.changes import Changes, ChangeTracker, InotifyTracker, ScanTracker, track_changes
 from swecli.memory.notes import NotesDocument, NotesUpdater, read_notes
 from swecli.messages import ToolCall, UserMessage
+from swecli.testing.server import Call, Reply, ScriptedLLM
 from swecli.tools.base import ToolContext
 from swecli.tools.bash import BASH
+from swecli.tools.sandbox import unavailable_reason
 
 SID = "20261122-101500-abcd"
 
@@ -159,3 +163,19 @@ def test_a_real_repository_with_git_operations(project: Path) -> None:
         assert shell(tracker, project, "git checkout -q a.py && git status --short") == Changes([("a.py", True)])
     finally:
         tracker.close()
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason="bwrap cannot run here")
+def test_changes_made_inside_the_sandbox_reach_the_notes_through_the_loop(repo: Path) -> None:
+    steps = [Reply(calls=[Call("bash", {"command": "sed -i 's/helo/hello/' greet.py && rm keep.py && "
+                                                   "mkdir -p new/dir && echo n > new/dir/made.py"})]),
+             Reply("Done.")]
+    with ScriptedLLM(steps) as llm:
+        settings = Settings(provider="openai-compatible", base_url=llm.base_url, model="scripted-model",
+                            mode="auto", sandbox=SandboxConfig(mode="workspace-write"))
+        session = open_session(repo, settings)
+        session.run("fix the greeting")
+        session.close()
+    notes = read_notes(repo, session.recorder.session_id)
+    assert "`greet.py` — changed by" in notes and "`keep.py` — deleted by" in notes
+    assert "`new/dir/made.py` — changed by" in notes
