@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 CHILD = """
 import json, subprocess, sys, time
 from pathlib import Path
-from swecli.events import MessageAppended, ToolFinished, ToolStarted
+from swecli.events import MessageAppended, ModelCallStarted, ToolFinished, ToolStarted
 from swecli.memory.notes import NotesUpdater
 from swecli.messages import ToolCall, UserMessage
 from swecli.tools.base import ToolResult
@@ -42,7 +42,8 @@ from swecli.tools.base import ToolResult
 root, calls, target = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 notes = NotesUpdater(root, "20261125-000000-bench")
 start = time.perf_counter()
-notes.handle(MessageAppended(UserMessage(content="edit the file")))  # new: the watches start here
+notes.handle(MessageAppended(UserMessage(content="edit the file")))
+notes.handle(ModelCallStarted(1, 0))  # new: the watches start here, in the background
 tracker = getattr(notes, "_changes", lambda: None)()
 if tracker is not None and hasattr(tracker, "_ready"):
     tracker._ready.wait()

@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from swecli.events import CompactionDone, MessageAppended, ToolFinished, ToolStarted, TurnFinished
+from swecli.events import CompactionDone, MessageAppended, ModelCallStarted, ToolFinished, ToolStarted, TurnFinished
 from swecli.memory.changes import ChangeTracker, track_changes
 from swecli.memory.opencli import CountTokens, fit_to_budget
 from swecli.messages import AssistantMessage, UserMessage
@@ -318,8 +318,9 @@ class NotesUpdater:
         self._failed: OSError | None = None
         """A background write that failed, raised at the next event (the recorder reports it)."""
         self._tracker: ChangeTracker | bool | None = False
-        """Which files shell commands change: made at the first prompt, so its watches are set up in the
-        background while the model thinks (False: not yet made; None: not a git work tree)."""
+        """Which files shell commands change: made at the first model call, so its watches are set up in the
+        background while the model thinks, not while the request is built (False: not yet made; None: not a
+        git work tree)."""
 
     def _stamp(self) -> str:
         return self._clock().strftime("%Y-%m-%d %H:%M")
@@ -328,11 +329,12 @@ class NotesUpdater:
         if isinstance(event, MessageAppended):
             message = event.message
             if isinstance(message, UserMessage) and message.kind == "prompt":
-                self._changes()
                 self.on_prompt(message.content)
             elif isinstance(message, AssistantMessage) and message.tool_calls:
                 reason = _first_line(message.content, REASON_CHARS)
                 self._reasons.update({call.id: reason for call in message.tool_calls})
+        elif isinstance(event, ModelCallStarted):
+            self._changes()  # the request is on its way: the watches are set up while the model thinks
         elif isinstance(event, ToolStarted) and event.call.name in SHELL_TOOLS:
             tracker = self._changes()
             if tracker is not None:
