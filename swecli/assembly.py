@@ -189,8 +189,8 @@ class SessionNotes(Subsystem):
         from swecli.memory.notes import NotesUpdater
 
         recorder = self.recorder
-        recorder.attach("notes", NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed,
-                                              redactor=recorder.redactor).handle)
+        updater = NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed, redactor=recorder.redactor)
+        recorder.attach("notes", updater.handle, close=updater.close)
 
 
 @dataclass

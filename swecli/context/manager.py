@@ -61,6 +61,7 @@ from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Pro
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.models.thinking import MIN_BUDGET, Thinking
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class ContextManager:
                       memory=memory, root=root, model=settings.model, on_event=on_event)
         manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
                                         todo=todo or TodoState(), on_event=on_event or (lambda event: None),
-                                        images=settings.images)
+                                        images=settings.images, redactor=Redactor.from_environment(settings))
         manager.summary_sections.append(manager.mechanisms.references_section)
         return manager
 

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple, TypeGuard
 from swecli.repomap.discover import snapshot, start_listing, unchanged
 from swecli.repomap.languages import language_for
 from swecli.repomap.parse import Facts, parse_file, parse_paths
+from swecli.session.private import make_private_dir
 
 CACHE_VERSION = 4
 CACHE_DIR = Path(".swecli") / "repomap"
@@ -300,9 +301,11 @@ class _Cache:
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # swecli's records are the user's alone
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(payload, separators=(",", ":")))
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only project simply stays uncached
@@ -352,10 +355,17 @@ def _parse_parallel(root: Path, batches: list[list[str]], workers: int, reporter
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    from swecli.tools.own_process import python_workers_without_cwd
+
     # spawn, not fork: the REPL runs threads, and a forked child of a threaded process can deadlock.
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
+        # The pool's resource tracker starts with the pool, its workers at the submits: neither imports from the
+        # project (a multiprocessing.py there ran in them).
+        with python_workers_without_cwd():
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        with pool:
+            with python_workers_without_cwd():
+                futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
             for future in as_completed(futures):
                 result = future.result()
                 out.update(result)

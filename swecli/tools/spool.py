@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -197,6 +198,17 @@ class FullOutput:
             return _decode(self.data)
         assert self.path is not None
         return _decode(self.path.read_bytes())
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
+        """The stored bytes (gap note included) in pieces of at most `size`: never all in memory at once."""
+        if self.data is not None:
+            for start in range(0, len(self.data), size):
+                yield self.data[start:start + size]
+            return
+        assert self.path is not None
+        with self.path.open("rb") as fh:
+            while piece := fh.read(size):
+                yield piece
 
     def save_to(self, target: Path) -> None:
         """Store the output at `target` (the temporary file is moved there). Raises OSError."""
