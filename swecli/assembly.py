@@ -166,9 +166,6 @@ def build_agent(
 
 CHILD_EXCLUDED = frozenset({"task", "skill", "todo", "notes"})
 """Never given to a sub-agent: no recursion, and no writing to the parent's todo list or notes."""
-TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
-                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
-"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
 
 
 def _task_tool(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: ToolContext, policy: Policy,
@@ -178,7 +175,7 @@ def _task_tool(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: Too
     from swecli.delegation.runner import Delegator
     from swecli.delegation.task import task_tool
 
-    agents = load_agents(root)
+    agents = load_agents(root, trusted=settings.project_trusted)
     for warning in agents.warnings:
         bus(Notice("warning", warning))
 
@@ -202,6 +199,8 @@ def _provider_for(settings: Settings) -> ProviderFor:
 
 def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
     """(the sub-agent's tools, names in its definition that are not tools here)."""
+    from swecli.delegation.definitions import TOOL_ALIASES
+
     if agent.tools is None:
         chosen = [t for n in base.names() if (t := base.get(n)) is not None and not t.mutating]
         return ToolRegistry([t for t in chosen if t.name not in CHILD_EXCLUDED]), []

@@ -19,6 +19,7 @@ from swecli import __version__
 if TYPE_CHECKING:
     from swecli.config import Settings
     from swecli.tools.spool import FullOutput
+    from swecli.trust import TrustStore
     from swecli.ui.headless import OutputFormat
 
 TASK_OPTION = "--positional-task"
@@ -67,6 +68,9 @@ def main_command(
     continue_: bool = typer.Option(False, "--continue", "-c", help="Resume this project's latest session."),
     resume: str = typer.Option(None, "--resume", metavar="[ID]",
                                help="Resume session ID (without one: pick from a list)."),
+    trust_project: bool = typer.Option(False, "--trust-project",
+                                       help="Apply this project's settings that need trust (provider, base URL, "
+                                            "MCP servers, hooks, sandbox...) for this run, without asking."),
     task: str = typer.Option(None, TASK_OPTION, hidden=True),  # the positional TASK, set by split_task
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
@@ -79,7 +83,7 @@ def main_command(
              "max_iterations": max_iterations, "context_limit": context_limit, "thinking": thinking,
              "sandbox": {"mode": sandbox} if sandbox is not None else None}
     code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
-               continue_latest=continue_, task=task)
+               continue_latest=continue_, task=task, trust_project=trust_project)
     raise typer.Exit(code)
 
 
@@ -167,6 +171,19 @@ def mcp_remove(name: str = typer.Argument(..., help="The server to remove.")) ->
     raise typer.Exit(remove_mcp(Path.cwd(), name))
 
 
+@app.command(short_help="Trust this project's settings, or revoke that, or list your decisions.")
+def trust(
+    revoke: bool = typer.Option(False, "--revoke", help="Forget your decision for this project: its settings "
+                                                        "that need trust are ignored (and asked about) again."),
+    list_all: bool = typer.Option(False, "--list", help="List the projects you trusted or declined."),
+) -> None:
+    """Trust this project's .swecli/ settings as they are now (provider, base URL, MCP servers, hooks,
+    sandbox, agents that bring tools); a later change to them asks again."""
+    if revoke and list_all:
+        _fail("--revoke and --list go separately.")
+    raise typer.Exit(manage_trust(Path.cwd(), revoke=revoke, list_all=list_all))
+
+
 # -- what the commands do -----------------------------------------------------------------------
 
 def _error(message: str) -> int:
@@ -174,13 +191,13 @@ def _error(message: str) -> int:
     return 2
 
 
-def _settings(root: Path, flags: dict[str, Any]) -> Settings:
+def _settings(root: Path, flags: dict[str, Any], trust_project: bool) -> Settings:
     """Settings with the provider resolved (auto-detected when none is configured) and the context
     window the server reports (when the user set none)."""
     from swecli.config import load_settings
     from swecli.llm.window import resolve_window
 
-    settings = load_settings(root, flags)
+    settings = load_settings(root, flags, trust_project=trust_project)
     if not (settings.provider and settings.model):
         from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
@@ -189,14 +206,17 @@ def _settings(root: Path, flags: dict[str, Any]) -> Settings:
 
 
 def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
-        resume: str | None = None, continue_latest: bool = False, task: str | None = None) -> int:
+        resume: str | None = None, continue_latest: bool = False, task: str | None = None,
+        trust_project: bool = False) -> int:
     """`prompt` is -p's value (None without -p; "" or "-": read the task from stdin); `task` is the
     positional TASK (the REPL's first request, or -p's task when -p has no value)."""
     from swecli.config import ConfigError
     from swecli.session.store import SessionError
 
     try:
-        settings = _settings(root, flags)
+        interactive = prompt is None and sys.stdin.isatty()
+        trusted = _project_trust(root, flag=trust_project, ask=interactive, to_stderr=not interactive)
+        settings = _settings(root, flags, trusted)
         if resume == "":
             resume = pick_session(root)
         if prompt is not None:
@@ -206,6 +226,20 @@ def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format:
         return run_repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
     except (ConfigError, SessionError) as exc:
         return _error(str(exc))
+
+
+def _project_trust(root: Path, *, flag: bool, ask: bool, to_stderr: bool,
+                   flag_name: str | None = "--trust-project") -> bool:
+    """The project's trust for this run (`swecli.ui.trust`): asked on a terminal, else the remembered
+    answer or the flag; what stays ignored is named in one line."""
+    import os
+
+    from rich.console import Console
+
+    from swecli.ui.trust import decide_trust
+
+    console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
+    return decide_trust(root, dict(os.environ), console, flag=flag, ask=ask, flag_name=flag_name)
 
 
 MAX_PIPED_TASK_BYTES = 100_000
@@ -293,7 +327,8 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
     from swecli.memory.init import InitError, prepare_init_request, prepare_init_result
 
     try:
-        settings = _settings(root, flags)
+        trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
+        settings = _settings(root, flags, trusted)
         provider = make_provider(settings)
         sys.stderr.write("Scanning the project and asking the model to write OPENCLI.md ...\n")
         try:
@@ -421,7 +456,8 @@ def list_mcp(root: Path) -> int:
     from swecli.mcp.report import listing
 
     try:
-        settings = load_settings(root, resolve_provider=False)
+        trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
+        settings = load_settings(root, resolve_provider=False, trust_project=trusted)
     except ConfigError as exc:
         return _error(str(exc))
     cfg = settings.mcp
@@ -444,10 +480,14 @@ def list_mcp(root: Path) -> int:
 
 def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],
             always_load: bool) -> int:
+    import os
+
     from pydantic import ValidationError
 
     from swecli.config import ConfigError, McpServerConfig, load_settings
     from swecli.mcp.configfile import McpConfigError, add_server
+    from swecli.trust import TrustStoreError
+    from swecli.ui.trust import keep_trust
 
     if bool(command) == bool(url):
         return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
@@ -455,24 +495,83 @@ def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: lis
         server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=url or "",
                                  env=_pairs(env, "--env"), headers=_pairs(headers, "--header"),
                                  always_load=always_load)
-        path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
+        path, trusted = keep_trust(root, dict(os.environ),
+                                   lambda: add_server(root, name, server, lambda: load_settings(root,
+                                                                                                resolve_provider=False)))
     except ValidationError as exc:
         return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
-    except (McpConfigError, ConfigError) as exc:
+    except (McpConfigError, ConfigError, TrustStoreError) as exc:
         return _error(str(exc))
     print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
+    if not trusted:
+        print("This project is not trusted, so its MCP servers start only once you trust it: swecli trust")
     return 0
 
 
 def remove_mcp(root: Path, name: str) -> int:
+    import os
+
     from swecli.config import ConfigError, load_settings
     from swecli.mcp.configfile import McpConfigError, remove_server
+    from swecli.trust import TrustStoreError
+    from swecli.ui.trust import keep_trust
 
     try:
-        path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
-    except (McpConfigError, ConfigError) as exc:
+        path, _ = keep_trust(root, dict(os.environ),
+                             lambda: remove_server(root, name, lambda: load_settings(root, resolve_provider=False)))
+    except (McpConfigError, ConfigError, TrustStoreError) as exc:
         return _error(str(exc))
     print(f"Removed MCP server {name} from {path}.")
+    return 0
+
+
+def manage_trust(root: Path, *, revoke: bool, list_all: bool) -> int:
+    """`swecli trust`: trust the project as it is now (`--revoke`: forget; `--list`: every decision)."""
+    import os
+
+    from swecli.config import ConfigError, trust_store_path
+    from swecli.trust import TrustStore, TrustStoreError
+
+    env = dict(os.environ)
+    store = TrustStore(trust_store_path(env))
+    try:
+        if list_all:
+            return _list_trust(store)
+        if revoke:
+            forgotten = store.forget(root)
+            print(f"Forgot your trust decision for {root}: its settings that need trust are ignored again, and "
+                  "asked about at the next start." if forgotten else f"You had not decided about {root}.")
+            return 0
+        return _trust_now(root, env, store)
+    except (ConfigError, TrustStoreError, OSError) as exc:
+        return _error(str(exc))
+
+
+def _trust_now(root: Path, env: dict[str, str], store: TrustStore) -> int:
+    from swecli.ui.trust import review_project
+
+    review = review_project(root, env)
+    if not review.needs_trust:
+        print(f"Nothing in {root} needs trust: its configuration sets only what applies without it "
+              "(docs/security/trust.md).")
+        return 0
+    print(f"Trusting {root} with:")
+    for line in review.lines():
+        print(f"  {line}")
+    store.record(root, review.fingerprint, True, review.names())
+    print("These apply from the next start; a change to them asks again. Undo with: swecli trust --revoke")
+    return 0
+
+
+def _list_trust(store: TrustStore) -> int:
+    import time
+
+    decisions = store.decisions()
+    if not decisions:
+        print(f"No trust decisions yet ({store.path}).")
+    for d in decisions:
+        day = time.strftime("%Y-%m-%d", time.localtime(d.at))
+        print(f"{'trusted ' if d.trusted else 'declined'}  {d.root}  {day}  {', '.join(d.names)}")
     return 0
 
 
