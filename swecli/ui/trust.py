@@ -19,7 +19,7 @@ from rich.text import Text
 
 from swecli.config import trust_store_path, untrusted_layers
 from swecli.delegation.definitions import AgentDefinition, load_agents
-from swecli.trust import WHY, TrustStore, TrustStoreError, fingerprint, report_name, rule_for
+from swecli.trust import SECRET_KEYS, WHY, TrustStore, TrustStoreError, fingerprint, report_name, rule_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,9 +56,9 @@ class ProjectReview:
     def lines(self) -> list[str]:
         """One line per setting (or MCP server, or agent): its value and what it would do."""
         grouped: dict[str, dict[str, Any]] = {}
-        for key, value in sorted(self.settings.items()):
+        for key, value in self.settings.items():  # in the file's order within a group (command before args)
             grouped.setdefault(report_name(key), {})[key] = value
-        lines = [_setting_line(name, values) for name, values in grouped.items()]
+        lines = [_setting_line(name, grouped[name]) for name in sorted(grouped)]
         for agent in self.agents:
             where = agent.path.relative_to(self.root).as_posix() if agent.path and agent.path.is_relative_to(
                 self.root) else str(agent.path)
@@ -161,17 +161,14 @@ def _setting_line(name: str, values: dict[str, Any]) -> str:
     key = next(iter(values))
     why = WHY.get(name) or WHY.get(".".join(name.split(".")[:2])) or _why_by_rule(key)
     if len(values) == 1 and key == name:
-        shown = "(hidden)" if name.rsplit(".", 1)[-1] in ("api_key",) else _value(values[key])
-        return f"{name} = {shown}  ({why})"
+        return f"{name} = {_masked(key, values[key])}  ({why})"
     parts = [f"{k[len(name) + 1:]} = {_masked(k, v)}" for k, v in values.items()]
     return f"{name}: {', '.join(parts)}  ({why})"
 
 
 def _masked(key: str, value: Any) -> str:
-    last = key.rsplit(".", 1)[-1]
-    if last in ("env", "headers") and isinstance(value, dict):
-        return _value({k: "(hidden)" for k in value})
-    return _value(value)
+    """A secret (a key, an MCP server's environment or headers) is named, never shown."""
+    return "(hidden)" if any(part in SECRET_KEYS for part in key.split(".")) else _value(value)
 
 
 def _value(value: Any) -> str:
