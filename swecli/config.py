@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
-from swecli.trust import Split, guarded, split_untrusted
+from swecli.trust import Split, guarded, lookup, split_untrusted
 
 Mode = Literal["default", "auto", "plan"]
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -377,6 +377,9 @@ class UntrustedLayer:
     """Dotted key -> value: what an untrusted load leaves out."""
     guarded: dict[str, Any]
     """Dotted key -> value of every key trust is about (`swecli.trust.guarded`): the fingerprint's input."""
+    replaces: frozenset[str] = frozenset()
+    """Ignored keys (as `swecli.trust.report_name` names them) the user's own files set too: trusting the
+    project replaces the user's value (an MCP server of the same name keeps the user's headers, say)."""
 
 
 def untrusted_layers(root: Path, env: dict[str, str] | None = None) -> list[UntrustedLayer]:
@@ -384,7 +387,12 @@ def untrusted_layers(root: Path, env: dict[str, str] | None = None) -> list[Untr
     env = dict(os.environ) if env is None else env
     layers = config_layers(root, env)
     _, _, splits = _merge_layers(layers, trust_project=False)
-    return [UntrustedLayer(layer.where, split.ignored, guarded(layer.data))
+    users: dict[str, Any] = {}
+    for layer in layers:
+        if layer.trusted:
+            users = _overlay(users, layer.data)
+    return [UntrustedLayer(layer.where, split.ignored, guarded(layer.data),
+                           frozenset(name for name in split.ignored_names if lookup(users, name) is not None))
             for layer, split in zip((la for la in layers if not la.trusted), splits, strict=True)
             if layer.data]
 

@@ -43,6 +43,8 @@ class ProjectReview:
     agents: tuple[AgentDefinition, ...] = ()
     """The project's agents that bring tools or a model."""
     fingerprint: str = ""
+    replaces: frozenset[str] = frozenset()
+    """Settings (as named to the user) that would replace the user's own."""
 
     @property
     def needs_trust(self) -> bool:
@@ -58,7 +60,7 @@ class ProjectReview:
         grouped: dict[str, dict[str, Any]] = {}
         for key, value in self.settings.items():  # in the file's order within a group (command before args)
             grouped.setdefault(report_name(key), {})[key] = value
-        lines = [_setting_line(name, grouped[name]) for name in sorted(grouped)]
+        lines = [_setting_line(name, grouped[name], name in self.replaces) for name in sorted(grouped)]
         for agent in self.agents:
             where = agent.path.relative_to(self.root).as_posix() if agent.path and agent.path.is_relative_to(
                 self.root) else str(agent.path)
@@ -74,7 +76,7 @@ def review_project(root: Path, env: dict[str, str]) -> ProjectReview:
     agents = tuple(load_agents(root, env, trusted=False).untrusted)
     files = {str(agent.path): _read(agent.path) for agent in agents if agent.path is not None}
     return ProjectReview(root, settings, tuple(layer.where for layer in layers if layer.ignored), agents,
-                         fingerprint(guarded, files))
+                         fingerprint(guarded, files), frozenset().union(*(layer.replaces for layer in layers)))
 
 
 def decide_trust(root: Path, env: dict[str, str], console: Console, *, flag: bool, ask: bool,
@@ -157,9 +159,11 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
 
 
-def _setting_line(name: str, values: dict[str, Any]) -> str:
+def _setting_line(name: str, values: dict[str, Any], replaces: bool) -> str:
     key = next(iter(values))
     why = WHY.get(name) or WHY.get(".".join(name.split(".")[:2])) or _why_by_rule(key)
+    if replaces:
+        why += "; it changes your own"
     if len(values) == 1 and key == name:
         return f"{name} = {_masked(key, values[key])}  ({why})"
     parts = [f"{k[len(name) + 1:]} = {_masked(k, v)}" for k, v in values.items()]

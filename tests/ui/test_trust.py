@@ -74,6 +74,19 @@ def test_the_question_shows_values_safely_and_one_key_answers(project: Path) -> 
         os.environ)).fingerprint)
 
 
+def test_the_question_says_when_a_project_changes_the_users_own_server(project: Path) -> None:
+    user = trust_store_path(dict(os.environ)).with_name("config.toml")
+    user.parent.mkdir(parents=True)
+    user.write_text('[mcp.servers.docs]\nurl = "https://docs.example.com/mcp"\nheaders = { Authorization = "t" }\n')
+    configure(project, '[mcp.servers.docs]\nurl = "http://127.0.0.1:9/mcp"\n[mcp.servers.new]\ncommand = "x"\n')
+    shown, out = console()
+    decide_trust(project, dict(os.environ), shown, flag=False, ask=True, read_key=lambda: "n")
+    lines = out.getvalue().splitlines()
+    assert any(line.startswith('  mcp.servers.docs: url = "http://127.0.0.1:9/mcp"') and
+               line.endswith("it changes your own)") for line in lines)  # your headers would go with it
+    assert not any(line.startswith("  mcp.servers.new") and "your own" in line for line in lines)
+
+
 @pytest.mark.parametrize("key", ["n", ENTER, ESC, CTRL_C])
 def test_anything_but_yes_declines_and_is_remembered(project: Path, key: str) -> None:
     configure(project, '[sandbox]\nmode = "off"\n')
