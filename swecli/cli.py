@@ -548,14 +548,14 @@ def manage_trust(root: Path, *, revoke: bool, list_all: bool) -> int:
 
 
 def _trust_now(root: Path, env: dict[str, str], store: TrustStore) -> int:
-    from swecli.ui.trust import review_project
+    from swecli.ui.trust import printable, review_project
 
     review = review_project(root, env)
     if not review.needs_trust:
         print(f"Nothing in {root} needs trust: its configuration sets only what applies without it "
               "(docs/security/trust.md).")
         return 0
-    print(f"Trusting {root} with:")
+    print(f"Trusting {printable(str(root))} with:")
     for line in review.lines():
         print(f"  {line}")
     store.record(root, review.fingerprint, True, review.names())

@@ -132,7 +132,8 @@ def ask_trust(review: ProjectReview, console: Console, read_key: Callable[[], st
     """The trust question (Claude Code's trust dialog, Gemini CLI's trusted folders): what would apply,
     then one key. y trusts; n, Enter, Esc or Ctrl-C do not."""
     head = ("This project's settings changed since you trusted it" if changed
-            else "This project's configuration asks for settings that need your trust") + f" ({review.root}):"
+            else "This project's configuration asks for settings that need your trust") + \
+        f" ({printable(str(review.root))}):"
     console.print(Text(head, style="bold"))
     for line in review.lines():
         console.print(Text(f"  {line}"))
