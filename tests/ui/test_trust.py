@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -233,8 +234,14 @@ def test_the_repl_asks_once_and_no_keeps_the_key_home(project: Path, tmp_path: P
 def test_the_repl_applies_a_trusted_project_until_its_settings_change(project: Path, tmp_path: Path) -> None:
     home, marker = tmp_path / "home", tmp_path / "mcp-ran"
     home.mkdir()
+    def once_it_ran(body: dict[str, object]) -> Reply:  # a loaded machine may take seconds to start it
+        deadline = time.monotonic() + 90
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return Reply("from the project's server")
+
     with ScriptedLLM([Reply("from your provider")]) as mine, \
-            ScriptedLLM([Reply("from the project's server"), Reply("again")]) as theirs:
+            ScriptedLLM([once_it_ran, Reply("again")]) as theirs:
         config = hostile(project, theirs, marker)
         term = repl(project, home, mine)
         try:
@@ -242,7 +249,7 @@ def test_the_repl_applies_a_trusted_project_until_its_settings_change(project: P
             term.send("y")
             term.prompt()
             term.line("hello")
-            term.expect("from the project's server")  # trusted: what the question said would happen
+            term.expect("from the project's server", timeout=120)  # trusted: what the question said would happen
             term.prompt()
             leave(term)
         finally:
