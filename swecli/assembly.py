@@ -319,7 +319,7 @@ class Subagents(Subsystem):
         from swecli.delegation.task import task_tool
 
         settings, holder = build.settings, build.agent
-        agents = load_agents(build.root)
+        agents = load_agents(build.root, trusted=settings.project_trusted)
         for warning in agents.warnings:
             build.bus(Notice("warning", warning))
 
@@ -437,10 +437,6 @@ def build_agent(settings: Settings, root: Path, provider: Provider, *, approver:
 CHILD_EXCLUDED = frozenset({"agent", "skill", "memory"})
 """Kinds of tool never given to a sub-agent: no recursion (`task`), no skills, and no writing to the parent's
 todo list or notes."""
-TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
-                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
-"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
-
 
 def _provider_for(settings: Settings) -> ProviderFor:
     def make(model: str) -> Provider:
@@ -453,6 +449,8 @@ def _provider_for(settings: Settings) -> ProviderFor:
 
 def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
     """(the sub-agent's tools, names in its definition that are not tools here)."""
+    from swecli.delegation.definitions import TOOL_ALIASES
+
     allowed = {n: t for n in base.names() if (t := base.get(n)) is not None and t.facts.kind not in CHILD_EXCLUDED}
     if agent.tools is None:
         return ToolRegistry([t for t in allowed.values() if not t.mutating]), []

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from swecli.config import Settings
     from swecli.mcp.configfile import Scope
     from swecli.tools.spool import FullOutput
+    from swecli.trust import TrustStore
     from swecli.ui.headless import OutputFormat
 
 TASK_OPTION = "--positional-task"
@@ -94,6 +95,9 @@ def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
     continue_: bool = typer.Option(False, "--continue", "-c", help="Resume this project's latest session."),
     resume: str = typer.Option(None, "--resume", metavar="[ID]",
                                help="Resume session ID (without one: pick from a list)."),
+    trust_project: bool = typer.Option(False, "--trust-project",
+                                       help="Apply this project's settings that need trust (provider, base URL, "
+                                            "MCP servers, hooks, sandbox...) for this run, without asking."),
     task: str = typer.Option(None, TASK_OPTION, hidden=True),  # the positional TASK, set by split_task
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
@@ -105,8 +109,8 @@ def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
     flags = {"provider": provider, "model": model, "base_url": base_url, "mode": mode,
              "max_iterations": max_iterations, "context_limit": context_limit, "thinking": thinking,
              "sandbox": {"mode": sandbox} if sandbox is not None else None}
-    code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
-               continue_latest=continue_, task=task)
+    asked = Invocation(prompt, cast("OutputFormat", output_format), resume, continue_, task, trust_project)
+    code = run(Path.cwd(), flags, asked)
     raise typer.Exit(code)
 
 
@@ -208,6 +212,19 @@ def mcp_remove(
     raise typer.Exit(remove_mcp(Path.cwd(), name, scope))
 
 
+@app.command(short_help="Trust this project's settings, or revoke that, or list your decisions.")
+def trust(
+    revoke: bool = typer.Option(False, "--revoke", help="Forget your decision for this project: its settings "
+                                                        "that need trust are ignored (and asked about) again."),
+    list_all: bool = typer.Option(False, "--list", help="List the projects you trusted or declined."),
+) -> None:
+    """Trust this project's .swecli/ settings as they are now (provider, base URL, MCP servers, hooks,
+    sandbox, agents that bring tools); a later change to them asks again."""
+    if revoke and list_all:
+        _fail("--revoke and --list go separately.")
+    raise typer.Exit(manage_trust(Path.cwd(), revoke=revoke, list_all=list_all))
+
+
 # -- what the commands do -----------------------------------------------------------------------
 
 def _error(message: str) -> int:
@@ -215,13 +232,13 @@ def _error(message: str) -> int:
     return 2
 
 
-def _settings(root: Path, flags: dict[str, Any]) -> Settings:
+def _settings(root: Path, flags: dict[str, Any], trust_project: bool) -> Settings:
     """Settings with the provider resolved (auto-detected when none is configured) and the context
     window the server reports (when the user set none)."""
     from swecli.config import load_settings
     from swecli.llm.window import resolve_window
 
-    settings = load_settings(root, flags)
+    settings = load_settings(root, flags, trust_project=trust_project)
     if not (settings.provider and settings.model):
         from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
@@ -229,27 +246,41 @@ def _settings(root: Path, flags: dict[str, Any]) -> Settings:
     return resolve_window(settings)
 
 
-def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
-        resume: str | None = None, continue_latest: bool = False, task: str | None = None) -> int:
-    """`prompt` is -p's value (None without -p; "" or "-": read the task from stdin); `task` is the
-    positional TASK (the REPL's first request, or -p's task when -p has no value)."""
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line asks of a session, besides the settings."""
+
+    prompt: str | None = None
+    """-p's value (None without -p; "" or "-": read the task from stdin)."""
+    output_format: OutputFormat = "text"
+    resume: str | None = None
+    continue_latest: bool = False
+    task: str | None = None
+    """The positional TASK (the REPL's first request, or -p's task when -p has no value)."""
+    trust_project: bool = False
+
+
+def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
+    """A REPL session, or a -p run, as `asked`."""
     try:
-        settings_ready = _settings_beside(root, flags)
-        if resume == "":
-            resume = pick_session(root)
-        if prompt is not None:
+        interactive = asked.prompt is None and sys.stdin.isatty()
+        trusted = _project_trust(root, flag=asked.trust_project, ask=interactive, to_stderr=not interactive)
+        settings_ready = _settings_beside(root, flags, trusted)
+        resume = pick_session(root) if asked.resume == "" else asked.resume
+        if asked.prompt is not None:
             import swecli.assembly
             import swecli.ui.headless  # noqa: F401  (imported while the window is asked for)
 
-            return _run_print(root, settings_ready(), prompt, task, output_format, resume, continue_latest)
+            return _run_print(root, settings_ready(), asked.prompt, asked.task, asked.output_format, resume,
+                              asked.continue_latest)
         from swecli.ui.repl import run_repl
 
-        return run_repl(root, settings_ready(), resume=resume, continue_latest=continue_latest, task=task)
+        return run_repl(root, settings_ready(), resume=resume, continue_latest=asked.continue_latest, task=asked.task)
     except SwecliError as exc:  # a setting, nothing to resume, a provider that cannot be reached
         return _error(str(exc))
 
 
-def _settings_beside(root: Path, flags: dict[str, Any]) -> Callable[[], Settings]:
+def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callable[[], Settings]:
     """`_settings`, with the server's window asked for on a thread while the caller imports the session's
     modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
     settings (it raises what `_settings` would)."""
@@ -258,9 +289,9 @@ def _settings_beside(root: Path, flags: dict[str, Any]) -> Callable[[], Settings
     from swecli.config import load_settings
     from swecli.llm.window import resolve_window
 
-    settings = load_settings(root, flags)
+    settings = load_settings(root, flags, trust_project=trusted)
     if not (settings.provider and settings.model):
-        return lambda: _settings(root, flags)  # discovery first: nothing to overlap
+        return lambda: _settings(root, flags, trusted)  # discovery first: nothing to overlap
     outcome: list[Settings | BaseException] = []
 
     def ask() -> None:
@@ -279,6 +310,20 @@ def _settings_beside(root: Path, flags: dict[str, Any]) -> Callable[[], Settings
         return outcome[0]
 
     return ready
+
+
+def _project_trust(root: Path, *, flag: bool, ask: bool, to_stderr: bool,
+                   flag_name: str | None = "--trust-project") -> bool:
+    """The project's trust for this run (`swecli.ui.trust`): asked on a terminal, else the remembered
+    answer or the flag; what stays ignored is named in one line."""
+    import os
+
+    from rich.console import Console
+
+    from swecli.ui.trust import decide_trust
+
+    console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
+    return decide_trust(root, dict(os.environ), console, flag=flag, ask=ask, flag_name=flag_name)
 
 
 MAX_PIPED_TASK_BYTES = 100_000
@@ -365,7 +410,8 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
     from swecli.memory.init import prepare_init_request, prepare_init_result
 
     try:
-        settings = _settings(root, flags)
+        trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
+        settings = _settings(root, flags, trusted)
         provider = make_provider(settings)
         sys.stderr.write("Scanning the project and asking the model to write OPENCLI.md ...\n")
         try:
@@ -497,7 +543,8 @@ def list_mcp(root: Path) -> int:
     from swecli.session.store import ensure_state_dir
 
     try:
-        settings = load_settings(root, resolve_provider=False)
+        trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
+        settings = load_settings(root, resolve_provider=False, trust_project=trusted)
     except ConfigError as exc:
         return _error(str(exc))
     if settings.mcp.servers:
@@ -527,7 +574,7 @@ def _settings_for_budget(root: Path, settings: Settings) -> Settings:
     from swecli.config import ConfigError
 
     try:
-        return _settings(root, {})
+        return _settings(root, {}, settings.project_trusted)
     except ConfigError:
         return settings
 
@@ -544,11 +591,14 @@ class ServerFlags:
 
 
 def add_mcp(root: Path, name: str, flags: ServerFlags, scope: str = "local") -> int:
+    import os
+
     from pydantic import ValidationError
 
     from swecli.config import McpServerConfig, load_settings
     from swecli.mcp.configfile import add_server
     from swecli.mcp.variables import literal_secrets
+    from swecli.ui.trust import keep_trust
 
     command = flags.command
     if bool(command) == bool(flags.url):
@@ -558,7 +608,8 @@ def add_mcp(root: Path, name: str, flags: ServerFlags, scope: str = "local") -> 
         server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=flags.url or "",
                                  env=_pairs(flags.env, "--env"), headers=_pairs(flags.headers, "--header"),
                                  always_load=flags.always_load)
-        target = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False), chosen)
+        target, trusted = keep_trust(root, dict(os.environ), lambda: add_server(
+            root, name, server, lambda: load_settings(root, resolve_provider=False), chosen))
     except ValidationError as exc:
         return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
     except SwecliError as exc:
@@ -571,16 +622,22 @@ def add_mcp(root: Path, name: str, flags: ServerFlags, scope: str = "local") -> 
                          "committed). Write a reference instead (e.g. -H 'Authorization=Bearer ${GITHUB_TOKEN}', in "
                          f"single quotes) and set the variable, or keep it private: swecli mcp remove {name} "
                          "--scope project, then add it again with --scope local.\n")
+    if chosen == "project" and not trusted:
+        print("This project is not trusted, so its MCP servers start only once you trust it: swecli trust")
     return 0
 
 
 def remove_mcp(root: Path, name: str, scope: str | None = None) -> int:
+    import os
+
     from swecli.config import load_settings
     from swecli.mcp.configfile import remove_server
+    from swecli.ui.trust import keep_trust
 
     try:
-        target = remove_server(root, name, lambda: load_settings(root, resolve_provider=False),
-                               _scope(scope) if scope is not None else None)
+        target, _ = keep_trust(root, dict(os.environ), lambda: remove_server(
+            root, name, lambda: load_settings(root, resolve_provider=False),
+            _scope(scope) if scope is not None else None))
     except SwecliError as exc:
         return _error(str(exc))
     print(f"Removed MCP server {name} from {target} ({target.scope} scope).")
@@ -594,6 +651,56 @@ def _scope(value: str) -> Scope:
         if value == scope:
             return scope
     raise McpConfigError(f"--scope takes local, project or user, not {value!r}.")
+
+
+def manage_trust(root: Path, *, revoke: bool, list_all: bool) -> int:
+    """`swecli trust`: trust the project as it is now (`--revoke`: forget; `--list`: every decision)."""
+    import os
+
+    from swecli.config import trust_store_path
+    from swecli.trust import TrustStore
+
+    env = dict(os.environ)
+    store = TrustStore(trust_store_path(env))
+    try:
+        if list_all:
+            return _list_trust(store)
+        if revoke:
+            forgotten = store.forget(root)
+            print(f"Forgot your trust decision for {root}: its settings that need trust are ignored again, and "
+                  "asked about at the next start." if forgotten else f"You had not decided about {root}.")
+            return 0
+        return _trust_now(root, env, store)
+    except (SwecliError, OSError) as exc:
+        return _error(str(exc))
+
+
+def _trust_now(root: Path, env: dict[str, str], store: TrustStore) -> int:
+    from swecli.ui.trust import printable, review_project
+
+    review = review_project(root, env)
+    if not review.needs_trust:
+        print(f"Nothing in {root} needs trust: its configuration sets only what applies without it "
+              "(docs/security/trust.md).")
+        return 0
+    print(f"Trusting {printable(str(root))} with:")
+    for line in review.lines():
+        print(f"  {line}")
+    store.record(root, review.fingerprint, True, review.names())
+    print("These apply from the next start; a change to them asks again. Undo with: swecli trust --revoke")
+    return 0
+
+
+def _list_trust(store: TrustStore) -> int:
+    import time
+
+    decisions = store.decisions()
+    if not decisions:
+        print(f"No trust decisions yet ({store.path}).")
+    for d in decisions:
+        day = time.strftime("%Y-%m-%d", time.localtime(d.at))
+        print(f"{'trusted ' if d.trusted else 'declined'}  {d.root}  {day}  {', '.join(d.names)}")
+    return 0
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:

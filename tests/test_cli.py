@@ -96,7 +96,7 @@ def test_config_errors_suggest_the_closest_name_and_say_who_chose_what(project: 
     ]
     for text, message in cases:
         config.write_text(text)
-        out = swecli("-p", "hi", cwd=project, env={"OPENAI_API_KEY": ""})
+        out = swecli("-p", "hi", "--trust-project", cwd=project, env={"OPENAI_API_KEY": ""})
         assert out.returncode == 2 and message in out.stderr, (text, out.stderr)
         assert "ContextConfig" not in out.stderr and "Traceback" not in out.stderr
 

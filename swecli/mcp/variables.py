@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
 from swecli.config import McpServerConfig
+from swecli.errors import SwecliError
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SECRET_WORDS = re.compile(r"token|secret|passw|api[-_]?key|apikey|auth|credential|cookie|private[-_]?key",
@@ -30,7 +31,7 @@ MIN_SECRET_CHARS = 8
 """A value shorter than this (`1`, `true`, `json`) is a setting, not a secret."""
 
 
-class MissingVariable(Exception):
+class MissingVariable(SwecliError):
     """A `${VAR}` with no value and no default; `str()` says which and where."""
 
 

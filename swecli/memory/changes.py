@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from swecli.errors import ControlFlow
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules, work_tree_top
 
 if TYPE_CHECKING:
@@ -72,8 +73,8 @@ def track_changes(root: Path) -> ChangeTracker | None:
     return InotifyTracker(root)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(ControlFlow):
+    """More directories than inotify may watch: the tracker falls back to scanning."""
 
 
 class InotifyTracker:

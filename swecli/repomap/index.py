@@ -34,6 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
 
+from swecli.errors import ControlFlow
 from swecli.repomap.discover import snapshot, start_listing, unchanged
 from swecli.repomap.languages import language_for
 from swecli.repomap.parse import Facts, parse_file, parse_paths
@@ -50,7 +51,7 @@ Progress = Callable[[int, int], None]
 """Called with (files parsed, files to parse) while a long parse runs."""
 
 
-class TooMuchToParse(Exception):
+class TooMuchToParse(ControlFlow):
     """More files changed than `load_index(max_parse=...)` allows this process to parse (a cold build)."""
 
     def __init__(self, count: int) -> None:

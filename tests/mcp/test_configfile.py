@@ -33,7 +33,7 @@ def test_add_writes_the_documented_shape_and_keeps_everything_else(project: Path
     assert text.startswith(ORIGINAL)
     assert text[len(ORIGINAL):] == ('\n[mcp.servers.time]\ncommand = "mcp-server-time"\n'
                                     'args = ["--local-timezone", "UTC"]\nenv = {TZ = "UTC"}\n')
-    settings = load_settings(project, env=dict(os.environ), resolve_provider=False)
+    settings = load_settings(project, env=dict(os.environ), resolve_provider=False, trust_project=True)
     assert settings.mcp.servers["time"] == server and settings.context.threshold == 0.7
     remove_server(project, "time", validate(project))  # type: ignore[arg-type]
     assert path.read_text().rstrip("\n") == ORIGINAL.rstrip("\n")
@@ -43,7 +43,8 @@ def test_add_to_a_project_without_config_and_http_servers(project: Path) -> None
     server = McpServerConfig(url="https://mcp.example.com/mcp", headers={"Authorization": "Bearer t"},
                              always_load=True)
     add_server(project, "docs", server, validate(project), "project")  # type: ignore[arg-type]
-    assert load_settings(project, env=dict(os.environ), resolve_provider=False).mcp.servers["docs"] == server
+    settings = load_settings(project, env=dict(os.environ), resolve_provider=False, trust_project=True)
+    assert settings.mcp.servers["docs"] == server
 
 
 def test_the_local_scope_is_private_to_the_user_and_keyed_by_the_project(project: Path, tmp_path: Path) -> None:

@@ -55,6 +55,9 @@ def test_mcp_lists_servers_runs_tools_with_approval_and_disables_for_the_session
     with ScriptedLLM(steps, info=ServerInfo(kind="llamacpp", window=64_000)) as llm:
         term = spawn_swecli(llm.base_url, project, home)
         try:
+            term.expect("mcp.servers.kit")  # project servers start only once the user trusts the project
+            term.expect("Trust this project")
+            term.send("y")
             term.prompt()  # the prompt does not wait for the servers
             _wait_ready(term)
             term.expect("project scope")  # where the server is configured
