@@ -202,7 +202,9 @@ def test_a_printed_key_is_masked_in_saved_outputs_and_every_record_is_private(sh
     hooks.mkdir()
     (hooks / "pre.sh").write_text("#!/bin/sh\n")
     (hooks / "pre.sh").chmod(0o755)
-    command = 'for i in $(seq 40000); do echo "row $i key=$MY_SERVICE_API_KEY end"; done'
+    # Commands no longer see the key in their environment (sandbox.inherit_env), so it comes from a file.
+    (project / "service.txt").write_text(SECRET + "\n")
+    command = 'key=$(cat service.txt); for i in $(seq 40000); do echo "row $i key=$key end"; done'
     steps = [Reply(calls=[Call("bash", {"command": command})]), Reply("Printed it.")]
     prefix, home = [], {}
     if user == "nobody":  # a home of its own: the test's is private to root

@@ -201,6 +201,7 @@ def _search_stream(fh: BinaryIO, shown: str, matcher: _PyMatcher, matches: Match
     while not matches.full and (piece := fh.read(min(CHUNK_BYTES, MAX_FILE_BYTES - fh.tell()))):
         if first:
             first = False
+            piece += fh.read(max(0, min(4, MAX_FILE_BYTES) - len(piece)))  # a whole byte-order mark (UTF-32's is 4)
             marked = byte_order_mark(piece)
             if marked is not None and marked[1] != "utf-8":  # UTF-16/32: NULs are text, lines are not b"\n"
                 _match_lines(_wide_text(piece + fh.read(MAX_FILE_BYTES - fh.tell())), lines, shown, matcher, matches)
