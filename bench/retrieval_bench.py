@@ -32,10 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.swebench_checkouts import instances
-from swecli.context.retrieval import retrieve
 from swecli.context.tokens import Tokenizer
 from swecli.repomap.lexical import lexical_background, terms
 from swecli.repomap.repomap import background
+from swecli.retrieval.retrieval import retrieve
 
 BASELINE_EXCERPT_TOKENS = 600
 

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
+from swecli.errors import ControlFlow
 from swecli.events import (
     Event,
     HistoryReplaced,
@@ -44,7 +45,6 @@ from swecli.llm.base import (
     TextDelta,
     Waiting,
 )
-from swecli.llm.thinking import Thinking
 from swecli.messages import (
     Message,
     ToolCall,
@@ -53,6 +53,7 @@ from swecli.messages import (
     UserMessage,
     close_dangling_tool_calls,
 )
+from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
 from swecli.replies import cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
@@ -60,13 +61,13 @@ from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 INTERRUPTED = "interrupted by user"
 
 
-class Finished(Exception):
+class Finished(ControlFlow):
     def __init__(self, answer: str, stop_reason: str = "done") -> None:
         self.answer = answer
         self.stop_reason = stop_reason
 
 
-class Interrupted(Exception):
+class Interrupted(ControlFlow):
     pass
 
 

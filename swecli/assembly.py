@@ -5,13 +5,16 @@
     session.close()
 
 `build_agent` wires one `Agent` (provider, tools, context engine, policy); `open_session` adds the
-transcript, log and notes, resume, and the playbook around it.
+transcript and log, resume, and the session's subsystems around it. A subsystem (the session notes, the
+playbook, the repository map, skills, sub-agents, MCP servers) registers itself: the tools it adds, its
+section of the memory block, what it hooks into once the session exists, before and after each task, and
+what it stops at the end. A new one is a `Subsystem` and an entry in `SUBSYSTEMS`, not a block here.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -24,20 +27,25 @@ from swecli.context.meter import counter_for
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
-from swecli.llm.thinking import Thinking
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
 from swecli.messages import ImagePart, SystemBlock, UserMessage
+from swecli.models.thinking import Thinking
 from swecli.permissions import Approver, Policy
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
+from swecli.tools.environment import CommandEnvironment
 
 if TYPE_CHECKING:
+    from swecli.context.compaction import Pin
     from swecli.delegation.definitions import AgentDefinition
     from swecli.delegation.runner import Spawn
     from swecli.llm.retry import RetryNotice
     from swecli.mcp.catalog import McpCatalog
     from swecli.session.recorder import SessionRecorder
-    from swecli.skills.catalog import SkillCatalog
+    from swecli.session.store import LoadedSession
+    from swecli.skills.catalog import Skill, SkillCatalog
+
+CountTokens = Callable[[str], int]
 
 
 def system_prompt() -> str:
@@ -50,28 +58,16 @@ def system_blocks(root: Path) -> tuple[SystemBlock, ...]:
     return (SystemBlock(text=system_prompt() + f"\nThe project root is {root}.", cache=True),)
 
 
-def memory_blocks(root: Path, settings: Settings, count: Callable[[str], int],
-                  playbook: Playbook | None = None, skills: SkillCatalog | None = None,
-                  session_id: str = "") -> tuple[SystemBlock, ...]:
-    """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md), the
-    session notes (this session's when resumed, else the previous session's, labelled as such), the
-    learned playbook and the skills catalog (names and descriptions only). One block, one cache
-    breakpoint; it changes only when a session starts (or /init writes OPENCLI.md)."""
-    from swecli.memory.notes import notes_prompt
+def memory_blocks(root: Path, settings: Settings, count: CountTokens,
+                  parts: Sequence[Subsystem] = ()) -> tuple[SystemBlock, ...]:
+    """Session-stable memory, loaded once at session start: OPENCLI.md (AGENTS.md, CLAUDE.md), then each
+    subsystem's section (the session notes, the learned playbook, the repository map, the skills catalog).
+    One block, one cache breakpoint; it changes only when a session starts (or /init writes OPENCLI.md)."""
     from swecli.memory.opencli import load_memory_prompt
 
-    parts = [load_memory_prompt(root, settings.memory.memory_budget_tokens, count)]
-    if settings.memory.session_notes and session_id:
-        parts.append(notes_prompt(root, session_id, settings.memory.notes_budget_tokens, count))
-    if playbook is not None:
-        parts.append(playbook.as_context(settings.memory.playbook_budget_tokens, count))
-    if settings.context.repo_map_tokens:
-        parts.append(repo_map_prompt(root, settings.context.repo_map_tokens, count))
-    if skills:
-        from swecli.skills.catalog import catalog_prompt
-
-        parts.append(catalog_prompt(skills, settings.skills.catalog_tokens, count))
-    text = "\n\n".join(p for p in parts if p.strip())
+    parts_text = [load_memory_prompt(root, settings.memory.memory_budget_tokens, count),
+                  *(part.memory(count) for part in parts)]
+    text = "\n\n".join(p for p in parts_text if p.strip())
     return (SystemBlock(text=text, cache=True),) if text else ()
 
 
@@ -99,104 +95,365 @@ class EventBus:
 
 
 def build_tools(extra: list[Tool[Any]] | None = None) -> ToolRegistry:
-    from swecli.repomap.tool import REPO_MAP
     from swecli.tools.builtin import default_tools
 
-    return ToolRegistry([*default_tools(), REPO_MAP, *(extra or [])])
+    return ToolRegistry([*default_tools(), *(extra or [])])
 
 
 ProviderFor = Callable[[str], Provider]
 """model name -> a new provider instance for it (a sub-agent's own client)."""
 
 
-def build_agent(
-    settings: Settings,
-    root: Path,
-    provider: Provider,
-    *,
-    approver: Approver | None = None,
-    bus: EventBus | None = None,
-    extra_tools: list[Tool[Any]] | None = None,
-    playbook: Playbook | None = None,
-    skills: SkillCatalog | None = None,
-    provider_for: ProviderFor | None = None,
-    transcript_for: Callable[[str], str] | None = None,
-    session_id: str = "",
-) -> Agent:
-    """One agent with its tools, context engine and policy.
+# --- subsystems ------------------------------------------------------------------------------------
 
-    `skills`: the session's skill catalog (`swecli.skills.catalog.discover`); with skills, the agent
-    gets the `skill` tool, the catalog in its memory block, and compaction keeps loaded skills.
-    With `subagents.enabled` it also gets the `task` tool; each sub-agent gets its own provider from
-    `provider_for` (default: `make_provider` for these settings and the model asked for), and
-    `transcript_for(call_id)` names where the recorder writes a sub-agent's transcript.
-    """
-    bus = bus or EventBus()
-    todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
-    extra = [todo_tool(todo), *(extra_tools or [])]
-    if skills:
+@dataclass
+class Build:
+    """What a subsystem may use while the agent is put together (`Subsystem.tools`)."""
+
+    settings: Settings
+    root: Path
+    bus: EventBus
+    tool_ctx: ToolContext
+    policy: Policy
+    tools: list[Tool[Any]]
+    """The tools registered so far, the built-in ones included (sub-agents choose theirs from these)."""
+    agent: list[Agent] = field(default_factory=list)
+    """The agent, once built (sub-agents follow its current model and thinking)."""
+
+
+class Subsystem:
+    """One feature's part in a session. Each method is a moment of the session's life; the defaults do
+    nothing, and a subsystem overrides the moments it takes part in."""
+
+    def tools(self, build: Build) -> list[Tool[Any]]:
+        """Tools it adds to the agent (asked in `SUBSYSTEMS` order, before the agent exists)."""
+        return []
+
+    def memory(self, count: CountTokens) -> str:
+        """Its section of the session's memory block ("" for none)."""
+        return ""
+
+    def compaction_pin(self) -> Pin | None:
+        """What compaction must keep verbatim for it besides the prompts (asked before the agent exists)."""
+        return None
+
+    def attach(self, session: AgentSession) -> None:
+        """The session exists: hook into it (a writer on the recorder, a tool source)."""
+
+    def before_task(self, session: AgentSession) -> None:
+        """A task is about to run."""
+
+    def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
+        """A task ended (the loop's turn is over)."""
+
+    def announce(self, session: AgentSession) -> None:
+        """Say what happened since the last call (between tasks, and while the prompt is idle)."""
+
+    def close(self) -> None:
+        """The session ends: stop what it started (before the transcript and the provider close)."""
+
+
+@dataclass
+class Opening:
+    """What a subsystem may use to decide whether it takes part, and to set itself up."""
+
+    root: Path
+    settings: Settings
+    bus: EventBus
+    recorder: SessionRecorder | None = None
+    """None for a bare agent (`build_agent` without a session: benchmarks, tests)."""
+
+    def warn(self, text: str) -> None:
+        self.bus(Notice("warning", text))
+
+
+@dataclass
+class SessionNotes(Subsystem):
+    """The session notes: a writer fed the loop's events, the `notes` tool, and the notes in the memory block."""
+
+    root: Path
+    settings: Settings
+    recorder: SessionRecorder
+
+    @classmethod
+    def open(cls, opening: Opening) -> SessionNotes | None:
+        if not opening.settings.memory.session_notes or opening.recorder is None:
+            return None
+        return cls(opening.root, opening.settings, opening.recorder)
+
+    def tools(self, build: Build) -> list[Tool[Any]]:
+        from swecli.memory.notes import notes_tool
+
+        return [notes_tool(self.recorder.session_id, redactor=self.recorder.redactor)]
+
+    def memory(self, count: CountTokens) -> str:
+        from swecli.memory.notes import notes_prompt
+
+        return notes_prompt(self.root, self.recorder.session_id, self.settings.memory.notes_budget_tokens, count)
+
+    def attach(self, session: AgentSession) -> None:
+        from swecli.memory.notes import NotesUpdater
+
+        recorder = self.recorder
+        updater = NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed, redactor=recorder.redactor)
+        recorder.attach("notes", updater.handle, close=updater.close)
+
+
+@dataclass
+class LearnedPlaybook(Subsystem):
+    """The project's learned playbook: in the memory block, and updated by reflection after a completed task."""
+
+    playbook: Playbook
+    settings: Settings
+    reflector: Reflector | None = None
+
+    @classmethod
+    def open(cls, opening: Opening) -> LearnedPlaybook | None:
+        if not opening.settings.context.playbook:
+            return None
+        return cls(Playbook.for_project(opening.root), opening.settings)
+
+    def memory(self, count: CountTokens) -> str:
+        return self.playbook.as_context(self.settings.memory.playbook_budget_tokens, count)
+
+    def attach(self, session: AgentSession) -> None:
+        for problem in self.playbook.warnings:
+            session.bus(Notice("warning", problem))
+        self.reflector = Reflector(self.playbook, session.provider, use_llm=self.settings.memory.reflect_with_llm)
+        session.playbook = self.playbook
+
+    def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
+        if turn.stop_reason != "done" or self.reflector is None:
+            return
+        reflection = self.reflector.reflect(session.agent.history, turn.answer, session.agent.cancel)
+        if reflection.changes:
+            # Bookkeeping, not news: the log and /playbook have it, the turn's output does not.
+            session.recorder.record("reflection", summary=reflection.summary())
+            session.playbook_changes += [f"{c.action}: {c.bullet.content}" for c in reflection.changes]
+        for warning in reflection.warnings:
+            session.bus(Notice("warning", warning))
+
+
+@dataclass
+class RepositoryMap(Subsystem):
+    """The repository map: warmed up while the person types, the `repo_map` tool, and (with
+    `context.repo_map_tokens`) the ranked map in the memory block."""
+
+    root: Path
+    settings: Settings
+
+    @classmethod
+    def open(cls, opening: Opening) -> RepositoryMap:
+        config = opening.settings.context
+        if opening.recorder is not None and (config.just_in_time or config.repo_map_tokens):
+            from swecli.repomap.repomap import background
+
+            background(opening.root)  # warm the repository map while the person types
+        if opening.recorder is not None and config.just_in_time:
+            from swecli.repomap.lexical import lexical_background
+
+            lexical_background(opening.root)  # and its BM25 index, which retrieval reads next
+        return cls(opening.root, opening.settings)
+
+    def tools(self, build: Build) -> list[Tool[Any]]:
+        from swecli.repomap.tool import REPO_MAP
+
+        return [REPO_MAP]
+
+    def memory(self, count: CountTokens) -> str:
+        budget = self.settings.context.repo_map_tokens
+        return repo_map_prompt(self.root, budget, count) if budget else ""
+
+
+@dataclass
+class Skills(Subsystem):
+    """Skills: the `skill` tool, the catalog in the memory block, loaded skills kept through compaction, and
+    user-level skill folders readable by read_file (with no skill found, only `/skills` says so)."""
+
+    catalog: SkillCatalog
+    settings: Settings
+
+    @classmethod
+    def open(cls, opening: Opening) -> Skills | None:
+        catalog = discover_skills(opening.root, opening.settings, opening.warn)
+        return cls(catalog, opening.settings) if catalog is not None else None
+
+    def tools(self, build: Build) -> list[Tool[Any]]:
+        if not self.catalog:
+            return []
         from swecli.skills.loading import skill_tool
 
-        extra.append(skill_tool(skills))
-    tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
-                           max_output_chars=settings.tools.max_output_chars,
-                           images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge)
-    policy = build_policy(settings, root, approver, bus)
-    holder: list[Agent] = []  # the agent, once built: sub-agents follow its current model
-    if settings.subagents.enabled:
-        base = build_tools(extra)
-        extra.append(_task_tool(settings, root, base, tool_ctx, policy, bus, holder, provider_for, transcript_for))
-    tools = build_tools(extra)
-    pin = None
-    if skills:
+        build.tool_ctx.read_roots = tuple(s.directory for s in self.catalog.skills if s.scope == "user")
+        return [skill_tool(self.catalog)]
+
+    def memory(self, count: CountTokens) -> str:
+        if not self.catalog:
+            return ""
+        from swecli.skills.catalog import catalog_prompt
+
+        return catalog_prompt(self.catalog, self.settings.skills.catalog_tokens, count)
+
+    def compaction_pin(self) -> Pin | None:
+        if not self.catalog:
+            return None
         from swecli.skills.loading import pin_skills
 
-        pin = pin_skills
-        tool_ctx.read_roots = tuple(s.directory for s in skills.skills if s.scope == "user")
+        return pin_skills  # loaded skills are kept through compaction
+
+    def attach(self, session: AgentSession) -> None:
+        session.skills = self.catalog
+
+
+@dataclass
+class Subagents(Subsystem):
+    """Sub-agents: the `task` tool (`subagents.enabled`). Each sub-agent gets its own provider from
+    `provider_for` (default: `make_provider` for these settings and the model asked for), and
+    `transcript_for(call_id)` names where the recorder writes its transcript."""
+
+    provider_for: ProviderFor | None = None
+    transcript_for: Callable[[str], str] | None = None
+
+    @classmethod
+    def open(cls, opening: Opening) -> Subagents | None:
+        if not opening.settings.subagents.enabled:
+            return None
+        recorder, root = opening.recorder, opening.root
+        if recorder is None:
+            return cls()
+        return cls(transcript_for=lambda call_id: _relative(recorder.child_transcript(call_id), root))
+
+    def tools(self, build: Build) -> list[Tool[Any]]:
+        from swecli.delegation.definitions import load_agents
+        from swecli.delegation.runner import Delegator
+        from swecli.delegation.task import task_tool
+
+        settings, holder = build.settings, build.agent
+        agents = load_agents(build.root, trusted=settings.project_trusted)
+        for warning in agents.warnings:
+            build.bus(Notice("warning", warning))
+
+        def count(text: str) -> int:
+            return holder[0].context.counter.text(text) if holder else len(text) // 4
+
+        spawn = child_spawner(build, build_tools(build.tools), self.provider_for or _provider_for(settings))
+        delegator = Delegator(agents, spawn, build.tool_ctx.cancel, build.bus, settings.subagents, count,
+                              self.transcript_for or (lambda call_id: ""))
+        return [task_tool(delegator)]
+
+
+@dataclass
+class McpServers(Subsystem):
+    """MCP servers (`mcp.servers`): started in the background when the session opens (never waited for);
+    their tools reach the loop through the registry's source, loaded or deferred within `mcp.schema_budget`.
+    A task waits a short grace for servers still starting; their failures are announced between tasks."""
+
+    settings: Settings
+    root: Path
+    catalog: McpCatalog | None = None
+
+    @classmethod
+    def open(cls, opening: Opening) -> McpServers | None:
+        return cls(opening.settings, opening.root) if opening.settings.mcp.servers else None
+
+    def attach(self, session: AgentSession) -> None:
+        from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, serialize_tool
+        from swecli.mcp.catalog import McpCatalog
+        from swecli.mcp.manager import McpManager
+
+        cfg, context = self.settings.mcp, session.agent.context
+        manager = McpManager(cfg.servers, self.root, cfg.startup_timeout, cfg.tool_timeout).start()
+        self.catalog = McpCatalog(manager, budget=lambda: cfg.budget_tokens(context.window),
+                                  count=lambda schema: TOOL_SCHEMA_OVERHEAD + context.counter.text(
+                                      serialize_tool(schema)))
+        session.agent.tools.source = self.catalog
+        session.mcp = self.catalog
+
+    def before_task(self, session: AgentSession) -> None:
+        """Servers still starting when a task begins get a short grace in the REPL (`START_GRACE`; later
+        ones join between requests), and in -p (`session.mcp_wait` set) until they are ready or have failed,
+        up to `mcp.startup_timeout`, as Claude Code waits `MCP_TIMEOUT`. Esc or Ctrl-C skips the wait. Each
+        server still not ready is named in a warning."""
+        if self.catalog is not None and (starting := self.catalog.manager.starting()):
+            from swecli.mcp.manager import START_GRACE
+
+            wait = START_GRACE if session.mcp_wait is None else session.mcp_wait
+            setting = " (mcp.startup_timeout)" if session.mcp_wait is not None else ""
+            session.bus(Notice("info", f"waiting up to {wait:g}s{setting} for MCP server(s) {', '.join(starting)}"))
+            # -p: a bit past the timeout, by when a server that hangs has been marked failed with its reason
+            self.catalog.manager.wait_started(wait + (MCP_SETTLE if setting else 0.0), session.agent.cancel)
+            self.announce(session)  # those that failed meanwhile say why
+            late = self.catalog.manager.starting()
+            if late:
+                joining = "" if setting else " (they join when ready)"
+                session.bus(Notice("warning", f"MCP server(s) {', '.join(late)} not ready after {wait:g}s: this "
+                                              f"task starts without their tools{joining}."))
+        self.announce(session)
+
+    def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
+        self.announce(session)
+
+    def announce(self, session: AgentSession) -> None:
+        """MCP servers that failed or hung since the last call (once each)."""
+        if self.catalog is not None:
+            for level, text in self.catalog.manager.take_notices():
+                session.bus(Notice(level, text))
+
+    def close(self) -> None:
+        if self.catalog is not None:
+            self.catalog.manager.close()  # no server process outlives the session
+
+
+SUBSYSTEMS: tuple[Callable[[Opening], Subsystem | None], ...] = (
+    SessionNotes.open, LearnedPlaybook.open, RepositoryMap.open, Skills.open, Subagents.open, McpServers.open,
+)
+"""Every subsystem, in the order of their memory sections (and tools). Each decides from the settings
+whether it takes part."""
+
+
+def open_subsystems(opening: Opening) -> list[Subsystem]:
+    return [part for open_part in SUBSYSTEMS if (part := open_part(opening)) is not None]
+
+
+def build_agent(settings: Settings, root: Path, provider: Provider, *, approver: Approver | None = None,
+                bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None,
+                summary_provider: Callable[[], Provider] | None = None) -> Agent:
+    """One agent with its tools, context engine and policy. `parts`: the session's subsystems (default:
+    those a session without a transcript has: the repository map, and sub-agents when enabled).
+    `summary_provider` makes the background summary's own provider (default: one for the agent's model)."""
+    bus = bus or EventBus()
+    parts = open_subsystems(Opening(root, settings, bus)) if parts is None else parts
+    todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
+    tool_ctx = ToolContext(root=root, bash_timeout=settings.tools.bash_timeout,
+                           max_output_chars=settings.tools.max_output_chars,
+                           images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge,
+                           environment=CommandEnvironment.from_settings(settings.sandbox.inherit_env,
+                                                                        settings.sandbox.pass_env))
+    build = Build(settings, root, bus, tool_ctx, build_policy(settings, root, approver, bus), [todo_tool(todo)])
+    for part in parts:
+        build.tools += part.tools(build)
+    tools = build_tools(build.tools)
     counter = counter_for(settings.model)
-    memory = memory_blocks(root, settings, counter.text, playbook, skills, session_id)
-    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
-    # thread), for the model the agent uses at the time (/model changes it). Esc also stops it.
-    make = provider_for or _provider_for(settings)
-    wiring = Wiring(on_event=bus, cancel=tool_ctx.cancel, pin=pin, todo=todo, counter=counter,
-                    summary_provider=lambda: make(holder[0].provider.model if holder else settings.model))
+    memory = memory_blocks(root, settings, counter.text, parts)
+    if summary_provider is None:  # a bare agent: a provider for the model the agent uses at the time
+        make = _provider_for(settings)
+        summary_provider = lambda: make(build.agent[0].provider.model if build.agent else settings.model)  # noqa: E731
+    pin = next((p for part in parts if (p := part.compaction_pin()) is not None), None)
+    wiring = Wiring(on_event=bus, cancel=tool_ctx.cancel, summary_provider=summary_provider, pin=pin, todo=todo,
+                    counter=counter)  # Esc also stops a summary request
     context = ContextManager.from_settings(settings, Prompt(system_blocks(root), tools.schemas(), memory), root=root,
                                            wiring=wiring)
-    agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=policy, on_event=bus,
-                  max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel,
+    agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=build.policy,
+                  on_event=bus, max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel,
                   thinking=Thinking.parse(settings.thinking))
-    holder.append(agent)
+    build.agent.append(agent)
     return agent
 
 
 # --- sub-agents ------------------------------------------------------------------------------------
 
-CHILD_EXCLUDED = frozenset({"task", "skill", "todo", "notes"})
-"""Never given to a sub-agent: no recursion, and no writing to the parent's todo list or notes."""
-TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
-                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
-"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
-
-
-def _task_tool(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: ToolContext, policy: Policy,
-               bus: EventBus, holder: list[Agent], provider_for: ProviderFor | None,
-               transcript_for: Callable[[str], str] | None) -> Tool[Any]:
-    from swecli.delegation.definitions import load_agents
-    from swecli.delegation.runner import Delegator
-    from swecli.delegation.task import task_tool
-
-    agents = load_agents(root)
-    for warning in agents.warnings:
-        bus(Notice("warning", warning))
-
-    def count(text: str) -> int:
-        return holder[0].context.counter.text(text) if holder else len(text) // 4
-
-    spawn = child_spawner(settings, root, base, tool_ctx, policy, holder, provider_for or _provider_for(settings))
-    delegator = Delegator(agents, spawn, tool_ctx.cancel, bus, settings.subagents, count,
-                          transcript_for or (lambda call_id: ""))
-    return task_tool(delegator)
-
+CHILD_EXCLUDED = frozenset({"agent", "skill", "memory"})
+"""Kinds of tool never given to a sub-agent: no recursion (`task`), no skills, and no writing to the parent's
+todo list or notes."""
 
 def _provider_for(settings: Settings) -> ProviderFor:
     def make(model: str) -> Provider:
@@ -209,19 +466,21 @@ def _provider_for(settings: Settings) -> ProviderFor:
 
 def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
     """(the sub-agent's tools, names in its definition that are not tools here)."""
+    from swecli.delegation.definitions import TOOL_ALIASES
+
+    allowed = {n: t for n in base.names() if (t := base.get(n)) is not None and t.facts.kind not in CHILD_EXCLUDED}
     if agent.tools is None:
-        chosen = [t for n in base.names() if (t := base.get(n)) is not None and not t.mutating]
-        return ToolRegistry([t for t in chosen if t.name not in CHILD_EXCLUDED]), []
+        return ToolRegistry([t for t in allowed.values() if not t.mutating]), []
     wanted = [TOOL_ALIASES.get(name, name) for name in agent.tools]
-    unknown = [name for name in wanted if name not in base or name in CHILD_EXCLUDED]
-    return ToolRegistry([t for n in wanted if n not in unknown and (t := base.get(n)) is not None]), unknown
+    return ToolRegistry([allowed[n] for n in wanted if n in allowed]), [n for n in wanted if n not in allowed]
 
 
-def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: ToolContext, policy: Policy,
-                  holder: list[Agent], provider_for: ProviderFor) -> Spawn:
+def child_spawner(build: Build, base: ToolRegistry, provider_for: ProviderFor) -> Spawn:
     """Builds a sub-agent: the same loop, tools, policy (mode, approvals, guard) and tool context
     (root, sandbox) as the parent; a fresh context; its own provider, cancel token and step budget."""
     from swecli.memory.opencli import load_memory_prompt
+
+    settings, root, tool_ctx, policy, holder = build.settings, build.root, build.tool_ctx, build.policy, build.agent
 
     def spawn(agent: AgentDefinition, cancel: CancelToken, on_event: Callable[[Event], None]) -> Agent:
         tools, unknown = child_tools(base, agent)
@@ -250,29 +509,18 @@ def child_spawner(settings: Settings, root: Path, base: ToolRegistry, tool_ctx: 
 def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus) -> Policy:
     """The approval policy with the configured sandbox; says once (per session) why the sandbox
     cannot run here, and which writable paths do not exist."""
+    from swecli.tools.protected import broad_project_warning
     from swecli.tools.sandbox import from_settings
 
     sandbox, problem, warnings = from_settings(settings.sandbox, root)
-    for text in ([problem] if problem else []) + warnings:
+    broad = broad_project_warning(root.resolve())
+    for text in ([broad] if broad else []) + ([problem] if problem else []) + warnings:
         bus(Notice("warning", text))
-    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem)
+    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve())
 
 
-def start_mcp(settings: Settings, root: Path, agent: Agent) -> McpCatalog | None:
-    """Start the configured MCP servers in the background (never waiting for them); their tools reach
-    the loop through the registry's source, loaded or deferred within `mcp.schema_budget`."""
-    if not settings.mcp.servers:
-        return None
-    from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, serialize_tool
-    from swecli.mcp.catalog import McpCatalog
-    from swecli.mcp.manager import McpManager
-
-    cfg, context = settings.mcp, agent.context
-    manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout).start()
-    catalog = McpCatalog(manager, budget=lambda: cfg.budget_tokens(context.window),
-                         count=lambda schema: TOOL_SCHEMA_OVERHEAD + context.counter.text(serialize_tool(schema)))
-    agent.tools.source = catalog
-    return catalog
+MCP_SETTLE = 0.5
+"""Seconds -p waits past `mcp.startup_timeout`: a server that hangs is marked failed at that deadline."""
 
 
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
@@ -292,7 +540,7 @@ def explain_provider_error(settings: Settings, error: Exception) -> str:
     from urllib.parse import urlsplit
 
     from swecli.llm.base import AuthError, ContextOverflowError, RateLimitError
-    from swecli.llm.presets import PRESETS
+    from swecli.models.presets import PRESETS
 
     text = str(error)
     preset = PRESETS.get(settings.provider)
@@ -314,11 +562,14 @@ class AgentSession:
     agent: Agent
     bus: EventBus
     recorder: SessionRecorder
+    parts: Sequence[Subsystem] = ()
+    """Its subsystems (`SUBSYSTEMS`); those that take part set the fields below."""
 
     playbook: Playbook | None = None
-    reflector: Reflector | None = None
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
+    mcp_wait: float | None = None
+    """Seconds a task waits for MCP servers still starting (None: the REPL's short `START_GRACE`)."""
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 
@@ -326,32 +577,46 @@ class AgentSession:
     def session_id(self) -> str:
         return self.recorder.session_id
 
+    def restore(self, loaded: LoadedSession) -> None:
+        """Go on from a resumed session's history (its repeated failures too); its problems are warnings."""
+        self.agent.history = list(loaded.history)
+        self.agent.context.resume(self.agent.history)  # repeated failures survive a resume
+        for problem in loaded.problems:
+            self.bus(Notice("warning", problem))
+
     def reload_memory(self) -> None:
         """Load OPENCLI.md (and the rest of the memory block) again, e.g. after /init wrote it: the
         stable prefix changes once, on purpose."""
         context = self.agent.context
-        context.memory = memory_blocks(self.root, self.settings, context.counter.text, self.playbook, self.skills,
-                                       self.session_id)
+        context.memory = memory_blocks(self.root, self.settings, context.counter.text, self.parts)
         context.mark_rewrite("memory")
+
+    def rescan_skills(self) -> list[Skill]:
+        """Look for skills again (one added during the session: `/skills`, or a `/name` not known yet);
+        returns the new ones. The model hears of them in a note appended to the conversation (the
+        system prompt's list stays as it was: it is the cached prefix)."""
+        if self.skills is None:
+            return []
+        added = self.skills.refresh()
+        self.agent.tool_ctx.read_roots = tuple(s.directory for s in self.skills.skills if s.scope == "user")
+        if added and "skill" in self.agent.tools:
+            lines = "\n".join(f"- {s.name}: {s.description}" for s in added)
+            note = f"Skills installed during this session (load one with the `skill` tool if a task matches):\n{lines}"
+            self.agent.append(UserMessage(kind="context", content=note))
+        return added
 
     def run(self, prompt: str) -> TurnFinished:
         """One user task: its `@path` attachments and just-in-time context, the loop, then reflection.
 
         Images the prompt names (`@shot.png`, a pasted image path) are attached to the prompt itself;
         other `@path` files and what retrieval finds go in one context message before it."""
-        self._await_mcp()
+        for part in self.parts:
+            part.before_task(self)
         images = self._prompt_images(prompt)
         self._attach_named_context(prompt)
         turn = self.agent.run(UserMessage(content=prompt, images=images))
-        self.drain_notices()
-        if turn.stop_reason == "done" and self.reflector is not None:
-            reflection = self.reflector.reflect(self.agent.history, turn.answer, self.agent.cancel)
-            if reflection.changes:
-                # Bookkeeping, not news: the log and /playbook have it, the turn's output does not.
-                self.recorder.record("reflection", summary=reflection.summary())
-                self.playbook_changes += [f"{c.action}: {c.bullet.content}" for c in reflection.changes]
-            for warning in reflection.warnings:
-                self.bus(Notice("warning", warning))
+        for part in self.parts:
+            part.after_task(self, turn)
         return turn
 
     def _prompt_images(self, prompt: str) -> tuple[ImagePart, ...]:
@@ -384,7 +649,7 @@ class AgentSession:
 
     def _attach_named_context(self, prompt: str) -> None:
         """One attachment path for the REPL and `-p`: `@path` files whole, then what retrieval finds."""
-        from swecli.context.retrieval import retrieve
+        from swecli.retrieval.retrieval import retrieve
 
         config = self.settings.context
         found = retrieve(prompt, self.root, budget_tokens=config.just_in_time_tokens,
@@ -403,25 +668,14 @@ class AgentSession:
                                     or found.notes):
             self.bus(Notice("info", found.summary()))
 
-    def _await_mcp(self) -> None:
-        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
-        between requests."""
-        if self.mcp is not None and (starting := self.mcp.manager.starting()):
-            from swecli.mcp.manager import START_GRACE
-
-            self.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
-            self.mcp.manager.wait_started(START_GRACE, self.agent.cancel)
-        self.drain_notices()
-
     def drain_notices(self) -> None:
-        """Announce MCP servers that failed or hung since the last call (once each)."""
-        if self.mcp is not None:
-            for level, text in self.mcp.manager.take_notices():
-                self.bus(Notice(level, text))
+        """Announce what the subsystems saw happen since the last call (an MCP server that failed or hung)."""
+        for part in self.parts:
+            part.announce(self)
 
     def close(self) -> None:
-        if self.mcp is not None:
-            self.mcp.manager.close()  # first: no server process outlives the session
+        for part in self.parts:
+            part.close()  # first: no server process outlives the session
         self.agent.context.close()  # a background summary still running is dropped (and logged)
         self.recorder.close()
         self.provider.close()
@@ -437,52 +691,42 @@ def open_session(
     continue_latest: bool = False,
     first_prompt: str | None = None,
 ) -> AgentSession:
-    """A new or resumed session with its transcript, log and notes wired to the loop's events.
+    """A new or resumed session with its transcript, log and subsystems wired to the loop's events.
 
     Raises SessionError (a one-sentence message) when there is nothing to resume.
     """
     from swecli.llm.factory import make_provider
-    from swecli.memory.notes import NotesUpdater, notes_tool
-    from swecli.session.recorder import SessionRecorder
     from swecli.session.store import ensure_state_dir
 
     ensure_state_dir(root)
     bus = EventBus(list(listeners or []))
-    if settings.context.just_in_time or settings.context.repo_map_tokens:
-        from swecli.repomap.repomap import background
-
-        background(root)  # warm the repository map while the person types
-
-    def warn(text: str) -> None:
-        bus(Notice("warning", text))
-
-    if resume is not None or continue_latest:
-        recorder, loaded = SessionRecorder.resume(root, settings, resume or None, on_error=warn)
-    else:
-        recorder, loaded = SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=warn), None
-    if settings.memory.session_notes:
-        recorder.attach("notes", NotesUpdater(root, recorder.session_id, resumed=recorder.resumed,
-                                              redactor=recorder.redactor).handle)
+    opening = Opening(root, settings, bus)
+    recorder, loaded = open_recorder(opening, resume, continue_latest, first_prompt)
+    opening.recorder = recorder
+    parts = open_subsystems(opening)
     provider = make_provider(settings, on_retry=retry_notices(bus))
-    extra = [notes_tool(recorder.session_id, redactor=recorder.redactor)] if settings.memory.session_notes else []
-    playbook = Playbook.for_project(root) if settings.context.playbook else None
-    skills = discover_skills(root, settings, warn)
-    agent = build_agent(settings, root, provider, approver=approver, bus=bus, extra_tools=extra, playbook=playbook,
-                        skills=skills, session_id=recorder.session_id,
-                        transcript_for=lambda call_id: _relative(recorder.child_transcript(call_id), root))
+    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
+    # thread), for the model the session uses at the time (/model changes it).
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, parts=parts,
+                        summary_provider=lambda: make_provider(session.settings))
     bus.listeners.append(recorder.handle)
+    session = AgentSession(root, settings, provider, agent, bus, recorder, parts)
     if loaded is not None:
-        agent.history = list(loaded.history)
-        agent.context.resume(agent.history)  # repeated failures survive a resume
-        for problem in loaded.problems:
-            warn(problem)
-    catalog = start_mcp(settings, root, agent)
-    reflector = None
-    if playbook is not None:
-        for problem in playbook.warnings:
-            warn(problem)
-        reflector = Reflector(playbook, provider, use_llm=settings.memory.reflect_with_llm)
-    return AgentSession(root, settings, provider, agent, bus, recorder, playbook, reflector, skills, catalog)
+        session.restore(loaded)
+    for part in parts:
+        part.attach(session)
+    return session
+
+
+def open_recorder(opening: Opening, resume: str | None, continue_latest: bool,
+                  first_prompt: str | None) -> tuple[SessionRecorder, LoadedSession | None]:
+    """The session's transcript and log: a new session's, or the resumed one's with what it held."""
+    from swecli.session.recorder import SessionRecorder
+
+    root, settings = opening.root, opening.settings
+    if resume is not None or continue_latest:
+        return SessionRecorder.resume(root, settings, resume or None, on_error=opening.warn)
+    return SessionRecorder.start(root, settings, first_prompt=first_prompt, on_error=opening.warn), None
 
 
 def _relative(path: Path, root: Path) -> str:

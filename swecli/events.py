@@ -1,9 +1,14 @@
-"""Typed events the agent loop reports; any front end (REPL, headless, logs) renders them."""
+"""Typed events the agent loop reports; any front end (REPL, headless, logs) renders them.
+
+Each event names its own `kind`, a literal that is also its `type` in `swecli -p --output-format
+stream-json` (users script against those names: never rename one). Listeners dispatch with a `match`
+over `Event` that ends in `assert_never`, so mypy reports a listener that forgets a new event.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from swecli.llm.base import ReasoningDelta, TextDelta, Waiting
 from swecli.messages import Message, ToolCall, Usage
@@ -21,6 +26,7 @@ __all__ = [
     "ModelCallStarted",
     "Notice",
     "ReasoningDelta",
+    "SummarySpent",
     "TextDelta",
     "ToolFinished",
     "ToolOutput",
@@ -32,12 +38,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ModelCallStarted:
+    kind: Literal["model_call_started"] = field(default="model_call_started", init=False, repr=False)
     iteration: int
     context_tokens: int
 
 
 @dataclass(frozen=True)
 class ModelCallFinished:
+    kind: Literal["model_call_finished"] = field(default="model_call_finished", init=False, repr=False)
     usage: Usage
     """Provider-reported usage, or local counts when the server reports none (`usage.estimated`)."""
     duration: float
@@ -48,6 +56,7 @@ class ModelCallFinished:
 
 @dataclass(frozen=True)
 class ToolStarted:
+    kind: Literal["tool_started"] = field(default="tool_started", init=False, repr=False)
     call: ToolCall
     args: dict[str, Any]
 
@@ -56,12 +65,14 @@ class ToolStarted:
 class ToolOutput:
     """Output of a running tool as it arrives (bash), for a live view; the result carries all of it."""
 
+    kind: Literal["tool_output"] = field(default="tool_output", init=False, repr=False)
     call: ToolCall
     text: str
 
 
 @dataclass(frozen=True)
 class ToolFinished:
+    kind: Literal["tool_finished"] = field(default="tool_finished", init=False, repr=False)
     call: ToolCall
     result: ToolResult
     duration: float
@@ -70,6 +81,7 @@ class ToolFinished:
 
 @dataclass(frozen=True)
 class MessageAppended:
+    kind: Literal["message_appended"] = field(default="message_appended", init=False, repr=False)
     message: Message
 
 
@@ -77,12 +89,14 @@ class MessageAppended:
 class HistoryReplaced:
     """The history was rewritten on purpose (compaction, decay, /clear)."""
 
+    kind: Literal["history_replaced"] = field(default="history_replaced", init=False, repr=False)
     history: tuple[Message, ...]
     reason: str
 
 
 @dataclass(frozen=True)
 class CompactionDone:
+    kind: Literal["compaction_done"] = field(default="compaction_done", init=False, repr=False)
     trigger: str
     strategy: str
     tokens_before: int
@@ -108,6 +122,7 @@ class SummarySpent:
     """What a compaction's summary requests cost, applied or not (a summary that would not have shrunk the
     conversation, or that was dropped, was still billed): part of the session's spend, logged as `summary`."""
 
+    kind: Literal["summary_spent"] = field(default="summary_spent", init=False, repr=False)
     usage: Usage
     trigger: str
     """auto | manual | overflow | background."""
@@ -118,6 +133,7 @@ class BackgroundSummary:
     """A summary of the older history made while the loop works (see `swecli.context.background`):
     reported when it starts, and when it ends up used or not."""
 
+    kind: Literal["background_summary"] = field(default="background_summary", init=False, repr=False)
     phase: str
     """started | used | failed | cancelled | declined (by the PreCompact hook) | dropped (the history it
     summarized was rewritten meanwhile)."""
@@ -138,6 +154,7 @@ class BackgroundSummary:
 class ContextOverflow:
     """The provider rejected a request as too large for the model's window (logged as `context_overflow`)."""
 
+    kind: Literal["context_overflow"] = field(default="context_overflow", init=False, repr=False)
     planned_window: int
     """The window swecli planned with when it sent the request."""
     server_window: int | None
@@ -150,12 +167,14 @@ class ContextOverflow:
 
 @dataclass(frozen=True)
 class Notice:
+    kind: Literal["notice"] = field(default="notice", init=False, repr=False)
     level: str  # "info" | "warning" | "error"
     text: str
 
 
 @dataclass(frozen=True)
 class TurnFinished:
+    kind: Literal["turn_finished"] = field(default="turn_finished", init=False, repr=False)
     answer: str
     iterations: int
     usage: Usage
@@ -177,6 +196,7 @@ class ChildEvent:
     parent's `task` call that started it, so front ends fold its progress under that call and the
     recorder links its transcript to it."""
 
+    kind: Literal["child_event"] = field(default="child_event", init=False, repr=False)
     call_id: str
     agent: str
     event: Event

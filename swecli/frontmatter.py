@@ -1,11 +1,17 @@
-"""YAML front matter of a markdown file (skills' SKILL.md, sub-agents' NAME.md), read with PyYAML."""
+"""Markdown files with YAML front matter (skills' SKILL.md, sub-agents' NAME.md), read with PyYAML, and the
+one loader both catalogs use: files in precedence order, each bad one skipped with a warning, the first of
+a name kept."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from swecli.errors import SwecliError
 
 
-class FrontMatterError(Exception):
+class FrontMatterError(SwecliError):
     """The front matter is missing or unreadable; `str()` says why, as a clause ("it has no ...")."""
 
 
@@ -31,3 +37,49 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     if not isinstance(meta, dict):
         raise FrontMatterError("its front matter must be a mapping of keys to values")
     return meta, "".join(lines[end + 1:])
+
+
+def read_front_matter(path: Path) -> tuple[dict[str, Any], str]:
+    """(front matter, body) of a file; FrontMatterError when it cannot be read or has no valid front matter."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise FrontMatterError(f"cannot read it ({exc.strerror or exc})") from None
+    return split_front_matter(text)
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> Path | None: ...
+
+
+N = TypeVar("N", bound=Named)
+S = TypeVar("S")
+
+
+def load_named(files: Iterable[tuple[Path, S]], parse: Callable[[Path, S], N], what: str,
+               known: Iterable[N] = ()) -> tuple[list[N], list[str]]:
+    """Everything `parse` makes of `files` (each with where it was found), after the `known` ones: a file it
+    rejects (any SwecliError, whose sentence is the reason) or whose name is taken is skipped with one
+    warning; a file reached twice (a symlinked folder) counts once."""
+    items, warnings, seen = list(known), [], set()
+    for path, where in files:
+        real = path.resolve()
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            item = parse(path, where)
+        except SwecliError as exc:
+            warnings.append(f"{what} skipped: {path}: {exc}")
+            continue
+        first = next((i for i in items if i.name == item.name), None)
+        if first is not None:
+            warnings.append(f"{what} skipped: {path}: the name {item.name!r} is already taken by "
+                            f"{first.path or f'the built-in {what}'}")
+            continue
+        items.append(item)
+    return items, warnings

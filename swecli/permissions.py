@@ -9,6 +9,9 @@
   (no bwrap), commands that are not read-only ask too: never silently unsandboxed.
 - plan: write and edit are refused; bash runs in a read-only sandbox (no network), or, when there is
   no sandbox, only read-only commands run.
+- in every mode, a file tool's write to a protected path (`.git/`, `.swecli/`, `.envrc`, `.vscode/`,
+  the home's dotfiles when the project holds the home; `swecli/tools/protected.py`) asks first, with
+  no "always": it runs later outside any sandbox. Without anyone to ask (`-p`) it is refused.
 
 `sandbox` is None when the user turned the sandbox off (`sandbox.mode = "off"`); `sandbox_problem`
 is why it cannot run here (then commands are asked for as described above).
@@ -19,9 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from swecli.messages import ToolCall
+from swecli.tools.facts import facts_for
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
@@ -76,17 +81,33 @@ class Policy:
     """The configured sandbox (workspace-write or read-only); None when the user turned it off."""
     sandbox_problem: str = ""
     """Why the configured sandbox cannot run here ("" when it can)."""
+    root: Path | None = None
+    """The project root, to tell a write to a protected path (`.git/hooks`, `.envrc`, ...); None: not checked."""
 
     def check(self, call: ToolCall, args: dict[str, Any], mutating: bool, preview: str) -> Verdict:
         if not mutating:
             return Verdict(True)
-        if call.name == "bash":
+        if facts_for(call.name).is_shell:
             return self._check_bash(call, args, preview)
         if self.mode == "plan":
             return self._plan_refusal(call.name)
+        protected = self._protected(args)
+        if protected:  # asks in every mode, never "always": it runs later, outside any sandbox
+            return self._ask(ApprovalRequest(call, args, preview, danger=protected), "")
         if self.mode == "auto" or call.name in self.always_tools:
             return Verdict(True)
         return self._ask(ApprovalRequest(call, args, preview), "")
+
+    def _protected(self, args: dict[str, Any]) -> str:
+        """Why the file this call writes is protected, or ""."""
+        path = args.get("path")
+        if self.root is None or not isinstance(path, str) or not path or "\0" in path:
+            return ""
+        from swecli.tools.protected import protected_write
+
+        target = (self.root / Path(path).expanduser()).resolve()
+        reason = protected_write(self.root, target)
+        return f"writes {path}: {reason}" if reason else ""
 
     # -- bash ------------------------------------------------------------------------------------------
 
@@ -114,7 +135,7 @@ class Policy:
         box = self.confinement
         if self.mode == "plan":
             if danger or not (read_only or box is not None):
-                return self._plan_refusal("bash", danger)
+                return self._plan_refusal(call.name, danger, shell=True)
             return Verdict(True, sandbox=box)
         allowed = self._allowed(call, args, box, command)
         if read_only or (not danger and self.mode == "auto" and not self.unconfined_against_wishes):
@@ -137,8 +158,8 @@ class Policy:
         request = ApprovalRequest(call, args, command, f"{why}; run it again outside the sandbox?")
         return self.approver(request).verdict != "no"
 
-    def _plan_refusal(self, tool: str, danger: str = "") -> Verdict:
-        if tool != "bash":
+    def _plan_refusal(self, tool: str, danger: str = "", *, shell: bool = False) -> Verdict:
+        if not shell:
             why = f"{tool} is not available in plan mode (read-only)."
         elif danger:
             why = f"This command is not allowed in plan mode ({danger})."
@@ -155,9 +176,13 @@ class Policy:
             why = f" ({request.danger or request.note})" if request.danger or request.note else ""
             fix = ("The user can re-run with --mode auto to allow changes without approval." if not request.note
                    else "The user can install bubblewrap, or set sandbox.mode = \"off\", to allow it.")
+            if request.call.name != "bash" and request.danger:
+                fix = ("Protected paths need a person's approval in every mode, --mode auto included: the user can "
+                       "make this change themselves, or approve it in the REPL (swecli).")
+            auto_helps = not request.note and not (request.call.name != "bash" and request.danger)
             return Verdict(False, f"{request.call.name} needs the user's approval{why}, and no one is there to "
                                   f"approve it (non-interactive run). {fix}",
-                           "refused: needs approval" + (" (use --mode auto)" if not request.note else ""))
+                           "refused: needs approval" + (" (use --mode auto)" if auto_helps else ""))
         decision = self.approver(request)
         if decision.verdict == "always" and not request.danger:
             if command:
@@ -165,7 +190,8 @@ class Policy:
             else:
                 self.always_tools.add(request.call.name)
         if decision.verdict == "no":
-            reason = f" Their reason: {decision.reason}" if decision.reason else ""
+            said = decision.reason.strip()
+            reason = f" Their reason: {said}{'' if said.endswith(('.', '!', '?')) else '.'}" if said else ""
             return Verdict(False, f"The user declined this {request.call.name} call.{reason} Do not retry it "
                                   "unchanged; adjust your approach or ask the user.", "declined by user")
         return Verdict(True)

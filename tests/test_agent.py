@@ -12,6 +12,7 @@ from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMess
 from swecli.permissions import Policy
 from swecli.testing.model import ScriptedModel, calls, say
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+from tests.helpers import loop_agent
 
 
 class EchoArgs(BaseModel):
@@ -44,10 +45,10 @@ def registry(log: list[str]) -> ToolRegistry:
 
 def make_agent(model: ScriptedModel, root: Path, mode: str = "auto", log: list[str] | None = None,
                events: list[Event] | None = None, max_iterations: int = 20) -> Agent:
-    tools = registry(log if log is not None else [])
+    """The loop with this file's tools (echo, touch, stop)."""
     sink = events if events is not None else []
-    return Agent(model, tools, ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas())),
-                 ToolContext(root=root), Policy(mode), on_event=sink.append, max_iterations=max_iterations)
+    return loop_agent(model, registry(log if log is not None else []), root, mode=mode, on_event=sink.append,
+                      max_iterations=max_iterations)
 
 
 def test_react_loop_runs_tools_then_answers(project: Path) -> None:

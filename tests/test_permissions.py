@@ -130,3 +130,22 @@ def test_sandbox_off_is_the_users_choice_and_auto_mode_runs_unconfined() -> None
 def test_a_call_without_a_command_is_left_to_the_tool_to_reject() -> None:
     asked, policy = recording()
     assert policy.check(*call("bash"), True, "").allowed and asked == []
+
+
+def test_protected_writes_ask_even_in_auto_mode_and_never_always(tmp_path: Path) -> None:
+    asked: list[ApprovalRequest] = []
+    policy = Policy("auto", approver=lambda r: asked.append(r) or Decision("always"), root=tmp_path)
+    c, a = call("write_file", path=".git/hooks/pre-commit")
+    assert policy.check(c, a, True, "diff").allowed
+    assert asked and "inside .git" in asked[0].danger  # a danger: the approval offers no "always"
+    assert policy.check(c, a, True, "diff").allowed and len(asked) == 2  # asked again
+    c2, a2 = call("write_file", path="src/app.py")
+    assert policy.check(c2, a2, True, "diff").allowed and len(asked) == 2  # ordinary files: auto mode runs them
+
+
+def test_protected_writes_are_refused_without_anyone_to_ask(tmp_path: Path) -> None:
+    c, a = call("edit_file", path=".envrc")
+    verdict = Policy("auto", approver=None, root=tmp_path).check(c, a, True, "diff")
+    assert not verdict.allowed
+    assert "Protected paths need a person's approval in every mode, --mode auto included" in verdict.message
+    assert "use --mode auto" not in verdict.summary

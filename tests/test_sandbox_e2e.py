@@ -16,16 +16,15 @@ from typing import Any
 import pytest
 
 from swecli.assembly import open_session
-from swecli.config import ContextConfig, MemoryConfig, SandboxConfig, Settings
+from swecli.config import SandboxConfig, Settings
 from swecli.events import Event, Notice, ToolFinished
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from swecli.tools.sandbox import MISSING, unavailable_reason
+from tests.helpers import scripted_settings
 
 REASON = unavailable_reason()
 needs_bwrap = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
 WIRES = ["openai", "anthropic"]
-QUIET = ContextConfig(offload=False, decay=False, recitation=False, failure_evidence=False, playbook=False,
-                      just_in_time=False)
 
 
 @pytest.fixture
@@ -37,10 +36,7 @@ def outside() -> Iterator[Path]:
 
 
 def settings(llm: ScriptedLLM, mode: str, **sandbox: Any) -> Settings:
-    wire: dict[str, Any] = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" \
-        else {"provider": "openai-compatible"}
-    return Settings(**wire, base_url=llm.base_url, model="scripted-model", mode=mode, context=QUIET,  # type: ignore[arg-type]
-                    memory=MemoryConfig(session_notes=False), sandbox=SandboxConfig(**sandbox))
+    return scripted_settings(llm, mode=mode, sandbox=SandboxConfig(**sandbox))
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:

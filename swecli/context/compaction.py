@@ -34,6 +34,7 @@ from typing import Any
 from swecli.context.archive import Archive, ArchiveError, MemoryArchive
 from swecli.context.decay import key_arguments
 from swecli.context.extract import Facts, extract_facts, render_facts
+from swecli.context.tokens import head_by_tokens, tail_by_tokens
 from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, complete
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 
@@ -606,33 +607,6 @@ def _original_text(msg: UserMessage) -> str:
     # Shortening twice must not nest notes: the head already kept is what we shorten further.
     cut = msg.content.rfind(_SHORTENED)
     return msg.content[:cut] if cut >= 0 else msg.content
-
-
-def head_by_tokens(text: str, tokens: int, text_count: CountText) -> str:
-    """The longest prefix of `text` within `tokens` (binary search on characters)."""
-    if text_count(text) <= tokens:
-        return text
-    lo, hi = 0, min(len(text), tokens * 8)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if text_count(text[:mid]) <= tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo]
-
-
-def tail_by_tokens(text: str, tokens: int, text_count: CountText) -> str:
-    if text_count(text) <= tokens:
-        return text
-    lo, hi = 0, min(len(text), tokens * 8)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if text_count(text[len(text) - mid:]) <= tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[len(text) - lo:] if lo else ""
 
 
 def _clip_tool(msg: ToolMessage, work: _Work, tokens: int) -> ToolMessage:

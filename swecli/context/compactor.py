@@ -39,7 +39,7 @@ from swecli.context.compaction import (
     summary_body,
     with_model_summary,
 )
-from swecli.context.decay import ROOM_POLICIES, DecayScan, fold_older, saving_reference
+from swecli.context.decay import DecayScan, fold_older, room_policy, saving_reference
 from swecli.context.engineering import NoMechanisms
 from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.meter import Meter
@@ -182,7 +182,7 @@ class Compactor:
     def _room_scan(self) -> DecayScan:
         """The scan folds use, kept while the counter is the same (`fold_older`)."""
         if self._room is None or self._room.counter is not self.meter.counter:
-            self._room = DecayScan(self.meter.counter, ROOM_POLICIES)
+            self._room = DecayScan(self.meter.counter, default=room_policy)
         return self._room
 
     # --- parts -----------------------------------------------------------------------------------------

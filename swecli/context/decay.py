@@ -13,9 +13,10 @@ then folds everything eligible at once; otherwise it returns the very same histo
 the prefix stays byte-identical. The next event comes only after that much new foldable output
 has aged out of the newest zone.
 
-Per-tool policies: a listing, a grep or a file read is cheap to redo and folds as soon as it leaves
-the newest zone; a test run's output (bash) lives a few steps longer; an edit's result (the diff
-that shows what changed) lives much longer; todo/notes results and loaded skills are never folded.
+Per-tool policies, declared by each tool (`ToolFacts.fold_after`): a listing, a grep or a file read is
+cheap to redo and folds as soon as it leaves the newest zone; a test run's output (bash) lives a few
+steps longer; an edit's result (the diff that shows what changed) lives much longer; todo/notes results
+and loaded skills are never folded.
 
 Old thinking goes too: the signed thinking blocks of assistant messages before the newest zone
 (Anthropic extended thinking) are dropped in the same batches. The API needs them back only for the
@@ -48,11 +49,13 @@ from swecli.context.ledger import Ledger
 from swecli.context.offload import OffloadError, offload_path_in, save_output
 from swecli.context.tokens import MESSAGE_OVERHEAD, IdentityCache, TokenCounter
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from swecli.tools.facts import facts_for
 
 DIGEST_MARKER = "[swecli: decayed]"
 MIN_FOLD_TOKENS = 150
 """A result folds only if that saves at least this much: small outputs are worth their tokens."""
 KEY_ARGS = ("pattern", "command", "path", "file_path", "glob", "query", "url", "name")
+"""What identifies a call of a tool that does not say (`ToolFacts.key_args`): an MCP tool, another agent's."""
 ARG_CHARS = 100
 REFERENCE_PLACEHOLDER = ".swecli/tool_results/call_0000000000000000000000.txt"
 """Stands in for the real reference while estimating savings, so no file is written for a batch
@@ -71,23 +74,16 @@ class DecayPolicy:
     """Never fold (the result is small and stays relevant: a todo list, a note)."""
 
 
-DEFAULT_POLICIES: Mapping[str, DecayPolicy] = {
-    "list_files": DecayPolicy(min_age=1),
-    "grep": DecayPolicy(min_age=1),
-    "read_file": DecayPolicy(min_age=1),
-    "bash": DecayPolicy(min_age=4),
-    "edit_file": DecayPolicy(min_age=20),
-    "write_file": DecayPolicy(min_age=20),
-    "todo": DecayPolicy(keep=True),
-    "notes": DecayPolicy(keep=True),
-    "skill": DecayPolicy(keep=True),
-    "*": DecayPolicy(min_age=4),
-}
-"""`*` applies to tools not listed."""
-ROOM_POLICIES: Mapping[str, DecayPolicy] = {name: DecayPolicy(min_age=1, keep=policy.keep)
-                                            for name, policy in DEFAULT_POLICIES.items()}
-"""When room is needed at once (`fold_older`): every output older than the newest zone folds, whatever its
-tool, unless its tool's results are never folded."""
+def policy_for(tool: str) -> DecayPolicy:
+    """The tool's own policy (`ToolFacts.fold_after`)."""
+    fold_after = facts_for(tool).fold_after
+    return DecayPolicy(keep=True) if fold_after is None else DecayPolicy(min_age=fold_after)
+
+
+def room_policy(tool: str) -> DecayPolicy:
+    """When room is needed at once (`fold_older`): every output older than the newest zone folds, whatever
+    its tool, unless its tool's results are never folded."""
+    return DecayPolicy(min_age=1, keep=policy_for(tool).keep)
 
 
 @dataclass(frozen=True)
@@ -137,7 +133,7 @@ def fold_older(history: list[Message], ledger: Ledger, scan: DecayScan, keep_rec
     """Every tool output before the newest `keep_recent_tokens` folded at once, whatever it saves: the
     no-model-call compaction ("observation masking"), for when room is needed before a summary is ready.
     When that saves less than `needed` tokens, the newest zone halves (down to `MIN_ZONE`) until it saves
-    enough. `ledger` must be synced to `history`; `scan` (with `ROOM_POLICIES`) is kept from one fold to the
+    enough. `ledger` must be synced to `history`; `scan` (with `room_policy`) is kept from one fold to the
     next, so what folding a message saves is worked out once."""
     keep = keep_recent_tokens
     while scan.saving(ledger, keep) < needed and keep // 2 >= MIN_ZONE:
@@ -151,9 +147,13 @@ class DecayScan:
     Results too young for their policy wait in a short list until they are old enough. Only a batch
     that folds (a rewrite of the history) makes the scan start over, from the cached savings."""
 
-    def __init__(self, counter: TokenCounter, policies: Mapping[str, DecayPolicy] | None = None) -> None:
+    def __init__(self, counter: TokenCounter, policies: Mapping[str, DecayPolicy] | None = None, *,
+                 default: Callable[[str], DecayPolicy] = policy_for) -> None:
         self.counter = counter
-        self.rules = DEFAULT_POLICIES if policies is None else policies
+        self.rules = policies or {}
+        """Overrides of the tools' own policies, by tool name."""
+        self.default = default
+        """A tool's policy when `rules` does not name it (`room_policy` when room is needed at once)."""
         self._savings = IdentityCache[int]()
         self._generation = -1
         self._reset()
@@ -205,7 +205,7 @@ class DecayScan:
             return
         if not isinstance(msg, ToolMessage) or is_digest(msg):
             return
-        policy = self.rules.get(msg.name) or self.rules.get("*") or DecayPolicy()
+        policy = self.rules.get(msg.name) or self.default(msg.name)
         if policy.keep or self._saving(ledger, index) < MIN_FOLD_TOKENS:
             return
         self._place(ledger, index, max(1, policy.min_age))
@@ -318,7 +318,7 @@ def key_arguments(call: ToolCall | None) -> str:
         return _clip(call.arguments)
     if not isinstance(args, dict):
         return _clip(call.arguments)
-    keys = [k for k in KEY_ARGS if isinstance(args.get(k), (str, int, float))][:2]
+    keys = [k for k in facts_for(call.name).key_args or KEY_ARGS if isinstance(args.get(k), (str, int, float))][:2]
     if not keys:
         keys = [k for k, v in args.items() if isinstance(v, str) and len(v) <= ARG_CHARS][:1]
     return ", ".join(f"{k}={_clip(json.dumps(args[k], ensure_ascii=False))}" for k in keys)

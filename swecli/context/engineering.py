@@ -51,6 +51,7 @@ from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, Event, Notice
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ToolCall, UserMessage
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolResult
 
 MAX_REFERENCES = 30
@@ -109,9 +110,12 @@ class NoMechanisms:
 
 class Mechanisms(NoMechanisms):
     def __init__(self, config: ContextConfig, counter: TokenCounter, root: Path, *, todo: TodoState | None = None,
-                 on_event: Callable[[Event], None] | None = None, images: ImagesConfig | None = None) -> None:
+                 on_event: Callable[[Event], None] | None = None, images: ImagesConfig | None = None,
+                 redactor: Redactor | None = None) -> None:
         super().__init__(counter)
         self.config, self.root = config, root
+        self.redactor = redactor
+        """Masks secrets in saved outputs (None: those of the environment, looked up at each save)."""
         self.todo = todo or TodoState()
         self.on_event: Callable[[Event], None] = on_event or _ignore
         self.images = images or ImagesConfig()
@@ -154,9 +158,9 @@ class Mechanisms(NoMechanisms):
         threshold, preview = self.config.offload_threshold_tokens, self.config.offload_preview_lines
         if result.full is not None:  # the tool cut its output: the whole of it is saved, always
             return offload_full(self.root, call.id, call.name, result.content, result.full, self.counter.text,
-                                threshold, preview)
+                                threshold, preview, redactor=self.redactor)
         return offload(self.root, call.id, call.name, result.content, self.counter.text, threshold, preview,
-                       arguments=call.arguments)
+                       arguments=call.arguments, redactor=self.redactor)
 
     # -- at a turn boundary, before compaction --------------------------------------------------------
     def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:

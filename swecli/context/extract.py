@@ -10,7 +10,6 @@ asking a model to remember them.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping
@@ -19,6 +18,7 @@ from typing import Any
 
 from swecli.context.diagnostics import scan
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.tools.facts import facts_for
 
 LIMITS = {
     "files_created": 40,
@@ -78,10 +78,6 @@ def _dedupe_keep_last(items: list[str]) -> list[str]:
 
 # --- extraction -------------------------------------------------------------------------------
 
-_CREATE_TOOLS = {"write", "write_file", "create", "create_file"}
-_EDIT_TOOLS = {"edit", "edit_file", "str_replace", "replace", "apply_patch", "patch", "multi_edit", "insert"}
-_READ_TOOLS = {"read", "read_file", "view", "view_file", "open", "cat", "viewcode"}
-_SHELL_TOOLS = {"bash", "shell", "execute_bash", "run", "run_command", "terminal", "exec", "sh"}
 _PATH_KEYS = ("path", "file_path", "filename", "file", "target_file")
 _EDITOR_COMMANDS = {"create": "files_created", "str_replace": "files_modified", "insert": "files_modified",
                     "edit": "files_modified", "undo_edit": "files_modified", "view": "files_read"}
@@ -118,7 +114,7 @@ def extract_facts(history: Iterable[Message], meta: Mapping[str, Mapping[str, An
 
 def _from_result(facts: Facts, call: ToolCall | None, result: ToolMessage, meta: Mapping[str, Any]) -> None:
     if call is not None:
-        args = _arguments(call)
+        args = call.args()
         _file_facts(facts, call.name, args, result.is_error, meta)
         command = _shell_command(call.name, args)
         if command:
@@ -137,14 +133,6 @@ def _scan_output(facts: Facts, text: str) -> None:
                            if not path[0].isdigit() and not _THIRD_PARTY.search(path))
 
 
-def _arguments(call: ToolCall) -> dict[str, Any]:
-    try:
-        data = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _path_arg(args: Mapping[str, Any], meta: Mapping[str, Any]) -> str:
     for key in _PATH_KEYS:
         value = meta.get(key) if key in meta else args.get(key)
@@ -157,15 +145,15 @@ def _file_facts(facts: Facts, tool: str, args: Mapping[str, Any], failed: bool, 
     path = _path_arg(args, meta)
     if not path:
         return
-    name = tool.lower()
+    kind = facts_for(tool).kind
     bucket = ""
     if isinstance(args.get("command"), str) and args["command"] in _EDITOR_COMMANDS:
         bucket = _EDITOR_COMMANDS[args["command"]]  # str_replace_editor (SWE-agent, OpenHands)
-    elif name in _CREATE_TOOLS:
+    elif kind == "write":
         bucket = "files_modified" if meta.get("existed") else "files_created"
-    elif name in _EDIT_TOOLS:
+    elif kind == "edit":
         bucket = "files_modified"
-    elif name in _READ_TOOLS:
+    elif kind == "read":
         bucket = "files_read"
     if bucket and (not failed or bucket == "files_read"):
         getattr(facts, bucket).append(path)
@@ -173,7 +161,7 @@ def _file_facts(facts: Facts, tool: str, args: Mapping[str, Any], failed: bool, 
 
 def _shell_command(tool: str, args: Mapping[str, Any]) -> str:
     command = args.get("command", args.get("cmd"))
-    if tool.lower() in _SHELL_TOOLS and isinstance(command, str):
+    if facts_for(tool).is_shell and isinstance(command, str):
         return command.strip()
     return ""
 

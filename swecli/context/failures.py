@@ -18,13 +18,12 @@ from typing import Literal
 
 from swecli.context.diagnostics import FAILED_TEST
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from swecli.tools.facts import facts_for
 
 FailureKind = Literal[
     "not_found", "permission", "syntax", "type", "compile", "timeout", "network", "test_failure", "invalid_args",
     "refused", "other",
 ]
-
-SHELL_TOOLS = frozenset({"bash", "shell", "run_command", "execute_bash", "terminal"})
 
 # Checked in order: the first kind whose pattern matches wins. Refusals and argument errors come from
 # swecli itself and are unambiguous; a test run's output mentions every other kind of error inside
@@ -80,7 +79,7 @@ def classify(tool: str, text: str) -> FailureKind:
     """The kind of a failed tool call's result text (the tool name breaks ties for shell output)."""
     head = _sample(text)
     for kind, pattern in _PATTERNS:
-        if kind == "test_failure" and tool not in SHELL_TOOLS:
+        if kind == "test_failure" and not facts_for(tool).is_shell:
             continue  # only a command's output is a test report; a read file may contain `assert x ==`
         if pattern.search(head):
             return kind
@@ -127,12 +126,8 @@ def _squash(value: object) -> object:
 def describe_call(call: ToolCall, limit: int = 80) -> str:
     """How a call is named in a note: the command for a shell tool, else `tool {args}`."""
     label = ""
-    if call.name in SHELL_TOOLS:
-        try:
-            data = json.loads(call.arguments or "{}")
-        except json.JSONDecodeError:
-            data = {}
-        command = data.get("command") if isinstance(data, dict) else None
+    if facts_for(call.name).is_shell:
+        command = call.args().get("command")
         label = " ".join(command.split()) if isinstance(command, str) else ""
     if not label:
         label = f"{call.name} {normalized_args(call.arguments)}"
@@ -176,7 +171,7 @@ class FailureTracker:
 
     def observe(self, call: ToolCall, result_text: str, is_error: bool) -> Observation:
         """Record one finished call. A shell command reporting a non-zero exit counts as failed."""
-        failed = is_error or (call.name in SHELL_TOOLS and bool(_EXIT_NONZERO.search(result_text[-200:])))
+        failed = is_error or (facts_for(call.name).is_shell and bool(_EXIT_NONZERO.search(result_text[-200:])))
         key = (call.name, normalized_args(call.arguments))
         obs = Observation(key, describe_call(call), failed)
         if failed:

@@ -43,8 +43,9 @@ from swecli.context.tokens import TokenCounter
 from swecli.context.wiring import Reporter, Wiring
 from swecli.events import CompactionDone, ContextOverflow
 from swecli.llm.base import ContextOverflowError, ModelRequest, Provider
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
+from swecli.models.thinking import Thinking
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -79,7 +80,8 @@ class ContextManager:
 
         def mechanisms(counter: TokenCounter) -> Mechanisms:
             return Mechanisms(settings.context, counter, root or Path.cwd(), todo=wiring.todo or TodoState(),
-                              on_event=wiring.on_event, images=settings.images)
+                              on_event=wiring.on_event, images=settings.images,
+                              redactor=Redactor.from_environment(settings))
 
         limits = Limits(window=settings.context_window, max_tokens=settings.max_tokens, model=settings.model,
                         window_source=settings.window_source)
@@ -193,12 +195,19 @@ class ContextManager:
         The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
-        open_calls = has_open_calls(history)
         meter = self.meter
+        if meter.counter.generation == 0 and any(isinstance(m, AssistantMessage) for m in history):
+            # Decay and compaction change the history: never on an estimate. Only a fresh session's first
+            # request (nothing to fold or compact yet) goes out while the vocabulary still loads.
+            meter.counter.text.wait()
+        open_calls = has_open_calls(history)
         if not open_calls and not self.scheduler.holds_decay(meter.prompt_tokens(history)):
             keep = meter.calibration.to_local(decay_recent_for(meter.window, meter.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, meter.sync(history), keep)
-        state = self.meter.state(history, self._tail_for(history))
+        state = meter.state(history, self._tail_for(history))
+        if meter.counter.generation == 0 and self._near_a_limit(state):
+            meter.counter.text.wait()  # an estimate (it errs high) must not compact, nor shrink a reply
+            state = meter.state(history, self._tail_for(history))
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
         if not self.config.auto_compact or open_calls:
             return history
@@ -212,6 +221,12 @@ class ContextManager:
         request = self.meter.request(history, self._tail_for(history), thinking)
         self.mechanisms.check(request)
         return request
+
+    def _near_a_limit(self, state: ContextState) -> bool:
+        """Past where a background summary would start, or over the threshold."""
+        start = self.summary_start(state)
+        level = self.budget.warning_limit if start is None else min(start, self.budget.warning_limit)
+        return state.total > level or state.over_threshold
 
     def _tail_for(self, history: Sequence[Message]) -> str:
         """This iteration's dynamic tail (asking again in the same iteration gives the same text)."""

@@ -18,9 +18,9 @@ from swecli.context.budget import Calibration, ContextBudget, ContextState, keep
 from swecli.context.ledger import Ledger
 from swecli.context.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, encoding_for_model
 from swecli.llm.base import ModelRequest
-from swecli.llm.presets import DEFAULT_CONTEXT_WINDOW
-from swecli.llm.thinking import MIN_BUDGET, Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
+from swecli.models.presets import DEFAULT_CONTEXT_WINDOW
+from swecli.models.thinking import MIN_BUDGET, Thinking
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def counter_for(model: str) -> TokenCounter:
 
 
 def image_formula(model: str) -> Callable[[int, int], int]:
-    """The model's image cost (`swecli.llm.vision.image_tokens`) as the counter takes it."""
-    from swecli.llm.vision import image_tokens
+    """The model's image cost (`swecli.models.vision.image_tokens`) as the counter takes it."""
+    from swecli.models.vision import image_tokens
 
     return lambda width, height: image_tokens(model, width, height)
 
@@ -74,6 +74,8 @@ class Meter:
         """The latest dynamic tail and its local tokens."""
         self.last_request: ModelRequest | None = None
         self.last_request_tokens = 0
+        self.last_request_generation = counter.generation
+        self._counted_generation = counter.generation
 
     # --- the window ---------------------------------------------------------------------------------
 
@@ -104,13 +106,22 @@ class Meter:
     # --- sizes ---------------------------------------------------------------------------------------
 
     def sync(self, history: Sequence[Message]) -> Ledger:
+        self.settle()
         return self.ledger.sync(history)
+
+    def settle(self) -> None:
+        """Counts made while the vocabulary was still loading (`TokenCounter.generation` 0) were estimates:
+        once it is in, the ledger and the tail are counted again (once per session)."""
+        if self._counted_generation != self.counter.generation:
+            self._counted_generation = self.counter.generation
+            self.ledger.sync(())  # forgets every count it held; the next sync counts again
+            self.tail = ("", 0)
 
     def state(self, history: Sequence[Message], tail: str | None = None) -> ContextState:
         """What the next request would send, by component (calibrated). `tail` is the request's dynamic
         tail; None counts the latest one built."""
         count = self.counter
-        ledger = self.ledger.sync(history)
+        ledger = self.sync(history)
         turn = ledger.turn_start() if not turn_finished(history) else len(history)
         raw = {
             "system": count.system(self.system),
@@ -129,7 +140,7 @@ class Meter:
 
     def prompt_tokens(self, history: Sequence[Message]) -> int:
         """The fixed parts and the history, calibrated (the tail left out)."""
-        return self.calibration.apply(self.fixed_tokens() + self.ledger.sync(history).tokens())
+        return self.calibration.apply(self.fixed_tokens() + self.sync(history).tokens())
 
     def fill(self, history: Sequence[Message]) -> float:
         """The share of the window the history and the fixed parts take (the tail left out)."""
@@ -146,8 +157,9 @@ class Meter:
 
     def request_tokens(self, history: Sequence[Message], tail: str) -> int:
         """`TokenCounter.request` of the request for `history`, from the ledger."""
+        ledger = self.sync(history)  # first: settling the counts forgets the tail's
         tail_count = self.tail[1] if tail == self.tail[0] else tail_tokens(self.counter, tail)
-        return self.fixed_tokens() + self.ledger.sync(history).tokens() + tail_count
+        return self.fixed_tokens() + ledger.tokens() + tail_count
 
     # --- requests and what the provider said of them -------------------------------------------------
 
@@ -162,13 +174,15 @@ class Meter:
         request = ModelRequest(system=self.system + self.memory, messages=tuple(history), tools=self.tools,
                                max_tokens=max_tokens, tail=tail, thinking=think)
         self.last_request, self.last_request_tokens = request, local
+        self.last_request_generation = self.counter.generation
         return request
 
     def observe(self, request: ModelRequest, usage: Usage | None) -> None:
         """Fold the provider's prompt count for `request` into the calibration."""
-        if usage is None:
-            return  # the server reports no usage (llama.cpp): local counts stand
-        local = self.last_request_tokens if request is self.last_request else self.counter.request(request)
+        if usage is None or self.counter.generation == 0:
+            return  # no usage (llama.cpp): local counts stand; or ours are still provisional estimates
+        same = request is self.last_request and self.last_request_generation == self.counter.generation
+        local = self.last_request_tokens if same else self.counter.request(request)
         self.calibration.observe(provider_prompt_tokens(usage), local)
 
     def estimate_usage(self, request: ModelRequest, reply: AssistantMessage) -> Usage:

@@ -48,8 +48,23 @@ class Unit:
     label: str
 
 
+class Reuse:
+    """What reusing a prefix saves, for one request (`PrefixReport`) or a session's (`PrefixStats`)."""
+
+    total_tokens: int
+    shared_tokens: int
+
+    @property
+    def reuse_ratio(self) -> float:
+        return self.shared_tokens / self.total_tokens if self.total_tokens else 0.0
+
+    @property
+    def effective_tokens(self) -> float:
+        return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
+
+
 @dataclass(frozen=True)
-class PrefixReport:
+class PrefixReport(Reuse):
     number: int
     """1 for the first request observed."""
     total_tokens: int
@@ -61,17 +76,9 @@ class PrefixReport:
     warning: str = ""
     """Set when the prefix changed without a marked rewrite (an append-only violation)."""
 
-    @property
-    def reuse_ratio(self) -> float:
-        return self.shared_tokens / self.total_tokens if self.total_tokens else 0.0
-
-    @property
-    def effective_tokens(self) -> float:
-        return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
-
 
 @dataclass
-class PrefixStats:
+class PrefixStats(Reuse):
     requests: int = 0
     total_tokens: int = 0
     shared_tokens: int = 0
@@ -80,14 +87,6 @@ class PrefixStats:
     breaks: int = 0
     """Requests that did not reuse all of the previous request's prefix (marked or not)."""
     violations: int = 0
-
-    @property
-    def reuse_ratio(self) -> float:
-        return self.shared_tokens / self.total_tokens if self.total_tokens else 0.0
-
-    @property
-    def effective_tokens(self) -> float:
-        return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
 
 
 def serialize_message(msg: Message | SystemBlock) -> str:

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare
 
 TodoStatus = Literal["pending", "in_progress", "done"]
 
@@ -124,4 +125,9 @@ def todo_tool(state: TodoState) -> Tool[TodoArgs]:
             meta={"done": state.done, "total": state.total, "version": state.version},
         )
 
-    return Tool(name="todo", description=TODO_DESCRIPTION, args=TodoArgs, fn=write)
+    return Tool(name="todo", description=TODO_DESCRIPTION, args=TodoArgs, fn=write, facts=TODO_FACTS)
+
+
+TODO_FACTS = ToolFacts(kind="memory", fold_after=None)
+"""The list is small and the current one matters: never folded (the dynamic tail recites it too)."""
+declare("todo", TODO_FACTS)

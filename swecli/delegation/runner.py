@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from swecli.config import SubagentsConfig
+from swecli.context.tokens import head_by_tokens
 from swecli.delegation.definitions import AgentCatalog, AgentDefinition
 from swecli.events import ChildEvent, Event, ModelCallFinished, ToolStarted, TurnFinished
 from swecli.llm.base import CancelToken, Provider
@@ -135,13 +136,9 @@ class Delegator:
         limit = self.config.report_tokens
         if self.count(answer) <= limit:
             return answer
-        lo, hi = 0, min(len(answer), limit * 8)
-        while lo < hi:  # the longest head within the limit
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if self.count(answer[:mid]) <= limit else (lo, mid - 1)
         where = self.transcript_for(call_id)
         more = f"; the whole report is in {where}" if where else ""
-        return f"{answer[:lo].rstrip()}\n[report cut at {limit} tokens{more}]"
+        return f"{head_by_tokens(answer, limit, self.count).rstrip()}\n[report cut at {limit} tokens{more}]"
 
 
 @dataclass

@@ -7,10 +7,14 @@ which agent ran, how it ended and what it cost; a cancelled or failed child says
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from swecli.delegation.runner import ChildOutcome, Delegator, resolve_agent
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare, one_line
 
 TOOL_NAME = "task"
 ENDINGS = {
@@ -20,6 +24,15 @@ ENDINGS = {
     "cancelled": "was cancelled by the user",
     "error": "failed",
 }
+
+
+def describe_task(args: Mapping[str, Any]) -> str:
+    """`explore: Find DB config`: which agent, on what."""
+    return f"{args.get('agent') or 'explore'}: {one_line(args.get('description') or args.get('prompt', ''), 80)}"
+
+
+FACTS = ToolFacts(kind="agent", icon="🤖", verb="task", describe=describe_task, key_args=("agent", "description"))
+declare(TOOL_NAME, FACTS)
 
 
 class TaskArgs(BaseModel):
@@ -50,6 +63,7 @@ def task_tool(delegator: Delegator) -> Tool[TaskArgs]:
         args=TaskArgs,
         fn=run,
         concurrent=True,
+        facts=FACTS,
     )
 
 

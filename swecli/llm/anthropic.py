@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swecli.llm.base import (
     CancelToken,
@@ -44,7 +44,6 @@ from swecli.llm.errors import classify_stream_error, non_stream_error
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.transport import Endpoint, HttpProvider
-from swecli.llm.vision import sends_images
 from swecli.messages import (
     AssistantMessage,
     ImagePart,
@@ -55,9 +54,7 @@ from swecli.messages import (
     Usage,
     UserMessage,
 )
-
-if TYPE_CHECKING:
-    pass
+from swecli.models.vision import sends_images
 
 API_VERSION = "2023-06-01"
 EPHEMERAL = {"type": "ephemeral"}

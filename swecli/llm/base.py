@@ -9,10 +9,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
-from swecli.llm.thinking import Thinking
+from swecli.errors import ControlFlow, SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
+from swecli.models.thinking import Thinking
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,13 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class TextDelta:
+    kind: Literal["text_delta"] = field(default="text_delta", init=False, repr=False)
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningDelta:
+    kind: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
     text: str
 
 
@@ -71,6 +74,7 @@ class Waiting:
     """Nothing has arrived from the server for `seconds` (sent every few seconds of silence, so a front
     end can show the wait instead of looking frozen)."""
 
+    kind: Literal["waiting"] = field(default="waiting", init=False, repr=False)
     seconds: float
     provider: str
     limit: float
@@ -111,7 +115,7 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
-class ProviderError(Exception):
+class ProviderError(SwecliError):
     """A provider failed in a way the user should read about. `str()` is one clear sentence."""
 
     attempts: int = 1
@@ -162,7 +166,7 @@ class StreamingToolsUnsupported(ProviderError):
     `chatml-function-calling`): the provider asks without streaming instead."""
 
 
-class Cancelled(Exception):
+class Cancelled(ControlFlow):
     """The user interrupted; whatever was received so far is attached."""
 
     def __init__(self, partial: AssistantMessage | None = None) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from swecli.config import ConfigError, Settings
-from swecli.llm.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
 from swecli.llm.transport import is_loopback_url, ssl_context
+from swecli.models.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
 
 PROBE_TIMEOUT = 0.5
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}

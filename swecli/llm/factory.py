@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from swecli.config import ConfigError, Settings
 from swecli.llm.base import Provider
-from swecli.llm.presets import PRESETS
 from swecli.llm.retry import RetryNotice
+from swecli.models.presets import PRESETS
 
 
 def make_provider(settings: Settings, *, sleep: Callable[[float], None] | None = None,

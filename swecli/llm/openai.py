@@ -15,9 +15,9 @@ what prefix prompt caching needs):
   history message untouched and the whole history stays cacheable;
 - `tool_choice: "auto"` goes with every request that offers tools (every provider's default, but
   llama-cpp-python's function-calling chat format puts the tools into the prompt only when it is sent);
-- `reasoning_effort` when thinking is on, for reasoning models (see `llm.thinking`).
+- `reasoning_effort` when thinking is on, for reasoning models (see `swecli.models.thinking`).
 
-Stream deviations handled (see ../shared/README.md and the recorded corpus in tests/llm/test_recorded.py):
+Stream deviations handled (real servers' recorded traffic replays in tests/llm/test_recorded.py):
 no usage chunk (llama.cpp ignores `include_usage`: `ResponseDone.usage` is None and the loop counts
 locally); usage of zeros (also None); Groq's usage under `x_groq`; reasoning-token counts kept;
 `<think>` reasoning inside the content; Mistral's content as typed parts (`text`, `thinking`);
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from swecli.llm.base import (
     CancelToken,
@@ -63,11 +63,8 @@ from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
 from swecli.llm.transport import Endpoint, HttpProvider
-from swecli.llm.vision import sends_images
 from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, Usage, UserMessage
-
-if TYPE_CHECKING:
-    pass
+from swecli.models.vision import sends_images
 
 EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when the request exceeds its "
                 "context")

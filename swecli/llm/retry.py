@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
+from swecli.errors import ControlFlow
 from swecli.llm.base import Cancelled, CancelToken, ProviderError
 
 T = TypeVar("T")
 
 
-class Retryable(Exception):
+class Retryable(ControlFlow):
     """Raised by an attempt: `error` is what the user sees if no retry is left."""
 
     def __init__(self, error: ProviderError, retry_after: float | None = None, max_retries: int | None = None) -> None:

@@ -331,10 +331,11 @@ class HttpProvider:
     default_base_url = ""
     default_key_env: str | None = None
 
-    def __init__(self, *, model: str, base_url: str = "", api_key: str = "", name: str = "",
-                 key_env: str | None = "", timeout: float = 600.0, max_retries: int = 5,
-                 sleep: Callable[[float], None] | None = None, on_retry: Callable[[RetryNotice], None] | None = None,
-                 client: httpx.Client | None = None, deadline: float | None = None) -> None:
+    def __init__(  # noqa: PLR0913 (keyword-only settings of one client)
+            self, *, model: str, base_url: str = "", api_key: str = "", name: str = "", key_env: str | None = "",
+            timeout: float = 600.0, max_retries: int = 5, sleep: Callable[[float], None] | None = None,
+            on_retry: Callable[[RetryNotice], None] | None = None, client: httpx.Client | None = None,
+            deadline: float | None = None) -> None:
         self.name = name or self.default_name
         self.model = model
         self.base_url = (base_url or self.default_base_url).rstrip("/")

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swecli.config import ServerWindow, Settings
-from swecli.llm.presets import PRESETS
 from swecli.llm.transport import is_loopback_url, ssl_context
+from swecli.models.presets import PRESETS
 
 if TYPE_CHECKING:
     import httpx

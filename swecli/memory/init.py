@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.errors import SwecliError
 from swecli.llm.base import ModelRequest
 from swecli.memory.notes import write_atomically
 from swecli.memory.scan import ScanLimits, render_scan, scan_project
@@ -54,7 +55,7 @@ _THINK_BLOCK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 _FENCE_OPEN = re.compile(r"^```[ \t]*(?:markdown|md)?[ \t]*$", re.IGNORECASE)
 
 
-class InitError(Exception):
+class InitError(SwecliError):
     """/init cannot go on (no template, an empty answer); `str()` says why and what to do."""
 
 

@@ -24,6 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from swecli.errors import SwecliError
+from swecli.session.private import make_private_dir
+
 PLAYBOOK_FILE = Path(".swecli") / "playbook.json"
 FORMAT_VERSION = 1
 MAX_CONTENT_CHARS = 400
@@ -33,7 +36,7 @@ MAX_BULLETS = 300
 Tag = Literal["helpful", "harmful"]
 
 
-class PlaybookError(Exception):
+class PlaybookError(SwecliError):
     """A bad delta or an unusable playbook file; `str()` says what and how to fix it."""
 
 
@@ -158,7 +161,7 @@ class Playbook:
         if self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.path.parent)
             fd, tmp = tempfile.mkstemp(prefix=".playbook-", suffix=".tmp", dir=self.path.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -27,15 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from swecli.context.failures import SHELL_TOOLS, FailureKind, FailureTracker, classify, evidence_line
+from swecli.context.failures import FailureKind, FailureTracker, classify, evidence_line
 from swecli.llm.base import CancelToken, ModelRequest, Provider, complete
 from swecli.memory.playbook import MAX_CONTENT_CHARS, Change, Playbook, PlaybookError, normalize_section, similarity
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, UserMessage
+from swecli.tools.facts import ToolFacts, facts_for
 
-READ_TOOLS = frozenset({"read_file", "read", "view", "view_file"})
-EDIT_TOOLS = frozenset({"edit_file", "edit", "str_replace", "apply_patch", "multi_edit"})
-WRITE_TOOLS = frozenset({"write_file", "write", "create_file"})
-LOCATE_TOOLS = frozenset({"list_files", "list", "ls", "grep", "glob", "search", "find_files"}) | SHELL_TOOLS
 TEST_COMMAND = re.compile(
     r"\b(?:pytest|py\.test|unittest|tox|nox|(?:npm|yarn|pnpm|bun)(?: run)? test|go test|cargo test|make (?:test|check)|"
     r"mvn test|gradle(?:w)? test|jest|vitest|mocha|rspec|phpunit|ctest|dotnet test|mix test)\b"
@@ -85,6 +82,11 @@ class Step:
     output: str
 
     @property
+    def facts(self) -> ToolFacts:
+        """What the tool is (a read, an edit, a search, a shell...), whoever's tool it was."""
+        return facts_for(self.tool)
+
+    @property
     def path(self) -> str:
         for key in ("path", "file_path", "filename"):
             value = self.args.get(key)
@@ -95,7 +97,7 @@ class Step:
     @property
     def command(self) -> str:
         value = self.args.get("command")
-        return " ".join(value.split()) if self.tool in SHELL_TOOLS and isinstance(value, str) else ""
+        return " ".join(value.split()) if self.facts.is_shell and isinstance(value, str) else ""
 
 
 def task_span(history: Sequence[Message]) -> tuple[str, list[Message]]:
@@ -117,16 +119,8 @@ def task_steps(messages: Sequence[Message]) -> list[Step]:
             call = calls[msg.tool_call_id]
             kind = classify(call.name, msg.content) if msg.is_error else None
             evidence = evidence_line(msg.content, kind) if kind else ""
-            steps.append(Step(call.name, _args(call.arguments), not msg.is_error, kind, evidence, msg.content[:20_000]))
+            steps.append(Step(call.name, call.args(), not msg.is_error, kind, evidence, msg.content[:20_000]))
     return steps
-
-
-def _args(raw: str) -> dict[str, Any]:
-    try:
-        data = json.loads(raw or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 # --- rules ------------------------------------------------------------------------------------
@@ -149,9 +143,9 @@ def _read_before_edit(steps: Sequence[Step]) -> list[Delta]:
     seen: set[str] = set()
     blind_failures, edits = [], 0
     for step in steps:
-        if step.tool in READ_TOOLS | WRITE_TOOLS and step.path:
+        if step.facts.kind in ("read", "write") and step.path:
             seen.add(step.path)
-        elif step.tool in EDIT_TOOLS and step.path:
+        elif step.facts.kind == "edit" and step.path:
             edits += 1
             if not step.ok and step.path not in seen:
                 blind_failures.append(step.path)
@@ -167,10 +161,10 @@ def _locate_before_read(steps: Sequence[Step]) -> list[Delta]:
     seen_output = ""
     guessed = []
     for step in steps:
-        guess = step.tool in READ_TOOLS and step.path and not step.ok and step.kind == "not_found"
+        guess = step.facts.kind == "read" and step.path and not step.ok and step.kind == "not_found"
         if guess and step.path not in seen_output:
             guessed.append(step.path)
-        if step.tool in LOCATE_TOOLS and step.ok:
+        if step.facts.locates and step.ok:
             seen_output += "\n" + step.output
     if guessed:
         return [Delta("add", "files", LOCATE_BEFORE_READ, confidence=0.75,
@@ -179,7 +173,7 @@ def _locate_before_read(steps: Sequence[Step]) -> list[Delta]:
 
 
 def _is_code_edit(step: Step) -> bool:
-    return step.ok and step.tool in EDIT_TOOLS | WRITE_TOOLS and not step.path.lower().endswith(DOC_SUFFIXES)
+    return step.ok and step.facts.writes_files and not step.path.lower().endswith(DOC_SUFFIXES)
 
 
 def _tests_after_edits(steps: Sequence[Step]) -> list[Delta]:
@@ -228,7 +222,7 @@ def _failed_then_fixed_command(steps: Sequence[Step]) -> list[Delta]:
 def _edit_mismatches(steps: Sequence[Step]) -> list[Delta]:
     per_path: dict[str, int] = {}
     for step in steps:
-        if step.tool in EDIT_TOOLS and not step.ok and step.kind in ("not_found", "other"):
+        if step.facts.kind == "edit" and not step.ok and step.kind in ("not_found", "other"):
             per_path[step.path] = per_path.get(step.path, 0) + 1
     worst = max(per_path.items(), key=lambda kv: kv[1], default=("", 0))
     if worst[1] >= 2:
@@ -407,6 +401,10 @@ class Reflection:
         return text + ("; " + str(len(self.warnings)) + " warning(s)" if self.warnings else "")
 
 
+MAX_REMEMBERED = 64
+"""Prompts remembered as reflected on (a session's recent tasks)."""
+
+
 @dataclass
 class Reflector:
     playbook: Playbook
@@ -414,15 +412,19 @@ class Reflector:
     use_llm: bool = False
     min_confidence: float = 0.5
     max_tokens: int = 1024
-    _done: set[tuple[str, int]] = field(default_factory=set)
+    _done: list[Message] = field(default_factory=list)
+    """The prompts already reflected on (the messages themselves: the same words asked again, after /clear
+    or a compaction, are another task)."""
 
     def reflect(self, history: Sequence[Message], answer: str = "", cancel: CancelToken | None = None) -> Reflection:
-        """Reflect on the latest task in `history` (once: a second call for the same task does nothing)."""
+        """Reflect on the latest task in `history` (once: a second call for the same task does nothing, and
+        says nothing: it is bookkeeping, not news for the person)."""
         goal, span = task_span(history)
-        key = (goal, sum(1 for m in history if isinstance(m, UserMessage) and m.kind == "prompt"))
-        if key in self._done:
-            return Reflection(goal, warnings=["this task was already reflected on"])
-        self._done.add(key)
+        prompt = next((m for m in reversed(history) if isinstance(m, UserMessage) and m.kind == "prompt"), None)
+        if prompt is not None and any(done is prompt for done in self._done):
+            return Reflection(goal)
+        if prompt is not None:
+            self._done = [*self._done[-(MAX_REMEMBERED - 1):], prompt]
         steps = task_steps(span)
         result = Reflection(goal)
         result.deltas = rule_deltas(steps, self.playbook)

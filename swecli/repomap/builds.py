@@ -14,10 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from swecli.errors import SwecliError
+
 T = TypeVar("T")
 
 
-class BuildFailed(Exception):
+class BuildFailed(SwecliError):
     """A build that could not be made; `str()` says why, as the notice shows it."""
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
+from swecli.errors import SwecliError
 from swecli.repomap.repomap import Counter, RepoMap, estimate_tokens
 
 
-class UnknownFile(Exception):
+class UnknownFile(SwecliError):
     """A file argument that is not in the map; `str()` is one sentence saying why and what to do."""
 
 

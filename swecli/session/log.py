@@ -42,9 +42,8 @@ from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.session.store import SessionError, log_path, logs_dir
 from swecli.tools.base import ToolResult
+from swecli.tools.facts import facts_for
 
-FILE_WRITING_TOOLS = frozenset({"write_file", "edit_file"})
-"""Tools whose successful calls count as "files modified" (the path comes from their arguments)."""
 ARG_VALUE_CHARS = 120
 ARGS_SUMMARY_CHARS = 1_000
 USER_INPUT_CHARS = 4_000
@@ -75,8 +74,8 @@ def _cut(text: str, limit: int) -> str:
 
 
 def modified_path(call: ToolCall, result: ToolResult, root: Path | None = None) -> str | None:
-    """The file a successful write/edit call changed, relative to root when it is inside it."""
-    if call.name not in FILE_WRITING_TOOLS or result.is_error:
+    """The file a successful call of a file-writing tool changed, relative to root when it is inside it."""
+    if not facts_for(call.name).writes_files or result.is_error:
         return None
     args = call.args()
     raw = result.meta.get("path") or args.get("path") or args.get("file_path")

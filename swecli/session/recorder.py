@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from swecli.config import Settings
 from swecli.events import (
@@ -26,14 +26,20 @@ from swecli.events import (
     ChildEvent,
     CompactionDone,
     ContextOverflow,
+    Event,
     HistoryReplaced,
     MessageAppended,
     ModelCallFinished,
     ModelCallStarted,
     Notice,
+    ReasoningDelta,
     SummarySpent,
+    TextDelta,
     ToolFinished,
+    ToolOutput,
+    ToolStarted,
     TurnFinished,
+    Waiting,
 )
 from swecli.messages import UserMessage
 from swecli.session.log import SessionLog
@@ -54,9 +60,9 @@ ErrorSink = Callable[[str], None]
 
 
 class SessionRecorder:
-    def __init__(self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor,
-                 resumed: bool = False, cwd: Path | None = None, durable: bool = False,
-                 on_error: ErrorSink | None = None) -> None:
+    def __init__(  # noqa: PLR0913 (keyword-only options)
+            self, root: Path, session_id: str, settings: Settings, *, redactor: Redactor, resumed: bool = False,
+            cwd: Path | None = None, durable: bool = False, on_error: ErrorSink | None = None) -> None:
         self.root = root
         self.session_id = session_id
         self.settings = settings
@@ -69,14 +75,16 @@ class SessionRecorder:
         self.log = SessionLog(root, session_id, redactor=redactor, durable=durable)
         self.resumed = resumed
         self._writers: list[tuple[str, Callable[[object], None]]] = []
+        self._closers: list[Callable[[], None]] = []
         self._children: dict[str, Transcript] = {}
         self.stats: dict[str, Any] | None = None
         self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
 
     @classmethod
-    def start(cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
-              cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
-              on_error: ErrorSink | None = None) -> SessionRecorder:
+    def start(  # noqa: PLR0913 (keyword-only options)
+            cls, root: Path, settings: Settings, *, session_id: str | None = None, first_prompt: str | None = None,
+            cwd: Path | None = None, env: Mapping[str, str] | None = None, durable: bool = False,
+            on_error: ErrorSink | None = None) -> SessionRecorder:
         """A new session. Pass `first_prompt` when it is known up front (`-p`) to write the transcript's
         meta line at once; otherwise the file appears with the first message."""
         recorder = cls(root, session_id or new_session_id(root), settings,
@@ -107,29 +115,57 @@ class SessionRecorder:
         recorder._guard("transcript", lambda: persist_closed_calls(recorder.transcript, loaded))
         return recorder, loaded
 
-    def attach(self, target: str, write: Callable[[object], None]) -> None:
+    def attach(self, target: str, write: Callable[[object], None], close: Callable[[], None] | None = None) -> None:
         """Another per-session writer fed the same events, guarded like the transcript and the log (a
-        failed write is reported once, as "could not write the session <target>")."""
+        failed write is reported once, as "could not write the session <target>"); `close` runs when the
+        session's files are closed."""
         self._writers.append((target, write))
+        if close is not None:
+            self._closers.append(close)
 
-    def handle(self, event: object) -> None:
+    def handle(self, event: Event) -> None:
         """The event bus's listener for this session's files."""
         self._record(event)
         for target, write in self._writers:
             self._guard(target, partial(write, event))
 
-    def _record(self, event: object) -> None:
-        if isinstance(event, ChildEvent):
-            self._record_child(event)
-        elif isinstance(event, MessageAppended):
-            self._guard("transcript", lambda: self.transcript.append(event.message))
-            if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
-                self._guard("log", lambda: self.log.user_input(event.message.content))
-        elif isinstance(event, HistoryReplaced):
-            self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
-            self._guard("log", lambda: self.log.history_replaced(event.reason, len(event.history)))
-        else:
-            self._guard("log", lambda: self._log_event(event))
+    def _record(self, event: Event) -> None:  # noqa: C901 (one case per event kind, exhaustive: see events.py)
+        log = self.log
+        match event:
+            case ChildEvent():
+                self._record_child(event)
+            case MessageAppended():
+                self._guard("transcript", lambda: self.transcript.append(event.message))
+                if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
+                    self._guard("log", lambda: log.user_input(event.message.content))
+            case HistoryReplaced():
+                self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
+                self._guard("log", lambda: log.history_replaced(event.reason, len(event.history)))
+            case ModelCallStarted():
+                if event.context_tokens:
+                    self._guard("log", lambda: log.context(event.context_tokens, self.settings.context_window))
+            case ModelCallFinished():
+                self._guard("log", lambda: log.llm_call(event.usage, event.duration, event.model, event.finish_reason,
+                                                        event.reported))
+            case ToolFinished():
+                self._guard("log", lambda: log.tool(event.call, event.result, event.duration, event.approved))
+            case CompactionDone():
+                self._guard("log", lambda: log.compaction(event))
+            case SummarySpent():
+                self._guard("log", lambda: log.summary(event))
+            case BackgroundSummary():
+                self._guard("log", lambda: log.background_summary(event))
+            case ContextOverflow():
+                self._guard("log", lambda: log.context_overflow(event))
+            case TurnFinished():
+                self._guard("log", lambda: log.turn_end(event))
+            case Notice():
+                if event.level in ("error", "warning"):
+                    self._guard("log", lambda: log.error(event.text, level=event.level))
+            case TextDelta() | ReasoningDelta() | Waiting() | ToolStarted() | ToolOutput():
+                pass  # streaming progress: the finished message and the tool record carry it
+            case _:
+                assert_never(event)
 
     def child_transcript(self, call_id: str) -> Path:
         """Where the sub-agent started by the parent's call `call_id` has its transcript."""
@@ -163,26 +199,6 @@ class SessionRecorder:
             if child is not None:
                 child.close()
 
-    def _log_event(self, event: object) -> None:
-        if isinstance(event, ModelCallStarted) and event.context_tokens:
-            self.log.context(event.context_tokens, self.settings.context_window)
-        elif isinstance(event, ModelCallFinished):
-            self.log.llm_call(event.usage, event.duration, event.model, event.finish_reason, event.reported)
-        elif isinstance(event, ToolFinished):
-            self.log.tool(event.call, event.result, event.duration, event.approved)
-        elif isinstance(event, CompactionDone):
-            self.log.compaction(event)
-        elif isinstance(event, SummarySpent):
-            self.log.summary(event)
-        elif isinstance(event, BackgroundSummary):
-            self.log.background_summary(event)
-        elif isinstance(event, ContextOverflow):
-            self.log.context_overflow(event)
-        elif isinstance(event, TurnFinished):
-            self.log.turn_end(event)
-        elif isinstance(event, Notice) and event.level in ("error", "warning"):
-            self.log.error(event.text, level=event.level)
-
     def context_update(self, total_tokens: int, window: int | None = None) -> None:
         """Log the context size (call it when the context engine recounts, e.g. after each request)."""
         self._guard("log", lambda: self.log.context(total_tokens, window or self.settings.context_window))
@@ -209,6 +225,8 @@ class SessionRecorder:
         self.transcript.close()
         for child in self._children.values():
             child.close()
+        for close in self._closers:
+            close()
         return self.stats
 
     def _guard(self, target: str, write: Callable[[], None]) -> None:

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swecli.errors import SwecliError
+
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 """The Agent Skills rule: lowercase letters, digits and single hyphens."""
@@ -33,7 +35,7 @@ MAX_DESCRIPTION = 1024
 CountTokens = Callable[[str], int]
 
 
-class SkillError(Exception):
+class SkillError(SwecliError):
     """A SKILL.md that cannot be used; `str()` says why in one sentence."""
 
 
@@ -54,11 +56,12 @@ class Skill:
 
     def body(self) -> str:
         """The markdown after the front matter, read now (so an edit shows up on the next load)."""
+        from swecli.frontmatter import FrontMatterError, read_front_matter
+
         try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise SkillError(f"cannot read {self.path}: {exc.strerror or exc}") from None
-        return split_front_matter(text)[1].strip()
+            return read_front_matter(self.path)[1].strip()
+        except FrontMatterError as exc:
+            raise SkillError(f"{self.path}: {exc}") from None
 
 
 @dataclass
@@ -67,6 +70,19 @@ class SkillCatalog:
     warnings: list[str] = field(default_factory=list)
     searched: list[tuple[str, Path]] = field(default_factory=list)
     """Every folder looked in (label, path), for `/skills` and `swecli skills list`."""
+    root: Path | None = None
+    env: Mapping[str, str] | None = None
+    """What `discover` searched, so `refresh` can search again."""
+
+    def refresh(self) -> list[Skill]:
+        """Search the folders again (a skill added, changed or removed during the session) and take what
+        is there now, in place: everything holding this catalog sees it. Returns the skills that are new."""
+        if self.root is None:
+            return []
+        found = discover(self.root, self.env)
+        known = set(self.names())
+        self.skills, self.warnings, self.searched = found.skills, found.warnings, found.searched
+        return [s for s in self.skills if s.name not in known]
 
     def get(self, name: str) -> Skill | None:
         wanted = name.strip().lstrip("/")
@@ -102,27 +118,13 @@ def _tilde(path: Path, home: Path) -> str:
 
 def discover(root: Path, env: Mapping[str, str] | None = None) -> SkillCatalog:
     """Every usable skill, earlier folders first (then by name); problems become warnings."""
-    catalog = SkillCatalog()
-    seen_files: set[Path] = set()
-    for scope, label, folder in skill_folders(root, env):
-        catalog.searched.append((label, folder))
-        for path in _skill_files(folder):
-            real = path.resolve()
-            if real in seen_files:
-                continue  # the same skill reached twice (a symlinked folder): not a duplicate
-            seen_files.add(real)
-            try:
-                skill = parse_skill(path, label, scope)
-            except SkillError as exc:
-                catalog.warnings.append(f"skill skipped: {path}: {exc}")
-                continue
-            first = catalog.get(skill.name)
-            if first is not None:
-                catalog.warnings.append(f"skill skipped: {path}: the name {skill.name!r} is already taken by "
-                                        f"{first.path}")
-                continue
-            catalog.skills.append(skill)
-    return catalog
+    from swecli.frontmatter import load_named
+
+    searched = [(label, folder) for _, label, folder in skill_folders(root, env)]
+    files = [(path, (label, scope)) for scope, label, folder in skill_folders(root, env)
+             for path in _skill_files(folder)]
+    skills, warnings = load_named(files, lambda path, where: parse_skill(path, *where), "skill")
+    return SkillCatalog(skills, warnings, searched, root=root, env=env)
 
 
 def _skill_files(folder: Path) -> list[Path]:
@@ -134,11 +136,9 @@ def _skill_files(folder: Path) -> list[Path]:
 
 
 def parse_skill(path: Path, source: str, scope: str) -> Skill:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise SkillError(f"cannot read it ({exc.strerror or exc})") from None
-    meta = split_front_matter(text)[0]
+    from swecli.frontmatter import read_front_matter
+
+    meta = read_front_matter(path)[0]
     name = _required(meta, "name")
     description = " ".join(_required(meta, "description").split())
     if len(name) > MAX_NAME or not NAME_PATTERN.match(name):
@@ -147,16 +147,6 @@ def parse_skill(path: Path, source: str, scope: str) -> Skill:
     if len(description) > MAX_DESCRIPTION:
         description = description[: MAX_DESCRIPTION - 1] + "…"
     return Skill(name=name, description=description, path=path, source=source, scope=scope)
-
-
-def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """(front matter as a mapping, body). SkillError when there is no valid front matter."""
-    from swecli.frontmatter import FrontMatterError, split_front_matter
-
-    try:
-        return split_front_matter(text)
-    except FrontMatterError as exc:
-        raise SkillError(str(exc)) from None
 
 
 def _required(meta: dict[str, Any], key: str) -> str:

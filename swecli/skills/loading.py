@@ -24,8 +24,13 @@ from pydantic import BaseModel, Field
 from swecli.messages import Message, ToolMessage, UserMessage
 from swecli.skills.catalog import Skill, SkillCatalog, SkillError
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare
 
 TOOL_NAME = "skill"
+FACTS = ToolFacts(kind="skill", icon="📘", verb="skill", describe=lambda args: str(args.get("name") or "(list)"),
+                  key_args=("name",), fold_after=None)
+"""A loaded skill's instructions stay in force: never folded (compaction keeps the newest load too)."""
+declare(TOOL_NAME, FACTS)
 _HEADER = re.compile(r'^<skill name="([a-z0-9-]+)"')
 LIST_LIMIT = 200
 
@@ -80,6 +85,8 @@ def skill_tool(catalog: SkillCatalog) -> Tool[SkillArgs]:
         if not args.name.strip():
             return _listing(catalog)
         skill = catalog.get(args.name)
+        if skill is None and catalog.refresh():  # installed during the session?
+            skill = catalog.get(args.name)
         if skill is None:
             names = ", ".join(catalog.names()[:LIST_LIMIT]) or "none"
             raise ToolError(f"There is no skill named {args.name.strip()!r}. Installed skills: {names}.")
@@ -99,6 +106,7 @@ def skill_tool(catalog: SkillCatalog) -> Tool[SkillArgs]:
                      "then follow the instructions it returns."),
         args=SkillArgs,
         fn=load,
+        facts=FACTS,
     )
 
 

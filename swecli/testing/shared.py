@@ -31,6 +31,24 @@ def trajectory_paths() -> list[Path]:
     return sorted(TRAJECTORIES.glob("*.json")) if TRAJECTORIES.is_dir() else []
 
 
+def bash_commands(paths: list[Path] | None = None) -> list[str]:
+    """Every bash command the trajectories ran (the `bash` / `execute_bash` calls' `command`), in order:
+    real shell lines for measuring the shell parser, the guard and the read-only rule."""
+    commands = []
+    for path in trajectory_paths() if paths is None else paths:
+        for message in json.loads(path.read_text(encoding="utf-8"))["messages"]:
+            for call in message.get("tool_calls") or []:
+                if call["function"]["name"] not in ("bash", "execute_bash"):
+                    continue
+                try:
+                    command = json.loads(call["function"]["arguments"]).get("command")
+                except json.JSONDecodeError:
+                    continue
+                if command:
+                    commands.append(command)
+    return commands
+
+
 Trajectory = tuple[tuple[SystemBlock, ...], tuple[ToolSchema, ...], list[Message]]
 
 

@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
+from swecli.tools.environment import CommandEnvironment
+from swecli.tools.facts import OTHER, ToolFacts
 
 if TYPE_CHECKING:
     from swecli.tools.sandbox import Sandbox
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
 A = TypeVar("A", bound=BaseModel)
 
 
-class ToolError(Exception):
+class ToolError(SwecliError):
     """A failure the model should read and act on (bad path, missing string, ...)."""
 
 
@@ -51,6 +54,8 @@ class ToolContext:
     escalate: Callable[[str], bool] | None = None
     """Asks the user whether a command the sandbox blocked may run again outside it (given why it
     failed); None when no one may be asked."""
+    environment: CommandEnvironment = field(default_factory=CommandEnvironment)
+    """Which environment variables commands get (`sandbox.inherit_env`, `sandbox.pass_env`), sandboxed or not."""
 
 
 @dataclass
@@ -86,6 +91,8 @@ class Tool(Generic[A]):
     concurrent: bool = False
     """Several calls of it in one reply may run at the same time (a sub-agent's `task`): it shares no
     state with the other calls. Only non-mutating tools run concurrently."""
+    facts: ToolFacts = OTHER
+    """What the rest of swecli knows about it (a shell? how a call is shown, folded...: `tools.facts`)."""
 
     def schema(self) -> ToolSchema:
         if self.parameters is not None:
@@ -201,12 +208,22 @@ class ToolRegistry:
                 is_error=True, summary="unknown tool",
             )
         try:
-            return tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
+            result = tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
         except ToolError as exc:
-            return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
+            result = ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
         except Exception as exc:
             msg = f"{call.name} failed: {type(exc).__name__}: {exc}"
-            return ToolResult(msg, is_error=True, summary=_first_line(msg))
+            result = ToolResult(msg, is_error=True, summary=_first_line(msg))
+        return _visible(result)
+
+
+def _visible(result: ToolResult) -> ToolResult:
+    """The result with the control sequences of what the tool read or ran made visible (tools.visible):
+    they reach the model and the terminal as text, not as commands to the terminal."""
+    from swecli.tools.visible import visible
+
+    return replace(result, content=visible(result.content), summary=visible(result.summary),
+                   diff=visible(result.diff))
 
 
 def _first_line(text: str) -> str:

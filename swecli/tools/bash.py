@@ -20,15 +20,18 @@ import select
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
+from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
 from swecli.tools.spool import FullOutput, Spool
+from swecli.tools.visible import without_colours
 
 MAX_TIMEOUT = 600.0
 POLL_SECONDS = 0.1
@@ -108,23 +111,36 @@ class _Outcome:
     """Why swecli stopped the command: "timeout", "cancel", "background" or ""."""
     duration: float = 0.0
     output: OutputBuffer = field(default_factory=lambda: OutputBuffer(30_000))
+    notes: list[str] = field(default_factory=list)
+    """What the sandbox did after the command (a protected file it created was moved aside)."""
 
 
 def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None) -> _Outcome:
     outcome = _Outcome(output=OutputBuffer(ctx.max_output_chars))
     start = time.monotonic()
     argv = ["/bin/bash", "-c", command]
-    env = {**os.environ, **_ENV_OVERRIDES}
-    if sandbox is not None:
-        argv, env = sandbox.wrap(argv), sandbox.environment(env)
+    env = {**ctx.environment.build(os.environ), **_ENV_OVERRIDES}  # the allowlist, sandboxed or not
+    launch = sandbox.launch(argv, env) if sandbox is not None else None
+    try:
+        _run(launch.argv if launch else argv, launch.env if launch else env, launch.pass_fds if launch else (),
+             ctx, outcome, start + timeout)
+    finally:
+        if launch is not None:
+            outcome.notes = launch.close()
+    outcome.duration = time.monotonic() - start
+    return outcome
+
+
+def _run(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], ctx: ToolContext, outcome: _Outcome,
+         deadline: float) -> None:
     proc = subprocess.Popen(
         argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        stderr=subprocess.STDOUT, start_new_session=True, env=env, pass_fds=pass_fds,
     )
     assert proc.stdout is not None
     stream = _Stream(proc, proc.stdout.fileno(), outcome.output, _live_listener(ctx.on_output))
     try:
-        outcome.stopped = _supervise(stream, ctx.cancel, start + timeout)
+        outcome.stopped = _supervise(stream, ctx.cancel, deadline)
         if outcome.stopped:
             _kill_group(stream)
     finally:
@@ -132,8 +148,6 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
         if proc.poll() is None:  # only if something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
         outcome.exit_code = proc.wait()
-    outcome.duration = time.monotonic() - start
-    return outcome
 
 
 @dataclass
@@ -216,7 +230,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
 
 def _format(outcome: _Outcome, timeout: float) -> tuple[str, str]:
     """(content for the model, one-line summary for the person)."""
-    output = outcome.output.text().rstrip("\n")
+    output = without_colours(outcome.output.text()).rstrip("\n")  # the rest is escaped by the registry
     elapsed = f"{outcome.duration:.1f}s"
     label = {"timeout": "timed out", "cancel": "interrupted"}.get(outcome.stopped, f"exit {outcome.exit_code}")
     return "\n".join([output or "(no output)", *_status(outcome, timeout)]), f"{label} · {elapsed}"
@@ -250,6 +264,8 @@ def bash(args: BashArgs, ctx: ToolContext) -> ToolResult:
             outcome.output.spool.discard()  # the blocked run's output is superseded
             outcome = run_command(args.command, ctx, timeout)
     content, summary = _format(outcome, timeout)
+    if outcome.notes:
+        content += "\n" + "\n".join(outcome.notes)
     advice = ""
     if sandbox is not None and denial is not None:
         advice = sandbox.advice(denial)
@@ -279,6 +295,14 @@ def preview_bash(args: BashArgs, ctx: ToolContext) -> str:
     return args.command
 
 
+def describe_command(args: Mapping[str, Any]) -> str:
+    return one_line(args.get("command", ""), 160)
+
+
+BASH_FACTS = ToolFacts(kind="shell", icon="⚡", verb="bash", describe=describe_command, key_args=("command",),
+                       preview="tail", fold_after=4)
+"""A command's verdict is at the end of its output; a test run stays verbatim a few steps (the fix follows)."""
+
 BASH = Tool(
     name="bash",
     description=(
@@ -292,4 +316,6 @@ BASH = Tool(
     fn=bash,
     mutating=True,
     preview=preview_bash,
+    facts=BASH_FACTS,
 )
+declare(BASH.name, BASH.facts)

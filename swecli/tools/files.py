@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field
 
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
+from swecli.tools.facts import ToolFacts, declare
 from swecli.tools.images import is_image_path, load_image
 from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.spool import Spool
 from swecli.tools.text import (
-    BINARY_SNIFF_BYTES,
     TextFile,
     count_lines,
     decode,
+    decode_line,
+    detect_encoding,
     diff_stat,
     file_error,
     load_text,
@@ -27,12 +31,16 @@ from swecli.tools.text import (
     unified_diff,
     write_atomically,
 )
+from swecli.tools.visible import invisible
 from swecli.tools.walk import Entry, GlobFilter, IgnoreRules, scan, walk
 
 LIST_LIMIT = 500
 READ_LIMIT = 2000
 LINE_CHARS = 2000
 READ_CHAR_BUDGET = 100_000
+ENCODING_SNIFF_BYTES = 1 << 20
+"""read_file decides a file's encoding from this much of its start (a later line that is not UTF-8 is
+still read in the legacy encoding, line by line)."""
 """read_file stops early (with a note on how to go on) when a page of long lines gets this big."""
 RESULT_DIFF_CHARS = 4000
 """How much of an edit's diff the model gets back to check its work."""
@@ -180,6 +188,17 @@ def _list_glob(start: Path, shown: str, glob: str, rules: IgnoreRules, ctx: Tool
     return ToolResult("\n".join(found), summary=_pluralize(total, "file"), meta=meta, full=full)
 
 
+def describe_listing(args: Mapping[str, Any]) -> str:
+    """`src '*.py'`."""
+    parts = [str(args.get("path") or ".")]
+    if args.get("glob") or args.get("pattern"):
+        parts.append(f"'{args.get('glob') or args.get('pattern')}'")
+    return " ".join(parts)
+
+
+LIST_FILES_FACTS = ToolFacts(kind="list", icon="📁", verb="list", describe=describe_listing, key_args=("path", "glob"),
+                             fold_after=1)
+
 LIST_FILES = Tool(
     name="list_files",
     description=(
@@ -190,7 +209,9 @@ LIST_FILES = Tool(
     ),
     args=ListFilesArgs,
     fn=list_files,
+    facts=LIST_FILES_FACTS,
 )
+declare(LIST_FILES.name, LIST_FILES.facts)
 
 
 # ---------------------------------------------------------------------------------------------- read_file
@@ -219,12 +240,13 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return image
     try:
         with target.open("rb") as fh:
-            if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
+            head = fh.read(ENCODING_SNIFF_BYTES)
+            if looks_binary(head):
                 size = target.stat().st_size
                 raise ToolError(f"{shown} is a binary file ({size:,} bytes); read_file only shows text. "
                                 "Use bash (e.g. `file`, `xxd | head`) to inspect it.")
             fh.seek(0)
-            page = _read_page(fh, args.offset, args.limit)
+            page = _read_encoded_page(fh, head, args.offset, args.limit)
     except OSError as exc:
         raise file_error(exc, target, shown) from None
     meta = {"path": shown, "lines": len(page.lines), "total_lines": page.total, "offset": args.offset,
@@ -253,7 +275,15 @@ def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None
                       meta={"path": shown, "width": image.width, "height": image.height})
 
 
-def _read_page(fh: BinaryIO, offset: int, limit: int) -> _Page:
+def _read_encoded_page(fh: BinaryIO, head: bytes, offset: int, limit: int) -> _Page:
+    """A page of the file in its own encoding (text.py), sniffed from `head`, its first bytes."""
+    codec, bom = detect_encoding(head, complete=len(head) < ENCODING_SNIFF_BYTES)
+    if bom and codec != "utf-8":  # UTF-16/32: a line does not end at a b"\n" byte; such files are small
+        return _read_page(io.BytesIO(decode(fh.read()).text.encode("utf-8")), offset, limit)
+    return _read_page(fh, offset, limit, codec)
+
+
+def _read_page(fh: BinaryIO, offset: int, limit: int, codec: str = "utf-8") -> _Page:
     page = _Page()
     chars = 0
     number = 0
@@ -263,7 +293,7 @@ def _read_page(fh: BinaryIO, offset: int, limit: int) -> _Page:
         if len(page.lines) >= limit or chars >= READ_CHAR_BUDGET:
             page.total = number + _count_rest(fh)
             return page
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        line = decode_line(raw, codec).rstrip("\r\n")
         if number == 1:
             line = line.removeprefix("\ufeff")
         if len(line) > LINE_CHARS:
@@ -297,6 +327,23 @@ def _page_notes(page: _Page) -> list[str]:
     return notes
 
 
+def describe_read(args: Mapping[str, Any]) -> str:
+    """`src/app.py:10-29`: the path and the lines asked for."""
+    offset, limit = args.get("offset"), args.get("limit")
+    lines = ""
+    if isinstance(offset, int) and isinstance(limit, int) and limit > 0:
+        lines = f":{offset}-{offset + limit - 1}"
+    elif isinstance(offset, int) and offset > 1:
+        lines = f":{offset}-"
+    elif isinstance(limit, int) and limit > 0:
+        lines = f":1-{limit}"
+    return str(args.get("path", "")) + lines
+
+
+READ_FILE_FACTS = ToolFacts(kind="read", icon="📖", verb="read", describe=describe_read, key_args=("path",),
+                            preview="none", fold_after=1)
+"""The file's text is for the model; the person sees the action line. Read again when needed."""
+
 READ_FILE = Tool(
     name="read_file",
     description=(
@@ -308,7 +355,9 @@ READ_FILE = Tool(
     ),
     args=ReadFileArgs,
     fn=read_file,
+    facts=READ_FILE_FACTS,
 )
+declare(READ_FILE.name, READ_FILE.facts)
 
 
 # ---------------------------------------------------------------------------------------------- write_file
@@ -365,6 +414,10 @@ def preview_write(args: WriteFileArgs, ctx: ToolContext) -> str:
     return change.diff or f"(no changes: {change.shown} already has this content)"
 
 
+WRITE_FILE_FACTS = ToolFacts(kind="write", icon="📝", verb="write", key_args=("path",), preview="none",
+                             fold_after=20)
+"""The diff is shown on its own; it says what changed, so it stays verbatim long."""
+
 WRITE_FILE = Tool(
     name="write_file",
     description=(
@@ -376,7 +429,9 @@ WRITE_FILE = Tool(
     fn=write_file,
     mutating=True,
     preview=preview_write,
+    facts=WRITE_FILE_FACTS,
 )
+declare(WRITE_FILE.name, WRITE_FILE.facts)
 
 
 # ---------------------------------------------------------------------------------------------- edit_file
@@ -403,6 +458,10 @@ def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:
     if old == new:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
     count = source.text.count(old)
+    if count == 0 and invisible(old) != old and invisible(old) in source.text:
+        # The model copied a line holding control characters as read_file showed them (tools.visible).
+        old, new = invisible(old), invisible(new)
+        count = source.text.count(old)
     if count == 0:
         raise ToolError(_not_found_message(source.text, old, shown))
     if count > 1 and not args.replace_all:
@@ -473,6 +532,8 @@ def preview_edit(args: EditFileArgs, ctx: ToolContext) -> str:
     return _plan_edit(args, ctx)[0].diff
 
 
+EDIT_FILE_FACTS = ToolFacts(kind="edit", icon="✏️", verb="edit", key_args=("path",), preview="none", fold_after=20)
+
 EDIT_FILE = Tool(
     name="edit_file",
     description=(
@@ -484,4 +545,6 @@ EDIT_FILE = Tool(
     fn=edit_file,
     mutating=True,
     preview=preview_edit,
+    facts=EDIT_FILE_FACTS,
 )
+declare(EDIT_FILE.name, EDIT_FILE.facts)

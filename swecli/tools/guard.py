@@ -1,32 +1,41 @@
-"""The dangerous-command guard: commands that ask even in auto mode.
+"""The dangerous-command guard: commands that ask even in auto mode, and never get "always".
 
-It is the second line of defence; the sandbox (`swecli/tools/sandbox.py`) is the first. It judges
-the parsed command line (`swecli/tools/shell.py`), not its raw text: every command the line would
-run is checked, including the ones behind wrappers (`sudo`, `xargs`, `env`), inside `bash -c`/`eval`
-strings, in text piped into a shell (decoded when it is literal base64), in `find -exec`, and in
-inline Python (`python3 -c`, parsed with `ast`) or Perl/Ruby/Node one-liners. Quoting tricks do not
-hide a command (`r\\m`, `'r'm` and `/bin/rm` are all `rm`).
+It is a speed bump, not a wall; the sandbox (`swecli/tools/sandbox.py`) is the wall. It judges the
+parsed command line (`swecli/tools/shell.py`), not its raw text: every command the line would run is
+checked, including the ones behind wrappers (`sudo`, `xargs`, `parallel`, `env`, `busybox`), inside
+`bash -c`/`eval` strings, functions and aliases the line defines (called with their arguments), text piped
+into a shell (decoded when it is literal base64), `find -exec`, and inline Python (`python3 -c`, parsed
+with `ast`) or Perl/Ruby/Node one-liners. Quoting tricks do not hide a command (`r\\m`, `'r'm`, `$'\\x72m'`
+and `/bin/rm` are all `rm`), and paths are read as the line makes them (`swecli/tools/targets.py`:
+`${HOME:?}`, a `cd ~` earlier, `$(echo ~)`, what `find ~ | xargs` feeds).
 
 Each rule returns why the command is dangerous; the reason is shown to the person who approves and
 to the model when refused. What counts as a dangerous target (root, system and home directories,
-credentials, shell profiles, disks) is in `swecli/tools/protected.py`: `rm -rf build/` and
-`git push origin feature` pass, `rm -rf ~`, `find / -delete` and `shred ~/.ssh/id_rsa` ask.
+credentials, shell profiles, disks) is in `swecli/tools/protected.py`; the git rules are in
+`swecli/tools/gitguard.py`. `rm -rf build/` and `git push origin feature` pass; `rm -rf ~`,
+`find / -delete`, `shred ~/.ssh/id_rsa`, `rm -rf .git` and emptying every file of the project ask.
+Documented with its corpora and numbers in docs/security/guard.md.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator
 
+from swecli.tools.gitguard import git_reason, has_short, split
 from swecli.tools.inline import interpreter_danger
 from swecli.tools.protected import Danger, delete_danger, harmless_device, write_danger
 from swecli.tools.shell import SHELLS, Command, Script, Word, follow, output_text, parse, stdin_text
+from swecli.tools.targets import Scope, everything, expand, expand_all, find_narrowed, listing, repository
 
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "nc", "ncat", "socat", "http", "https", "xh"})
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "gunzip", "zcat", "gzip", "bzip2", "xz", "uudecode",
                       "rev", "tr"})
 INTERPRETERS = frozenset({"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "deno",
                           "bun", "Rscript"})
+MANY_EMPTIED = 5
+"""A line that empties this many different files (`: > a; : > b; ...`) is emptying the project."""
+
+Rule = Callable[[Command, Scope], str]
 
 
 def dangerous_reason(command: str) -> str:
@@ -39,29 +48,25 @@ def script_reason(script: Script) -> str:
         calls = [c for c in function.commands if c.name == function.name]
         if len(calls) >= 2 or (calls and function.background):
             return "fork bomb (a function that keeps starting copies of itself)"
-    downloaded = _downloaded_files(script.commands)
+    scope = Scope(script.variables, script.computed, _downloaded_files(script.commands))
     for command in script.walk():
-        reason = command_reason(command, script.variables, downloaded)
+        reason = command_reason(command, scope)
         if reason:
             return reason + (f" (run through {command.via})" if command.via else "")
-    return ""
+    return _mass_emptying(script, scope)
 
 
-Variables = dict[str, tuple[str, ...]]
-Rule = Callable[[Command, Variables], str]
-
-
-def command_reason(command: Command, variables: Variables, downloaded: frozenset[str] = frozenset()) -> str:
+def command_reason(command: Command, scope: Scope) -> str:
     """Why this one command (not what it runs) is dangerous, or ""."""
     rule = RULES.get("mkfs" if command.name.startswith("mkfs.") else command.name)
-    reason = rule(command, variables) if rule is not None else ""
+    reason = rule(command, scope) if rule is not None else ""
     if reason:
         return reason
-    for check in (_redirect_reason, _code_source_reason, _unknown_program_reason):
-        reason = check(command, variables)
+    for check in (_redirect_reason, _code_source_reason, _unknown_program_reason, _fed_reason):
+        reason = check(command, scope)
         if reason:
             return reason
-    if _runs_download(command, downloaded):
+    if _runs_download(command, scope.downloaded):
         return "runs a script it just downloaded"
     if command.name in INTERPRETERS or command.name.startswith("python3."):
         return interpreter_danger(command, dangerous_reason)
@@ -76,121 +81,147 @@ def _runs_download(command: Command, downloaded: frozenset[str]) -> bool:
     return _consumes_code(command) and any(a in downloaded for a in command.args)
 
 
-# -- reading words ---------------------------------------------------------------------------------
+# -- reading words -------------------------------------------------------------------------------------
 
-def expand(word: Word | str, variables: Variables) -> list[str]:
-    """The texts a word can stand for, with variables given literal values earlier in the line."""
-    text = word if isinstance(word, str) else word.text
-    names = [] if isinstance(word, str) else [n for n in word.parameters if n in variables]
-    texts = [text]
-    for name in names:
-        texts = [t.replace("${" + name + "}", v).replace("$" + name, v) for t in texts for v in variables[name]]
-    return texts
-
-
-def split_args(args: Iterable[str], takes_value: str = "", long_values: tuple[str, ...] = ()) -> tuple[
-        list[str], list[str]]:
-    """(options, operands); `takes_value` lists short options whose value is the next word."""
+def operands(command: Command, takes_value: str = "", long_values: tuple[str, ...] = ()) -> tuple[
+        list[str], list[Word]]:
+    """(options, operand words) of the command's arguments."""
     options: list[str] = []
-    operands: list[str] = []
-    items = iter(args)
-    for arg in items:
-        if arg == "--":
-            operands.extend(items)
+    found: list[Word] = []
+    words = iter(command.words[1:])
+    for word in words:
+        text = word.text
+        if text == "--":
+            found.extend(words)
             break
-        if arg.startswith("--") and len(arg) > 2:
-            options.append(arg)
-            if arg in long_values:
-                next(items, None)
-        elif arg.startswith("-") and len(arg) > 1:
-            options.append(arg)
-            if arg[-1] in takes_value and len(arg) == 2:
-                next(items, None)
+        if text.startswith("-") and len(text) > 1 and word.literal:
+            options.append(text)
+            if (text in long_values) or (not text.startswith("--") and len(text) == 2 and text[1] in takes_value):
+                next(words, None)
         else:
-            operands.append(arg)
-    return options, operands
+            found.append(word)
+    return options, found
 
 
-def _has_short(options: list[str], letters: str, long: tuple[str, ...] = ()) -> bool:
-    return any(o in long or (not o.startswith("--") and any(ch in o[1:] for ch in letters)) for o in options)
+def _targets(words: Iterable[Word | str], command: Command, scope: Scope) -> list[str]:
+    return expand_all(words, scope, command.cwd)
 
 
 def _first(dangers: Iterator[Danger | None]) -> Danger | None:
     return next((d for d in dangers if d is not None), None)
 
 
-def _targets(operands: list[str], variables: Variables) -> list[str]:
-    return [t for operand in operands for t in expand(Word(operand, _params(operand)), variables)]
+def _tree_danger(target: str) -> Danger | None:
+    """What deleting `target` recursively destroys: protected places and git repositories."""
+    return delete_danger(target) or repository(target)
 
 
-def _params(text: str) -> tuple[str, ...]:
-    return tuple(m[1] or m[2] for m in re.finditer(r"\$\{(\w+)\}|\$(\w+)", text))
+# -- rules ---------------------------------------------------------------------------------------------
 
-
-# -- rules -----------------------------------------------------------------------------------------
-
-def _rm(command: Command, variables: Variables) -> str:
-    options, operands = split_args(command.args)
+def _rm(command: Command, scope: Scope) -> str:
+    options, words = operands(command)
     if "--no-preserve-root" in options:
         return "rm with --no-preserve-root"
-    recursive = _has_short(options, "rR", ("--recursive",))
-    classify = delete_danger if recursive else write_danger
-    danger = _first(classify(t) for t in _targets(operands, variables))
-    if danger is None:
-        return ""
-    return f"{'recursive ' if recursive else ''}delete of {danger.what}"
+    targets = _targets(words, command, scope)
+    if has_short(options, "rR", ("--recursive",)):
+        danger = _first(_tree_danger(t) for t in targets)
+        return f"recursive delete of {danger.what}" if danger is not None else ""
+    danger = _first(write_danger(t) or _glob_of_tree(t) for t in targets)
+    if danger is not None:
+        return f"delete of {danger.what}"
+    whole = next((everything(t) for t in targets if t.removeprefix("./") in ("*", "**/*")), "")
+    return f"deletes {whole}" if whole else ""
 
 
-_FIND_FILTERS = frozenset({"-name", "-iname", "-path", "-ipath", "-wholename", "-regex", "-iregex", "-type",
-                           "-mtime", "-mmin", "-newer", "-size", "-empty", "-user", "-perm", "-links",
-                           "-atime", "-ctime", "-amin", "-cmin", "-inum", "-samefile", "-lname"})
+def _glob_of_tree(target: str) -> Danger | None:
+    """`rm ~/*`: every file of a protected directory, even without -r."""
+    if not target.endswith("*"):
+        return None
+    danger = delete_danger(target)
+    return danger if danger is not None and danger.kind in ("root", "home", "system", "secret") else None
+
+
 _FIND_EXEC = ("-exec", "-execdir", "-ok", "-okdir")
+_FIND_WRITES = ("-fls", "-fprint", "-fprint0", "-fprintf")
 
 
-def _find(command: Command, variables: Variables) -> str:
+def _find(command: Command, scope: Scope) -> str:
     args = list(command.args)
-    split = next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))
-    roots, expression = args[:split] or ["."], args[split:]
-    filtered = any(a in _FIND_FILTERS for a in expression)
-    for root in _targets(roots, variables):
+    split_at = next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))
+    roots, expression = args[:split_at] or ["."], args[split_at:]
+    written = _find_written(expression, command, scope)
+    if written:
+        return written
+    actions = _outside_exec(expression)
+    for root in _targets(roots, command, scope):
         danger = delete_danger(root)
-        if "-delete" in expression and danger is not None and not (danger.kind == "here" and filtered):
+        delete_at = next((i for i, a in actions if a == "-delete"), None)
+        if delete_at is not None and danger is not None and not (danger.kind == "here" and find_narrowed(
+                expression, delete_at)):
             return f"find -delete under {danger.what}"
-        if not filtered and danger is not None:
-            reason = _find_exec_reason(expression, root, variables)  # {} is the root itself, among others
-        else:
-            reason = _find_exec_reason(expression, f"{root.rstrip('/')}/found-file", variables)
-            if "found-file" in reason:
-                where = danger.what if danger is not None else root
-                reason = f"{reason.split(' of ')[0]} of files found under {where} (find -exec)"
+        reason = _find_exec_reason(expression, root, find_narrowed(expression), scope)
         if reason:
             return reason
     return ""
 
 
-def _find_exec_reason(expression: list[str], stand_in: str, variables: Variables) -> str:
+def _outside_exec(expression: list[str]) -> list[tuple[int, str]]:
+    """(index, word) of the expression's words that are not inside an `-exec ... ;` command."""
+    words: list[tuple[int, str]] = []
+    inside = False
+    for i, word in enumerate(expression):
+        if inside:
+            inside = word not in (";", "+")
+        elif word in _FIND_EXEC:
+            inside = True
+        else:
+            words.append((i, word))
+    return words
+
+
+def _find_written(expression: list[str], command: Command, scope: Scope) -> str:
+    """`-fprint FILE` and friends write a file: `find . -fprint /etc/passwd`."""
+    for i, word in _outside_exec(expression):
+        if word in _FIND_WRITES and i + 1 < len(expression):
+            danger = _first(write_danger(t) for t in _targets([expression[i + 1]], command, scope))
+            if danger is not None:
+                return f"find {word} overwrites {danger.what}"
+    return ""
+
+
+def _find_exec_reason(expression: list[str], root: str, narrowed: bool, scope: Scope) -> str:
     """Check what `-exec CMD {} ;` runs, with `{}` standing for the paths find visits."""
+    stand_ins = [f"{root.rstrip('/')}/found-file"] if narrowed else [root, f"{root.rstrip('/')}/*"]
     for i, word in enumerate(expression):
         if word not in _FIND_EXEC:
             continue
         end = next((j for j in range(i + 1, len(expression)) if expression[j] in (";", "+")), len(expression))
-        words = tuple(Word(w.replace("{}", stand_in)) for w in expression[i + 1:end])
-        if not words:
-            continue
-        for inner in follow(Command(words, via=f"find {word}")):
-            reason = command_reason(inner, variables)
+        for stand_in in stand_ins:
+            words = tuple(Word(w.replace("{}", stand_in)) for w in expression[i + 1:end])
+            reason = _first_reason(follow(Command(words, via=f"find {word}")), scope) if words else ""
+            if reason and "found-file" in reason:
+                where = (delete_danger(root) or Danger("", root)).what
+                return f"{reason.split(' of ')[0]} of files found under {where} (find {word})"
             if reason:
                 return reason
     return ""
 
 
-def _write_targets(verb: str, takes_value: str = "", long_values: tuple[str, ...] = ()) -> Rule:
+def _first_reason(commands: Iterable[Command], scope: Scope) -> str:
+    return next((r for r in (command_reason(c, scope) for c in commands) if r), "")
+
+
+def _write_targets(verb: str, takes_value: str = "", long_values: tuple[str, ...] = (), empties: bool = False) -> Rule:
     """A rule for commands whose operands are files they overwrite, truncate or destroy."""
 
-    def rule(command: Command, variables: Variables) -> str:
-        _, operands = split_args(command.args, takes_value, long_values)
-        danger = _first(write_danger(t) or _disk_or_tree(t) for t in _targets(operands, variables))
-        return f"{verb} {danger.what}" if danger is not None else ""
+    def rule(command: Command, scope: Scope) -> str:
+        _, words = operands(command, takes_value, long_values)
+        targets = _targets(words, command, scope)
+        danger = _first(write_danger(t) or _disk_or_tree(t) for t in targets)
+        if danger is not None:
+            return f"{verb} {danger.what}"
+        whole = next((everything(t) for t in targets if everything(t)), "") if empties else ""
+        return f"{verb} {whole}" if whole else ""
 
     return rule
 
@@ -200,24 +231,48 @@ def _disk_or_tree(target: str) -> Danger | None:
     return danger if danger is not None and danger.kind in ("root", "home", "secret") else None
 
 
-def _copy_or_move(command: Command, variables: Variables) -> str:
-    options, operands = split_args(command.args, "tS", ("--target-directory", "--suffix"))
+def _copy_or_move(command: Command, scope: Scope) -> str:
+    options, words = operands(command, "tS", ("--target-directory", "--suffix"))
     target_dir = next((o.split("=", 1)[1] for o in options if o.startswith("--target-directory=")), None)
-    destinations = [target_dir] if target_dir else operands[-1:]
-    sources = operands if target_dir else operands[:-1]
-    danger = _first(write_danger(t) for t in _targets(destinations, variables))
+    destinations: list[Word | str] = [target_dir] if target_dir else list(words[-1:])
+    sources = words if target_dir else words[:-1]
+    targets = _targets(destinations, command, scope)
+    danger = _first(write_danger(t) for t in targets)
     if danger is not None:
         return f"overwrites {danger.what}"
+    if command.name == "cp" and any(s.text == "/dev/null" for s in sources):
+        whole = next((everything(t) for t in targets if everything(t)), "")
+        if whole:
+            return f"empties {whole}"
     if command.name == "mv":
-        moved = _first(_disk_or_tree(t) for t in _targets(sources, variables))
+        moved = _first(_disk_or_tree(t) or repository(t) for t in _targets(sources, command, scope))
         if moved is not None:
             return f"moves away {moved.what}"
     return ""
 
 
-def _dd(command: Command, variables: Variables) -> str:
+_RSYNC_DELETES = ("--delete", "--del", "--delete-before", "--delete-during", "--delete-delay", "--delete-after",
+                  "--delete-excluded", "--delete-missing-args")
+
+
+def _rsync(command: Command, scope: Scope) -> str:
+    """`rsync -a --delete empty/ ~/` deletes everything in the destination that the source lacks."""
+    options, words = operands(command, "eBfT", ("--rsh", "--filter", "--exclude", "--include", "--temp-dir",
+                                                "--partial-dir", "--log-file", "--backup-dir", "--rsync-path"))
+    if len(words) < 2:
+        return ""
+    destination = _targets(words[-1:], command, scope)
+    if any(o.split("=")[0] in _RSYNC_DELETES for o in options):
+        danger = _first(_tree_danger(t) for t in destination)
+        if danger is not None:
+            return f"rsync --delete onto {danger.what} (deletes what the source lacks)"
+    danger = _first(write_danger(t) for t in destination)
+    return f"overwrites {danger.what}" if danger is not None else ""
+
+
+def _dd(command: Command, scope: Scope) -> str:
     outputs = [a[3:] for a in command.args if a.startswith("of=")]
-    for target in _targets(outputs, variables):
+    for target in _targets(outputs, command, scope):
         if target.startswith("/dev/") and not harmless_device(target):
             return "dd writing to a device"
         danger = write_danger(target)
@@ -226,11 +281,10 @@ def _dd(command: Command, variables: Variables) -> str:
     return ""
 
 
-def _chmod(command: Command, variables: Variables) -> str:
-    options, operands = split_args(command.args, "", ("--reference",))
-    recursive = _has_short(options, "R", ("--recursive",))
-    operands = operands[1:]  # the first is the mode or the owner
-    for target in _targets(operands, variables):
+def _chmod(command: Command, scope: Scope) -> str:
+    options, words = operands(command, "", ("--reference",))
+    recursive = has_short(options, "R", ("--recursive",))
+    for target in _targets(words[1:], command, scope):  # the first operand is the mode or the owner
         danger = delete_danger(target)
         if danger is None or danger.kind in ("here", "parent", "unset"):
             continue
@@ -239,71 +293,28 @@ def _chmod(command: Command, variables: Variables) -> str:
     return ""
 
 
-def _git(command: Command, variables: Variables) -> str:
-    args = list(command.args)
-    while args and args[0].startswith("-"):  # global options: -C DIR, -c KEY=VALUE, --git-dir=...
-        args = args[2:] if args[0] in ("-C", "-c") else args[1:]
-    if not args:
-        return ""
-    rule = _GIT.get(args[0])
-    return rule(args[1:]) if rule is not None else ""
+def _git(command: Command, scope: Scope) -> str:
+    return git_reason(command)
 
 
-def _git_push(args: list[str]) -> str:
-    options, operands = split_args(args, "o", ("--push-option", "--repo", "--receive-pack", "--exec"))
-    if any(o in ("--force", "-f", "--force-with-lease", "--mirror") or o.startswith("--force-with-lease=")
-           or (not o.startswith("--") and "f" in o[1:]) for o in options):
-        return "force push (rewrites the remote's history)"
-    if "--delete" in options or _has_short(options, "d") or any(ref.startswith(":") for ref in operands[1:]):
-        return "deletes a remote branch"
-    if any(ref.startswith("+") for ref in operands[1:]):
-        return "force push (rewrites the remote's history)"
-    return ""
-
-
-def _git_checkout(args: list[str]) -> str:
-    options, operands = split_args(args)
-    everything = {".", "*", ":/", "./"}
-    if "--staged" in options and "--worktree" not in options:
-        return ""
-    if "--" in args:
-        operands = args[args.index("--") + 1:]
-    return "discards uncommitted changes in every file" if everything & set(operands) else ""
-
-
-_GIT: dict[str, Callable[[list[str]], str]] = {
-    "push": _git_push,
-    "reset": lambda a: "discards uncommitted work (git reset --hard)" if "--hard" in a else "",
-    "clean": lambda a: "deletes untracked files (git clean -f)" if _has_short(split_args(a)[0], "f", ("--force",))
-    else "",
-    "checkout": _git_checkout,
-    "restore": _git_checkout,
-    "branch": lambda a: "force-deletes a branch (git branch -D)" if "-D" in a or ("--delete" in a and "--force" in a)
-    else "",
-    "stash": lambda a: "deletes every stash (git stash clear)" if a[:1] == ["clear"] else "",
-    "filter-branch": lambda a: "rewrites the repository's history (git filter-branch)",
-    "reflog": lambda a: "expires the reflog (loses the way back to old commits)" if a[:1] == ["expire"] else "",
-}
-
-
-def _privileged(command: Command, variables: Variables) -> str:
+def _privileged(command: Command, scope: Scope) -> str:
     return "runs with root privileges"
 
 
-def _power(command: Command, variables: Variables) -> str:
+def _power(command: Command, scope: Scope) -> str:
     return "shuts down or reboots the machine"
 
 
-def _systemctl(command: Command, variables: Variables) -> str:
+def _systemctl(command: Command, scope: Scope) -> str:
     verbs = {"poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue"}
     return "shuts down or reboots the machine" if verbs & set(command.args) else ""
 
 
-def _init(command: Command, variables: Variables) -> str:
+def _init(command: Command, scope: Scope) -> str:
     return "shuts down or reboots the machine" if command.args[:1] in (("0",), ("6",)) else ""
 
 
-def _kill(command: Command, variables: Variables) -> str:
+def _kill(command: Command, scope: Scope) -> str:
     args = list(command.args)
     if args and args[0] in ("-s", "-n"):
         args = args[2:]
@@ -313,35 +324,41 @@ def _kill(command: Command, variables: Variables) -> str:
     return "signals every process (kill -1)" if "-1" in pids or "1" in pids else ""
 
 
-def _disk_tool(verb: str, listing: tuple[str, ...] = ()) -> Rule:
-    def rule(command: Command, variables: Variables) -> str:
-        return "" if listing and set(listing) & set(command.args) else verb
+def _disk_tool(verb: str, listing_options: tuple[str, ...] = ()) -> Rule:
+    def rule(command: Command, scope: Scope) -> str:
+        return "" if listing_options and set(listing_options) & set(command.args) else verb
 
     return rule
 
 
-def _crontab(command: Command, variables: Variables) -> str:
-    return "deletes every cron job (crontab -r)" if _has_short(split_args(command.args)[0], "r") else ""
+def _crontab(command: Command, scope: Scope) -> str:
+    """`crontab -r` deletes every job; `crontab FILE` (`/dev/null`, `-`) replaces them all."""
+    options, files = split(list(command.args), "u")
+    if has_short(options, "r"):
+        return "deletes every cron job (crontab -r)"
+    if files or "-" in command.args:
+        return "replaces every cron job of the user (crontab FILE)"
+    return ""
 
 
-def _sed(command: Command, variables: Variables) -> str:
-    options, operands = split_args(command.args, "ef", ("--expression", "--file"))
+def _sed(command: Command, scope: Scope) -> str:
+    options, words = operands(command, "ef", ("--expression", "--file"))
     if not any(o.startswith(("-i", "--in-place")) or (not o.startswith("--") and "i" in o[1:]) for o in options):
         return ""
-    danger = _first(write_danger(t) for t in _targets(operands, variables))
+    danger = _first(write_danger(t) for t in _targets(words, command, scope))
     return f"edits {danger.what} in place" if danger is not None else ""
 
 
 RULES: dict[str, Rule] = {
     "rm": _rm, "unlink": _write_targets("deletes"), "find": _find,
-    "shred": _write_targets("shreds", "ns", ("--iterations", "--size", "--random-source")),
-    "truncate": _write_targets("truncates", "sro", ("--size", "--reference")),
+    "shred": _write_targets("shreds", "ns", ("--iterations", "--size", "--random-source"), empties=True),
+    "truncate": _write_targets("truncates", "sro", ("--size", "--reference"), empties=True),
     "tee": _write_targets("writes to"), "cp": _copy_or_move, "mv": _copy_or_move, "install": _copy_or_move,
-    "ln": _copy_or_move, "rsync": _copy_or_move, "dd": _dd, "sed": _sed,
+    "ln": _copy_or_move, "rsync": _rsync, "dd": _dd, "sed": _sed,
     "chmod": _chmod, "chown": _chmod, "chgrp": _chmod, "git": _git,
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged, "run0": _privileged,
     "shutdown": _power, "reboot": _power, "halt": _power, "poweroff": _power, "systemctl": _systemctl,
-    "init": _init, "telinit": _init, "kill": _kill, "killall5": lambda c, v: "signals every process",
+    "init": _init, "telinit": _init, "kill": _kill, "killall5": lambda c, s: "signals every process",
     "mkfs": _disk_tool("formats a file system"), "mke2fs": _disk_tool("formats a file system"),
     "mkswap": _disk_tool("formats a swap device"), "wipefs": _disk_tool("erases file-system signatures", ("-n",)),
     "fdisk": _disk_tool("repartitions a disk", ("-l", "--list")),
@@ -352,37 +369,45 @@ RULES: dict[str, Rule] = {
 }
 
 
-# -- rules that look at every command ----------------------------------------------------------------
+# -- rules that look at every command ------------------------------------------------------------------
 
-def _redirect_reason(command: Command, variables: Variables) -> str:
+def _redirect_reason(command: Command, scope: Scope) -> str:
     for redirect in command.redirects:
         if not redirect.writes_file or redirect.target is None:
             continue
-        for target in expand(redirect.target, variables):
+        for target in expand(redirect.target, scope, command.cwd):
             danger = write_danger(target)
             if danger is not None:
                 return f"writes to {danger.what}"
+            whole = everything(target) if redirect.op in (">", ">|") else ""
+            if whole and target.removeprefix("./") != ".":
+                return f"empties {whole}"
     return ""
+
+
+def _mass_emptying(script: Script, scope: Scope) -> str:
+    """`: > a.py; : > b.py; ...`: one file emptied is routine, a line emptying many is not."""
+    emptied: set[str] = set()
+    for command in script.commands:
+        if command.name not in ("", ":", "true") or command.args:
+            continue
+        for redirect in command.redirects:
+            if redirect.op in (">", ">|") and redirect.target is not None and \
+                    not harmless_device(redirect.target.text):
+                emptied.add(redirect.target.text)
+    return f"empties {len(emptied)} files" if len(emptied) >= MANY_EMPTIED else ""
 
 
 def _consumes_code(command: Command) -> bool:
     return command.name in SHELLS | INTERPRETERS | {"eval", "source", "."} or command.name.startswith("python3.")
 
 
-def _code_source_reason(command: Command, variables: Variables) -> str:
+def _code_source_reason(command: Command, scope: Scope) -> str:
     """A shell or interpreter fed code from the network, or decoded at run time, cannot be checked."""
     if not _consumes_code(command):
         return ""
     for word in command.words[1:]:
-        if not word.substituted:
-            continue
-        text = output_text(word.substituted[-1])
-        if text is not None:
-            reason = dangerous_reason(text)
-            if reason:
-                return reason
-            continue
-        reason = _unknown_code_reason(word.substituted)
+        reason = _word_code_reason(word, scope)
         if reason:
             return reason
     if command.upstream and stdin_text(command) is None and _reads_program_from_stdin(command):
@@ -390,11 +415,27 @@ def _code_source_reason(command: Command, variables: Variables) -> str:
     return ""
 
 
+def _word_code_reason(word: Word, scope: Scope) -> str:
+    """The code in `$(...)` or in a variable set from a command (`x=$(curl ...); eval $x`)."""
+    sources = [*word.substituted[-1:], *(c for n in word.parameters for c in scope.computed.get(n, ())[-1:])]
+    for source in sources:
+        text = output_text(source)
+        if text is not None:
+            reason = dangerous_reason(text)
+            if reason:
+                return reason
+            continue
+        reason = _unknown_code_reason((*source.upstream, source))
+        if reason:
+            return reason
+    return ""
+
+
 def _reads_program_from_stdin(command: Command) -> bool:
-    _, operands = split_args(command.args, "co" if command.name in SHELLS else "cmWX")
+    _, files = split(list(command.args), "co" if command.name in SHELLS else "cmWX")
     if command.name in SHELLS:
-        return "-c" not in command.args and (not operands or "-s" in command.args)
-    return not operands or operands[0] == "-"
+        return "-c" not in command.args and (not files or "-s" in command.args)
+    return not files or files[0] == "-"
 
 
 def _unknown_code_reason(sources: Iterable[Command]) -> str:
@@ -406,12 +447,28 @@ def _unknown_code_reason(sources: Iterable[Command]) -> str:
     return ""
 
 
-def _unknown_program_reason(command: Command, variables: Variables) -> str:
+def _unknown_program_reason(command: Command, scope: Scope) -> str:
     """`$CMD -rf /` or `$(echo rm) -rf ~`: the program is unknown, so dangerous targets decide."""
     if not command.dynamic_name:
         return ""
-    danger = _first(_disk_or_tree(t) for t in _targets(list(command.args), variables))
+    danger = _first(_disk_or_tree(t) for t in _targets(command.words[1:], command, scope))
     return f"runs a program computed at run time on {danger.what}" if danger is not None else ""
+
+
+def _fed_reason(command: Command, scope: Scope) -> str:
+    """`find ~ | xargs rm -rf`, `ls | parallel rm`: the command runs on what the pipeline before lists."""
+    if command.via not in ("xargs", "parallel") or not command.upstream or stdin_text(command) is not None:
+        return ""
+    paths = listing(command.upstream[-1])
+    if not paths:
+        return ""
+    for path in paths:
+        words = tuple(Word(w.text.replace("{}", path)) if "{}" in w.text else w for w in command.words)
+        fed = Command(words if words != command.words else (*command.words, Word(path)), cwd=command.cwd)
+        reason = _first_reason(follow(fed), scope)
+        if reason:
+            return f"{reason} (fed by {command.upstream[-1].name})"
+    return ""
 
 
 def _downloaded_files(commands: Iterable[Command]) -> frozenset[str]:

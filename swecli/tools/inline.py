@@ -4,10 +4,13 @@ judged by what it deletes, overwrites or runs; part of the guard.
 Python is parsed with `ast`. Calls to `shutil.rmtree`, `os.remove`/`unlink`, `Path(...).unlink()`,
 `Path(...).write_text()`, `open(..., "w")`, `os.system` and `subprocess.*` are resolved when their
 path or command is built from literals (`"~"`, `Path.home()`, `os.environ["HOME"]`, `os.path.join`,
-`/`, names assigned a literal) and checked as the equivalent shell command would be; a path computed
-at run time passes (in the real sessions of ../shared/trajectories that is `tempfile.mkdtemp()`, 9 times
-in 962 commands, never a home or root). Other languages are scanned for their delete and exec
-primitives, with the string literals around them checked the same way.
+`/`, names assigned a literal, loop variables over `Path.home().iterdir()`, `os.listdir(...)` or `glob`)
+and checked as the equivalent shell command would be; a path computed at run time passes (in the 962
+commands of the real sessions bench/guard_bench.py reads, that is `tempfile.mkdtemp()` 9 times, never a
+home or root). Other languages are scanned for their delete and exec primitives: the home directory as each
+spells it (`$ENV{HOME}`, `Dir.home`, `os.homedir()`, `process.env.HOME`, `getenv("HOME")`) reads as `~`,
+the path each delete is given is evaluated when it is literals joined with `+`, `.` or a path join, and
+the string literals an exec runs are checked as shell commands.
 """
 
 from __future__ import annotations
@@ -16,9 +19,9 @@ import ast
 import posixpath
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from swecli.tools.protected import delete_danger, write_danger
+from swecli.tools.protected import Danger, delete_danger, write_danger
 from swecli.tools.shell import Command, stdin_text
 
 ShellReason = Callable[[str], str]
@@ -91,11 +94,35 @@ def python_danger(code: str, shell_reason: ShellReason) -> str:
             if value is not None:
                 known[node.targets[0].id] = value
     for node in ast.walk(tree):
+        if isinstance(node, ast.For | ast.comprehension) and isinstance(node.target, ast.Name):
+            listed = _listed(node.iter, known)
+            if listed is not None:
+                known[node.target.id] = listed
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             reason = _call_reason(node, known, shell_reason)
             if reason:
                 return reason
     return ""
+
+
+def _listed(node: ast.expr, known: dict[str, str]) -> str | None:
+    """What a loop over a directory listing visits: `Path.home().iterdir()` and `glob.glob('~/*')` give
+    paths (`~/*`), `os.listdir(d)` gives names in d (`*`, joined back to d by the loop's body)."""
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name in ("iterdir", "glob", "rglob") and isinstance(func, ast.Attribute) and not (
+            isinstance(func.value, ast.Name) and func.value.id == "glob"):
+        base = _value(func.value, known)
+        return posixpath.join(base, "*") if base is not None else None
+    argument = _value(node.args[0], known) if node.args else "."
+    if name in ("glob", "iglob") and argument is not None:
+        return argument
+    if name in ("listdir", "scandir") and argument is not None:
+        return "*" if name == "listdir" else posixpath.join(argument, "*")
+    return None
 
 
 def _call_reason(call: ast.Call, known: dict[str, str], shell_reason: ShellReason) -> str:
@@ -182,22 +209,103 @@ def _constant(node: ast.expr) -> object:
 
 # -- Perl, Ruby, Node, PHP, ... ---------------------------------------------------------------------------
 
-_DELETE_TREE = re.compile(r"\b(?:rmtree|remove_tree|rm_rf|rm_r|rimraf|rmSync|rmdirSync|removeSync|unlink_r)\b")
+_DELETE_TREE = re.compile(r"\b(?:rmtree|remove_tree|rm_rf|rm_r|rimraf|rmSync|rmdirSync|removeSync|unlink_r|"
+                          r"remove_dir|remove_entry(?:_secure)?|emptyDirSync|emptyDir)\b|\bfs(?:\.promises)?\.rm\b|"
+                          r"\bfsp?\.rm\b|\brmdir\b")
+_DELETE_FILE = re.compile(r"\b(?:unlink|unlinkSync|remove|delete|rm)\b")
 _EXEC = re.compile(r"\b(?:system|exec|execSync|spawnSync|spawn|popen|shell_exec|passthru|os\.execute)\b|`|%x")
 _LITERAL = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+_HOME = re.compile(
+    r"\$ENV\{\s*['\"]?HOME['\"]?\s*\}"  # Perl
+    r"|File::HomeDir->my_home|\(getpwuid\(\$<\)\)\[7\]"
+    r"|ENV\[\s*['\"]HOME['\"]\s*\]|ENV\.fetch\(\s*['\"]HOME['\"]\s*\)|Dir\.home\b(?:\(\))?"  # Ruby
+    r"|File\.expand_path\(\s*['\"]~['\"]\s*\)|Etc\.getpwuid(?:\([^)]*\))?\.dir"
+    r"|(?:require\(\s*['\"](?:node:)?os['\"]\s*\)|\bos)\.homedir\(\)"  # Node
+    r"|process\.env(?:\.HOME|\[\s*['\"]HOME['\"]\s*\])|Deno\.env\.get\(\s*['\"]HOME['\"]\s*\)"
+    r"|\bgetenv\(\s*['\"]HOME['\"]\s*\)|\$_SERVER\[\s*['\"]HOME['\"]\s*\]"  # PHP, Lua, C-likes
+    r"|os\.getenv\(\s*['\"]HOME['\"]\s*\)")
+"""How the common scripting languages spell the home directory: read as the literal '~'."""
+_JOIN = re.compile(r"^(?:path\.(?:join|resolve)|File\.join|catfile|catdir|join_paths?)\s*\((.*)\)$", re.DOTALL)
 
 
 def script_text_danger(code: str, shell_reason: ShellReason) -> str:
-    """Delete and exec primitives in code that is not parsed: their string literals are checked."""
-    literals = [m[1] or m[2] for m in _LITERAL.finditer(code)]
-    if _DELETE_TREE.search(code) or re.search(r"\b(?:rmtree|remove|unlink)\b", code):
-        for literal in literals:
-            danger = delete_danger(literal) if _DELETE_TREE.search(code) else write_danger(literal)
-            if danger is not None:
-                return f"deletes {danger.what}"
+    """Delete and exec primitives in code that is not parsed: the path each delete is given (literals,
+    the home directory however it is spelled, joined with `+`, `.`, `path.join`) and the command each
+    exec runs are checked."""
+    code = _HOME.sub("'~'", code)
+    for match in _DELETE_TREE.finditer(code):
+        danger = _argument_danger(code, match.end(), delete_danger)
+        if danger is not None:
+            return f"deletes {danger.what}"
+    for match in _DELETE_FILE.finditer(code):
+        danger = _argument_danger(code, match.end(), write_danger)
+        if danger is not None:
+            return f"deletes {danger.what}"
     if _EXEC.search(code):
-        for literal in literals:
+        for literal in _literals(code):
             reason = shell_reason(literal)
             if reason:
                 return reason
     return ""
+
+
+def _argument_danger(code: str, start: int, classify: Callable[[str], Danger | None]) -> Danger | None:
+    argument = _first_argument(code, start)
+    if argument is None:
+        return None
+    value = _path_value(argument)
+    if value is not None:
+        return classify(value)
+    return next((d for d in (classify(v) for v in _literals(argument)) if d is not None), None)
+
+
+def _first_argument(code: str, start: int) -> str | None:
+    """The first argument of the call whose name ends at `start`: `rmtree(X, ...)`, Perl's `rmtree X;`."""
+    rest = code[start:].lstrip()
+    if rest.startswith("("):
+        end = next((i for i, char, depth in _unquoted(rest) if char in ")]}" and depth == 0), None)
+        return _split_top_level(rest[1:end])[0] if end is not None else None
+    match = re.match(r"([^;\n]+)", rest)  # Perl and Ruby calls without parentheses
+    return _split_top_level(match[1])[0] if match and not rest.startswith(("=", ".", ":")) else None
+
+
+def _split_top_level(text: str) -> list[str]:
+    """`a, f(b, c), "d,e"` -> `a`, `f(b, c)`, `"d,e"`."""
+    cuts = [i for i, char, depth in _unquoted(text) if char == "," and depth == 0]
+    bounds = zip([-1, *cuts], [*cuts, len(text)], strict=True)
+    return [text[a + 1:b].strip() for a, b in bounds]
+
+
+def _unquoted(text: str) -> Iterator[tuple[int, str, int]]:
+    """(index, char, bracket depth after it) for each character outside string literals."""
+    depth, quote = 0, ""
+    for i, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[i - 1] != "\\" else quote
+            continue
+        if char in "'\"`":
+            quote = char
+            continue
+        depth += (char in "([{") - (char in ")]}")
+        yield i, char, depth
+
+
+def _path_value(expression: str) -> str | None:
+    """The string an argument evaluates to, when it is literals joined by `+`/`.` or a path join."""
+    expression = expression.strip()
+    joined = _JOIN.match(expression)
+    if joined:
+        parts = [_path_value(p) for p in _split_top_level(joined[1])]
+        return posixpath.join(*[p for p in parts if p is not None]) if parts and None not in parts else None
+    pieces = re.split(r"\s*(?:\+|\.(?=\s*['\"]))\s*", expression)
+    values = []
+    for piece in pieces:
+        literal = _LITERAL.fullmatch(piece)
+        if literal is None:
+            return None
+        values.append(literal[1] if literal[1] is not None else literal[2])
+    return "".join(values) if values else None
+
+
+def _literals(code: str) -> list[str]:
+    return [m[1] if m[1] is not None else m[2] for m in _LITERAL.finditer(code)]

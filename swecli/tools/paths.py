@@ -1,7 +1,8 @@
-"""Confinement: every path a file tool touches must resolve inside the project root.
+"""Confinement: every path a file tool touches must resolve inside the project root, and never into
+the user's credentials (`SECRET_PATHS`, when the project holds the home directory).
 
 Paths are resolved with symlinks followed, so a link inside the project that points elsewhere
-cannot be used to read or write outside it.
+cannot be used to read or write outside it, or into `~/.ssh`.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 from pathlib import Path
 
 from swecli.tools.base import ToolError
+from swecli.tools.protected import secret_location
 
 
 def resolve_in_root(root: Path, path: str | os.PathLike[str]) -> Path:
@@ -21,6 +23,11 @@ def resolve_in_root(root: Path, path: str | os.PathLike[str]) -> Path:
     candidate = Path(raw).expanduser()
     target = (candidate if candidate.is_absolute() else real_root / candidate).resolve()
     if target == real_root or target.is_relative_to(real_root):
+        secret = secret_location(target)
+        if secret:
+            raise ToolError(f"path {raw!r} is in {secret}, which holds credentials: swecli's file tools do not read, "
+                            "list, search or change credential files. If the task needs something from it, ask the "
+                            "user for it.")
         return target
     via_link = "" if _lexically_outside(Path(root), real_root, candidate) else (
         f" (it resolves to {target} through a symlink)")

@@ -4,23 +4,52 @@ read-only classifier (a "read-only" `cat ~/.ssh/id_rsa` still asks) and the sand
 
 Paths are classified as written in the command (`~`, `$HOME`, `/home/alice`, `../..`); nothing is
 resolved on disk, because the guard judges a command before it runs.
+
+The second half (`PROTECTED_DIRS`, `PROTECTED_FILES`, `protected_write`, `secret_location`) judges
+resolved paths on disk: what the sandbox keeps read-only inside the writable project, what the file
+tools refuse to read (credentials) or ask before writing (what runs later outside the sandbox).
+docs/security/sandbox.md explains each list.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import posixpath
 import re
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 SECRET_PATHS: tuple[str, ...] = (
-    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".netrc", ".git-credentials",
-    ".config/gh", ".config/hub", ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-    ".gem/credentials", ".terraform.d", ".vault-token", ".password-store", ".local/share/keyrings",
-    ".config/op", ".config/swecli", ".mozilla", ".config/google-chrome", ".config/chromium",
+    # keys and agents
+    ".ssh", ".gnupg", ".password-store", ".local/share/keyrings", ".config/op", ".vault-token",
+    # git and code hosts
+    ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub", ".config/glab-cli",
+    ".config/github-copilot",
+    # AI tools, swecli itself included
+    ".config/swecli", ".codex/auth.json", ".claude/.credentials.json", ".claude.json", ".cache/huggingface/token",
+    ".huggingface/token", ".kaggle",
+    # clouds and cluster tools
+    ".aws", ".azure", ".config/gcloud", ".boto", ".oci", ".kube", ".docker", ".config/doctl", ".config/hcloud",
+    ".config/linode-cli", ".fly", ".config/rclone", ".s3cfg", ".mc", ".databrickscfg", ".terraform.d",
+    ".terraformrc", ".config/stripe", ".netrc",
+    # package registries
+    ".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+    ".gem/credentials", ".m2/settings.xml", ".m2/settings-security.xml", ".gradle/gradle.properties",
+    ".ivy2/.credentials", ".composer/auth.json", ".config/composer/auth.json", ".nuget/NuGet/NuGet.Config",
+    ".config/NuGet/NuGet.Config",
+    # databases
+    ".pgpass", ".my.cnf", ".mylogin.cnf",
+    # shell histories (they hold the tokens people type) and browser profiles (cookies)
+    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+    ".mozilla", ".config/google-chrome", ".config/chromium",
 )
-"""Home-relative paths holding credentials: keys, cloud and registry tokens, password stores, browser
-profiles (cookies) and swecli's own user config (API keys). The sandbox hides them; the guard protects them."""
+"""Home-relative paths holding credentials: keys, code-host, cloud and registry tokens, database
+passwords, AI tools' logins (swecli's own user config included), password stores, shell histories
+and browser profiles. The ONE list: the sandbox hides each of them from commands, the file tools
+refuse to read, list or search them, and the guard protects them. Documented in docs/security/sandbox.md."""
 
 SYSTEM_DIRS = frozenset({"etc", "usr", "bin", "sbin", "boot", "var", "lib", "lib32", "lib64", "libx32", "opt",
                          "root", "sys", "proc", "dev", "snap", "nix", "System", "Library", "Applications"})
@@ -143,3 +172,106 @@ def _absolute_danger(path: str) -> Danger | None:
 def harmless_device(path: str) -> bool:
     """/dev/null, /dev/stdout and friends: writing there changes nothing."""
     return bool(_HARMLESS_DEVICES.match(path))
+
+
+# -- on disk: what the sandbox keeps read-only and the file tools ask before writing ---------------------
+
+PROTECTED_DIRS: tuple[str, ...] = (".git/hooks", ".swecli", ".vscode", ".idea", ".claude", ".devcontainer")
+"""Project-relative directories whose contents run later outside the sandbox, or steer the next
+session: git hooks, swecli's own settings, skills, agents and hooks, editors' tasks and settings,
+Claude Code's settings and hooks, dev-container definitions."""
+PROTECTED_FILES: tuple[str, ...] = (".git/config", ".envrc", ".mcp.json", "OPENCLI.md", "AGENTS.md", "CLAUDE.md")
+"""Project-relative files of the same kind: git's configuration (hooksPath, fsmonitor, filters, aliases),
+direnv's script, Claude Code's MCP servers, and the memory files loaded into every session's prompt."""
+_PROTECTED_NAMES = frozenset(p for p in (*PROTECTED_DIRS, *PROTECTED_FILES) if "/" not in p)
+HOME_PROFILES: tuple[str, ...] = (
+    ".profile", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".zshrc", ".zshenv", ".zprofile",
+    ".zlogin", ".zlogout", ".inputrc", ".gitconfig", ".pam_environment", ".xprofile", ".xsessionrc", ".envrc",
+)
+"""Shell profiles and other home dotfiles run at a login or a shell's start: when the project holds the
+home directory, these are kept from being created (the existing dotfiles are all read-only)."""
+
+
+_PLACEHOLDERS: set[Path] = set()
+_PLACEHOLDER_LOCK = threading.Lock()
+
+
+def add_placeholder(path: Path) -> bool | None:
+    """Make `path` an empty placeholder directory (the sandbox covers a missing protected directory with
+    one): True for the first one this process made, False for a later one, None if it cannot be made."""
+    with _PLACEHOLDER_LOCK:
+        try:
+            path.mkdir(mode=0o755)
+        except OSError:
+            return None
+        first = not _PLACEHOLDERS
+        _PLACEHOLDERS.add(path)
+        return first
+
+
+def is_placeholder(path: Path) -> bool:
+    """Whether `path` is one of this process's placeholders and still empty (list_files leaves it out)."""
+    return path in _PLACEHOLDERS and not any(path.iterdir())
+
+
+def remove_placeholders() -> None:
+    """Remove the placeholder directories that are still empty (at exit)."""
+    with _PLACEHOLDER_LOCK:
+        for path in sorted(_PLACEHOLDERS, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):  # not empty (swecli or the user put something in it): keep it
+                path.rmdir()
+        _PLACEHOLDERS.clear()
+
+
+def home_directory() -> Path:
+    """The user's home directory, resolved (cached per value of $HOME: the file tools ask per entry)."""
+    return _resolved_home(os.environ.get("HOME") or os.path.expanduser("~"))
+
+
+@functools.lru_cache(maxsize=4)
+def _resolved_home(home: str) -> Path:
+    return Path(home).resolve()
+
+
+def secret_location(path: Path, home: Path | None = None) -> str:
+    """The entry of SECRET_PATHS (as `~/.ssh`) that the resolved `path` is in, or ""."""
+    home = home_directory() if home is None else home
+    if not path.is_relative_to(home):
+        return ""
+    rel = path.relative_to(home).as_posix()
+    for secret in SECRET_PATHS:
+        if rel == secret or rel.startswith(secret + "/"):
+            return f"~/{secret}"
+    return ""
+
+
+def protected_write(root: Path, path: Path, home: Path | None = None) -> str:
+    """Why writing the resolved `path` under the project `root` needs a person's approval (it runs later
+    outside the sandbox, or holds credentials), or "" for an ordinary project file."""
+    home = home_directory() if home is None else home
+    secret = secret_location(path, home)
+    if secret:
+        return f"{secret} holds credentials"
+    rel = path.relative_to(root).parts if path.is_relative_to(root) else path.parts
+    if ".git" in rel:
+        return "it is inside .git, whose hooks and config git runs later, outside the sandbox"
+    named = next((part for part in rel if part in _PROTECTED_NAMES), "")
+    if named:
+        return f"{named} is a protected path: its contents run later outside the sandbox or steer the next session"
+    if home.is_relative_to(root) and path.is_relative_to(home):
+        first = path.relative_to(home).parts[:1]
+        if first and first[0].startswith("."):
+            return f"~/{first[0]} is a dotfile of the home directory, which runs or is read later outside the sandbox"
+    return ""
+
+
+def broad_project_warning(root: Path, home: Path | None = None) -> str:
+    """The warning when the project holds the home directory (swecli started in `$HOME` or `/`), or ""."""
+    home = home_directory() if home is None else home
+    if not home.is_relative_to(root):
+        return ""
+    where = "/" if root == Path("/") else "your home directory" if root == home else f"{root}, which holds your home"
+    system = ", system directories" if root == Path("/") else ""
+    return (f"swecli started in {where}: the project is that whole tree. The home directory's dotfiles (shell "
+            f"profiles, .gitconfig, ...){system} stay read-only to commands and the file tools ask before writing "
+            "them; credentials (~/.ssh, ~/.aws, ...) stay hidden. Start swecli in a project directory instead.")

@@ -1,6 +1,6 @@
 """Read-only commands: what default mode runs without asking, as Codex and Claude Code do.
 
-A command line is read-only when bashlex parses it exactly (`swecli/tools/shell.py`) and:
+A command line is read-only when tree-sitter-bash parses it exactly (`swecli/tools/shell.py`) and:
 - every command it runs is on the list below (`cat`, `ls`, `grep`, `rg`, `head`, `tail`, `wc`, `find`,
   `git status/log/diff/show/...`, ...), without an option that writes, runs a program or changes
   state (`find -delete`/`-exec`, `sort -o`, `rg --pre`, `git -c`, `git diff --output`, `sed` other
@@ -31,7 +31,7 @@ _PLAIN = frozenset({
     "fgrep", "zgrep", "true", "false", "test", "[", "id", "whoami", "uname", "uptime", "nproc", "free", "rev",
     "tac", "paste", "column", "fold", "fmt", "expand", "unexpand", "strings", "seq", "od", "hexdump", "md5sum",
     "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum", "b2sum", "cksum", "jq", "locale", "arch",
-    "groups", "cd", "ps", "pgrep", "getconf", "numfmt", "zcat", "bzcat", "xzcat", "look", "join", "sleep",
+    "groups", "cd", "ps", "pgrep", "getconf", "numfmt", "zcat", "bzcat", "xzcat", "look", "join", "sleep", "[[", "((",
 })
 """Programs that have no option to write a file, run another program or change the system."""
 _SAFE_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")

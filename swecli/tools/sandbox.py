@@ -4,16 +4,29 @@ A sandboxed command sees the whole file system read-only, except:
 - the project directory: read-write in `workspace-write`, read-only in `read-only` (plan mode); when
   the project is a git worktree, its git directory is writable too, so `git commit` works;
 - `sandbox.writable_paths` (e.g. `~/.cache` for build caches);
-- a private, empty `/tmp` (and `/dev/shm`) that disappears with the command.
+- a private, empty `/tmp` (and `/dev/shm`) that disappears with the command; toolchains that live
+  under /tmp and are on the command's PATH (a virtualenv) are mounted into it read-only.
+
+Inside the writable project, what runs later outside the sandbox stays read-only (`PROTECTED_DIRS`
+and `PROTECTED_FILES` of `swecli/tools/protected.py`: `.git/config`, `.git/hooks`, `.swecli`,
+`.envrc`, `.vscode`, ...), while the rest of `.git` stays writable for add, commit, branch and stash.
+A protected directory that does not exist yet is covered by an empty placeholder directory (created
+once, removed at exit if still empty); a protected file that does not exist yet and that a command
+creates is moved to `.swecli/blocked/` when the command ends, and the model is told.
 
 The user's credentials are not visible at all: each existing entry of `SECRET_PATHS` under the home
 directory (plus `sandbox.hidden_paths`), `$XDG_RUNTIME_DIR` (agent sockets, the D-Bus session bus)
 and the Docker socket is covered, an empty read-only directory over a directory, `/dev/null` over a
-file. Environment variables named like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`,
-`*CREDENTIAL*`, as Codex does) are not passed in, but for those `sandbox.pass_env` names. There is
-no network (a namespace with only an unconnected loopback) unless `sandbox.network = true`, and a
-private PID namespace, so a command cannot signal or trace the user's other processes; background
-jobs end with the command.
+file. The environment is an allowlist (`swecli/tools/environment.py`). There is no network (a
+namespace with only an unconnected loopback, and a seccomp filter against unix and vsock sockets,
+`swecli/tools/syscalls.py`) unless `sandbox.network = true`, and a private PID namespace with a
+fresh /proc, so a command cannot signal, trace or read the environment of the user's other
+processes (swecli's included); background jobs end with the command.
+
+No capabilities inside, for root too: bwrap runs with `--cap-drop ALL` in its own user namespace
+(`--unshare-user`, uid mapped to itself) where nested user namespaces are disabled
+(`--disable-userns`), so `mount`, `umount`, `nsenter` and `unshare` fail. A setuid bwrap run by a user
+cannot do that: there `--cap-drop ALL` alone (see `isolation_flags`).
 
 The command stays in the process group swecli starts, so Esc and timeouts still kill everything it
 started; `--die-with-parent` covers swecli itself dying.
@@ -26,26 +39,43 @@ writable paths, no network) so the model is told, not left guessing.
 
 from __future__ import annotations
 
-import fnmatch
+import atexit
 import functools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from swecli.config import SandboxConfig
-from swecli.tools.protected import SECRET_PATHS
+from swecli.tools import syscalls
+from swecli.tools.protected import (
+    HOME_PROFILES,
+    PROTECTED_DIRS,
+    PROTECTED_FILES,
+    SECRET_PATHS,
+    SYSTEM_DIRS,
+    add_placeholder,
+    remove_placeholders,
+)
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 
-_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _BASE_FLAGS = ("--die-with-parent", "--unshare-pid", "--unshare-ipc")
+_ISOLATION_CHOICES = (("--unshare-user", "--disable-userns", "--cap-drop", "ALL"), ("--cap-drop", "ALL"))
+"""Tried in order by `isolation_flags`: the first bwrap accepts here is used."""
+_TOOLCHAIN_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "GOROOT", "GOPATH")
 _EROFS = re.compile(r"[^\n]*Read-only file system[^\n]*")
+_EBUSY = re.compile(r"[^\n]*Device or resource busy[^\n]*")  # a rename over a protected file (git config)
+_PROTECTED_MENTION = re.compile(
+    "|".join(re.escape(p) for p in (*PROTECTED_DIRS, *PROTECTED_FILES, *HOME_PROFILES, ".git/modules")))
 _EACCES = re.compile(r"[^\n]*Permission denied[^\n]*")
 _PATH = re.compile(r"(/[^\s'\"`:,)]+)")
 _NETWORK = re.compile(
@@ -59,9 +89,44 @@ _NETWORK = re.compile(
 class Denial:
     """A failure the sandbox caused."""
 
-    kind: Literal["read-only file system", "permission denied", "network"]
+    kind: Literal["read-only file system", "protected path", "permission denied", "network"]
     evidence: str
     """The output line that shows it."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one command's mounts protect beyond the fixed ones (computed per command: files come and go)."""
+
+    read_only: tuple[Path, ...] = ()
+    """Existing protected paths (and placeholder directories) mounted read-only over the writable project."""
+    toolchains: tuple[Path, ...] = ()
+    """Directories under /tmp that hold the command's PATH entries, mounted read-only into the private /tmp."""
+    watched: tuple[Path, ...] = ()
+    """Protected files that do not exist yet: one the command creates is moved aside when it ends."""
+
+
+@dataclass
+class Launch:
+    """A sandboxed command ready for `subprocess.Popen`; `close()` once it has ended."""
+
+    argv: list[str]
+    env: dict[str, str]
+    pass_fds: tuple[int, ...]
+    root: Path
+    watched: tuple[Path, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    def close(self) -> list[str]:
+        """Release the filter's descriptor and move aside the protected files the command created; returns
+        one sentence per file moved, for the model."""
+        for fd in self.pass_fds:
+            os.close(fd)
+        self.pass_fds = ()
+        for path in self.watched:
+            if os.path.lexists(path):
+                self.notes.append(_quarantine(self.root, path))
+        return self.notes
 
 
 @dataclass(frozen=True)
@@ -74,23 +139,26 @@ class Sandbox:
     network: bool = False
     hidden: tuple[Path, ...] = ()
     """Existing paths to cover (credentials, agent sockets)."""
-    pass_env: tuple[str, ...] = ()
-    """Names or shell patterns of secret-looking variables passed in all the same (`sandbox.pass_env`)."""
+    home: Path | None = None
+    """The user's home directory: its dotfiles are protected when the project holds it."""
+    git_dirs: tuple[Path, ...] = ()
+    """The project's git directories (`.git`, or a worktree's git and common directories)."""
     bwrap: str = "bwrap"
 
     @classmethod
     def for_project(cls, root: Path, *, mode: Literal["workspace-write", "read-only"] = "workspace-write",
                     writable_paths: Iterable[str] = (), network: bool = False, hidden_paths: Iterable[str] = (),
-                    pass_env: Iterable[str] = (), home: Path | None = None,
-                    env: Mapping[str, str] | None = None) -> Sandbox:
+                    home: Path | None = None, env: Mapping[str, str] | None = None) -> Sandbox:
         """Resolve the configured paths: `~` is the home directory, relative paths are under the root.
-        Writable paths that do not exist are left out (bwrap cannot mount them); see `missing_writable`."""
+        Writable paths that do not exist are left out (bwrap cannot mount them); see `from_settings`."""
         env = os.environ if env is None else env
         root = root.resolve()
         home = (home or Path(env.get("HOME") or Path.home())).resolve()
         writable = [p for p in (_resolve(w, root, home) for w in writable_paths) if p.exists()]
-        return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*_git_dirs(root), *writable])),
-                   network=network, hidden=_hidden(root, home, hidden_paths, env), pass_env=tuple(pass_env))
+        linked = _git_dirs(root)
+        git_dirs = linked or ([root / ".git"] if (root / ".git").is_dir() else [])
+        return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*linked, *writable])), network=network,
+                   hidden=_hidden(root, home, hidden_paths, env), home=home, git_dirs=tuple(git_dirs))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -100,19 +168,38 @@ class Sandbox:
         writes = ("the project directory" + (", " + ", ".join(map(str, self.writable)) if self.writable else "")
                   + " and a private /tmp") if self.mode == "workspace-write" else "only a private /tmp"
         network = "network allowed" if self.network else "no network"
-        return f"{self.mode}: writes to {writes}; {network}; credentials hidden"
+        protected = "; .git/config, .git/hooks, .swecli and other protected paths read-only" \
+            if self.mode == "workspace-write" else ""
+        return f"{self.mode}: writes to {writes}{protected}; {network}; credentials hidden"
 
-    def wrap(self, argv: list[str]) -> list[str]:
+    def launch(self, argv: list[str], env: Mapping[str, str]) -> Launch:
+        """Everything `Popen` needs to run `argv` inside the sandbox with the environment `env` (already
+        the allowlisted one); placeholders for missing protected directories are made here."""
+        inner = self.environment(env)
+        layout = self.layout(inner)
+        fd = None if self.network else syscalls.no_unix_sockets_fd()
+        return Launch(self.wrap(argv, layout, fd), inner, () if fd is None else (fd,), self.root, layout.watched)
+
+    def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs `argv` inside the sandbox."""
-        args = [self.bwrap, *_BASE_FLAGS]
+        layout = layout or Layout()
+        args = [self.bwrap, *_BASE_FLAGS, *isolation_flags(self.bwrap)]
         if not self.network:
             args.append("--unshare-net")
-        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
-        args += [bind, str(self.root), str(self.root)]  # after /tmp: a project under /tmp stays visible
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        whole = self.root == Path("/") and self.mode == "workspace-write"  # started in /: see docs
+        args += ["--bind" if whole else "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for path in layout.toolchains:
+            args += ["--ro-bind", str(path), str(path)]
+        if not whole:
+            bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+            args += [bind, str(self.root), str(self.root)]  # after /tmp: a project under /tmp stays visible
         if self.mode == "workspace-write":
             for path in self.writable:
                 args += ["--bind", str(path), str(path)]
+        for path in layout.read_only:  # after the writable binds they sit in
+            args += ["--ro-bind", str(path), str(path)]
         for path in self.hidden:  # last: they win over every bind above
             if path.is_dir():
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
@@ -120,23 +207,51 @@ class Sandbox:
                 args += ["--ro-bind", "/dev/null", str(path)]
         return [*args, "--chdir", str(self.root), "--", *argv]
 
-    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        """`env` without secret-looking variables (but those `pass_env` names), with TMPDIR pointing at
-        the private /tmp."""
-        kept = {k: v for k, v in env.items() if self._passes(k)}
-        kept["TMPDIR"] = "/tmp"
-        return kept
+    def layout(self, env: Mapping[str, str]) -> Layout:
+        """The per-command mounts: toolchains under /tmp; in workspace-write, the protected paths."""
+        toolchains = _tmp_toolchains(env)
+        if self.mode != "workspace-write":
+            return Layout(toolchains=toolchains)
+        dirs, files, existing = self._protected()
+        placeholders = [path for path in dirs if not path.exists() and _placeholder(path)]
+        read_only = [*existing, *(p for p in (*dirs, *files) if p.exists()), *placeholders]
+        watched = [path for path in files if not path.exists()]
+        return Layout(tuple(dict.fromkeys(read_only)), toolchains, tuple(watched))
 
-    def _passes(self, name: str) -> bool:
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.pass_env):
-            return True
-        return not _SECRET_ENV.search(name) and name != "SSH_AUTH_SOCK"
+    def _protected(self) -> tuple[list[Path], list[Path], list[Path]]:
+        """(protected directories, protected files, other existing paths to keep read-only)."""
+        dirs = [self.root / d for d in PROTECTED_DIRS if not d.startswith(".git/")]
+        files = [self.root / f for f in PROTECTED_FILES if not f.startswith(".git/")]
+        existing: list[Path] = []
+        for git_dir in self.git_dirs:
+            existing += [git_dir / "config.worktree"] if (git_dir / "config.worktree").exists() else []
+            if git_dir.parent.name == "worktrees":
+                continue  # a linked worktree's own git directory: hooks and config live in the common one
+            dirs.append(git_dir / "hooks")
+            files.append(git_dir / "config")
+            existing += sorted(git_dir.glob("modules/*/config")) + sorted(git_dir.glob("modules/*/hooks"))
+        home = self.home
+        if home is not None and home.is_relative_to(self.root) and home.is_dir():
+            existing += sorted(p for p in home.iterdir() if p.name.startswith(".") and p.exists())
+            files += [home / name for name in HOME_PROFILES]
+        if self.root == Path("/"):
+            existing += [Path("/", d) for d in sorted(SYSTEM_DIRS) if Path("/", d).is_dir()]
+        return dirs, files, existing
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """`env` with the temporary-directory variables pointing at the private /tmp."""
+        inner = dict(env)
+        for name in ("TMPDIR", *(n for n in ("TMP", "TEMP") if n in env)):
+            inner[name] = "/tmp"
+        return inner
 
     def explain_failure(self, output: str) -> Denial | None:
         """The sandbox restriction a failed command's output points to, or None."""
-        match = _EROFS.search(output)
+        match = _EROFS.search(output) or _EBUSY.search(output)
         if match:
-            return Denial("read-only file system", match.group(0).strip())
+            line = match.group(0).strip()
+            protected = self.mode == "workspace-write" and _PROTECTED_MENTION.search(line)
+            return Denial("protected path" if protected else "read-only file system", line)
         for line in _EACCES.findall(output):
             if any(not self._writable(Path(p)) for p in _PATH.findall(line)):
                 return Denial("permission denied", line.strip())
@@ -154,6 +269,12 @@ class Sandbox:
 
     def advice(self, denial: Denial) -> str:
         """What the model is told under the failed command's output."""
+        if denial.kind == "protected path":
+            return (f"[sandbox] This command ran in swecli's sandbox and failed because that path is protected: what "
+                    "runs later outside the sandbox (git's hooks and config, .swecli, .envrc, editor settings, the "
+                    f"memory files) is read-only to commands: {denial.evidence}\nDo not retry it, nor look for another "
+                    "way around. If the change is needed, make it with write_file or edit_file, which ask the user "
+                    "first, or tell the user what to change.")
         if denial.kind == "network":
             cause = "it has no network access"
             fix = "sandbox.network = true"
@@ -174,13 +295,15 @@ def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | No
         return None, "", []
     env = os.environ if env is None else env
     sandbox = Sandbox.for_project(root, mode=config.mode, writable_paths=config.writable_paths,
-                                  network=config.network, hidden_paths=config.hidden_paths,
-                                  pass_env=config.pass_env, env=env)
+                                  network=config.network, hidden_paths=config.hidden_paths, env=env)
     home = Path(env.get("HOME") or Path.home())
     missing = [p for p in config.writable_paths if not _resolve(p, sandbox.root, home).exists()]
     warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
                 "remove it from the setting." for p in missing]
-    return sandbox, unavailable_reason(), warnings
+    problem = unavailable_reason()
+    if not problem and not config.network and syscalls.unavailable():
+        warnings.append(syscalls.unavailable())
+    return sandbox, problem, warnings
 
 
 def _resolve(path: str, root: Path, home: Path) -> Path:
@@ -222,6 +345,48 @@ def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]
     return tuple(dict.fromkeys(hidden))
 
 
+def _tmp_toolchains(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The top directories under /tmp of the toolchain locations in `env` (PATH entries, VIRTUAL_ENV,
+    *_HOME, ...): the private /tmp would hide them, and another interpreter would answer instead."""
+    names = [*_TOOLCHAIN_VARIABLES, *(n for n in env if n.endswith("_HOME") and not n.startswith("XDG_"))]
+    found: list[Path] = []
+    for entry in (e for name in names for e in env.get(name, "").split(os.pathsep)):
+        if not entry.startswith("/tmp/"):
+            continue
+        real = Path(entry).resolve()
+        if real.is_relative_to("/tmp") and real != Path("/tmp") and real.exists():
+            found.append(Path("/tmp", real.relative_to("/tmp").parts[0]))
+    return tuple(dict.fromkeys(found))
+
+
+def _placeholder(path: Path) -> bool:
+    """Make an empty directory where a protected directory is missing, so a read-only mount can cover
+    it (bwrap cannot mount over nothing); it is removed at exit if still empty. False if it cannot be
+    made (then a command cannot make it either)."""
+    made = add_placeholder(path)
+    if made is None:
+        return path.is_dir()
+    if made:
+        atexit.register(remove_placeholders)
+    return True
+
+
+def _quarantine(root: Path, path: Path) -> str:
+    """Move a protected file a sandboxed command created out of the way; the sentence for the model."""
+    shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    folder = root / ".swecli" / "blocked"
+    target = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{shown.replace('/', '%')}"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.replace(path, target)
+    except OSError as exc:
+        return (f"[sandbox] The command created {shown}, a protected path, and swecli could not move it aside "
+                f"({exc}); tell the user to review it before anything runs it.")
+    return (f"[sandbox] The command created {shown}, a protected path (it runs later outside the sandbox or "
+            f"steers the next session), so swecli moved it to {target.relative_to(root)}. To create it, use "
+            "write_file, which asks the user first.")
+
+
 # -- can bwrap run here? -------------------------------------------------------------------------------
 
 MISSING = ("Commands cannot be sandboxed because bubblewrap is not installed: install it (`sudo apt-get install "
@@ -245,19 +410,56 @@ def unavailable_reason() -> str:
     path = shutil.which("bwrap")
     if path is None:
         return MISSING
-    return _probe(path)
+    return _probe(path)[0]
+
+
+def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
+    """The strongest capability and user-namespace flags this bwrap accepts here: no capabilities in a user
+    namespace of its own without nested ones, or (a setuid bwrap) `--cap-drop ALL` alone."""
+    path = shutil.which(bwrap)
+    found = _probe(path)[1] if path else ()
+    return found or _ISOLATION_CHOICES[0]
 
 
 @functools.lru_cache(maxsize=8)
-def _probe(bwrap: str) -> str:
-    """Start a trivial command with the same namespaces the real ones use (once per bwrap binary)."""
-    argv = [bwrap, *_BASE_FLAGS, "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--", "/bin/true"]
+def _probe(bwrap: str) -> tuple[str, tuple[str, ...]]:
+    """Start a trivial command with the namespaces the real ones use (once per bwrap binary): ("", flags)
+    with the first isolation choice that works, or (the error, ())."""
+    error = ""
+    for flags in _choices(bwrap):
+        argv = [bwrap, *_BASE_FLAGS, *flags, "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
+                "/proc", "--tmpfs", "/tmp", "--", "/bin/true"]
+        failure = _try(argv)
+        if not failure:
+            return "", flags
+        error = error or failure
+    return CANNOT_START.format(error=error), ()
+
+
+def _choices(bwrap: str) -> tuple[tuple[str, ...], ...]:
+    """The isolation choices worth trying: a setuid bwrap run by a user cannot map a user namespace of its
+    own (bubblewrap documents --disable-userns as not working there; trying leaves a child stuck)."""
     try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return CANNOT_START.format(error=str(exc))
-    if proc.returncode == 0:
-        return ""
-    lines = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
-    return CANNOT_START.format(error=lines[0] if lines else f"exit status {proc.returncode}")
+        setuid = bool(os.stat(bwrap).st_mode & stat.S_ISUID) and os.geteuid() != 0
+    except OSError:
+        setuid = False
+    return _ISOLATION_CHOICES[1:] if setuid else _ISOLATION_CHOICES
+
+
+def _try(argv: list[str]) -> str:
+    """"" when `argv` exits 0, else the first line it printed on stderr (waiting for the process, not for
+    its output: a child it leaves behind must not hold swecli up)."""
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors)
+        except OSError as exc:
+            return str(exc)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return "bwrap did not finish within 30 s"
+        errors.seek(0)
+        lines = errors.read().decode("utf-8", errors="replace").strip().splitlines()
+    return "" if code == 0 else (lines[0] if lines else f"exit status {code}")

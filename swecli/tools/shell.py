@@ -2,21 +2,23 @@
 
     script = parse("cd src && sudo rm -rf build | tee log")
     for command in script.walk():       # every command the line would run, at any depth
-        command.name, command.args, command.redirects, command.via
+        command.name, command.args, command.redirects, command.via, command.cwd
 
-`parse` uses bashlex (a port of bash's own grammar): quotes and backslashes are removed as bash
-removes them (`r\\m` is `rm`), and every simple command is found wherever it sits: in pipelines,
-`&&`/`;` lists, `if`/`for`/`while` bodies, functions, subshells and `$(...)`/`<(...)` substitutions.
+`parse` reads the line with tree-sitter-bash (`swecli/tools/bashtree.py`): quotes and backslashes are
+removed as bash removes them (`r\\m` is `rm`), and every simple command is found wherever it sits: in
+pipelines, `&&`/`;` lists, `if`/`for`/`while`/`case` bodies, functions, subshells, `[[ ]]` and
+`$(...)`/`<(...)` substitutions, heredoc'ed or not.
 
 `walk` also follows what a command runs: the command behind a wrapper (`sudo`, `env`, `nohup`,
-`timeout`, `xargs`, ...), the code given to `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host`/`watch`, and
-text that reaches a shell's stdin when it can be known: a literal `echo`/`printf`, a heredoc or
-here-string, and literal base64 or hex decoded on the way (`echo <b64> | base64 -d | sh`). Each
-command reached that way carries `via` ("bash -c", "a pipe into sh", ...), to a bounded depth.
+`timeout`, `xargs`, `busybox`, ...), the code given to `bash -c`/`sh -c`/`eval`/`su -c`/`ssh host`/`watch`/
+`parallel`, a function or alias the line defines (with the arguments of the call), and text that reaches a
+shell's stdin when it can be known: a literal `echo`/`printf`, a heredoc or here-string, and literal base64
+or hex decoded on the way (`echo <b64> | base64 -d | sh`). Each command reached that way carries `via`
+("bash -c", "a pipe into sh", "function f", ...), to a bounded depth.
 
-bashlex does not implement all of bash (`case`, `[[ ]]`, `$(( ))`, `time`, `coproc`). Those lines
-are split with shlex at the control operators instead: words and redirections are still found but
-the structure is approximate, and `Script.exact` is False so callers can be careful.
+A line tree-sitter-bash cannot parse (a syntax error: bash would refuse it too) is split with shlex at the
+control operators instead: words and redirections are still found but the structure is approximate, and
+`Script.exact` is False so callers can be careful.
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 """Programs that run shell code from `-c`, a script file, or their stdin."""
 MAX_DEPTH = 4
 """How many times `walk` follows code into code (`bash -c "eval '...'"`): enough for real use."""
@@ -79,6 +80,9 @@ class Command:
     """The earlier stages of its pipeline, whose output is its stdin (nearest last)."""
     via: str = ""
     """How `walk` reached it when not written directly: "sudo", "bash -c", "a pipe into sh", ..."""
+    cwd: str = ""
+    """The directory an earlier `cd`/`pushd` in the line moved to, as written (`~`, `/`, `src`); "" for the
+    directory the line starts in."""
 
     @property
     def name(self) -> str:
@@ -119,8 +123,12 @@ class Script:
     variables: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Literal values given to variables in the line (`D=/`, `for d in a b`), for expanding `$D`."""
     exact: bool = True
-    """False when bashlex could not parse the line and the shlex fallback split it."""
+    """False when tree-sitter-bash could not parse the line and the shlex fallback split it."""
     error: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """`alias NAME=VALUE` in the line: NAME at the start of a later command runs VALUE."""
+    computed: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+    """Variables that hold a command's output: `x=$(curl ...)`, `for f in $(find .)`, `find | while read f`."""
 
     @property
     def substitutions(self) -> bool:
@@ -128,139 +136,53 @@ class Script:
             r.target is not None and r.target.substituted for c in self.commands for r in c.redirects)
 
     def walk(self) -> Iterator[Command]:
-        """Every command the line would run: its own, then what wrappers and code strings run."""
+        """Every command the line would run: its own, then what wrappers, code strings, and the functions
+        and aliases the line defines run."""
+        functions = {f.name: f for f in self.functions}
         for command in self.commands:
             yield from follow(command)
+            function = functions.get(command.name)
+            if function is not None:
+                for inner in function.commands:
+                    yield from follow(bind(inner, command.words[1:], f"function {function.name}"), 1)
+            alias = self.aliases.get(command.name)
+            if alias is not None:
+                code = " ".join([alias, *(w.text for w in command.words[1:])])
+                for inner in parse(code).commands:
+                    yield from follow(replace(inner, via=inner.via or f"alias {command.name}"), 1)
+
+
+_POSITIONAL = re.compile(r"\$\{?([1-9@*])\}?")
+
+
+def bind(command: Command, args: tuple[Word, ...], via: str) -> Command:
+    """A function's command with `$1`, `$@`, ... replaced by the arguments of a call."""
+    def value(match: re.Match[str]) -> str:
+        key = match[1]
+        if key in "@*":
+            return " ".join(a.text for a in args)
+        index = int(key) - 1
+        return args[index].text if index < len(args) else ""
+
+    def bound(word: Word) -> Word:
+        names = [n for n in word.parameters if n not in "123456789@*" or len(n) != 1]
+        if len(names) == len(word.parameters):
+            return word
+        extra = tuple(p for a in args for p in a.parameters)
+        return Word(_POSITIONAL.sub(value, word.text), tuple(names) + extra, word.substituted)
+
+    return replace(command, words=tuple(bound(w) for w in command.words),
+                   redirects=tuple(replace(r, target=bound(r.target)) if r.target is not None else r
+                                   for r in command.redirects), via=via)
 
 
 @functools.lru_cache(maxsize=512)
 def parse(line: str) -> Script:
-    """Parse a command line; never raises (a line bashlex cannot parse is split approximately)."""
-    import bashlex
+    """Parse a command line; never raises (a line tree-sitter cannot parse is split approximately)."""
+    from swecli.tools.bashtree import read
 
-    try:
-        nodes = bashlex.parse(_unquote_heredoc_delimiters(line))
-    except Exception as exc:  # bashlex raises several types, and NotImplementedError for whole features
-        return _fallback(line, f"{type(exc).__name__}: {exc}")
-    builder = _Builder()
-    for node in nodes:
-        builder.node(node, ())
-    return Script(line, tuple(builder.commands), tuple(builder.functions), builder.variables)
-
-
-def _unquote_heredoc_delimiters(line: str) -> str:
-    # bashlex cannot find the end of `<<'EOF'` / `<<"EOF"` / `<<\EOF`; the quotes only turn off expansion
-    # inside the document, which bashlex does not do anyway.
-    return re.sub(r"<<(-?)\s*(?:(['\"])(\w+)\2|\\(\w+))", lambda m: f"<<{m[1]}{m[3] or m[4]}", line)
-
-
-class _Builder:
-    """Flattens a bashlex tree into Commands, Functions and literal variable values."""
-
-    def __init__(self) -> None:
-        self.commands: list[Command] = []
-        self.functions: list[Function] = []
-        self.variables: dict[str, tuple[str, ...]] = {}
-
-    def node(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        kind = node.kind
-        if kind == "command":
-            self.command(node, upstream)
-        elif kind == "pipeline":
-            self.pipeline(node, upstream)
-        elif kind == "function":
-            self.function(node)
-        elif kind == "for":
-            self.for_loop(node, upstream)
-        elif kind == "compound":
-            for part in node.list:
-                self.node(part, upstream)
-        elif kind in ("list", "if", "while", "until"):
-            for part in node.parts:
-                self.node(part, upstream)
-
-    def pipeline(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        for part in node.parts:
-            if part.kind in ("pipe", "reservedword"):
-                continue
-            start = len(self.commands)
-            self.node(part, upstream)
-            upstream = upstream + tuple(self.commands[start:])
-
-    def command(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        words: list[Word] = []
-        assignments: list[Word] = []
-        redirects: list[Redirect] = []
-        for part in node.parts:
-            if part.kind == "word":
-                words.append(self.word(part))
-            elif part.kind == "assignment":
-                assignments.append(self.word(part))
-            elif part.kind == "redirect":
-                redirects.append(self.redirect(part))
-        if not words:
-            self._remember(assignments)
-        self.commands.append(Command(tuple(words), tuple(assignments), tuple(redirects), upstream))
-
-    def _remember(self, assignments: list[Word]) -> None:
-        for word in assignments:
-            name, _, value = word.text.partition("=")
-            if word.literal:
-                self.variables[name] = (value,)
-
-    def word(self, node: Any) -> Word:
-        parameters: list[str] = []
-        substituted: list[Command] = []
-        for part in _descendants(node):
-            if part.kind == "parameter":
-                match = _NAME.match(getattr(part, "value", "") or "")
-                parameters.append(match.group(0) if match else "?")
-            elif part.kind in ("commandsubstitution", "processsubstitution"):
-                inner = _Builder()
-                inner.node(part.command, ())
-                substituted.extend(inner.commands)
-                self.commands.extend(inner.commands)
-        return Word(node.word, tuple(parameters), tuple(substituted))
-
-    def redirect(self, node: Any) -> Redirect:
-        fd = node.input if isinstance(node.input, int) else None
-        heredoc = getattr(node, "heredoc", None)
-        if heredoc is not None:
-            return Redirect(node.type, None, fd, _heredoc_text(heredoc.value))
-        target = self.word(node.output) if hasattr(node.output, "kind") else None
-        return Redirect(node.type, target, fd)
-
-    def function(self, node: Any) -> None:
-        inner = _Builder()
-        inner.node(node.body, ())
-        background = any(p.kind == "operator" and p.op == "&" for p in _descendants(node.body))
-        self.functions.append(Function(node.name.word, tuple(inner.commands), background))
-        self.functions.extend(inner.functions)
-
-    def for_loop(self, node: Any, upstream: tuple[Command, ...]) -> None:
-        parts = list(node.parts)
-        words = [p for p in parts if p.kind == "word"]
-        if len(words) >= 1:
-            values = [self.word(w) for w in words[1:]]
-            if all(v.literal for v in values):
-                self.variables[words[0].word] = tuple(v.text for v in values)
-        for part in parts:
-            if part.kind not in ("word", "reservedword"):
-                self.node(part, upstream)
-
-
-def _descendants(node: Any) -> Iterator[Any]:
-    for attr in ("parts", "list"):
-        for child in getattr(node, attr, None) or ():
-            yield child
-            if child.kind not in ("commandsubstitution", "processsubstitution"):
-                yield from _descendants(child)
-
-
-def _heredoc_text(value: str) -> str:
-    # bashlex keeps the terminating delimiter line at the end of the document.
-    lines = value.split("\n")
-    return "\n".join(lines[:-1]) + "\n" if len(lines) > 1 else ""
+    script = read(line)
+    return script if script is not None else _fallback(line, "syntax error (tree-sitter-bash)")
 
 
 # -- the shlex fallback -----------------------------------------------------------------------------
@@ -290,7 +212,21 @@ def _fallback(line: str, error: str) -> Script:
         if command is not None:
             commands.append(command)
         upstream = (*upstream, command) if token in ("|", "|&") and command is not None else ()
-    return Script(line, tuple(commands), exact=False, error=error)
+    return Script(line, (*_substituted_commands(line), *commands), exact=False, error=error)
+
+
+_SUBSTITUTION = re.compile(r"`([^`]+)`|\$\(([^()]*)\)")
+
+
+def _substituted_commands(line: str) -> list[Command]:
+    """The commands inside `...` and $(...) of a line that cannot be parsed: bash runs them before it
+    notices the rest is wrong (`echo $((x`cmd`y))`)."""
+    found: list[Command] = []
+    for match in _SUBSTITUTION.finditer(line):
+        inner = match[1] or match[2]
+        if inner and inner != line:
+            found.extend(parse(inner).commands)
+    return found
 
 
 _OPERATORS = ("<<<", "&>>", ">>", "<<", "&&", "||", "|&", ";;", ">&", "<&", "&>", ">|", ";", "&", "|", "(", ")", "<",
@@ -375,52 +311,120 @@ def follow(command: Command, depth: int = 0) -> Iterator[Command]:
             yield from follow(replace(nested, via=nested.via or via), depth + 1)
 
 
-# Wrappers that run the rest of their arguments as a command, with the options that take a value.
-_WRAPPERS: dict[str, str] = {
-    "sudo": "ugpChDrtTU", "doas": "uC", "env": "uSC", "nohup": "", "nice": "n", "ionice": "cnp",
-    "timeout": "sk", "time": "fo", "command": "", "exec": "a", "builtin": "", "stdbuf": "ioe",
-    "xargs": "aIiLlnPsdEe", "setsid": "", "chronic": "", "torsocks": "", "proxychains": "f",
-    "proxychains4": "f", "unbuffer": "", "nsenter": "tSGwr", "chroot": "", "caffeinate": "",
-    "flock": "wEc", "strace": "eoOpsuP", "ltrace": "eoOpsuP", "firejail": "", "rlwrap": "",
+# Wrappers that run the rest of their arguments as a command: the short options that take a value, and the
+# long ones that take the next word.
+_WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sudo": ("ugpChDrtTU", ("--user", "--group", "--prompt", "--host", "--chdir", "--role", "--type",
+                            "--close-from", "--other-user")),
+    "doas": ("uC", ()), "env": ("uSCP", ("--unset", "--chdir", "--split-string")), "nohup": ("", ()),
+    "nice": ("n", ("--adjustment",)), "ionice": ("cnp", ("--class", "--classdata", "--pid")),
+    "timeout": ("sk", ("--signal", "--kill-after")), "time": ("fo", ("--format", "--output")),
+    "command": ("", ()), "exec": ("a", ()), "builtin": ("", ()), "stdbuf": ("ioe", ()),
+    "xargs": ("aIdELnPsJ", ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines",
+                            "--max-chars", "--eof", "--process-slot-var")),
+    "parallel": ("jSnNLPIkXa", ("--jobs", "--sshlogin", "--max-args", "--max-replace-args", "--arg-file",
+                                "--delimiter", "--joblog", "--results", "--tmpdir", "--workdir", "--timeout")),
+    "setsid": ("", ()), "chronic": ("", ()), "torsocks": ("", ()), "proxychains": ("f", ()),
+    "proxychains4": ("f", ()), "unbuffer": ("", ()), "nsenter": ("tSGwr", ()), "chroot": ("", ()),
+    "caffeinate": ("", ()), "flock": ("wEc", ()), "strace": ("eoOpsuP", ()), "ltrace": ("eoOpsuP", ()),
+    "firejail": ("", ()), "rlwrap": ("", ()), "busybox": ("", ()), "toybox": ("", ()), "coproc": ("", ()),
 }
 _POSITIONAL_FIRST = {"timeout": 1, "chroot": 1, "flock": 1}
 """Wrappers whose first positional argument is theirs (a duration, a directory, a lock file)."""
 
 
 def unwrap(command: Command) -> Command | None:
-    """The command a wrapper runs (`sudo rm x` -> `rm x`), or None when it is not a wrapper."""
-    takes_value = _WRAPPERS.get(command.name)
-    if takes_value is None:
+    """The command a wrapper runs (`sudo rm x` -> `rm x`), or None when it is not a wrapper (or, as with
+    `command -v git`, only names the program)."""
+    spec = _WRAPPERS.get(command.name)
+    if spec is None:
         return None
-    i = 1
+    if command.name == "parallel" and any(w.text.startswith(":::") for w in command.words):
+        return None  # the arguments are the inputs: code_strings() runs them
+    start = _wrapped_start(command, spec)
+    if start is None or start >= len(command.words):
+        return None
+    return command.shifted(start, command.name)
+
+
+def _wrapped_start(command: Command, spec: tuple[str, tuple[str, ...]]) -> int | None:
+    takes_value, long_values = spec
     skip_positional = _POSITIONAL_FIRST.get(command.name, 0)
     words = command.words
+    i = 1
     while i < len(words):
         text = words[i].text
         if text == "--":
-            i += 1
-            break
-        if command.name == "env" and "=" in text and not text.startswith("-"):
+            return i + 1
+        if command.name == "env" and (("=" in text and not text.startswith("-")) or text == "-"):
             i += 1
             continue
+        if command.name == "command" and text.startswith("-") and set(text[1:]) & {"v", "V"}:
+            return None  # `command -v git` prints where git is; nothing runs
         if text.startswith("-") and len(text) > 1:
-            short = text[1:] if not text.startswith("--") else ""
-            i += 2 if short and short[-1] in takes_value and len(short) == 1 else 1
+            short = len(text) == 2 and text[1] in takes_value
+            i += 2 if short or text in long_values else 1
             continue
         if skip_positional:
             skip_positional -= 1
             i += 1
             continue
-        break
-    return command.shifted(i, command.name) if i < len(words) else None
+        return i
+    return i
 
 
 def _with_xargs_input(wrapper: Command, inner: Command) -> Command:
-    """`echo a b | xargs rm` runs `rm a b`: append the words xargs reads when the line fixes them."""
-    text = stdin_text(wrapper) if wrapper.name == "xargs" else None
-    if not text:
+    """`echo a b | xargs rm` runs `rm a b`, and `echo x | xargs -I{} sh -c {}` runs `sh -c x`: the words
+    xargs reads, when the line fixes them."""
+    if wrapper.name not in ("xargs", "parallel"):
         return inner
-    return replace(inner, words=inner.words + tuple(Word(token) for token in text.split()))
+    options = [w.text for w in wrapper.words[1:len(wrapper.words) - len(inner.words)]]
+    text = stdin_text(wrapper)
+    if not text or any(o in ("-a", "--arg-file") or o.startswith(("-a", "--arg-file=")) for o in options):
+        return inner
+    replaced = _replace_string(options, wrapper.name)
+    if replaced is None or (not any(replaced in w.text for w in inner.words) and wrapper.name == "parallel"):
+        return replace(inner, words=inner.words + tuple(Word(token) for token in text.split()))
+    line = text.strip().split("\n")[0]
+    return replace(inner, words=tuple(Word(w.text.replace(replaced, line)) for w in inner.words))
+
+
+def _replace_string(options: list[str], program: str) -> str | None:
+    """The placeholder xargs substitutes with each input line (`-I{}`, `-i`, `--replace`, BSD `-J %`)."""
+    if program == "parallel":
+        return "{}"
+    for i, option in enumerate(options):
+        if option in ("-I", "-J") and i + 1 < len(options):
+            return options[i + 1]
+        if option.startswith(("-I", "-J")) and len(option) > 2:
+            return option[2:]
+        if option in ("-i", "--replace", "--replace="):
+            return "{}"
+        if option.startswith(("-i", "--replace=")):
+            return option.split("=", 1)[1] if option.startswith("--") else option[2:]
+    return None
+
+
+def _parallel_code(command: Command) -> list[tuple[str, str]]:
+    """`parallel CMD ::: a b` runs `CMD a` and `CMD b` through a shell; `parallel ::: 'ls' 'pwd'` runs each
+    argument as a command line."""
+    args = [w.text for w in command.words]
+    start = _wrapped_start(replace(command, words=tuple(w for w in command.words if not w.text.startswith(":::"))),
+                           _WRAPPERS["parallel"]) or 1
+    rest = args[start:]
+    marker = next((i for i, a in enumerate(rest) if a.startswith(":::")), None)
+    if marker is None or rest[marker] != ":::":
+        return []  # fed by stdin (unwrap follows it) or by files (`::::`)
+    template, items = rest[:marker], [a for a in rest[marker + 1:] if not a.startswith(":::")]
+    codes = []
+    for item in items:
+        if not template:
+            codes.append((item, "parallel"))
+        elif any("{}" in t for t in template):
+            codes.append((shlex.join(t.replace("{}", item) for t in template), "parallel"))
+        else:
+            codes.append((shlex.join([*template, item]), "parallel"))
+    return codes
 
 
 def code_strings(command: Command) -> list[tuple[str, str]]:
@@ -446,14 +450,14 @@ def code_strings(command: Command) -> list[tuple[str, str]]:
     if name == "watch":
         rest = _after_options(args, "nd")
         return [(" ".join(rest), "watch")] if rest else []
+    if name == "parallel":
+        return _parallel_code(command)
     return []
 
 
 def _shell_code(command: Command) -> str | None:
     """The code of `sh -c CODE` (also `-lc`, `-ec`, `-o pipefail -c`), or None."""
     args = command.args
-    if command.name == "busybox":
-        args = args[1:] if args[:1] in (("sh",), ("ash",)) else ()
     seen_c = False
     i = 0
     while i < len(args):
@@ -469,8 +473,6 @@ def _shell_code(command: Command) -> str | None:
 def _reads_stdin(command: Command) -> bool:
     """A shell that will read its program from stdin: no script file, or `-s`."""
     positional = [a for a in command.args if not a.startswith(("-", "+"))]
-    if command.name == "busybox":
-        positional = positional[1:]
     return not positional or "-s" in command.args
 
 

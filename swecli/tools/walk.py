@@ -6,7 +6,8 @@ so `grep`'s two engines and `list_files` agree on which files exist:
 - every `.gitignore` from the top of the git work tree (or, outside git, the file system root) down to
   the file applies; deeper files win, and within a file the last matching line wins;
 - `.git/info/exclude` applies at the top of the work tree, below the `.gitignore` there;
-- hidden files are included; `.git`, `.hg`, `.svn` and `.swecli` directories are never descended into;
+- hidden files are included; `.git`, `.hg`, `.svn` and `.swecli` directories are never descended into,
+  nor are the user's credentials (`SECRET_PATHS`, when the project holds the home directory);
 - symlinks are listed but never followed (no loops, no escaping the project root).
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.tools.base import ToolError
+from swecli.tools.protected import is_placeholder, secret_location
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -43,7 +45,7 @@ class IgnoreRules:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self._top = _work_tree_top(self.root)
+        self._top = work_tree_top(self.root)
         self._specs: dict[Path, GitIgnoreSpec | None] = {}
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -112,6 +114,8 @@ def scan(directory: Path, rules: IgnoreRules) -> tuple[list[Entry], int]:
         if is_dir and item.name in ALWAYS_SKIP:
             continue
         path = directory / item.name
+        if item.name.startswith(".") and (secret_location(path) or (is_dir and is_placeholder(path))):
+            continue  # credentials (the project holds the home), or the sandbox's empty placeholders
         if rules.ignored(path, is_dir):
             ignored += 1
             continue
@@ -168,7 +172,7 @@ def _is_regular_file(item: os.DirEntry[str]) -> bool:
         return False
 
 
-def _work_tree_top(root: Path) -> Path | None:
+def work_tree_top(root: Path) -> Path | None:
     """The innermost directory at or above `root` that holds a `.git`; None outside a git work tree."""
     for directory in (root, *root.parents):
         if (directory / ".git").exists():

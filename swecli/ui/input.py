@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from swecli.session.private import make_private_dir
+from swecli.ui.commands.registry import CommandContext
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
@@ -21,7 +24,19 @@ if TYPE_CHECKING:
     from prompt_toolkit.document import Document
     from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-    from swecli.ui.repl import Repl
+    from swecli.ui.meter import Meter
+
+
+
+class PromptHost(CommandContext, Protocol):
+    """What the input line needs besides what a command may do: the toolbar's meter, Shift-Tab, warnings."""
+
+    def context_meter(self) -> Meter: ...
+
+    def cycle_mode(self) -> None: ...
+
+    def warn(self, text: str) -> None: ...
+
 
 PROMPT = "❯ "
 MAX_PATH_COMPLETIONS = 200
@@ -46,17 +61,17 @@ def history_path(root: Path) -> Path:
     return root / ".swecli" / "history"
 
 
-def command_candidates(repl: Repl, text: str) -> list[tuple[str, str, str]]:
+def command_candidates(host: PromptHost, text: str) -> list[tuple[str, str, str]]:
     """Completions for a line starting with `/`: (replacement, display, help), for the command name
     while it is being typed, else for its argument."""
     if " " not in text:
         typed = text[1:]
-        return [(f"/{c.name}", f"/{c.name}", c.help) for c in repl.commands.commands() if c.name.startswith(typed)]
+        return [(f"/{c.name}", f"/{c.name}", c.help) for c in host.commands.commands() if c.name.startswith(typed)]
     name, _, argument = text[1:].partition(" ")
-    command = repl.commands.get(name)
+    command = host.commands.get(name)
     if command is None or command.complete is None:
         return []
-    return [(c, c, "") for c in command.complete(repl, argument.lstrip())]
+    return [(c, c, "") for c in command.complete(host, argument.lstrip())]
 
 
 def path_candidates(root: Path, typed: str) -> list[str]:
@@ -83,7 +98,7 @@ def path_candidates(root: Path, typed: str) -> list[str]:
     return out
 
 
-def _completer(repl: Repl) -> Any:
+def _completer(host: PromptHost) -> Any:
     from prompt_toolkit.completion import Completer, Completion
 
     class ReplCompleter(Completer):
@@ -94,22 +109,22 @@ def _completer(repl: Repl) -> Any:
                 return
             word = before.split()[-1] if before and not before[-1].isspace() else ""
             if word.startswith("@"):
-                for path in path_candidates(repl.root, word[1:]):
+                for path in path_candidates(host.root, word[1:]):
                     yield Completion("@" + path, start_position=-len(word), display=path)
 
         def _commands(self, before: str) -> Iterable[Completion]:
             if " " not in before:
-                for replacement, display, meta in command_candidates(repl, before):
+                for replacement, display, meta in command_candidates(host, before):
                     yield Completion(replacement, start_position=-len(before), display=display, display_meta=meta)
                 return
             argument = before.partition(" ")[2].lstrip()
-            for replacement, display, _ in command_candidates(repl, before):
+            for replacement, display, _ in command_candidates(host, before):
                 yield Completion(replacement, start_position=-len(argument), display=display)
 
     return ReplCompleter()
 
 
-def _key_bindings(repl: Repl) -> Any:
+def _key_bindings(host: PromptHost) -> Any:
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
     bindings = KeyBindings()
@@ -120,7 +135,7 @@ def _key_bindings(repl: Repl) -> Any:
 
     @bindings.add("s-tab")
     def _cycle_mode(event: KeyPressEvent) -> None:
-        repl.cycle_mode()
+        host.cycle_mode()
         event.app.invalidate()
 
     @bindings.add("c-c")
@@ -138,24 +153,24 @@ HINTS = ("shift-tab mode", "/help", "ctrl-d exit")
 """Toolbar hints, kept while they fit the terminal's width, dropped from the end when they do not."""
 
 
-def toolbar_fragments(repl: Repl, width: int | None = None) -> StyleAndTextTuples:
+def toolbar_fragments(host: PromptHost, width: int | None = None) -> StyleAndTextTuples:
     """The bottom toolbar, within `width` columns (the terminal's): whole hints are dropped before the
     model name is shortened, so nothing is ever cut mid-word."""
-    settings = repl.settings
-    meter = repl.context_meter()
+    settings = host.settings
+    meter = host.context_meter()
     width = _terminal_width() if width is None else width
     model = f"{settings.provider or 'auto'}/{settings.model or '?'}"
-    fixed = f" {model} · {repl.mode} mode · {meter.label}"
+    fixed = f" {model} · {host.mode} mode · {meter.label}"
     if len(fixed) > width:
         model = _shorten(model, max(8, len(model) - (len(fixed) - width)))
     fragments: StyleAndTextTuples = [
         ("", " "),
         ("class:toolbar.model", model),
         ("", " · "),
-        (f"class:toolbar.mode.{repl.mode}", f"{repl.mode} mode"),
+        (f"class:toolbar.mode.{host.mode}", f"{host.mode} mode"),
         ("", " · "),
         (f"class:toolbar.meter.{meter.level}", meter.label),
-        *background_fragments(repl.agent.context.background_status()),
+        *background_fragments(host.session.agent.context.background_status()),
     ]
     used = sum(len(text) for _, text, *_ in fragments)
     hints = ""
@@ -187,28 +202,28 @@ def background_fragments(status: str) -> StyleAndTextTuples:
     return [("", " · "), ("class:toolbar.background", f"⟳ {status}")] if status else []
 
 
-def build_session(repl: Repl) -> PromptSession[str]:
+def build_session(host: PromptHost) -> PromptSession[str]:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, History, InMemoryHistory
     from prompt_toolkit.styles import Style
 
     history: History
     try:
-        path = history_path(repl.root)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8"):
-            pass  # fails now (a directory, no permission) rather than on the first saved line
+        path = history_path(host.root)
+        make_private_dir(path.parent)
+        # Fails now (a directory, no permission) rather than on the first saved line; 0600 like every record.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         history = FileHistory(str(path))
     except OSError as exc:
-        repl.warn(f"input history is not saved ({exc}); it lasts for this session only.")
+        host.warn(f"input history is not saved ({exc}); it lasts for this session only.")
         history = InMemoryHistory()
     return PromptSession(
         message=[("class:prompt", PROMPT)],
         history=history,
-        completer=_completer(repl),
+        completer=_completer(host),
         complete_while_typing=True,
-        key_bindings=_key_bindings(repl),
-        bottom_toolbar=lambda: toolbar_fragments(repl),
+        key_bindings=_key_bindings(host),
+        bottom_toolbar=lambda: toolbar_fragments(host),
         style=Style.from_dict(STYLE),
         multiline=False,
         enable_history_search=False,

@@ -12,8 +12,8 @@ conversation for the model's next turn, without asking the model anything. In pl
 plan is followed by an offer to switch mode and carry it out.
 
 The session itself (provider, agent, transcript, log, notes, resume) comes from
-`swecli.assembly.open_session`. Hooks for the rest of swecli (`ReplHooks`): extra event listeners, extra
-slash commands, and an override for the context meter's data source.
+`swecli.assembly.open_session`. Slash commands see the REPL only as a `CommandContext` (what they may
+read and do), and the input line as a `PromptHost`; neither module imports this one.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import secrets
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,7 +32,8 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from swecli import __version__
-from swecli.config import ConfigError, Settings
+from swecli.config import Settings
+from swecli.errors import SwecliError
 from swecli.events import (
     Event,
     ModelCallFinished,
@@ -45,9 +46,10 @@ from swecli.events import (
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
+from swecli.tools.bash import BASH
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
-from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
-from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher
+from swecli.ui.commands import CommandRegistry, default_registry, is_command
+from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher, TypeAhead
 from swecli.ui.meter import Meter, format_tokens
 from swecli.ui.render import Renderer, completion_line, looks_like_diff, replay_lines
 
@@ -65,23 +67,8 @@ REPLAY_EXCHANGES = 3
 SHELL_LINES = 200
 """Lines of a `!command`'s output printed in full; longer output shows its head and tail."""
 PLAN_QUESTION = ("Plan ready. Carry it out? [a] yes, changes without asking · [d] yes, asking before each "
-                 "change · [n] no, keep planning: ")
+                 "change · [n] no, keep planning (or type what to change) ")
 CARRY_OUT = "Carry out the plan above."
-
-
-@dataclass
-class ReplHooks:
-    """What the rest of swecli plugs into the REPL (all optional)."""
-
-    listeners: Sequence[Callable[[Event], None]] = ()
-    """Added to the session's EventBus after the renderer (the transcript and log are wired by
-    `open_session` already)."""
-    commands: Sequence[Command] = ()
-    """Extra slash commands beside `swecli.ui.commands.default_registry()`; the same name replaces one."""
-    context_meter: Callable[[Repl], Meter] | None = None
-    """Overrides the toolbar meter's data source (the default asks the context engine)."""
-    banner: str = ""
-    """An extra line under the welcome line."""
 
 
 @dataclass
@@ -93,41 +80,9 @@ class _Turn:
 
 
 @dataclass
-class TypeAhead:
-    """Keys typed while the agent works: Enter queues the line as the next message."""
-
-    line: str = ""
-    queued: list[str] = field(default_factory=list)
-
-    def feed(self, key: str) -> None:
-        if key == ENTER:
-            self._enter()
-            return
-        for char in key:
-            if char in "\r\n":
-                self._enter()
-            elif char in "\x7f\x08":
-                self.line = self.line[:-1]
-            elif char == "\x15":  # Ctrl-U
-                self.line = ""
-            elif char.isprintable():
-                self.line += char
-
-    def _enter(self) -> None:
-        if self.line.strip():
-            self.queued.append(self.line.strip())
-        self.line = ""
-
-    def take(self) -> list[str]:
-        queued, self.queued = self.queued, []
-        return queued
-
-
-@dataclass
 class Repl:
     root: Path
     settings: Settings
-    hooks: ReplHooks = field(default_factory=ReplHooks)
     console: Console = field(default_factory=lambda: Console(highlight=False))
     resume: str | None = None
     """Session ID to resume ('' for the latest), as `swecli --resume`."""
@@ -138,8 +93,6 @@ class Repl:
     def __post_init__(self) -> None:
         self.renderer = Renderer(self.console)
         self.commands: CommandRegistry = default_registry()
-        for command in self.hooks.commands:
-            self.commands.register(command, replace=True)
         self.session_usage = Usage()
         self.approvals = ApprovalBridge()
         self.session: AgentSession = self._open(self.resume, self.continue_latest)
@@ -152,11 +105,14 @@ class Repl:
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
         from swecli.assembly import open_session
+        from swecli.ui.headless import vocabulary_after_first_request
 
-        session = open_session(self.root, self.settings, approver=self.approvals,
-                               listeners=[self.renderer, self._track, *self.hooks.listeners],
-                               resume=resume, continue_latest=continue_latest)
-        return session
+        # The vocabulary loads while the first request is in flight: loading holds the interpreter for a
+        # moment, which must fall neither in front of the request nor on the person's typing.
+        vocabulary = vocabulary_after_first_request(self.settings.model)
+        return open_session(self.root, self.settings, approver=self.approvals,
+                            listeners=[self.renderer, self._track, vocabulary],
+                            resume=resume, continue_latest=continue_latest)
 
     def reopen(self, resume: str | None = None) -> None:
         """Switch to another session (`/resume ID`; '' for the latest) or, with None, a fresh one.
@@ -226,7 +182,7 @@ class Repl:
         settings = resolve_window(self.settings.model_copy(update={"model": name}))
         try:
             provider = make_provider(settings, on_retry=retry_notices(self.bus))
-        except (ProviderError, ConfigError, ValueError) as exc:
+        except SwecliError as exc:
             self.print(Text(f"Could not switch to {name}: {exc}", style="red"))
             return
         old = self.session.provider
@@ -247,8 +203,6 @@ class Repl:
 
     def _measure(self) -> Meter:
         """The one place the meter's numbers come from: the context engine's count of the next request."""
-        if self.hooks.context_meter is not None:
-            return self.hooks.context_meter(self)
         state = self.agent.context.state(self.agent.history)
         window = state.budget.window
         return Meter(state.total, window, state.budget.limit / window if window else 1.0)
@@ -324,8 +278,6 @@ class Repl:
                             style="dim"))
             for line in replay_lines(self.agent.history, REPLAY_EXCHANGES, max(40, self.console.width - 4)):
                 self.print(line)
-        if self.hooks.banner:
-            self.print(Text(self.hooks.banner, style="dim"))
         self.print(Text("/help for commands · @path attaches a file · esc interrupts · ctrl-d exits", style="dim"))
 
     def close(self) -> None:
@@ -339,6 +291,7 @@ class Repl:
             return
         if is_command(text):
             try:
+                self._find_new_skill(text)
                 self.commands.dispatch(self, text)
             except Exception as exc:  # a broken command must not take the session down
                 self.print(Text(f"/{text.split()[0].lstrip('/')} failed: {type(exc).__name__}: {exc}", style="red"))
@@ -349,6 +302,14 @@ class Repl:
             if turn is not None and not self.typed.queued and not self._draft:
                 self._offer_plan(turn)
         self._send_queued()
+
+    def _find_new_skill(self, text: str) -> None:
+        """A `/name` no command has yet may be a skill installed since the session began: look again."""
+        from swecli.ui.commands.skills import rescan
+
+        name = text.strip().split()[0].lstrip("/")
+        if self.commands.get(name) is None and self.session.skills is not None:
+            rescan(self)
 
     def _send_queued(self) -> None:
         queued = self.typed.take()
@@ -368,14 +329,15 @@ class Repl:
 
         if self.mode != "plan" or turn.stop_reason != "done" or not turn.answer.strip() or not sys.stdin.isatty():
             return  # (piped input: the next line is the person's next request, not an answer to this)
-        try:
-            answer = self._read_line(PLAN_QUESTION, None).strip().lower()[:1]
-        except (EOFError, KeyboardInterrupt):
-            answer = ""
-        mode = {"a": "auto", "d": "default"}.get(answer)
+        key = self._read_one_key(PLAN_QUESTION)
+        mode = {"a": "auto", "d": "default"}.get(key.lower())
         if mode is None:
+            self.print(Text("no", style="yellow"))
+            if len(key) == 1 and key.isprintable() and key.lower() != "n":
+                self._draft = key  # the start of what to change: the next prompt goes on from it
             self.print(Text("Still in plan mode; say what to change, or switch with /mode.", style="dim"))
             return
+        self.print(Text("yes", style="green"))
         self.set_mode(mode)
         self.print(Text(f"❯ {CARRY_OUT}", style="bold"))
         self.run_task(CARRY_OUT)
@@ -386,7 +348,7 @@ class Repl:
         if not command:
             self.print(Text("Type a shell command after !, e.g. !git status", style="dim"))
             return
-        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name="bash",
+        call = ToolCall(id=f"user-shell-{secrets.token_hex(6)}", name=BASH.name,
                         arguments=json.dumps({"command": command}))
         self.session.recorder.handle(ToolStarted(call, {"command": command}))
         self.agent.cancel.reset()
@@ -442,7 +404,7 @@ class Repl:
 
     def run_task(self, text: str, preface: Sequence[UserMessage] = ()) -> TurnFinished | None:
         """Run one request; `preface` messages (a loaded skill) go into the history just before it. `@path`
-        files are attached by the session (swecli.context.retrieval), the same way as with -p."""
+        files are attached by the session (swecli.retrieval.retrieval), the same way as with -p."""
         turn = _Turn(usage_before=self.agent.usage)
         worker = threading.Thread(target=self._work, args=(text, tuple(preface), turn), name="swecli-agent",
                                   daemon=True)
@@ -528,7 +490,7 @@ class Repl:
         self.renderer.pause()
         try:
             answer = ask(pending.request, self.console, lambda: self._read_key(keys),
-                         lambda prompt: self._read_line(prompt, keys))
+                         lambda prompt: self._read_line(prompt, keys), self.typed if keys is not None else None)
         except BaseException:
             pending.answer(_declined())
             raise
@@ -554,6 +516,22 @@ class Repl:
             key = keys.read_key(1.0)
         return key
 
+    def _read_one_key(self, prompt: str) -> str:
+        """One key, as `Allow?` takes its answer: the key's text, or "" for Esc, Ctrl-C, Enter or an
+        arrow (or a line's first character where the input is not a terminal)."""
+        self.console.print(Text(prompt, style="bold"), end="")
+        keys = KeyWatcher.for_stream()
+        if keys is None:
+            try:
+                return input().strip()[:1]
+            except (EOFError, KeyboardInterrupt):
+                return ""
+        with keys:
+            key = ""
+            while not key:  # an arrow or function key is no answer
+                key = self._read_key(keys) or ""
+        return "" if key in (ESC, CTRL_C, ENTER) else key[:1]
+
     def _read_line(self, prompt: str, keys: KeyWatcher | None) -> str:
         self.console.print(Text(prompt, style="bold"), end="")
         if keys is None:
@@ -567,11 +545,11 @@ def _declined() -> Decision:
 
 
 def run_repl(root: Path, settings: Settings, *, resume: str | None = None, continue_latest: bool = False,
-             hooks: ReplHooks | None = None, task: str | None = None) -> int:
+             task: str | None = None) -> int:
     """The `swecli` command without -p: run the REPL in `root` until the user leaves (`task`, from
     `swecli "TASK"`, is its first request).
 
     ConfigError and SessionError (nothing to resume) propagate: the runner prints them as one line.
     """
-    repl = Repl(root, settings, hooks or ReplHooks(), resume=resume, continue_latest=continue_latest, task=task)
+    repl = Repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
     return repl.run()

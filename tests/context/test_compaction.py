@@ -16,7 +16,6 @@ from swecli.context.compaction import (
     boundaries,
     choose_cut,
     compact_history,
-    head_by_tokens,
     segments,
     summary_body,
 )
@@ -306,12 +305,6 @@ def test_assistant_messages_with_empty_content_and_tool_calls_are_fine() -> None
     result = run(history, EchoSummarizer(), limit=2_000, keep_recent=300)
     assert result.changed
     assert_pairing(result.history)
-
-
-def test_head_by_tokens_respects_the_budget() -> None:
-    text = "word " * 1000
-    head = head_by_tokens(text, 100, COUNTER.text)
-    assert COUNTER.text(head) <= 100 < COUNTER.text(text[: len(head) + 10])
 
 
 def test_a_paste_that_alone_overflows_loses_only_what_must_go() -> None:

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swecli.context.decay import (
-    DEFAULT_POLICIES,
     DIGEST_MARKER,
     NO_REFERENCE,
     DecayPolicy,
@@ -21,6 +20,7 @@ from swecli.context.decay import (
 from swecli.context.ledger import Ledger
 from swecli.context.offload import offload
 from swecli.context.prefix import PrefixMonitor
+from swecli.context.todo import TODO_FACTS
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ThinkingBlock, ToolCall, ToolMessage, UserMessage
@@ -134,6 +134,7 @@ def test_offloaded_previews_fold_to_their_offload_file(project: Path) -> None:
 
 
 def test_policies_keep_edits_longer_and_never_fold_kept_tools() -> None:
+    assert TODO_FACTS.fold_after is None  # the todo tool says so itself (and is declared by importing it)
     history: list[Message] = [UserMessage(content="edit")]
     history += step(0, "edit_file", {"path": "a.py"}, big("diff"))
     history += step(1, "todo", {"items": "x"}, big("todo"))
@@ -146,7 +147,7 @@ def test_policies_keep_edits_longer_and_never_fold_kept_tools() -> None:
     assert not is_digest(by_name["edit_file"])  # age 7 < 20
     assert not is_digest(by_name["todo"])
     assert by_name["read_file"].content == "tiny"  # too small to be worth folding
-    custom = {**DEFAULT_POLICIES, "edit_file": DecayPolicy(min_age=3), "list_files": DecayPolicy(keep=True)}
+    custom = {"edit_file": DecayPolicy(min_age=3), "list_files": DecayPolicy(keep=True)}  # the rest: their own
     result = decay(history, counter, keep_recent_tokens=0, min_savings_tokens=0, policies=custom)
     by_name = {m.name: m for m in result.history if isinstance(m, ToolMessage)}
     assert is_digest(by_name["edit_file"]) and not is_digest(by_name["list_files"])
@@ -352,13 +353,13 @@ def test_the_incremental_scan_drops_old_thinking_exactly_when_a_fresh_decay_does
 # --- folding for room, at once (the compaction that needs no model call) ------------------------------
 
 def test_folding_for_room_folds_every_tool_but_the_kept_ones_and_leaves_the_newest_zone(tmp_path: Path) -> None:
-    from swecli.context.decay import ROOM_POLICIES, fold_older
+    from swecli.context.decay import fold_older, room_policy
 
     history: list[Message] = [UserMessage(content="fix the bug")]
     for n, tool in enumerate(["edit_file"] * 3 + ["todo"] * 3 + ["read_file"] * 2):
         history += step(n, tool, {"path": f"src/m{n}.py"}, big(f"m{n}"))
     ledger = Ledger(counter.message).sync(history)
-    result = fold_older(history, ledger, DecayScan(counter, ROOM_POLICIES), 1_500, saving_reference(tmp_path))
+    result = fold_older(history, ledger, DecayScan(counter, default=room_policy), 1_500, saving_reference(tmp_path))
     assert_same_shape(history, result.history)
     folded = [m.tool_call_id for m in result.history if isinstance(m, ToolMessage) and is_digest(m)]
     assert folded == ["c0", "c1", "c2", "c6"]  # edits too, however young; todo results never; the newest stays
@@ -367,11 +368,11 @@ def test_folding_for_room_folds_every_tool_but_the_kept_ones_and_leaves_the_newe
 
 def test_folding_for_room_goes_deeper_until_it_saves_what_is_needed_and_writes_only_what_it_folds(
         tmp_path: Path) -> None:
-    from swecli.context.decay import ROOM_POLICIES, fold_older
+    from swecli.context.decay import fold_older, room_policy
 
     history = session(12)
     ledger = Ledger(counter.message).sync(history)
-    scan = DecayScan(counter, ROOM_POLICIES)
+    scan = DecayScan(counter, default=room_policy)
     shallow = scan.saving(ledger, 8_000)
     assert shallow > 0 and not (tmp_path / ".swecli").exists()  # estimating writes nothing
     result = fold_older(history, ledger, scan, 8_000, saving_reference(tmp_path), needed=shallow + 1_000)

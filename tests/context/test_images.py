@@ -11,24 +11,19 @@ from typing import Any
 import pytest
 
 from swecli.assembly import AgentSession, open_session
-from swecli.config import ContextConfig, ImagesConfig, MemoryConfig, Settings
+from swecli.config import ImagesConfig
 from swecli.context.images import age_images, keep_from
 from swecli.events import CompactionDone, Event, Notice
-from swecli.llm.vision import image_tokens
 from swecli.messages import AssistantMessage, ImagePart, UserMessage
+from swecli.models.vision import image_tokens
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, image_sizes
+from tests.helpers import scripted_settings
 from tests.tools.test_images import make_image
-
-OFF = {"offload": False, "decay": False, "recitation": False, "failure_evidence": False, "playbook": False,
-       "just_in_time": False}
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event], model: str = "scripted-model",
             **images: Any) -> AgentSession:
-    wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
-        {"provider": "openai-compatible"}
-    settings = Settings(**wire, base_url=llm.base_url, model=model, mode="auto", context=ContextConfig(**OFF),
-                        memory=MemoryConfig(session_notes=False), images=ImagesConfig(**images))
+    settings = scripted_settings(llm, model=model, images=ImagesConfig(**images))
     return open_session(root, settings, listeners=[events.append])
 
 

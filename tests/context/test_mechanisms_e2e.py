@@ -12,24 +12,20 @@ from typing import Any
 import pytest
 
 from swecli.assembly import AgentSession, open_session
-from swecli.config import ContextConfig, HookConfig, MemoryConfig, Settings
+from swecli.config import HookConfig, MemoryConfig
 from swecli.context.decay import DIGEST_MARKER
 from swecli.context.references import REFERENCES_HEADING
 from swecli.events import CompactionDone, Event, Notice
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-
-OFF = {"offload": False, "decay": False, "recitation": False, "failure_evidence": False, "playbook": False,
-       "just_in_time": False}
+from tests.helpers import scripted_settings
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, memory: dict[str, Any] | None = None,
             hooks: dict[str, Any] | None = None, resume: bool = False, top: dict[str, Any] | None = None,
             **context: Any) -> AgentSession:
-    wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
-        {"provider": "openai-compatible"}
-    settings = Settings(**wire, **(top or {}), base_url=llm.base_url, model="scripted-model", mode="auto",
-                        context=ContextConfig(**{**OFF, **context}),
-                        memory=MemoryConfig(**(memory or {"session_notes": False})), hooks=HookConfig(**(hooks or {})))
+    settings = scripted_settings(llm, context=context, **(top or {}),
+                                 memory=MemoryConfig(**(memory or {"session_notes": False})),
+                                 hooks=HookConfig(**(hooks or {})))
     sink = events if events is not None else []
     return open_session(root, settings, listeners=[sink.append], continue_latest=resume)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from swecli.config import ContextConfig
 from swecli.context.meter import Limits, Meter, Prompt, counter_for
 from swecli.context.tokens import REPLY_PRIMING
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage, UserMessage
+from swecli.models.thinking import Thinking
 
 PROMPT = Prompt((SystemBlock(text="You are swecli."),),
                 (ToolSchema(name="read_file", description="Read a file.", parameters={"type": "object"}),),

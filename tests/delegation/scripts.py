@@ -3,7 +3,6 @@ whoever sent it (a sub-agent's requests carry its system prompt; each child is t
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,15 +67,3 @@ class Router:
 def tool_names(body: dict[str, Any]) -> list[str]:
     return sorted(t.get("name") or t["function"]["name"] for t in body.get("tools", []))
 
-
-def texts(body: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for message in body["messages"]:
-        content = message.get("content")
-        if isinstance(content, str):
-            out.append(content)
-            continue
-        for block in content or []:
-            inner = block.get("content", block.get("text", ""))
-            out.append(inner if isinstance(inner, str) else json.dumps(inner))
-    return out

@@ -12,24 +12,19 @@ from typing import Any
 import pytest
 
 from swecli.assembly import AgentSession, open_session
-from swecli.config import ContextConfig, MemoryConfig, Settings, SubagentsConfig
+from swecli.config import SubagentsConfig
 from swecli.delegation.runner import WRAP_UP
 from swecli.events import ChildEvent, Event, ToolStarted
 from swecli.testing.server import Call, Reply, ScriptedLLM
-from tests.delegation.scripts import Router, first_user_text, texts, tool_names
+from tests.delegation.scripts import Router, first_user_text, tool_names
+from tests.helpers import scripted_settings, texts
 
-OFF = {"offload": False, "decay": False, "recitation": False, "failure_evidence": False, "playbook": False,
-       "just_in_time": False}
 SECRET_LINE = "DATABASE_URL = 'postgres://db.internal:5432/app'"
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, mode: str = "auto",
-            **subagents: Any) -> AgentSession:
-    wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
-        {"provider": "openai-compatible"}
-    settings = Settings(**wire, base_url=llm.base_url, model="scripted-model", mode=mode,
-                        context=ContextConfig(**OFF), memory=MemoryConfig(session_notes=False),
-                        subagents=SubagentsConfig(**subagents))
+            trusted: bool = False, **subagents: Any) -> AgentSession:
+    settings = scripted_settings(llm, mode=mode, subagents=SubagentsConfig(**subagents)).with_project_trust(trusted)
     sink = events if events is not None else []
     return open_session(root, settings, listeners=[sink.append])
 
@@ -191,7 +186,7 @@ def test_a_user_defined_agent_may_write_only_as_the_parents_mode_allows(project:
                                Reply("Wrote it." if written else "Could not write it.")]},
         child_marker="You write the notes you are asked for.")
     with ScriptedLLM(router.steps()) as llm:
-        s = session(project, llm, mode=mode)
+        s = session(project, llm, mode=mode, trusted=True)  # a project agent that brings tools: trusted
         s.run("leave a note")
         s.close()
     child = router.child_bodies["NOTE.txt"]

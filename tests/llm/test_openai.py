@@ -27,7 +27,6 @@ from swecli.llm.base import (
 )
 from swecli.llm.openai import OpenAIProvider, OpenAIStream
 from swecli.llm.retry import Retryable
-from swecli.llm.thinking import Thinking
 from swecli.messages import (
     AssistantMessage,
     SystemBlock,
@@ -37,6 +36,7 @@ from swecli.messages import (
     Usage,
     UserMessage,
 )
+from swecli.models.thinking import Thinking
 from swecli.testing.server import Call, Drop, EmptyStream, Fail, Reply, ScriptedLLM
 from tests.llm.streams import run_pieces, splits
 

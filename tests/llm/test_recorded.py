@@ -113,11 +113,40 @@ def expect_error(status: int, payload: dict[str, Any]) -> Expected:
     return Expected(error=error_type(status, error), error_text=str(error.get("message", ""))[:60])
 
 
+@dataclass
+class _OpenAIStream:
+    """What the chunks of an OpenAI-style stream add up to, read independently of the provider."""
+
+    out: Expected = field(default_factory=Expected)
+    content: str = ""
+    refusal: str = ""
+    calls: dict[int, list[str]] = field(default_factory=dict)
+    seen: list[Any] = field(default_factory=list)
+
+    def delta(self, delta: dict[str, Any]) -> None:
+        parts = delta.get("content") or ""
+        if isinstance(parts, list):  # Mistral: typed parts, its reasoning as `thinking` parts
+            for part in parts:
+                if part["type"] == "text":
+                    self.content += part["text"]
+                elif part["type"] == "thinking":
+                    self.out.reasoning += "".join(p.get("text", "") for p in part["thinking"])
+        else:
+            self.content += parts
+        self.refusal += delta.get("refusal") or ""
+        self.out.reasoning += delta.get("reasoning_content") or delta.get("reasoning") or ""
+        for call in delta.get("tool_calls") or []:
+            if "index" not in call:  # Mistral, Ollama: whole calls, each with its own id
+                self.seen.append(call.get("id"))
+            name_args = self.calls.setdefault(call.get("index", len(set(self.seen)) - 1), ["", ""])
+            function = call.get("function") or {}
+            name_args[0] += function.get("name") or ""
+            name_args[1] += function.get("arguments") or ""
+
+
 def expect_openai(body: bytes) -> Expected:
-    out = Expected()
-    content, refusal = "", ""
-    calls: dict[int, list[str]] = {}
-    seen: list[Any] = []
+    stream = _OpenAIStream()
+    out = stream.out
     usage: dict[str, Any] | None = None
     done = False
     for _, data in data_payloads(body):
@@ -129,39 +158,20 @@ def expect_openai(body: bytes) -> Expected:
             return expect_error(200, chunk)
         usage = chunk.get("usage") or (chunk.get("x_groq") or {}).get("usage") or usage
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            parts = delta.get("content") or ""
-            if isinstance(parts, list):  # Mistral: typed parts, its reasoning as `thinking` parts
-                for part in parts:
-                    if part["type"] == "text":
-                        content += part["text"]
-                    elif part["type"] == "thinking":
-                        out.reasoning += "".join(p.get("text", "") for p in part["thinking"])
-            else:
-                content += parts
-            refusal += delta.get("refusal") or ""
-            out.reasoning += delta.get("reasoning_content") or delta.get("reasoning") or ""
-            for call in delta.get("tool_calls") or []:
-                if "index" not in call:  # Mistral, Ollama: whole calls, each with its own id
-                    seen.append(call.get("id"))
-                name_args = calls.setdefault(call.get("index", len(set(seen)) - 1), ["", ""])
-                function = call.get("function") or {}
-                name_args[0] += function.get("name") or ""
-                name_args[1] += function.get("arguments") or ""
-            out.stop = choice.get("finish_reason") or out.stop
-    out.text, out.reasoning = split_think(content, out.reasoning)
-    out.calls = [(name, json.loads(args or "{}")) for name, args in (calls[i] for i in sorted(calls))]
+            if choice.get("index", 0) == 0:
+                stream.delta(choice.get("delta") or {})
+                out.stop = choice.get("finish_reason") or out.stop
+    out.text, out.reasoning = split_think(stream.content, out.reasoning)
+    out.calls = [(name, json.loads(args or "{}")) for name, args in (stream.calls[i] for i in sorted(stream.calls))]
     if usage and (usage.get("prompt_tokens") or usage.get("completion_tokens")):
         details = usage.get("prompt_tokens_details") or {}
         cached = details.get("cached_tokens") or usage.get("prompt_cache_hit_tokens") or 0
         reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
         out.usage = (usage["prompt_tokens"], usage["completion_tokens"], cached, reasoning)
     if not out.stop and done and usage:
-        out.stop = "tool_calls" if calls else "stop"  # a complete stream that never named its finish reason
-    if refusal:
-        out.text, out.stop = out.text or refusal, "refusal"
+        out.stop = "tool_calls" if stream.calls else "stop"  # a complete stream that never named its finish reason
+    if stream.refusal:
+        out.text, out.stop = out.text or stream.refusal, "refusal"
     return out
 
 

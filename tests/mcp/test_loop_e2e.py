@@ -11,21 +11,18 @@ from typing import Any
 import pytest
 
 from swecli.assembly import AgentSession, open_session
-from swecli.config import ContextConfig, McpConfig, McpServerConfig, MemoryConfig, Settings
+from swecli.config import McpConfig, McpServerConfig
 from swecli.events import Event, Notice, ToolStarted
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
+from tests.helpers import scripted_settings
 from tests.mcp.conftest import stdio_server
 
 WIRES: list[Wire] = ["openai", "anthropic"]
-QUIET = ContextConfig(decay=False, recitation=False, failure_evidence=False, playbook=False, just_in_time=False)
 
 
 def session(root: Path, llm: ScriptedLLM, servers: dict[str, McpServerConfig], events: list[Event], *,
             mode: str = "default", **mcp: Any) -> AgentSession:
-    wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
-        {"provider": "openai-compatible"}
-    settings = Settings(**wire, base_url=llm.base_url, model="scripted-model", mode=mode, context=QUIET,
-                        memory=MemoryConfig(session_notes=False), mcp=McpConfig(servers=servers, **mcp))
+    settings = scripted_settings(llm, context={"offload": True}, mode=mode, mcp=McpConfig(servers=servers, **mcp))
     s = open_session(root, settings, listeners=[events.append])
     assert s.mcp is not None and s.mcp.manager.wait_started(90), s.mcp and s.mcp.manager.states()
     return s

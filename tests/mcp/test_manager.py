@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import pytest
 from swecli.config import McpServerConfig
 from swecli.llm.base import CancelToken
 from swecli.mcp.manager import McpCallError, McpManager
+from tests.helpers import alive
 from tests.mcp.conftest import stdio_server
 
 
@@ -90,15 +90,6 @@ def _pid_file_server(pid_file: Path) -> McpServerConfig:
     return McpServerConfig(command=sys.executable, args=["-c", script])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
-
-
 def test_disable_stops_the_process_and_enable_starts_it_again(project: Path) -> None:
     pid_file = project / "pid"
     manager = McpManager({"kit": _pid_file_server(pid_file)}, project, startup_timeout=60).start()
@@ -106,7 +97,7 @@ def test_disable_stops_the_process_and_enable_starts_it_again(project: Path) -> 
         assert manager.wait_started(90) and manager.state("kit").status == "ready"  # type: ignore[union-attr]
         first = int(pid_file.read_text())
         manager.stop_server("kit")
-        assert manager.state("kit").status == "disabled" and not _alive(first)  # type: ignore[union-attr]
+        assert manager.state("kit").status == "disabled" and not alive(first)  # type: ignore[union-attr]
         manager.start_server("kit")
         assert manager.wait_started(90)
         state = manager.state("kit")
@@ -114,7 +105,7 @@ def test_disable_stops_the_process_and_enable_starts_it_again(project: Path) -> 
         assert int(pid_file.read_text()) != first
     finally:
         manager.close()
-    assert not _alive(int(pid_file.read_text()))
+    assert not alive(int(pid_file.read_text()))
 
 
 def test_no_orphan_when_the_program_dies_of_an_exception(project: Path) -> None:
@@ -130,4 +121,4 @@ def test_no_orphan_when_the_program_dies_of_an_exception(project: Path) -> None:
     """)
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert "crash without closing anything" in done.stderr
-    assert not _alive(int(pid_file.read_text()))
+    assert not alive(int(pid_file.read_text()))

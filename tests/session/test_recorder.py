@@ -12,16 +12,15 @@ from pydantic import BaseModel
 
 from swecli.agent import Agent
 from swecli.config import Settings
-from swecli.context.manager import ContextManager, Prompt
 from swecli.events import CompactionDone, HistoryReplaced, ModelCallStarted, Notice
 from swecli.memory.notes import NotesUpdater, read_notes
-from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
-from swecli.permissions import Policy
+from swecli.messages import AssistantMessage, ToolMessage, UserMessage, dangling_tool_calls
 from swecli.session.jsonl import read_jsonl
 from swecli.session.recorder import SessionRecorder
 from swecli.session.store import SessionError, list_sessions, load_session, log_path, transcript_path
 from swecli.testing.model import ScriptedModel, calls, say
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
+from tests.helpers import loop_agent
 
 SECRET = "sk-acme-FAKE-0123456789abcdef"
 
@@ -47,8 +46,7 @@ def with_notes(recorder: SessionRecorder) -> SessionRecorder:
 
 def make_agent(model: ScriptedModel, root: Path, recorder: SessionRecorder) -> Agent:
     tools = ToolRegistry([Tool("write_file", "Write a file.", WriteArgs, write_file, mutating=True)])
-    return Agent(model, tools, ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas())),
-                 ToolContext(root=root), Policy("auto"), on_event=recorder.handle)
+    return loop_agent(model, tools, root, on_event=recorder.handle, max_iterations=200)
 
 
 def write_call(path: str, content: str, text: str = "") -> AssistantMessage:

@@ -12,43 +12,23 @@ from typing import Any
 import pytest
 
 from swecli.assembly import AgentSession, open_session
-from swecli.config import ContextConfig, MemoryConfig, Settings
 from swecli.messages import AssistantMessage, ToolCall, ToolMessage, UserMessage
 from swecli.skills.loading import pin_skills
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from tests.helpers import scripted_settings, texts
 from tests.skills.test_catalog import write_skill
 
-OFF = {"offload": False, "decay": False, "recitation": False, "failure_evidence": False, "playbook": False,
-       "just_in_time": False}
 BODY = "# Release\n1. Run scripts/bump.sh with the new version.\n2. See references/policy.md for the rules.\n"
 
 
 def session(root: Path, llm: ScriptedLLM) -> AgentSession:
-    wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
-        {"provider": "openai-compatible"}
-    settings = Settings(**wire, base_url=llm.base_url, model="scripted-model", mode="auto",
-                        context=ContextConfig(**OFF), memory=MemoryConfig(session_notes=False))
-    return open_session(root, settings)
+    return open_session(root, scripted_settings(llm))
 
 
 def system_text(body: dict[str, Any]) -> str:
     if isinstance(body.get("system"), list):
         return "\n".join(block["text"] for block in body["system"])
     return str(body["messages"][0]["content"])
-
-
-def texts(body: dict[str, Any]) -> list[str]:
-    """Every text the request carries in its messages (tool results included), in order, on either wire."""
-    out: list[str] = []
-    for message in body["messages"]:
-        content = message.get("content")
-        if isinstance(content, str):
-            out.append(content)
-            continue
-        for block in content or []:
-            inner = block.get("content", block.get("text", ""))
-            out.append(inner if isinstance(inner, str) else json.dumps(inner))
-    return out
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

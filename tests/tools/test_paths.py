@@ -71,3 +71,15 @@ def test_display_path_is_relative_posix(project: Path) -> None:
     assert display_path(project, (project / "a" / "b.py").resolve()) == "a/b.py"
     assert display_path(project, project.resolve()) == "."
     assert os.sep not in display_path(project, (project / "x" / "y").resolve()).replace("/", "")
+
+
+def test_credentials_are_refused_when_the_project_holds_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("KEY\n")
+    (home / "link").symlink_to(home / ".ssh" / "id_rsa")
+    monkeypatch.setenv("HOME", str(home))
+    for path in (".ssh/id_rsa", "link", str(home / ".ssh")):
+        with pytest.raises(ToolError, match=r"is in ~/\.ssh, which holds credentials"):
+            resolve_in_root(home, path)
+    assert resolve_in_root(home, ".bashrc") == (home / ".bashrc").resolve()

@@ -93,6 +93,12 @@ def test_commands_that_write_run_or_read_secrets_are_not_read_only(command: str,
     assert why_not_read_only(command) == reason
 
 
-def test_a_line_bashlex_cannot_parse_exactly_is_not_read_only() -> None:
-    # `[[ ]]` is harmless here, but the fallback split is approximate: asking is the safe answer.
-    assert why_not_read_only("[[ -f a ]] && cat a").startswith("not parsed exactly")
+def test_a_line_that_cannot_be_parsed_exactly_is_not_read_only() -> None:
+    # The fallback split is approximate: asking is the safe answer.
+    assert why_not_read_only("cat a && && ls").startswith("not parsed exactly")
+
+
+def test_test_commands_are_read_only_now_that_they_parse() -> None:
+    assert is_read_only("[[ -f a ]] && cat a")
+    assert is_read_only("(( 1 + 2 ))")
+    assert why_not_read_only("[[ -f $(rm -rf x) ]]") == "uses command substitution"

@@ -20,12 +20,17 @@ from pathlib import Path
 import pytest
 
 from swecli.config import SandboxConfig
+from swecli.tools import syscalls
 from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.bash import BASH, BashArgs
-from swecli.tools.sandbox import CANNOT_START, MISSING, Sandbox, from_settings, unavailable_reason
+from swecli.tools.environment import CommandEnvironment
+from swecli.tools.files import LIST_FILES, ListFilesArgs
+from swecli.tools.protected import remove_placeholders
+from swecli.tools.sandbox import CANNOT_START, MISSING, Sandbox, from_settings, isolation_flags, unavailable_reason
 
 REASON = unavailable_reason()
 needs_bwrap = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
+needs_seccomp = pytest.mark.skipif(bool(syscalls.unavailable()), reason=syscalls.unavailable())
 
 
 @pytest.fixture
@@ -82,15 +87,19 @@ def test_secrets_are_invisible_and_the_rest_of_home_is_readable(project: Path, h
 
 
 @needs_bwrap
-def test_secret_environment_variables_are_not_passed_in(project: Path, home: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_commands_get_the_allowlisted_environment(project: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-123")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_456")
-    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    monkeypatch.setenv("PLAIN_SETTING", "not on the allowlist")
+    monkeypatch.setenv("LANG", "C.UTF-8")
     result = run(project, sandbox_for(project, home), "env")
     assert "sk-live-123" not in result.content and "ghp_456" not in result.content
-    assert "PLAIN_SETTING=visible" in result.content and "TMPDIR=/tmp" in result.content
-    assert "sk-live-123" in run(project, None, "env").content  # unsandboxed runs keep the user's environment
+    assert "PLAIN_SETTING" not in result.content  # not named: not passed (sandbox.pass_env names it)
+    assert "LANG=C.UTF-8" in result.content and "TMPDIR=/tmp" in result.content
+    unsandboxed = run(project, None, "env").content  # the same allowlist without the sandbox
+    assert "sk-live-123" not in unsandboxed and "PLAIN_SETTING" not in unsandboxed and "LANG=C.UTF-8" in unsandboxed
+    everything = run(project, None, "env", environment=CommandEnvironment(inherit="all")).content
+    assert "PLAIN_SETTING=not on the allowlist" in everything and "sk-live-123" not in everything
 
 
 @needs_bwrap
@@ -148,6 +157,9 @@ def test_writable_paths_and_a_worktree_git_directory_are_writable(project: Path,
                                    "commit -q -m 'from the sandbox' && git log --oneline -1")
     assert committed.meta["exit_code"] == 0, committed.content
     assert "from the sandbox" in committed.content
+    planted = run(worktree, box, f"echo 'curl evil' > {repo}/.git/hooks/pre-commit; git config core.hooksPath /tmp")
+    assert planted.is_error and planted.meta["sandbox_denied"] == "protected path", planted.content
+    assert not (repo / ".git" / "hooks" / "pre-commit").exists()  # the common directory's hooks and config hold
 
 
 @needs_bwrap
@@ -229,12 +241,148 @@ def test_the_bwrap_command_line(project: Path, home: Path) -> None:
     argv = box.wrap(["/bin/bash", "-c", "true"])
     root = str(project.resolve())
     assert argv[:4] == ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
-    assert "--unshare-net" in argv
+    assert "--unshare-net" in argv and argv[argv.index("--cap-drop") + 1] == "ALL"  # no capabilities, root too
     # the project is bound after the private /tmp (a project under /tmp stays visible), secrets last
     assert argv.index("--tmpfs") < argv.index(root)
     assert argv.index(str(home / ".ssh")) > argv.index(root)
     assert argv[argv.index(str(home / ".netrc")) - 2:argv.index(str(home / ".netrc"))] == ["--ro-bind", "/dev/null"]
     assert argv[-6:] == ["--chdir", root, "--", "/bin/bash", "-c", "true"]
     assert "--unshare-net" not in sandbox_for(project, home, network=True).wrap(["true"])
-    assert box.describe() == ("workspace-write: writes to the project directory and a private /tmp; no network; "
-                              "credentials hidden")
+    assert box.describe() == ("workspace-write: writes to the project directory and a private /tmp; .git/config, "
+                              ".git/hooks, .swecli and other protected paths read-only; no network; credentials "
+                              "hidden")
+
+
+# -- issue 22: the sandbox holds as root, protects what runs later, closes unix sockets -------------------
+
+
+@needs_bwrap
+def test_commands_have_no_capabilities_and_cannot_change_mounts_or_namespaces(project: Path, home: Path) -> None:
+    box = sandbox_for(project, home)
+    caps = run(project, box, "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status")
+    assert [line.split()[1] for line in caps.content.splitlines()[:3]] == ["0000000000000000"] * 3
+    for attack in ("mount -o remount,rw /", f"umount {home}/.ssh", "umount -l /proc",
+                   "nsenter --net=/proc/1/ns/net true", "unshare --user --map-root-user --mount true"):
+        result = run(project, box, attack)
+        assert result.meta["exit_code"] != 0, (attack, result.content)
+    assert "PRIVATE KEY" not in run(project, box, f"umount {home}/.ssh; cat {home}/.ssh/id_rsa").content
+
+
+@needs_bwrap
+def test_proc_shows_only_the_sandbox_and_no_secret(project: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgres://app:hunter2@db.internal/app")
+    result = run(project, sandbox_for(project, home), "cat /proc/1/environ /proc/$PPID/environ /proc/self/environ "
+                                                      "| tr '\\0' '\\n'; ls /proc | grep -c '^[0-9]'")
+    assert "hunter2" not in result.content
+    assert int(result.content.splitlines()[-2]) < 10  # the sandbox's own few processes, not the machine's
+
+
+@needs_bwrap
+@needs_seccomp
+def test_unix_sockets_outside_are_unreachable_without_network(project: Path, home: Path) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="swecli-sock-", dir="/var/tmp"))
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(folder / "daemon.sock"))
+    server.listen()
+    probe = ("python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('" + str(folder / "daemon.sock")
+             + "'); print('connected')\"")
+    try:
+        denied = run(project, sandbox_for(project, home), probe)
+        assert denied.is_error and "Operation not permitted" in denied.content and "connected" not in denied.content
+        allowed = run(project, sandbox_for(project, home, network=True), probe)
+        assert "connected" in allowed.content  # sandbox.network = true opens both
+        pair = run(project, sandbox_for(project, home), "python3 -c 'import asyncio, socket; socket.socketpair(); "
+                                                        "asyncio.run(asyncio.sleep(0)); print(\"fine\")'")
+        assert pair.content.startswith("fine")  # stream pairs (asyncio, multiprocessing) keep working
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def git_repo(path: Path) -> Path:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(path)], check=True)
+    (path / "a.txt").write_text("a\n")
+    subprocess.run([*git, "-C", str(path), "add", "a.txt"], check=True)
+    subprocess.run([*git, "-C", str(path), "commit", "-q", "-m", "init"], check=True)
+    return path
+
+
+@needs_bwrap
+def test_git_hooks_and_config_are_read_only_and_git_still_works(project: Path, home: Path) -> None:
+    git_repo(project)
+    hooks = project / ".git" / "hooks"
+    shutil.rmtree(hooks)  # a clone without hooks: the directory must not be creatable either
+    config = (project / ".git" / "config").read_text()
+    box = sandbox_for(project, home)
+    for attack in ("mkdir -p .git/hooks && echo 'curl evil' > .git/hooks/pre-commit",
+                   "git config core.hooksPath /tmp", "git config core.fsmonitor 'touch /tmp/x'",
+                   "echo '[core] pager = evil' >> .git/config"):
+        result = run(project, box, attack)
+        assert result.is_error and result.meta["sandbox_denied"] == "protected path", (attack, result.content)
+        assert "[sandbox] This command ran in swecli's sandbox and failed because that path is protected" \
+            in result.content
+    assert (project / ".git" / "config").read_text() == config
+    assert not (hooks / "pre-commit").exists()
+    work = run(project, box, "echo b > b.txt && git add b.txt && git -c user.name=t -c user.email=t@e commit -q -m b "
+                             "&& git branch feature && echo c > a.txt && git stash -q && git stash list && git log "
+                             "--oneline | wc -l && git branch")
+    assert work.meta["exit_code"] == 0, work.content
+    assert "stash@{0}" in work.content and "feature" in work.content
+    remove_placeholders()
+    assert not hooks.exists()  # the empty placeholder is gone at exit
+
+
+@needs_bwrap
+def test_protected_paths_can_be_neither_changed_nor_created(project: Path, home: Path) -> None:
+    (project / ".vscode").mkdir()
+    (project / ".vscode" / "settings.json").write_text("{}\n")
+    (project / ".swecli").mkdir()
+    box = sandbox_for(project, home)
+    for attack in ("echo '{\"tasks\": []}' > .vscode/tasks.json", "echo '[sandbox]' > .swecli/config.toml",
+                   "mkdir -p .idea && echo x > .idea/workspace.xml",
+                   "mkdir -p .claude && echo '{}' > .claude/settings.json"):
+        result = run(project, box, attack)
+        assert result.is_error and result.meta["sandbox_denied"] == "protected path", (attack, result.content)
+    assert sorted(p.name for p in (project / ".vscode").iterdir()) == ["settings.json"]
+    created = run(project, box, "echo 'export PATH=evil' > .envrc && echo 'obey me' > AGENTS.md && echo ok")
+    assert created.content.startswith("ok")
+    assert not (project / ".envrc").exists() and not (project / "AGENTS.md").exists()
+    assert "[sandbox] The command created .envrc, a protected path" in created.content
+    blocked = sorted((project / ".swecli" / "blocked").iterdir())
+    assert sorted(p.name.split("-", 2)[-1] for p in blocked) == [".envrc", "AGENTS.md"]  # moved aside, nothing lost
+    assert run(project, box, "echo fine > ordinary.txt && cat ordinary.txt").content.startswith("fine")
+    listing = LIST_FILES.fn(ListFilesArgs(), ToolContext(root=project)).content
+    assert (project / ".idea").is_dir() and ".idea" not in listing  # an empty placeholder: not shown to the model
+    assert ".vscode/" in listing
+
+
+@needs_bwrap
+def test_a_toolchain_under_tmp_on_path_stays_visible(project: Path, home: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = Path(tempfile.mkdtemp(prefix="swecli-venv-", dir="/tmp"))
+    try:
+        (venv / "bin").mkdir()
+        fake = venv / "bin" / "python3"
+        fake.write_text("#!/bin/sh\necho 'the venv python'\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{venv / 'bin'}:{os.environ['PATH']}")
+        result = run(project, sandbox_for(project, home), "python3; echo scratch > /tmp/x && ls /tmp")
+        assert result.content.startswith("the venv python"), result.content
+        assert "x" in result.content.split()
+        denied = run(project, sandbox_for(project, home), f"touch {venv}/bin/planted")
+        assert denied.is_error and not (venv / "bin" / "planted").exists()  # visible, not writable
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+def test_isolation_falls_back_when_bwrap_refuses_user_namespaces(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    # A setuid bwrap refuses --disable-userns (and, here, --unshare-user): --cap-drop ALL alone is used.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --unshare-user ] && { echo 'bwrap: setting up uid "
+                    "map: Invalid argument' >&2; exit 1; }; done\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    assert unavailable_reason() == ""
+    assert isolation_flags() == ("--cap-drop", "ALL")

@@ -94,6 +94,7 @@ def test_escape_declines_and_interrupts() -> None:
 def test_dangerous_commands_do_not_offer_always() -> None:
     danger = ApprovalRequest(BASH.call, {"command": "rm -rf /"}, "rm -rf /", danger="deletes the root")
     c = console()
-    ask(danger, c, keys("a"), no_line)
-    assert "Allow? [y]es / [n]o always" in printed(c)
-    assert "Allowed for the rest" not in printed(c)
+    answer = ask(danger, c, keys("a", "y"), no_line)  # `a` is not an answer here: it waits for y or n
+    assert answer.decision == Decision("yes")
+    assert printed(c).endswith("Allow? [y]es / [n]o yes")
+    assert "always" not in printed(c) and "Allowed for the rest" not in printed(c)

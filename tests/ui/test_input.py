@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,17 @@ from swecli.ui.input import (
     toolbar_fragments,
 )
 from swecli.ui.meter import Meter
-from swecli.ui.repl import Repl, ReplHooks
+from swecli.ui.repl import Repl
+
+
+@dataclass
+class FixedMeter(Repl):
+    """A REPL whose toolbar shows a given meter (the toolbar reads it through `PromptHost.context_meter`)."""
+
+    fixed: Meter | None = None
+
+    def context_meter(self) -> Meter:
+        return self.fixed or super().context_meter()
 
 
 @pytest.fixture
@@ -31,7 +42,7 @@ def repl(project: Path) -> Iterator[Repl]:
     with ScriptedLLM([], strict=False) as llm:
         settings = Settings(provider="openai-compatible", model="scripted-model", base_url=llm.base_url)
         console = Console(file=io.StringIO(), width=100, color_system=None, force_terminal=False)
-        yield Repl(project, settings, ReplHooks(), console)
+        yield FixedMeter(project, settings, console)
 
 
 def completions(repl: Repl, text: str) -> list[str]:
@@ -71,14 +82,13 @@ def test_toolbar_shows_model_mode_and_a_coloured_meter(repl: Repl) -> None:
     text = "".join(fragment[1] for fragment in fragments)
     assert text.startswith(" openai-compatible/scripted-model · default mode · ctx ")
     assert "/32.8k" in text
-    repl.hooks = ReplHooks(context_meter=lambda r: Meter(87_100, 100_000, 0.8))
-    repl.refresh_meter()
+    assert isinstance(repl, FixedMeter)
+    repl.fixed = Meter(87_100, 100_000, 0.8)
     repl.cycle_mode()
     fragments = toolbar_fragments(repl)
     assert ("class:toolbar.meter.over", "ctx 87% · 87.1k/100k") in fragments
     assert ("class:toolbar.mode.auto", "auto mode") in fragments
-    repl.hooks = ReplHooks(context_meter=lambda r: Meter(75_000, 100_000, 0.8))
-    repl.refresh_meter()
+    repl.fixed = Meter(75_000, 100_000, 0.8)
     assert ("class:toolbar.meter.near", "ctx 75% · 75k/100k") in toolbar_fragments(repl)
 
 

@@ -1,6 +1,7 @@
 """Slash commands, one module per family, all on one registry.
 
-- `registry`: `Command`, `CommandRegistry` (dispatch, suggestions), `Family` (the decorator a family uses)
+- `registry`: `Command`, `CommandRegistry` (dispatch, suggestions), `Family` (the decorator a family uses),
+  `CommandContext` (what a command may read and do)
 - `session`: /help /clear /tokens /resume /exit
 - `model`: /model /mode
 - `context`: /context /compact
@@ -15,9 +16,9 @@ A new command is a decorated function in the family it belongs to (a new family 
 
 from __future__ import annotations
 
-from swecli.ui.commands.registry import Command, CommandRegistry, Family, is_command
+from swecli.ui.commands.registry import Command, CommandContext, CommandRegistry, Family, is_command
 
-__all__ = ["Command", "CommandRegistry", "Family", "default_registry", "is_command"]
+__all__ = ["Command", "CommandContext", "CommandRegistry", "Family", "default_registry", "is_command"]
 
 
 def default_registry() -> CommandRegistry:

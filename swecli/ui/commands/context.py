@@ -13,12 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from swecli.context.budget import ContextState
-from swecli.ui.commands.registry import Family
+from swecli.ui.commands.registry import CommandContext, Family
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
     from swecli.context.manager import ContextManager
-    from swecli.ui.repl import Repl
 
 BAR_WIDTH = 60
 _STYLES = {"system": "cyan", "tools": "blue", "memory": "magenta", "history": "green", "current turn": "yellow",
@@ -30,26 +29,26 @@ commands = Family()
 
 
 @commands.command("context", "Show what fills the context window: system, tools, memory, history, current turn")
-def context(repl: Repl, args: str) -> None:
-    repl.agent.sync_tools()  # MCP servers that became ready since the last request
-    manager = repl.agent.context
-    repl.print(context_report(manager.state(repl.agent.history), manager))
-    if repl.session.mcp is not None:
-        repl.print(Text(repl.session.mcp.summary(), style="dim"))
+def context(ctx: CommandContext, args: str) -> None:
+    ctx.session.agent.sync_tools()  # MCP servers that became ready since the last request
+    manager = ctx.session.agent.context
+    ctx.print(context_report(manager.state(ctx.session.agent.history), manager))
+    if ctx.session.mcp is not None:
+        ctx.print(Text(ctx.session.mcp.summary(), style="dim"))
 
 
 @commands.command("compact", "Compact the conversation now; the focus text steers what the summary keeps",
                   usage="/compact [focus instructions]")
-def compact(repl: Repl, args: str) -> None:
-    agent = repl.agent
+def compact(ctx: CommandContext, args: str) -> None:
+    agent = ctx.session.agent
     if not agent.history:
-        repl.print(Text("Nothing to compact: the conversation is empty.", style="dim"))
+        ctx.print(Text("Nothing to compact: the conversation is empty.", style="dim"))
         return
-    repl.print(Text("Compacting the conversation…" + (f" (focus: {args})" if args else ""), style="dim"))
+    ctx.print(Text("Compacting the conversation…" + (f" (focus: {args})" if args else ""), style="dim"))
     # The CompactionDone line (or the notice saying why nothing changed) arrives through the event bus.
-    agent.replace_history(agent.context.compact(agent.history, repl.provider, trigger="manual", focus=args),
+    agent.replace_history(agent.context.compact(agent.history, ctx.session.provider, trigger="manual", focus=args),
                           "compaction")
-    repl.refresh_meter()
+    ctx.refresh_meter()
 
 
 def context_report(state: ContextState, context: ContextManager | None = None) -> Group:

@@ -3,75 +3,71 @@
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from swecli.permissions import MODES
-from swecli.ui.commands.registry import Family
+from swecli.ui.commands.registry import CommandContext, Family
 from swecli.ui.meter import format_tokens
-
-if TYPE_CHECKING:
-    from swecli.ui.repl import Repl
 
 commands = Family()
 
 
 @commands.command("model", "Show the model, or switch to another one", usage="/model [NAME]")
-def model(repl: Repl, args: str) -> None:
+def model(ctx: CommandContext, args: str) -> None:
     if args:
-        repl.switch_model(args)
+        ctx.switch_model(args)
         return
-    settings = repl.settings
+    settings = ctx.settings
     line = Text("Model: ")
     line.append(settings.model or "(none)", style="bold")
     line.append(f" · provider {settings.provider or '(auto)'}")
     if settings.base_url:
         line.append(f" · {settings.base_url}")
     line.append(f" · context window {format_tokens(settings.context_window)}")
-    repl.print(line)
-    repl.print(Text("Switch with /model NAME.", style="dim"))
+    ctx.print(line)
+    ctx.print(Text("Switch with /model NAME.", style="dim"))
 
 
-def complete_mode(repl: Repl, typed: str) -> list[str]:
+def complete_mode(ctx: CommandContext, typed: str) -> list[str]:
     return [m for m in MODES if m.startswith(typed)]
 
 
 @commands.command("mode", "Show or switch the mode: default asks before changes, auto does not, plan is read-only",
                   usage="/mode [default|auto|plan]", complete=complete_mode)
-def mode(repl: Repl, args: str) -> None:
+def mode(ctx: CommandContext, args: str) -> None:
     if not args:
-        repl.print(Text(f"Mode: {repl.mode} (choose with /mode {'|'.join(MODES)}; Shift-Tab cycles)"))
+        ctx.print(Text(f"Mode: {ctx.mode} (choose with /mode {'|'.join(MODES)}; Shift-Tab cycles)"))
         return
     if args not in MODES:
         hint = difflib.get_close_matches(args, MODES, n=1)
-        repl.print(Text(f"Unknown mode {args!r}; use one of: {', '.join(MODES)}."
+        ctx.print(Text(f"Unknown mode {args!r}; use one of: {', '.join(MODES)}."
                         + (f" Did you mean {hint[0]}?" if hint else ""), style="red"))
         return
-    repl.set_mode(args)
+    ctx.set_mode(args)
 
 
 THINKING_WORDS = ("on", "off", "low", "medium", "high")
 
 
-def complete_thinking(repl: Repl, typed: str) -> list[str]:
+def complete_thinking(ctx: CommandContext, typed: str) -> list[str]:
     return [w for w in THINKING_WORDS if w.startswith(typed)]
 
 
 @commands.command("thinking", "Show or set extended thinking (Anthropic budget) / reasoning effort (OpenAI)",
                   usage="/thinking [on|off|low|medium|high|BUDGET]", complete=complete_thinking)
-def thinking(repl: Repl, args: str) -> None:
-    from swecli.llm.presets import PRESETS
-    from swecli.llm.thinking import Thinking
+def thinking(ctx: CommandContext, args: str) -> None:
+    from swecli.models.presets import PRESETS
+    from swecli.models.thinking import Thinking
 
-    preset = PRESETS.get(repl.settings.provider)
-    wire, model = (preset.wire if preset else ""), repl.settings.model
+    preset = PRESETS.get(ctx.settings.provider)
+    wire, model = (preset.wire if preset else ""), ctx.settings.model
     if args:
         try:
-            repl.agent.thinking = Thinking.parse(args)
+            ctx.session.agent.thinking = Thinking.parse(args)
         except ValueError as exc:
-            repl.print(Text(f"{exc}.", style="red"))
+            ctx.print(Text(f"{exc}.", style="red"))
             return
-    repl.print(Text(f"Thinking: {repl.agent.thinking.describe(wire, model)}"))
+    ctx.print(Text(f"Thinking: {ctx.session.agent.thinking.describe(wire, model)}"))
     if not args:
-        repl.print(Text("Set it with /thinking on|off|low|medium|high|BUDGET (tokens, at least 1024).", style="dim"))
+        ctx.print(Text("Set it with /thinking on|off|low|medium|high|BUDGET (tokens, at least 1024).", style="dim"))

@@ -1,16 +1,18 @@
 """The slash-command registry the REPL dispatches to.
 
-A command is a name, one line of help, a handler `(repl, args) -> None` and, optionally, a
-completer for its argument `(repl, typed) -> candidates`. A family module declares its commands by
+A command is a name, one line of help, a handler `(ctx, args) -> None` and, optionally, a
+completer for its argument `(ctx, typed) -> candidates`. A family module declares its commands by
 decorating the handlers:
 
     commands = Family()
 
     @commands.command("compact", "Compact the conversation now", usage="/compact [focus instructions]")
-    def compact(repl: Repl, args: str) -> None: ...
+    def compact(ctx: CommandContext, args: str) -> None: ...
 
-Handlers talk to the REPL through its public methods (`repl.print`, `repl.agent`, `repl.settings`,
-`repl.set_mode`, `repl.clear`, `repl.switch_model`, `repl.request_exit`, `repl.session_usage`).
+A handler gets a `CommandContext`: the session it acts on (`ctx.session.agent`, `.provider`, `.bus`,
+`.mcp`, ...) and the few things only the REPL can do between turns (print, ask yes or no, switch the mode,
+the model or the session, leave). It never sees the REPL object itself, so commands and the REPL do not
+import each other, and a test can drive a command with any object of that shape.
 """
 
 from __future__ import annotations
@@ -19,15 +21,75 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
+from rich.console import RenderableType
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from swecli.ui.repl import Repl
+    from swecli.assembly import AgentSession
+    from swecli.config import Settings
+    from swecli.messages import Usage
+    from swecli.skills.catalog import Skill
 
-Handler = Callable[["Repl", str], None]
-ArgCompleter = Callable[["Repl", str], Iterable[str]]
+
+class CommandContext(Protocol):
+    """What a slash command may read and do (the REPL is one; tests pass their own)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def session(self) -> AgentSession:
+        """The session the command acts on: its agent, provider, bus, MCP servers, skills, playbook."""
+        ...
+
+    @property
+    def commands(self) -> CommandRegistry: ...
+
+    @property
+    def session_usage(self) -> Usage:
+        """What the session spent so far (across /clear)."""
+        ...
+
+    @property
+    def mode(self) -> str: ...
+
+    def print(self, renderable: RenderableType = "") -> None: ...
+
+    def confirm(self, question: str) -> bool:
+        """A yes/no question on the terminal (False when no one answers)."""
+        ...
+
+    def set_mode(self, mode: str) -> None: ...
+
+    def switch_model(self, name: str) -> None: ...
+
+    def clear(self) -> None:
+        """A new conversation with the same settings."""
+        ...
+
+    def reopen(self, resume: str | None = None) -> None:
+        """Switch to another session (SessionError when there is none to resume)."""
+        ...
+
+    def request_exit(self) -> None: ...
+
+    def refresh_meter(self) -> None:
+        """Recount the context for the toolbar (after a command changed it)."""
+        ...
+
+    def run_skill(self, skill: Skill, request: str) -> object:
+        """Load a skill's instructions and run the request with them (a turn of the loop)."""
+        ...
+
+
+Handler = Callable[["CommandContext", str], None]
+ArgCompleter = Callable[["CommandContext", str], Iterable[str]]
 
 COMMAND_LINE = re.compile(r"^/([A-Za-z][\w-]*)(?:\s+(.*))?$", re.DOTALL)
 
@@ -96,11 +158,11 @@ class CommandRegistry:
         close = difflib.get_close_matches(name.lstrip("/"), self.names(), n=1, cutoff=0.5)
         return close[0] if close else None
 
-    def dispatch(self, repl: Repl, line: str) -> bool:
+    def dispatch(self, ctx: CommandContext, line: str) -> bool:
         """Run the command on `line`; False (after saying so) when it names no known command."""
         match = COMMAND_LINE.match(line.strip())
         if not match:
-            repl.print(Text(f"Not a command: {line.strip()!r}. Commands look like /help.", style="red"))
+            ctx.print(Text(f"Not a command: {line.strip()!r}. Commands look like /help.", style="red"))
             return False
         name, args = match.group(1), (match.group(2) or "").strip()
         command = self.get(name)
@@ -108,9 +170,9 @@ class CommandRegistry:
             hint = self.suggest(name)
             message = f"Unknown command /{name}." + (f" Did you mean /{hint}?" if hint else "") + \
                 " Type /help for the list."
-            repl.print(Text(message, style="red"))
+            ctx.print(Text(message, style="red"))
             return False
-        command.handler(repl, args)
+        command.handler(ctx, args)
         return True
 
 

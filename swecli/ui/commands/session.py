@@ -7,36 +7,35 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
-from swecli.ui.commands.registry import Family
+from swecli.ui.commands.registry import CommandContext, Family
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
     from swecli.messages import Usage
-    from swecli.ui.repl import Repl
 
 commands = Family()
 
 
 @commands.command("help", "List the commands and keys")
-def help_(repl: Repl, args: str) -> None:
+def help_(ctx: CommandContext, args: str) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
-    for command in repl.commands.commands():
+    for command in ctx.commands.commands():
         table.add_row(Text(command.signature), Text(command.help))  # Text: `[NAME]` is not markup
-    repl.print(table)
-    repl.print(Text("Keys: Enter sends · Alt-Enter or Esc Enter adds a line · Shift-Tab cycles the mode · "
+    ctx.print(table)
+    ctx.print(Text("Keys: Enter sends · Alt-Enter or Esc Enter adds a line · Shift-Tab cycles the mode · "
                     "Esc interrupts · @path attaches a file · Ctrl-R searches history · Ctrl-D exits", style="dim"))
 
 
 @commands.command("clear", "Start a new conversation (same settings)")
-def clear(repl: Repl, args: str) -> None:
-    repl.clear()
+def clear(ctx: CommandContext, args: str) -> None:
+    ctx.clear()
 
 
 @commands.command("tokens", "Tokens used this session: input, output, cached, requests")
-def tokens(repl: Repl, args: str) -> None:
-    repl.print(usage_table(repl.session_usage))
+def tokens(ctx: CommandContext, args: str) -> None:
+    ctx.print(usage_table(ctx.session_usage))
 
 
 def usage_table(usage: Usage) -> Text:
@@ -60,33 +59,33 @@ def usage_table(usage: Usage) -> Text:
     return text
 
 
-def _complete_sessions(repl: Repl, typed: str) -> list[str]:
+def _complete_sessions(ctx: CommandContext, typed: str) -> list[str]:
     from swecli.session.store import session_ids
 
-    return [sid for sid in session_ids(repl.root) if sid.startswith(typed)]
+    return [sid for sid in session_ids(ctx.root) if sid.startswith(typed)]
 
 
 @commands.command("resume", "List sessions, or switch to one", usage="/resume [ID]", complete=_complete_sessions)
-def resume(repl: Repl, args: str) -> None:
+def resume(ctx: CommandContext, args: str) -> None:
     """`/resume` lists this project's sessions; `/resume ID` (or a unique prefix) switches to one."""
     from swecli.session.store import SessionError, format_session_line, list_sessions
 
     wanted = args.strip()
     if not wanted:
-        sessions = list_sessions(repl.root)
+        sessions = list_sessions(ctx.root)
         if not sessions:
-            repl.print(Text("No sessions yet in this project.", style="dim"))
+            ctx.print(Text("No sessions yet in this project.", style="dim"))
             return
         for info in sessions[:20]:
-            repl.print(Text(format_session_line(info)))
-        repl.print(Text("Resume one with /resume ID (a unique prefix is enough).", style="dim"))
+            ctx.print(Text(format_session_line(info)))
+        ctx.print(Text("Resume one with /resume ID (a unique prefix is enough).", style="dim"))
         return
     try:
-        repl.reopen(wanted)
+        ctx.reopen(wanted)
     except SessionError as exc:
-        repl.print(Text(str(exc), style="red"))
+        ctx.print(Text(str(exc), style="red"))
 
 
 @commands.command("exit", "Leave swecli (Ctrl-D does too)", aliases=("quit",))
-def exit_(repl: Repl, args: str) -> None:
-    repl.request_exit()
+def exit_(ctx: CommandContext, args: str) -> None:
+    ctx.request_exit()

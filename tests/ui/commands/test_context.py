@@ -30,17 +30,23 @@ class FakeAgent:
 
 
 @dataclass
-class NoMcp:
+class FakeSession:
+    agent: FakeAgent
+    provider: Any
     mcp: None = None
 
 
 @dataclass
 class FakeRepl:
-    agent: FakeAgent
-    provider: Any
+    """The part of a `CommandContext` the context commands use."""
+
+    session: FakeSession
     console: Console = field(default_factory=lambda: Console(record=True, width=110, color_system=None))
     meter_refreshed: int = 0
-    session: NoMcp = field(default_factory=NoMcp)
+
+    @property
+    def agent(self) -> FakeAgent:
+        return self.session.agent
 
     def print(self, renderable: Any = "") -> None:
         self.console.print(renderable)
@@ -65,7 +71,7 @@ def make(events: list[Event], provider: Any = None) -> FakeRepl:
     context = ContextManager(Prompt((SystemBlock(text="system prompt"),), (), (SystemBlock(text="memory"),)),
                              Limits(window=200_000), ContextConfig(keep_recent_tokens=300),
                              wiring=Wiring(on_event=events.append, archive=MemoryArchive()))
-    return FakeRepl(FakeAgent(context, history()), provider)
+    return FakeRepl(FakeSession(FakeAgent(context, history()), provider))
 
 
 def test_context_prints_the_breakdown_table_and_bar() -> None:

@@ -11,21 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from swecli.testing.server import Call, Reply, ScriptedLLM
+from swecli.testing.server import Call, Reply, ScriptedLLM, ServerInfo
+from tests.helpers import alive
 from tests.mcp.conftest import SERVER
 from tests.ui.harness import Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "\nState:\tZ" in status.read_text())
 
 
 def _config(project: Path) -> Path:
@@ -60,16 +52,21 @@ def test_mcp_lists_servers_runs_tools_with_approval_and_disables_for_the_session
     steps = [Reply(calls=[Call("mcp__kit__echo", {"text": "ping"}),
                           Call("mcp__kit__write_note", {"title": "t", "body": "from the model"})]),
              Reply("Both done.")]
-    with ScriptedLLM(steps) as llm:
+    with ScriptedLLM(steps, info=ServerInfo(kind="llamacpp", window=64_000)) as llm:
         term = spawn_swecli(llm.base_url, project, home)
         try:
+            term.expect("mcp.servers.kit")  # project servers start only once the user trusts the project
+            term.expect("Trust this project")
+            term.send("y")
             term.prompt()  # the prompt does not wait for the servers
             _wait_ready(term)
+            term.expect("project scope")  # where the server is configured
             term.expect("mcp__kit__echo")
             term.expect("read-only")
             term.expect("mcp__kit__write_note")
             term.expect("asks in default mode")
             term.expect("MCP tool schemas:")
+            term.expect("budget 6,400 (mcp.schema_budget)")  # 10% of the server's window, as `swecli mcp list` says
             term.prompt()
             assert "ghost · failed: command not found: no-such-mcp-server-xyz" in term.text  # listed before kit
             assert term.text.count("MCP server ghost failed to start") == 1  # one notice, however often one looks
@@ -86,17 +83,17 @@ def test_mcp_lists_servers_runs_tools_with_approval_and_disables_for_the_session
             term.expect("Stopped kit for this session")
             term.prompt()
             first = int(pid_file.read_text())
-            assert not _alive(first)
+            assert not alive(first)
             term.line("/mcp enable kit")
             term.expect("Starting kit for this session")
             term.prompt()
             _wait_ready(term)
             term.prompt()
             second = int(pid_file.read_text())
-            assert second != first and _alive(second)
+            assert second != first and alive(second)
             term.send("\x04")  # Ctrl-D
             assert term.exit_status() == 0
         finally:
             term.close()
-    assert not _alive(second)  # no orphan after exit
+    assert not alive(second)  # no orphan after exit
     assert "ping" in json.dumps(llm.requests[1]["messages"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swecli.llm.thinking import Thinking
+from swecli.models.thinking import Thinking
 from swecli.testing.server import Reply, ScriptedLLM
 from tests.ui.commands.test_registry import llm, make_repl, output
 

@@ -13,8 +13,8 @@ from rich.console import Console
 from swecli.config import Settings
 from swecli.events import Event, HistoryReplaced
 from swecli.testing.server import Reply, ScriptedLLM
-from swecli.ui.commands import Command, CommandRegistry, default_registry, is_command
-from swecli.ui.repl import Repl, ReplHooks
+from swecli.ui.commands import Command, CommandContext, CommandRegistry, default_registry, is_command
+from swecli.ui.repl import Repl
 
 
 def output(repl: Repl) -> str:
@@ -29,10 +29,14 @@ def llm() -> Iterator[ScriptedLLM]:
         yield server
 
 
-def make_repl(project: Path, llm: ScriptedLLM, hooks: ReplHooks | None = None) -> Repl:
+def make_repl(project: Path, llm: ScriptedLLM, *extra: Command) -> Repl:
+    """An in-process REPL; `extra` commands are registered beside the built-in ones (the same name replaces one)."""
     settings = Settings(provider="openai-compatible", model="scripted-model", base_url=llm.base_url)
     console = Console(file=io.StringIO(), width=100, color_system=None, force_terminal=False, highlight=False)
-    return Repl(project, settings, hooks or ReplHooks(), console)
+    repl = Repl(project, settings, console)
+    for command in extra:
+        repl.commands.register(command, replace=True)
+    return repl
 
 
 def test_registry_rejects_duplicates_unless_replacing() -> None:
@@ -60,9 +64,8 @@ def test_suggestions_and_command_detection() -> None:
 
 def test_dispatch_passes_arguments_and_reports_unknown_commands(project: Path, llm: ScriptedLLM) -> None:
     seen: list[str] = []
-    hooks = ReplHooks(commands=[Command("compact", "Compact now", lambda repl, args: seen.append(args),
-                                        usage="/compact [focus]")])
-    repl = make_repl(project, llm, hooks)
+    repl = make_repl(project, llm, Command("compact", "Compact now", lambda ctx, args: seen.append(args),
+                                           usage="/compact [focus]"))
     repl.submit("/compact keep the [test] failures")
     assert seen == ["keep the [test] failures"]
     repl.submit("/compcat")
@@ -76,10 +79,10 @@ def test_dispatch_passes_arguments_and_reports_unknown_commands(project: Path, l
 
 
 def test_a_failing_command_does_not_end_the_session(project: Path, llm: ScriptedLLM) -> None:
-    def broken(repl: Repl, args: str) -> None:
+    def broken(ctx: CommandContext, args: str) -> None:
         raise RuntimeError("disk on fire")
 
-    repl = make_repl(project, llm, ReplHooks(commands=[Command("boom", "Fails", broken)]))
+    repl = make_repl(project, llm, Command("boom", "Fails", broken))
     repl.submit("/boom")
     assert output(repl).endswith("/boom failed: RuntimeError: disk on fire")
 
@@ -100,7 +103,8 @@ def test_mode_command(project: Path, llm: ScriptedLLM) -> None:
 
 def test_clear_model_tokens_and_exit(project: Path, llm: ScriptedLLM) -> None:
     events: list[Event] = []
-    repl = make_repl(project, llm, ReplHooks(listeners=[events.append]))
+    repl = make_repl(project, llm)
+    repl.session.bus.listeners.append(events.append)
     llm.add(Reply("Hello!", usage={"prompt_tokens": 1500, "completion_tokens": 20}),
             Reply("Again.", usage={"prompt_tokens": 1700, "completion_tokens": 30, "cached_tokens": 1400}))
     repl.submit("hi")

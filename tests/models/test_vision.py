@@ -7,8 +7,8 @@ import pytest
 from swecli.llm.anthropic import AnthropicProvider
 from swecli.llm.base import ModelRequest
 from swecli.llm.openai import OpenAIProvider
-from swecli.llm.vision import accepts_images, image_tokens
 from swecli.messages import AssistantMessage, ImagePart, ToolCall, ToolMessage, UserMessage
+from swecli.models.vision import accepts_images, image_tokens
 
 SHOT = ImagePart(media_type="image/png", data="iVBORw0KGgo=", width=800, height=600, path="shot.png")
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from swecli.context.signals import extract, mentioned_paths
+from swecli.retrieval.signals import extract, mentioned_paths
 
 REPORT = '''Wrong result from `parse_amount` in shop.money
 Calling it on "1,5" gives 15:

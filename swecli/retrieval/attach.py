@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.errors import SwecliError
 from swecli.tools.base import ToolError
 from swecli.tools.paths import display_path, resolve_in_root
-from swecli.tools.text import looks_binary
+from swecli.tools.protected import secret_location
+from swecli.tools.text import decode_text, looks_binary
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules
 
 MAX_READ_BYTES = 512_000
@@ -23,7 +25,7 @@ MAX_WHOLE_CHARS = 60_000
 """A file attached whole (an `@path` mention) is cut here; the model can read the rest with read_file."""
 
 
-class AttachError(Exception):
+class AttachError(SwecliError):
     """A named file that cannot be attached; `str()` is one sentence saying why."""
 
 
@@ -48,6 +50,9 @@ def resolve(root: Path, raw: str, rules: IgnoreRules | None = None) -> Path:
     try:
         path = resolve_in_root(root, raw)
     except ToolError:
+        secret = secret_location((Path(root) / raw).expanduser().resolve())
+        if secret:
+            raise AttachError(f"{raw} is in {secret}, which holds credentials; it was not attached.") from None
         raise AttachError(f"{raw} is outside the project; only files inside it are attached.") from None
     real_root = Path(root).resolve()
     if path.is_dir():
@@ -79,7 +84,8 @@ def read(root: Path, path: Path) -> FileText:
         raise AttachError(f"{rel} cannot be read ({exc.strerror or exc}).") from None
     if looks_binary(data[:8192]):
         raise AttachError(f"{rel} looks like a binary file; it was not attached.")
-    return FileText(rel, data[:MAX_READ_BYTES].decode("utf-8", errors="replace"), len(data) > MAX_READ_BYTES)
+    cut = len(data) > MAX_READ_BYTES
+    return FileText(rel, decode_text(data[:MAX_READ_BYTES], complete=not cut), cut)  # in the file's own encoding
 
 
 def render_whole(file: FileText, count: Callable[[str], int]) -> tuple[str, int, bool]:

@@ -12,8 +12,8 @@ from swecli.config import ConfigError, load_settings
 from swecli.events import Event, ReasoningDelta
 from swecli.llm.anthropic import AnthropicProvider, AnthropicStream, wire_messages
 from swecli.llm.base import ModelRequest, ResponseDone
-from swecli.llm.thinking import Thinking
 from swecli.messages import AssistantMessage, ThinkingBlock, ToolCall, ToolMessage, UserMessage
+from swecli.models.thinking import Thinking
 from swecli.testing.server import Call, Reply, ScriptedLLM
 from tests.llm.streams import run_pieces
 from tests.test_replies import http_agent
@@ -40,7 +40,8 @@ def test_the_setting_is_validated_with_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="at least 1024 tokens"):
         load_settings(tmp_path, env={})
     (tmp_path / ".swecli" / "config.toml").write_text('thinking = "High"\n')
-    assert load_settings(tmp_path, env={}).thinking == "high"
+    assert load_settings(tmp_path, env={}, trust_project=True).thinking == "high"
+    assert load_settings(tmp_path, env={}).thinking == "off"  # reasoning the user pays for: needs trust
 
 
 def body(thinking: str, *messages: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swecli.context.attach import MAX_WHOLE_CHARS, AttachError, merge, read, render_ranges, render_whole, resolve
+from swecli.retrieval.attach import MAX_WHOLE_CHARS, AttachError, merge, read, render_ranges, render_whole, resolve
 
 
 def test_a_file_renders_whole_with_its_line_count(project: Path) -> None:
@@ -45,3 +45,12 @@ def test_excerpts_are_numbered_merged_and_clamped(project: Path) -> None:
     assert text.splitlines()[0] == '<file path="m.py" lines="100" shown="10-14, 95-100" why="defines &quot;x&quot;">'
     assert "   10  line 10" in text and "    …" in text and "  100  line 100" in text and "line 15" not in text
     assert merge([(5, 1)], 10) == []
+
+
+def test_a_credential_is_never_attached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("aws_secret_access_key = x\n")
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(AttachError, match=r"^\.aws/credentials is in ~/\.aws, which holds credentials; it was not"):
+        resolve(home, ".aws/credentials")

@@ -1,0 +1,74 @@
+"""The seccomp filter sandboxed commands run under when the network is off (bwrap `--seccomp FD`).
+
+The network namespace (`bwrap --unshare-net`) already cuts off TCP/UDP and abstract unix sockets,
+but two ways out are not namespaced: a unix socket on the file system (`/run/...`, a database's or
+a container engine's socket, any socket some other program left in a directory the command can
+see) and vsock (the hypervisor's host). A mount layout cannot hide every socket path without
+hiding the directories that hold them, so the filter refuses to create such sockets instead, as
+Claude Code's sandbox does (`socket(AF_UNIX)` fails with EPERM):
+
+- `socket(AF_UNIX, ...)` and `socket(AF_VSOCK, ...)`: EPERM;
+- `socketpair(AF_UNIX, SOCK_DGRAM | SOCK_SEQPACKET)`: EPERM, since a datagram socket can `sendto`
+  any socket path even when paired; stream pairs (asyncio's self-pipe, multiprocessing) keep working;
+- `io_uring_setup`: ENOSYS, since io_uring can open and connect sockets without the `socket`
+  system call (programs fall back to ordinary I/O, as they must on kernels without io_uring).
+
+The filter is compiled with libseccomp (the `pyseccomp` binding, libseccomp2 from the system),
+which also handles the 32-bit x86 ABI and refuses foreign ones. Without libseccomp the sandbox
+still runs, and `unavailable()` says what is left open.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import socket
+import tempfile
+
+AF_VSOCK = 40
+_SOCK_TYPE_MASK = 0xF
+MISSING_LIBSECCOMP = ("Sandboxed commands can still reach unix sockets outside the project (a database's, a "
+                      "container engine's), because libseccomp is not available: install it (`sudo apt-get install "
+                      "libseccomp2`, or your distribution's libseccomp package).")
+
+
+def unavailable() -> str:
+    """"" when the filter can be built here, else one sentence saying what stays open and the fix."""
+    return "" if _no_unix_sockets() is not None else MISSING_LIBSECCOMP
+
+
+def no_unix_sockets_fd() -> int | None:
+    """A readable file descriptor holding the compiled filter, for one bwrap run (bwrap reads it to the
+    end, so each run needs its own); the caller closes it. None when libseccomp is missing."""
+    program = _no_unix_sockets()
+    if program is None:
+        return None
+    read, write = os.pipe()
+    try:
+        os.write(write, program)  # a few hundred bytes: far below a pipe's buffer
+    finally:
+        os.close(write)
+    return read
+
+
+@functools.lru_cache(maxsize=1)
+def _no_unix_sockets() -> bytes | None:
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError, AttributeError):  # no binding, or no libseccomp.so for it to load
+        return None
+    deny = seccomp.ERRNO(errno.EPERM)
+    program = seccomp.SyscallFilter(seccomp.ALLOW)
+    if seccomp.system_arch() == seccomp.Arch.X86_64:
+        program.add_arch(seccomp.Arch.X86)  # 32-bit programs get the same rules, not a way around them
+    for family in (socket.AF_UNIX, AF_VSOCK):
+        program.add_rule(deny, "socket", seccomp.Arg(0, seccomp.EQ, family))
+    for kind in (socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
+        program.add_rule(deny, "socketpair", seccomp.Arg(0, seccomp.EQ, socket.AF_UNIX),
+                         seccomp.Arg(1, seccomp.MASKED_EQ, _SOCK_TYPE_MASK, kind))
+    program.add_rule(seccomp.ERRNO(errno.ENOSYS), "io_uring_setup")
+    with tempfile.TemporaryFile() as compiled:
+        program.export_bpf(compiled)
+        compiled.seek(0)
+        return compiled.read()

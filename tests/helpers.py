@@ -1,0 +1,69 @@
+"""What many test files need, written once: settings for the scripted server, an agent over a scripted
+model, the texts of a request body, whether a process is alive."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from swecli.agent import Agent
+from swecli.config import ContextConfig, MemoryConfig, Settings
+from swecli.context.manager import ContextManager, Prompt
+from swecli.events import Event
+from swecli.messages import SystemBlock
+from swecli.permissions import Policy
+from swecli.testing.model import ScriptedModel
+from swecli.testing.server import ScriptedLLM
+from swecli.tools.base import ToolContext, ToolRegistry
+
+QUIET: Mapping[str, bool] = {"offload": False, "decay": False, "recitation": False, "failure_evidence": False,
+                             "playbook": False, "just_in_time": False}
+"""The per-request mechanisms off: a test of something else sees requests that carry only what it sent."""
+
+
+def scripted_settings(llm: ScriptedLLM, *, context: Mapping[str, Any] | None = None, **fields: Any) -> Settings:
+    """Settings that talk to the scripted server on its wire (Anthropic with a test key, else an OpenAI-compatible
+    server), in auto mode, with the mechanisms off (`context` turns some on) and no session notes; `fields`
+    override any other setting."""
+    wire = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" else \
+        {"provider": "openai-compatible"}
+    base: dict[str, Any] = {**wire, "base_url": llm.base_url, "model": "scripted-model", "mode": "auto",
+                            "context": ContextConfig(**{**QUIET, **(context or {})}),
+                            "memory": MemoryConfig(session_notes=False)}
+    return Settings(**{**base, **fields})
+
+
+def loop_agent(model: ScriptedModel, tools: ToolRegistry, root: Path, *, mode: str = "auto",
+               on_event: Callable[[Event], None] | None = None, context: ContextManager | None = None,
+               max_iterations: int = 20) -> Agent:
+    """The real loop over a scripted model, with `tools` and a plain context engine (system prompt `sys`)."""
+    context = context or ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas()))
+    return Agent(model, tools, context, ToolContext(root=root), Policy(mode),
+                 on_event=on_event or (lambda event: None), max_iterations=max_iterations)
+
+
+def texts(body: dict[str, Any]) -> list[str]:
+    """Every text a request body carries in its messages (tool results included), in order, on either wire."""
+    out: list[str] = []
+    for message in body["messages"]:
+        content = message.get("content")
+        if isinstance(content, str):
+            out.append(content)
+            continue
+        for block in content or []:
+            inner = block.get("content", block.get("text", ""))
+            out.append(inner if isinstance(inner, str) else json.dumps(inner))
+    return out
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie waiting to be reaped does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "\nState:\tZ" in status.read_text())

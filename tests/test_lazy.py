@@ -1,0 +1,61 @@
+"""Package surfaces (`swecli.lazy.exports`): each package's `__init__` maps its modules and re-exports what
+other packages may use, and importing a package imports none of its modules."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import swecli
+
+PACKAGES = ["context", "llm", "tools", "retrieval", "repomap", "models"]
+
+
+def _init(package: str) -> Path:
+    return Path(swecli.__file__).parent / package / "__init__.py"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_exported_name_resolves_to_its_module(package: str) -> None:
+    module = importlib.import_module(f"swecli.{package}")
+    for name in module.__all__:
+        value = getattr(module, name)
+        assert getattr(importlib.import_module(f"swecli.{package}.{module._EXPORTS[name]}"), name) is value
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        module.nothing_here  # noqa: B018
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_map_names_every_module(package: str) -> None:
+    doc = ast.get_docstring(ast.parse(_init(package).read_text(encoding="utf-8"))) or ""
+    modules = [p.name for p in _init(package).parent.glob("*.py") if p.name != "__init__.py"]
+    assert [m for m in modules if f"    {m} " not in doc] == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_typed_imports_match_the_exports(package: str) -> None:
+    tree = ast.parse(_init(package).read_text(encoding="utf-8"))
+    typed = {alias.name: node.module.rsplit(".", 1)[1] for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"swecli.{package}.")
+             for alias in node.names}
+    assert typed == importlib.import_module(f"swecli.{package}")._EXPORTS
+
+
+def test_importing_the_packages_imports_none_of_their_modules() -> None:
+    code = ("import sys; import " + ", ".join(f"swecli.{p}" for p in PACKAGES) +
+            "; print(sorted(m for m in sys.modules if m.startswith(('swecli.context.', 'swecli.llm.', "
+            "'swecli.tools.', 'swecli.retrieval.', 'swecli.repomap.', 'swecli.models.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_exported_name_is_also_a_module_name(package: str) -> None:
+    """Importing `swecli.tools.walk` sets the package's `walk` to the module, hiding a function of that name."""
+    modules = {p.stem for p in _init(package).parent.glob("*.py")}
+    assert modules & set(importlib.import_module(f"swecli.{package}").__all__) == set()
