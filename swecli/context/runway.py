@@ -15,9 +15,10 @@ warning level is used.
 
 The start level is never above the warning level (`context.warning_threshold`: big windows keep starting
 where they always did) and never below the floor the scheduler gives (where a summary would replace less
-than its own size). A model that answers at once makes many steps per second: no start level is early
-enough then, and the summary starts at the floor; whatever is not ready by the hard limit is covered by
-folding older outputs (no model call), and the summary is applied when it arrives.
+than its own size) nor below half the warning level (`EARLIEST_SHARE`). A model that answers at once makes
+many steps per second: no start level is early enough then, and the summary starts at the earliest level;
+whatever is not ready by the hard limit is covered by folding older outputs (no model call), and the
+summary is applied when it arrives.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ takes 10-60 s."""
 SAMPLES = 8
 """Steps (and summaries) the estimates look back over."""
 MIN_STEP_SECONDS = 0.01
+EARLIEST_SHARE = 0.5
+"""The summary never starts below this share of the warning level: earlier, it would cover less than half of
+what one started there covers (compactions twice as often, each billed), and a burst of quick steps (a model
+that answers at once) would start one at a few percent of a big window. What the runway cannot cover from
+there is covered at the hard limit without a model call."""
 
 
 def _samples() -> deque[float]:
@@ -90,4 +96,5 @@ class Runway:
         latest = budget.warning_limit
         if need is None:
             return latest
-        return max(min(floor, latest), min(latest, budget.hard_limit - need))
+        earliest = max(floor, int(latest * EARLIEST_SHARE))
+        return max(min(earliest, latest), min(latest, budget.hard_limit - need))

@@ -448,13 +448,13 @@ def test_extended_thinking_shares_the_replys_room_and_the_whole_still_fits(
 SETTLE_SCRIPT = r"""
 import json, threading
 from swecli.context import tokens
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Limits, Prompt
 from swecli.messages import SystemBlock, Usage, UserMessage
 
 start = threading.Event()
 tokens.prefetch("o200k_base", start)
-context = ContextManager((SystemBlock(text="You are a careful engineer. " * 40),), (), max_tokens=1_000,
-                         window=100_000, model="gpt-4o")
+context = ContextManager(Prompt((SystemBlock(text="You are a careful engineer. " * 40),)),
+                         Limits(window=100_000, max_tokens=1_000, model="gpt-4o"))
 history = [UserMessage(content="Rename parse_header to read_header everywhere. " * 20)]
 request = context.request(history)
 estimated = context.state(history).raw_total
@@ -464,8 +464,8 @@ start.set()
 tokens._prefetches["o200k_base"].join(60)
 history = context.prepare(history, None)
 settled = context.state(history).raw_total
-fresh = ContextManager((SystemBlock(text="You are a careful engineer. " * 40),), (), max_tokens=1_000,
-                       window=100_000, model="gpt-4o")
+fresh = ContextManager(Prompt((SystemBlock(text="You are a careful engineer. " * 40),)),
+                         Limits(window=100_000, max_tokens=1_000, model="gpt-4o"))
 request = context.request(history)
 context.observe(request, Usage(input_tokens=700, output_tokens=5))
 print(json.dumps({"estimated": estimated, "settled": settled, "exact": fresh.state(history).raw_total,
@@ -488,11 +488,12 @@ def test_counts_made_while_the_vocabulary_loads_are_made_again_once_it_is_in() -
 WAIT_SCRIPT = r"""
 import json, threading
 from swecli.context import tokens
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Limits, Prompt
 from swecli.messages import AssistantMessage, SystemBlock, UserMessage
 
 tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
-context = ContextManager((SystemBlock(text="system"),), (), max_tokens=1_000, window=100_000, model="gpt-4o")
+context = ContextManager(Prompt((SystemBlock(text="system"),)),
+                         Limits(window=100_000, max_tokens=1_000, model="gpt-4o"))
 first = [UserMessage(content="a fresh session's task")]
 context.prepare(first, None)
 fresh = context.counter.generation
@@ -514,13 +515,15 @@ def test_a_history_with_answers_is_never_decayed_or_compacted_on_estimates() -> 
 NEAR_LIMIT_SCRIPT = r"""
 import json, threading
 from swecli.context import tokens
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Limits, Prompt
 from swecli.messages import SystemBlock, UserMessage
 
 tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
-probe = ContextManager((SystemBlock(text="x"),), (), max_tokens=500, window=8_000, model="gpt-4o")
+probe = ContextManager(Prompt((SystemBlock(text="x"),)),
+                         Limits(window=8_000, max_tokens=500, model="gpt-4o"))
 words = int(0.8 * probe.budget.warning_limit)  # ~1 token each; the estimate counts ~1.7
-context = ContextManager((SystemBlock(text="word " * words),), (), max_tokens=500, window=8_000, model="gpt-4o")
+context = ContextManager(Prompt((SystemBlock(text="word " * words),)),
+                         Limits(window=8_000, max_tokens=500, model="gpt-4o"))
 history = context.prepare([UserMessage(content="a fresh session's task")], None)
 state = context.last_state
 print(json.dumps([context.counter.generation, state.total < context.budget.warning_limit, len(history)]))

@@ -67,7 +67,10 @@ def test_decay_folds_old_outputs_in_one_batch(project: Path) -> None:
     steps += [Reply(calls=[Call("list_files", {})]), Reply("done")]
     events: list[Event] = []
     with ScriptedLLM(steps) as llm:
-        s = session(project, llm, events, decay=True, keep_recent_tokens=300, decay_min_savings_tokens=9000)
+        # A window where this history stays far below where a summary starts (the scripted model answers
+        # at once, so at 32k the runway would start one at half the warning level and take a scripted step).
+        s = session(project, llm, events, decay=True, keep_recent_tokens=300, decay_min_savings_tokens=9000,
+                    top={"context_limit": 128_000})
         s.run("read the three modules")
         s.close()
     batches = [e for e in events if isinstance(e, CompactionDone) and e.strategy == "decay"]

@@ -37,10 +37,11 @@ def test_fast_steps_start_the_summary_earlier_so_that_it_is_ready_before_the_har
     assert runway.latency == 45.0 and runway.start_level(BUDGET, floor=10_000) == 92_000 - 16 * 2_000
 
 
-def test_a_model_that_answers_at_once_starts_the_summary_at_the_floor() -> None:
+def test_a_model_that_answers_at_once_starts_the_summary_at_the_earliest_level() -> None:
     runway = Runway()
     steps(runway, (50_000, 0.0), (51_500, 0.05), (53_000, 0.1))
-    assert runway.start_level(BUDGET, floor=30_000) == 30_000
+    assert runway.start_level(BUDGET, floor=40_000) == 40_000  # the floor (a summary worth its size)
+    assert runway.start_level(BUDGET, floor=10_000) == 35_000  # never below half the warning level
     # A floor above the warning level (a small window, where a summary barely pays): the warning level.
     assert runway.start_level(BUDGET, floor=80_000) == 70_000
 
