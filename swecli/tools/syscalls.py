@@ -5,7 +5,10 @@ default profile). Keyrings are not confined by the sandbox's namespaces: the ses
 started in (a login's Kerberos tickets, ecryptfs and AFS keys, `keyctl` secrets) is inherited, and
 without a user namespace of its own (a setuid bwrap) so is the user's keyring. Also refused:
 `ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`, which push keystrokes into a terminal's input (commands get no
-terminal today; this keeps it so if one ever reaches them).
+terminal today; this keeps it so if one ever reaches them). And setting the setuid or setgid bit
+(`chmod`, `fchmod`, `fchmodat(2)`, and `open`/`openat`/`creat`/`mknod(at)` creating a file with them):
+root inside is root outside, so `cp /bin/bash x; chmod u+s x` in the project would leave a root shell for
+any local user; `openat2`, whose mode the filter cannot see, answers ENOSYS (callers fall back to openat).
 
 When the network is off, also unix and vsock sockets:
 
@@ -33,6 +36,7 @@ import errno
 import functools
 import os
 import socket
+import stat
 import tempfile
 from typing import Any
 
@@ -78,12 +82,29 @@ def _filter(network: bool) -> bytes | None:
         program.add_rule(deny, name)
     for request in (TIOCSTI, TIOCLINUX):
         program.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
+    _no_setuid_files(seccomp, program, deny)
     if not network:
         _no_sockets(seccomp, program, deny)
     with tempfile.TemporaryFile() as compiled:
         program.export_bpf(compiled)
         compiled.seek(0)
         return compiled.read()
+
+
+def _no_setuid_files(seccomp: Any, program: Any, deny: Any) -> None:
+    """Refuse every way of giving a file the setuid or setgid bit (see the module docstring)."""
+    for bit in (stat.S_ISUID, stat.S_ISGID):
+        def mode(index: int, bit: int = bit) -> Any:
+            return seccomp.Arg(index, seccomp.MASKED_EQ, bit, bit)
+
+        for name, index in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1),
+                            ("mknod", 1), ("mknodat", 2)):
+            program.add_rule(deny, name, mode(index))
+        for creating in (os.O_CREAT, os.O_TMPFILE & ~os.O_DIRECTORY):  # the mode counts only when creating
+            flag = seccomp.Arg(1, seccomp.MASKED_EQ, creating, creating)
+            program.add_rule(deny, "open", flag, mode(2))
+            program.add_rule(deny, "openat", seccomp.Arg(2, seccomp.MASKED_EQ, creating, creating), mode(3))
+    program.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
 
 
 def _no_sockets(seccomp: Any, program: Any, deny: Any) -> None:

@@ -92,7 +92,7 @@ def write_atomically(path: Path, data: bytes, shown: str) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)  # keep the executable bit and friends
+            os.chmod(tmp, path.stat().st_mode & 0o777)  # keep the executable bit; never setuid, setgid or sticky
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
