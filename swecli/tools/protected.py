@@ -101,7 +101,8 @@ SYSTEM_DIRS = frozenset({"etc", "usr", "bin", "sbin", "boot", "var", "lib", "lib
                          "root", "sys", "proc", "dev", "snap", "nix", "System", "Library", "Applications"})
 """Top-level directories of the operating system (Linux and macOS). /mnt, /srv and /work-like
 directories are not listed: projects live there."""
-_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+"""Scratch directories: deleting them whole is dangerous, deleting in them is not."""
 _HARMLESS_DEVICES = re.compile(r"^/dev/(?:null|zero|full|u?random|stdin|stdout|stderr|tty|fd/\d+)$")
 _DISKS = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop|sr)")
 _UNSET_PREFIX = re.compile(r"^\$\{?(\w+)\}?(/\*?|/\.\*?)?$")
@@ -201,8 +202,8 @@ def _absolute_danger(path: str) -> Danger | None:
     normalized = posixpath.normpath(path)
     if normalized in ("/", "/*", "/.*") or normalized.startswith("/.."):
         return Danger("root", "the root directory")
-    if any(normalized == d or normalized.startswith(d + "/") for d in _SCRATCH):
-        return Danger("system", f"a top-level directory ({normalized})") if normalized in _SCRATCH else None
+    if any(normalized == d or normalized.startswith(d + "/") for d in SCRATCH):
+        return Danger("system", f"a top-level directory ({normalized})") if normalized in SCRATCH else None
     parts = normalized.strip("/").split("/")
     if parts[0] in ("home", "Users"):
         if len(parts) <= 2 or parts[2:] in (["*"], [".*"]):

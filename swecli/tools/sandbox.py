@@ -201,8 +201,8 @@ class Sandbox:
             args += ["--seccomp", str(seccomp_fd)]
         whole = self.root == Path("/") and self.mode == "workspace-write"  # started in /: see docs
         args += ["--bind" if whole else "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        for path in PROC_READ_ONLY:
-            args += ["--ro-bind-try", path, path]
+        for proc in PROC_READ_ONLY:
+            args += ["--ro-bind-try", proc, proc]
         args += ["--tmpfs", "/tmp"]
         for path in layout.toolchains:
             args += ["--ro-bind", str(path), str(path)]
@@ -234,7 +234,8 @@ class Sandbox:
         placeholders = [path for path in dirs if not path.exists() and _placeholder(path)]
         read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if p.exists()), *placeholders]))
         watched = tuple(path for path in files if not path.exists())
-        checks = [functools.partial(_quarantine_created, self.root, watched), submodules.check]
+        checks: list[Callable[[], list[str]]] = [functools.partial(_quarantine_created, self.root, watched),
+                                                 submodules.check]
         if self.home is not None and self.home.is_relative_to(self.root):
             checks.append(_new_entries_check(self.root, self.home))
         pinned = _holders(self.root, [*read_only, *watched])
