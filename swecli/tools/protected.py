@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.tools.gitlinks import runs_later
+
 SECRET_PATHS: tuple[str, ...] = (
     # keys and agents
     ".ssh", ".gnupg", ".password-store", ".local/share/keyrings", ".config/op", ".vault-token", ".pki",
@@ -338,6 +340,9 @@ def protected_write(root: Path, path: Path, home: Path | None = None) -> str:
     rel = path.relative_to(root).parts if path.is_relative_to(root) else path.parts
     if ".git" in rel:
         return "it is inside .git, whose hooks and config git runs later, outside the sandbox"
+    hooked = runs_later(root, path)
+    if hooked:
+        return hooked
     named = next((part for part in rel if part in _PROTECTED_NAMES), "")
     if named:
         return f"{named} is a protected path: its contents run later outside the sandbox or steer the next session"

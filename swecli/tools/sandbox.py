@@ -166,8 +166,8 @@ class Sandbox:
         root = root.resolve()
         home = (home or Path(env.get("HOME") or Path.home())).resolve()
         writable = [p for p in (_resolve(w, root, home) for w in writable_paths) if p.exists()]
-        linked = _git_dirs(root)
-        git_dirs = linked or ([root / ".git"] if (root / ".git").is_dir() else [])
+        linked = gitlinks.linked_git_dirs(root)
+        git_dirs = gitlinks.git_dirs(root)
         return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*linked, *writable])), network=network,
                    hidden=_hidden(root, home, hidden_paths, env), home=home, git_dirs=tuple(git_dirs))
 
@@ -250,8 +250,9 @@ class Sandbox:
             existing += [git_dir / name for name in ("config.worktree", "commondir") if (git_dir / name).exists()]
             if git_dir.parent.name == "worktrees":
                 continue  # a linked worktree's own git directory: hooks and config live in the common one
-            dirs.append(git_dir / "hooks")
-            files += [git_dir / "config", git_dir / "commondir"]
+            hook_dirs, hook_files = gitlinks.hook_paths(git_dir, self.root)  # husky's .husky, included configs
+            dirs += [git_dir / "hooks", *hook_dirs]
+            files += [git_dir / "config", git_dir / "commondir", *hook_files]
             existing += sorted(git_dir.glob("modules/*/config")) + sorted(git_dir.glob("modules/*/hooks"))
         home = self.home
         if home is not None and home.is_relative_to(self.root) and home.is_dir():
@@ -332,24 +333,6 @@ def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | No
 def _resolve(path: str, root: Path, home: Path) -> Path:
     expanded = Path(str(home) + path[1:]) if path == "~" or path.startswith("~/") else Path(path)
     return (expanded if expanded.is_absolute() else root / expanded).resolve()
-
-
-def _git_dirs(root: Path) -> list[Path]:
-    """The git directory and common directory of a worktree (`.git` is a file pointing elsewhere)."""
-    marker = root / ".git"
-    if not marker.is_file():
-        return []
-    text = marker.read_text(encoding="utf-8", errors="replace").strip()
-    if not text.startswith("gitdir:"):
-        return []
-    gitdir = (root / text.split(":", 1)[1].strip()).resolve()
-    dirs = [gitdir] if gitdir.is_dir() else []
-    common = gitdir / "commondir"
-    if common.is_file():
-        shared = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
-        if shared.is_dir():
-            dirs.append(shared)
-    return dirs
 
 
 def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]) -> tuple[Path, ...]:
