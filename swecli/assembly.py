@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from swecli.mcp.catalog import McpCatalog
     from swecli.session.recorder import SessionRecorder
     from swecli.session.store import LoadedSession
-    from swecli.skills.catalog import SkillCatalog
+    from swecli.skills.catalog import Skill, SkillCatalog
 
 CountTokens = Callable[[str], int]
 
@@ -189,8 +189,8 @@ class SessionNotes(Subsystem):
         from swecli.memory.notes import NotesUpdater
 
         recorder = self.recorder
-        recorder.attach("notes", NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed,
-                                              redactor=recorder.redactor).handle)
+        updater = NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed, redactor=recorder.redactor)
+        recorder.attach("notes", updater.handle, close=updater.close)
 
 
 @dataclass
@@ -243,6 +243,10 @@ class RepositoryMap(Subsystem):
             from swecli.repomap.repomap import background
 
             background(opening.root)  # warm the repository map while the person types
+        if opening.recorder is not None and config.just_in_time:
+            from swecli.repomap.lexical import lexical_background
+
+            lexical_background(opening.root)  # and its BM25 index, which retrieval reads next
         return cls(opening.root, opening.settings)
 
     def tools(self, build: Build) -> list[Tool[Any]]:
@@ -315,7 +319,7 @@ class Subagents(Subsystem):
         from swecli.delegation.task import task_tool
 
         settings, holder = build.settings, build.agent
-        agents = load_agents(build.root)
+        agents = load_agents(build.root, trusted=settings.project_trusted)
         for warning in agents.warnings:
             build.bus(Notice("warning", warning))
 
@@ -356,13 +360,24 @@ class McpServers(Subsystem):
         session.mcp = self.catalog
 
     def before_task(self, session: AgentSession) -> None:
-        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
-        between requests."""
+        """Servers still starting when a task begins get a short grace in the REPL (`START_GRACE`; later
+        ones join between requests), and in -p (`session.mcp_wait` set) until they are ready or have failed,
+        up to `mcp.startup_timeout`, as Claude Code waits `MCP_TIMEOUT`. Esc or Ctrl-C skips the wait. Each
+        server still not ready is named in a warning."""
         if self.catalog is not None and (starting := self.catalog.manager.starting()):
             from swecli.mcp.manager import START_GRACE
 
-            session.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
-            self.catalog.manager.wait_started(START_GRACE, session.agent.cancel)
+            wait = START_GRACE if session.mcp_wait is None else session.mcp_wait
+            setting = " (mcp.startup_timeout)" if session.mcp_wait is not None else ""
+            session.bus(Notice("info", f"waiting up to {wait:g}s{setting} for MCP server(s) {', '.join(starting)}"))
+            # -p: a bit past the timeout, by when a server that hangs has been marked failed with its reason
+            self.catalog.manager.wait_started(wait + (MCP_SETTLE if setting else 0.0), session.agent.cancel)
+            self.announce(session)  # those that failed meanwhile say why
+            late = self.catalog.manager.starting()
+            if late:
+                joining = "" if setting else " (they join when ready)"
+                session.bus(Notice("warning", f"MCP server(s) {', '.join(late)} not ready after {wait:g}s: this "
+                                              f"task starts without their tools{joining}."))
         self.announce(session)
 
     def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
@@ -422,10 +437,6 @@ def build_agent(settings: Settings, root: Path, provider: Provider, *, approver:
 CHILD_EXCLUDED = frozenset({"agent", "skill", "memory"})
 """Kinds of tool never given to a sub-agent: no recursion (`task`), no skills, and no writing to the parent's
 todo list or notes."""
-TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
-                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
-"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
-
 
 def _provider_for(settings: Settings) -> ProviderFor:
     def make(model: str) -> Provider:
@@ -438,6 +449,8 @@ def _provider_for(settings: Settings) -> ProviderFor:
 
 def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
     """(the sub-agent's tools, names in its definition that are not tools here)."""
+    from swecli.delegation.definitions import TOOL_ALIASES
+
     allowed = {n: t for n in base.names() if (t := base.get(n)) is not None and t.facts.kind not in CHILD_EXCLUDED}
     if agent.tools is None:
         return ToolRegistry([t for t in allowed.values() if not t.mutating]), []
@@ -489,6 +502,10 @@ def build_policy(settings: Settings, root: Path, approver: Approver | None, bus:
     return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve())
 
 
+MCP_SETTLE = 0.5
+"""Seconds -p waits past `mcp.startup_timeout`: a server that hangs is marked failed at that deadline."""
+
+
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
     """Say why nothing seems to happen while a provider waits to retry (called on the loop's thread)."""
 
@@ -534,6 +551,8 @@ class AgentSession:
     playbook: Playbook | None = None
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
+    mcp_wait: float | None = None
+    """Seconds a task waits for MCP servers still starting (None: the REPL's short `START_GRACE`)."""
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 
@@ -555,6 +574,20 @@ class AgentSession:
         context = self.agent.context
         context.memory = memory_blocks(self.root, self.settings, context.counter.text, self.parts)
         context.mark_rewrite("memory")
+
+    def rescan_skills(self) -> list[Skill]:
+        """Look for skills again (one added during the session: `/skills`, or a `/name` not known yet);
+        returns the new ones. The model hears of them in a note appended to the conversation (the
+        system prompt's list stays as it was: it is the cached prefix)."""
+        if self.skills is None:
+            return []
+        added = self.skills.refresh()
+        self.agent.tool_ctx.read_roots = tuple(s.directory for s in self.skills.skills if s.scope == "user")
+        if added and "skill" in self.agent.tools:
+            lines = "\n".join(f"- {s.name}: {s.description}" for s in added)
+            note = f"Skills installed during this session (load one with the `skill` tool if a task matches):\n{lines}"
+            self.agent.append(UserMessage(kind="context", content=note))
+        return added
 
     def run(self, prompt: str) -> TurnFinished:
         """One user task: its `@path` attachments and just-in-time context, the loop, then reflection.

@@ -42,6 +42,7 @@ from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, Event, Notice
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ToolCall, UserMessage
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolResult
 
 MAX_REFERENCES = 30
@@ -66,6 +67,8 @@ class Mechanisms:
     """Top references from the latest compaction, kept in view by the recitation."""
     images: ImagesConfig = field(default_factory=ImagesConfig)
     images_replaced: int = 0
+    redactor: Redactor | None = None
+    """Masks secrets in saved outputs (None: those of the environment, looked up at each save)."""
 
     def __post_init__(self) -> None:
         self.recitation = Recitation(todo=self.todo)
@@ -106,9 +109,9 @@ class Mechanisms:
         threshold, preview = self.config.offload_threshold_tokens, self.config.offload_preview_lines
         if result.full is not None:  # the tool cut its output: the whole of it is saved, always
             return offload_full(self.root, call.id, call.name, result.content, result.full, self.counter.text,
-                                threshold, preview)
+                                threshold, preview, redactor=self.redactor)
         return offload(self.root, call.id, call.name, result.content, self.counter.text, threshold, preview,
-                       arguments=call.arguments)
+                       arguments=call.arguments, redactor=self.redactor)
 
     # -- at a turn boundary, before compaction --------------------------------------------------------
     def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:

@@ -61,6 +61,7 @@ from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, Pro
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, Usage
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.models.thinking import MIN_BUDGET, Thinking
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolResult
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ class ContextManager:
     """The state of the last request built (for the toolbar between turns)."""
     _last_request: ModelRequest | None = field(default=None, repr=False)
     _last_request_tokens: int = field(default=0, repr=False)
+    _last_request_generation: int = field(default=1, repr=False)
+    _counted_generation: int = field(default=1, repr=False)
     _tail: tuple[str, int] = field(default=("", 0), repr=False)
     """The latest dynamic tail and its local tokens."""
     _tool_meta: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -149,7 +152,7 @@ class ContextManager:
                       memory=memory, root=root, model=settings.model, on_event=on_event)
         manager.mechanisms = Mechanisms(settings.context, manager.counter, root or Path.cwd(),
                                         todo=todo or TodoState(), on_event=on_event or (lambda event: None),
-                                        images=settings.images)
+                                        images=settings.images, redactor=Redactor.from_environment(settings))
         manager.summary_sections.append(manager.mechanisms.references_section)
         return manager
 
@@ -230,6 +233,7 @@ class ContextManager:
         """What the next request would send, by component (calibrated), for /context, the toolbar and the
         compaction trigger. `tail` is the request's dynamic tail; None counts the latest one built."""
         count = self.counter
+        self._settle_counts()
         ledger = self._ledger.sync(history)
         turn = ledger.turn_start() if not turn_finished(history) else len(history)
         raw = {
@@ -249,9 +253,10 @@ class ContextManager:
 
     def observe(self, request: ModelRequest, usage: Usage | None) -> None:
         """Fold the provider's prompt count for `request` into the calibration."""
-        if usage is None:
-            return  # the server reports no usage (llama.cpp): local counts stand
-        local = self._last_request_tokens if request is self._last_request else self.counter.request(request)
+        if usage is None or self.counter.generation == 0:
+            return  # no usage (llama.cpp): local counts stand; or ours are still provisional estimates
+        same = request is self._last_request and self._last_request_generation == self.counter.generation
+        local = self._last_request_tokens if same else self.counter.request(request)
         self.calibration.observe(provider_prompt_tokens(usage), local)
 
     def estimate_usage(self, request: ModelRequest, reply: AssistantMessage) -> Usage:
@@ -270,6 +275,11 @@ class ContextManager:
         The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
+        if self.counter.generation == 0 and any(isinstance(m, AssistantMessage) for m in history):
+            # Decay and compaction change the history: never on an estimate. Only a fresh session's first
+            # request (nothing to fold or compact yet) goes out while the vocabulary still loads.
+            self.counter.text.wait()
+        self._settle_counts()
         open_calls = has_open_calls(history)
         # While a summary is being made, decay waits: the compaction rewrites that history soon anyway,
         # and a decay batch now would cost a prompt-cache miss for nothing.
@@ -277,6 +287,9 @@ class ContextManager:
             keep = self.calibration.to_local(decay_recent_for(self.window, self.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, self._ledger.sync(history), keep)
         state = self.state(history, self._tail_for(history))
+        if self.counter.generation == 0 and (state.total > self.budget.warning_limit or state.over_threshold):
+            self.counter.text.wait()  # near a limit: an estimate (it errs high) must not compact, nor shrink a reply
+            state = self.state(history, self._tail_for(history))
         self.last_state = state  # what the next request carries (ModelCallStarted, the toolbar)
         if not self.config.auto_compact or open_calls:
             return history
@@ -290,6 +303,7 @@ class ContextManager:
         """The request for `history`: the reply reserve (max_tokens, plus the thinking budget when
         extended thinking is on), shrunk when needed so that the prompt and everything the reply may
         use fit the window together."""
+        self._settle_counts()
         tail = self._tail_for(history)
         local = self._request_tokens(history, tail)
         self.thinking_budget = thinking.budget if thinking is not None else 0
@@ -300,7 +314,16 @@ class ContextManager:
         if self.mechanisms is not None:
             self.mechanisms.check(request)
         self._last_request, self._last_request_tokens = request, local
+        self._last_request_generation = self.counter.generation
         return request
+
+    def _settle_counts(self) -> None:
+        """Counts made while the vocabulary was still loading (`TokenCounter.generation` 0) were estimates:
+        once it is in, the ledger and the tail are counted again (once per session)."""
+        if self._counted_generation != self.counter.generation:
+            self._counted_generation = self.counter.generation
+            self._ledger.sync(())  # forgets every count it held; the next sync counts again
+            self._tail = ("", 0)
 
     def _tail_for(self, history: Sequence[Message]) -> str:
         """This iteration's dynamic tail (asking again in the same iteration gives the same text)."""

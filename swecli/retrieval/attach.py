@@ -16,7 +16,7 @@ from swecli.errors import SwecliError
 from swecli.tools.base import ToolError
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
-from swecli.tools.text import looks_binary
+from swecli.tools.text import decode_text, looks_binary
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules
 
 MAX_READ_BYTES = 512_000
@@ -86,7 +86,8 @@ def read(root: Path, path: Path) -> FileText:
         raise AttachError(f"{rel} cannot be read ({exc.strerror or exc}).") from None
     if looks_binary(data[:8192]):
         raise AttachError(f"{rel} looks like a binary file; it was not attached.")
-    return FileText(rel, data[:MAX_READ_BYTES].decode("utf-8", errors="replace"), len(data) > MAX_READ_BYTES)
+    cut = len(data) > MAX_READ_BYTES
+    return FileText(rel, decode_text(data[:MAX_READ_BYTES], complete=not cut), cut)  # in the file's own encoding
 
 
 def render_whole(file: FileText, count: Callable[[str], int]) -> tuple[str, int, bool]:

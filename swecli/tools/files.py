@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import stat
 from collections.abc import Iterator, Mapping
@@ -17,10 +18,11 @@ from swecli.tools.images import is_image_path, load_image
 from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.spool import Spool
 from swecli.tools.text import (
-    BINARY_SNIFF_BYTES,
     TextFile,
     count_lines,
     decode,
+    decode_line,
+    detect_encoding,
     diff_stat,
     file_error,
     load_text,
@@ -30,12 +32,16 @@ from swecli.tools.text import (
     unified_diff,
     write_atomically,
 )
+from swecli.tools.visible import invisible
 from swecli.tools.walk import Entry, GlobFilter, IgnoreRules, scan, walk
 
 LIST_LIMIT = 500
 READ_LIMIT = 2000
 LINE_CHARS = 2000
 READ_CHAR_BUDGET = 100_000
+ENCODING_SNIFF_BYTES = 1 << 20
+"""read_file decides a file's encoding from this much of its start (a later line that is not UTF-8 is
+still read in the legacy encoding, line by line)."""
 """read_file stops early (with a note on how to go on) when a page of long lines gets this big."""
 RESULT_DIFF_CHARS = 4000
 """How much of an edit's diff the model gets back to check its work."""
@@ -241,12 +247,13 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return image
     try:
         with target.open("rb") as fh:
-            if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
+            head = fh.read(ENCODING_SNIFF_BYTES)
+            if looks_binary(head):
                 size = target.stat().st_size
                 raise ToolError(f"{shown} is a binary file ({size:,} bytes); read_file only shows text. "
                                 "Use bash (e.g. `file`, `xxd | head`) to inspect it.")
             fh.seek(0)
-            page = _read_page(fh, args.offset, args.limit)
+            page = _read_encoded_page(fh, head, args.offset, args.limit)
     except OSError as exc:
         raise file_error(exc, target, shown) from None
     meta = {"path": shown, "lines": len(page.lines), "total_lines": page.total, "offset": args.offset,
@@ -275,7 +282,15 @@ def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None
                       meta={"path": shown, "width": image.width, "height": image.height})
 
 
-def _read_page(fh: BinaryIO, offset: int, limit: int) -> _Page:
+def _read_encoded_page(fh: BinaryIO, head: bytes, offset: int, limit: int) -> _Page:
+    """A page of the file in its own encoding (text.py), sniffed from `head`, its first bytes."""
+    codec, bom = detect_encoding(head, complete=len(head) < ENCODING_SNIFF_BYTES)
+    if bom and codec != "utf-8":  # UTF-16/32: a line does not end at a b"\n" byte; such files are small
+        return _read_page(io.BytesIO(decode(fh.read()).text.encode("utf-8")), offset, limit)
+    return _read_page(fh, offset, limit, codec)
+
+
+def _read_page(fh: BinaryIO, offset: int, limit: int, codec: str = "utf-8") -> _Page:
     page = _Page()
     chars = 0
     number = 0
@@ -285,7 +300,7 @@ def _read_page(fh: BinaryIO, offset: int, limit: int) -> _Page:
         if len(page.lines) >= limit or chars >= READ_CHAR_BUDGET:
             page.total = number + _count_rest(fh)
             return page
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        line = decode_line(raw, codec).rstrip("\r\n")
         if number == 1:
             line = line.removeprefix("\ufeff")
         if len(line) > LINE_CHARS or extra:
@@ -483,6 +498,10 @@ def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:
     if old == new:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
     count = source.text.count(old)
+    if count == 0 and invisible(old) != old and invisible(old) in source.text:
+        # The model copied a line holding control characters as read_file showed them (tools.visible).
+        old, new = invisible(old), invisible(new)
+        count = source.text.count(old)
     if count == 0:
         raise ToolError(_not_found_message(source.text, old, shown))
     if count > 1 and not args.replace_all:

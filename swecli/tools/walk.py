@@ -46,7 +46,7 @@ class IgnoreRules:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self._top = _work_tree_top(self.root)
+        self._top = work_tree_top(self.root)
         self._specs: dict[Path, GitIgnoreSpec | None] = {}
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -174,7 +174,7 @@ def _is_regular_file(item: os.DirEntry[str]) -> bool:
         return False
 
 
-def _work_tree_top(root: Path) -> Path | None:
+def work_tree_top(root: Path) -> Path | None:
     """The innermost directory at or above `root` that holds a `.git`; None outside a git work tree."""
     for directory in (root, *root.parents):
         if (directory / ".git").exists():

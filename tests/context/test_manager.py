@@ -445,3 +445,95 @@ def test_extended_thinking_shares_the_replys_room_and_the_whole_still_fits(
     assert (request.max_tokens, request.thinking.budget) == expected
     # What a thinking wire asks for (max_tokens + budget) fits the window with the prompt.
     assert context.counter.request(request) + request.max_tokens + request.thinking.budget <= window
+
+
+SETTLE_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager
+from swecli.messages import SystemBlock, Usage, UserMessage
+
+start = threading.Event()
+tokens.prefetch("o200k_base", start)
+context = ContextManager((SystemBlock(text="You are a careful engineer. " * 40),), (), max_tokens=1_000,
+                         window=100_000, model="gpt-4o")
+history = [UserMessage(content="Rename parse_header to read_header everywhere. " * 20)]
+request = context.request(history)
+estimated = context.state(history).raw_total
+context.observe(request, Usage(input_tokens=700, output_tokens=5))
+samples_while_estimating = context.calibration.samples
+start.set()
+tokens._prefetches["o200k_base"].join(60)
+history = context.prepare(history, None)
+settled = context.state(history).raw_total
+fresh = ContextManager((SystemBlock(text="You are a careful engineer. " * 40),), (), max_tokens=1_000,
+                       window=100_000, model="gpt-4o")
+request = context.request(history)
+context.observe(request, Usage(input_tokens=700, output_tokens=5))
+print(json.dumps({"estimated": estimated, "settled": settled, "exact": fresh.state(history).raw_total,
+                  "samples_while_estimating": samples_while_estimating, "samples": context.calibration.samples}))
+"""
+
+
+def test_counts_made_while_the_vocabulary_loads_are_made_again_once_it_is_in() -> None:
+    # Its own process: the vocabulary must not be loaded yet (tokens.prefetch).
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", SETTLE_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    found = json.loads(out.stdout)
+    assert found["estimated"] > found["exact"]  # the characters-based estimate errs high
+    assert found["settled"] == found["exact"]  # the ledger counted again: nothing estimated is left
+    assert found["samples_while_estimating"] == 0 and found["samples"] == 1  # calibrated on exact counts only
+
+
+WAIT_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager
+from swecli.messages import AssistantMessage, SystemBlock, UserMessage
+
+tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
+context = ContextManager((SystemBlock(text="system"),), (), max_tokens=1_000, window=100_000, model="gpt-4o")
+first = [UserMessage(content="a fresh session's task")]
+context.prepare(first, None)
+fresh = context.counter.generation
+resumed = first + [AssistantMessage(content="an earlier answer"), UserMessage(content="go on")]
+context.prepare(resumed, None)
+print(json.dumps([fresh, context.counter.generation, tokens.loading("o200k_base")]))
+"""
+
+
+def test_a_history_with_answers_is_never_decayed_or_compacted_on_estimates() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", WAIT_SCRIPT], capture_output=True, text=True, timeout=120, check=True)
+    fresh, resumed, still_loading = json.loads(out.stdout)
+    assert fresh == 0  # the first request of a fresh session does not wait for the vocabulary
+    assert resumed == 1 and not still_loading  # a resumed history waits for it (started at once)
+
+
+NEAR_LIMIT_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager
+from swecli.messages import SystemBlock, UserMessage
+
+tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
+probe = ContextManager((SystemBlock(text="x"),), (), max_tokens=500, window=8_000, model="gpt-4o")
+words = int(0.8 * probe.budget.warning_limit)  # ~1 token each; the estimate counts ~1.7
+context = ContextManager((SystemBlock(text="word " * words),), (), max_tokens=500, window=8_000, model="gpt-4o")
+history = context.prepare([UserMessage(content="a fresh session's task")], None)
+state = context.last_state
+print(json.dumps([context.counter.generation, state.total < context.budget.warning_limit, len(history)]))
+"""
+
+
+def test_a_first_request_near_a_limit_is_counted_exactly_before_anything_is_decided() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", NEAR_LIMIT_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    generation, below_warning, kept = json.loads(out.stdout)
+    assert generation == 1  # the estimate crossed the warning level, so the vocabulary was waited for
+    assert below_warning and kept == 1  # and the exact count is below it: nothing compacted

@@ -20,7 +20,7 @@ def test_definitions_from_project_and_user_folders(project: Path) -> None:
     write(project / ".claude" / "agents" / "tester.md",
           "---\nname: tester\ndescription: Runs tests.\ntools: Read, Bash\nmodel: small-model\n---\nRun them.\n")
     write(Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "agents" / "mine.md", "---\ndescription: Mine.\n---\n")
-    catalog = load_agents(project)
+    catalog = load_agents(project, trusted=True)
     assert catalog.warnings == []
     assert catalog.names() == [DEFAULT_AGENT, "reviewer", "tester", "mine"]
     reviewer, tester = catalog.get("reviewer"), catalog.get("tester")
@@ -42,3 +42,18 @@ def test_bad_definitions_are_skipped_with_one_warning_each(project: Path) -> Non
         f"agent skipped: {nodesc}: its front matter has no `description` (say when the agent should be used)",
         f"agent skipped: {plain}: it has no YAML front matter (the file must start with a `---` line)",
     ]
+
+
+def test_an_untrusted_projects_agents_that_bring_tools_or_a_model_wait_for_trust(project: Path) -> None:
+    write(project / ".swecli" / "agents" / "reader.md", "---\ndescription: Reads.\ntools: Read, Grep, Glob, LS\n---\n")
+    write(project / ".swecli" / "agents" / "scribe.md", "---\ndescription: Writes.\ntools: read_file, Write\n---\n")
+    write(project / ".claude" / "agents" / "pricey.md", "---\ndescription: Thinks.\nmodel: big-model\n---\n")
+    write(project / ".claude" / "agents" / "helper.md", "---\ndescription: Helps.\ntools: mcp__x__y\n---\n")
+    write(Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "agents" / "mine.md",
+          "---\ndescription: Mine.\ntools: Bash\nmodel: my-model\n---\n")
+    catalog = load_agents(project)
+    assert catalog.names() == [DEFAULT_AGENT, "reader", "mine"]  # read-only tools, and the user's own
+    assert {a.name: a.brings() for a in catalog.untrusted} == {
+        "scribe": ["tools Write"], "helper": ["tools mcp__x__y"], "pricey": ["model big-model"]}
+    assert load_agents(project, trusted=True).names() == [DEFAULT_AGENT, "reader", "scribe", "helper", "pricey",
+                                                          "mine"]

@@ -193,6 +193,17 @@ def test_read_file_stops_early_on_a_page_of_long_lines(project: Path, run_tool: 
     assert f"call read_file with offset={shown + 1}" in result.content
 
 
+def test_read_file_shows_a_file_in_its_own_encoding(project: Path, run_tool: RunTool) -> None:
+    (project / "latin.txt").write_bytes("café crème\r\nthé\r\n".encode("latin-1"))
+    assert run_tool("read_file", path="latin.txt").content == "     1\tcafé crème\n     2\tthé"
+    (project / "wide.txt").write_bytes("déjà vu\nline two\n".encode("utf-16"))  # NUL bytes, but a BOM
+    wide = run_tool("read_file", path="wide.txt", offset=2)
+    assert wide.content == "     2\tline two" and wide.meta["total_lines"] == 2
+    # A legacy line far past the part sniffed for the encoding is still read in the legacy encoding.
+    (project / "late.txt").write_bytes(b"ascii\n" * 200_000 + "fin: crème\n".encode("latin-1"))
+    assert run_tool("read_file", path="late.txt", offset=200_001).content == "200001\tfin: crème"
+
+
 def test_read_file_refuses_binary_files(project: Path, run_tool: RunTool) -> None:
     (project / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)))
     result = run_tool("read_file", path="logo.png")
