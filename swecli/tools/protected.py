@@ -225,10 +225,11 @@ def harmless_device(path: str) -> bool:
 
 # -- on disk: what the sandbox keeps read-only and the file tools ask before writing ---------------------
 
-PROTECTED_DIRS: tuple[str, ...] = (".git/hooks", ".swecli", ".vscode", ".idea", ".claude", ".devcontainer")
+PROTECTED_DIRS: tuple[str, ...] = (".git/hooks", ".swecli", ".vscode", ".idea", ".claude", ".agents", ".devcontainer")
 """Project-relative directories whose contents run later outside the sandbox, or steer the next
 session: git hooks, swecli's own settings, skills, agents and hooks, editors' tasks and settings,
-Claude Code's settings and hooks, dev-container definitions."""
+Claude Code's settings and hooks, the skills other agents share (`.agents/skills`, loaded into every
+session's prompt), dev-container definitions."""
 PROTECTED_FILES: tuple[str, ...] = (".git/config", ".envrc", ".mcp.json", "OPENCLI.md", "AGENTS.md", "CLAUDE.md")
 """Project-relative files of the same kind: git's configuration (hooksPath, fsmonitor, filters, aliases),
 direnv's script, Claude Code's MCP servers, and the memory files loaded into every session's prompt."""
