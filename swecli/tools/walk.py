@@ -182,11 +182,20 @@ def work_tree_top(root: Path) -> Path | None:
     return None
 
 
+IGNORE_FILE_LIMIT = 4_000_000
+"""A .gitignore longer than this is read only this far."""
+
+
 def _read_lines(path: Path) -> list[str]:
+    """The lines of an ignore file; nothing when it is not a regular file (a model's `mkfifo .gitignore`
+    made every listing wait forever, a cloned `.gitignore -> /dev/zero` read until memory ran out)."""
+    from swecli.frontmatter import read_regular
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        data = read_regular(path, IGNORE_FILE_LIMIT)
     except OSError:
         return []
+    return (data or b"")[:IGNORE_FILE_LIMIT].decode("utf-8", errors="replace").splitlines()
 
 
 @lru_cache(maxsize=256)
