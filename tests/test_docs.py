@@ -12,7 +12,6 @@ import re
 import shlex
 from pathlib import Path
 
-import click
 import typer
 from pydantic import BaseModel
 
@@ -113,7 +112,7 @@ def test_the_configuration_page_lists_every_setting() -> None:
 
 
 def command_lines(text: str) -> list[list[str]]:
-    """Each `swecli ...` command of the README's bash blocks, as words, comments and pipes cut off."""
+    """Each `swecli ...` command of a page's bash blocks, as words, comments and pipes cut off."""
     blocks = re.findall(r"^```bash\n(.*?)^```", text, re.MULTILINE | re.DOTALL)
     commands = []
     for line in "\n".join(blocks).splitlines():
@@ -124,14 +123,17 @@ def command_lines(text: str) -> list[list[str]]:
     return commands
 
 
-def test_the_readme_shows_only_commands_and_flags_swecli_has() -> None:
+def test_the_pages_show_only_commands_and_flags_swecli_has() -> None:
     root = typer.main.get_command(app)
-    commands = command_lines(README.read_text(encoding="utf-8"))
-    assert len(commands) >= 5
-    for words in commands:
-        command: click.Command = root
-        while isinstance(command, click.Group) and words and words[0] in command.commands:
-            command, words = command.commands[words[0]], words[1:]
-        flags = {opt for param in command.params for opt in param.opts}
-        shown = [word.split("=")[0] for word in words if word.startswith("-") and word != "-"]
-        assert [flag for flag in shown if flag not in flags] == [], words
+    checked = 0
+    for page in PAGES:
+        for words in command_lines(page.read_text(encoding="utf-8")):
+            command, rest = root, words
+            while rest and rest[0] in (subcommands := getattr(command, "commands", {})):  # a group's subcommand
+                command, rest = subcommands[rest[0]], rest[1:]
+            own = rest[:rest.index("--")] if "--" in rest else rest  # after `--`: the MCP server's own command
+            flags = {opt for param in command.params for opt in param.opts}
+            shown = [word.split("=")[0] for word in own if word.startswith("-") and word != "-"]
+            assert [flag for flag in shown if flag not in flags] == [], f"{page.name}: swecli {' '.join(words)}"
+            checked += 1
+    assert checked >= 15
