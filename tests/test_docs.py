@@ -1,6 +1,6 @@
 """The documentation stays true to the code: links resolve, every docs page is reachable from the README,
-the code map names every module, the settings page lists every setting, and the commands the README shows
-are commands swecli has.
+the code map names every module, the settings page lists every setting, and every `swecli` command a page
+shows uses commands and flags swecli has.
 
 The README is the page a user reads first (install, quick start, everyday use); the depth lives in
 `docs/`. These checks keep the two from drifting apart as code and pages move.
