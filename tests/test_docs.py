@@ -137,3 +137,12 @@ def test_the_pages_show_only_commands_and_flags_swecli_has() -> None:
             assert [flag for flag in shown if flag not in flags] == [], f"{page.name}: swecli {' '.join(words)}"
             checked += 1
     assert checked >= 15
+
+
+def test_every_slash_command_is_shown_in_the_readme_and_the_repl_page() -> None:
+    from swecli.ui.commands import default_registry
+
+    names = [command.name for command in default_registry().commands()]
+    for page in (README, ROOT / "docs" / "repl.md"):
+        text = page.read_text(encoding="utf-8")
+        assert [name for name in names if f"`/{name}" not in text] == [], page.name
