@@ -18,6 +18,7 @@
     bashtree.py    a command line read with tree-sitter-bash, for shell.py
     inline.py      inline code handed to an interpreter (`python3 -c`, heredocs)
     protected.py   paths a command must not destroy or see
+    gitlinks.py    what git runs later from inside the project (submodules, a named hooks directory, includes)
     paths.py       confinement: every path a file tool touches resolves inside the root
     walk.py        walking the project as git sees it (.gitignore honoured)
     text.py        encodings, line endings, binary detection and diffs

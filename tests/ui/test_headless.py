@@ -264,9 +264,15 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["result"] == "Each module defines numbered helpers."
-    assert result["compactions"] == 1 and isinstance(result["compaction_wait"], float)
+    assert isinstance(result["compaction_wait"], float)
     log = next((project / ".swecli" / "logs").glob("*.jsonl")).read_text().splitlines()
     records = [json.loads(line) for line in log]
+    # When the summary is not ready at the hard limit, older outputs are folded first (no model call) and
+    # the summary is applied when it arrives: one compaction or two, depending on the machine's speed.
+    compactions = [r for r in records if r["event"] == "compaction"]
+    assert result["compactions"] == len(compactions) >= 1
+    assert compactions[-1]["strategy"] == "summarize" and compactions[-1]["background"] is True
+    assert {c["strategy"] for c in compactions[:-1]} <= {"fold"}
     summaries = [r for r in records if r["event"] == "background_summary"]
     assert [r["phase"] for r in summaries] == ["started", "used"] and summaries[-1]["used"] is True
     assert summaries[-1]["duration"] >= 0
