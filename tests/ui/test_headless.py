@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -247,7 +248,7 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
 
     for name in "abcdefgh":
         (project / f"{name}.py").write_text(big_module(name, 120))
-    reads = iter("abcdefgh")
+    reads = itertools.cycle("abcdefgh")  # as many reads as it takes for the summary to be applied
 
     def answer(body: dict[str, object]) -> Step:
         messages = body["messages"]
@@ -258,7 +259,7 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
             return Reply("Each module defines numbered helpers.")
         return Reply(calls=[Call("read_file", {"path": f"{next(reads)}.py"})])
 
-    with ScriptedLLM([answer] * 12, strict=False) as llm:
+    with ScriptedLLM([answer] * 40, strict=False) as llm:
         out = run_swecli(project, llm, "-p", "what do the modules define? read them one by one", "--mode", "auto",
                          "--context-limit", "9000", "--output-format", "json", extra_env={"SWECLI_MAX_TOKENS": "500"})
     assert out.returncode == 0, out.stderr
@@ -276,9 +277,8 @@ def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_
     summaries = [r for r in records if r["event"] == "background_summary"]
     assert [r["phase"] for r in summaries] == ["started", "used"] and summaries[-1]["used"] is True
     assert summaries[-1]["duration"] >= 0
-    (compaction,) = [r for r in records if r["event"] == "compaction"]
-    assert compaction["background"] is True and "waited" in compaction
-    assert records[-1]["event"] == "stats" and records[-1]["compactions"] == 1
+    assert all(c["background"] is True and "waited" in c for c in compactions)
+    assert records[-1]["event"] == "stats" and records[-1]["compactions"] == len(compactions)
     (summary,) = [r for r in records if r["event"] == "summary"]  # made on another thread, billed all the same
     assert summary["trigger"] == "background" and summary["requests"] == 1
     loop_calls = [r for r in records if r["event"] == "llm_call"]
