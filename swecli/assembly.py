@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from swecli.agent import Agent
 from swecli.config import Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
+from swecli.context.meter import counter_for
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
@@ -35,6 +36,7 @@ from swecli.tools.base import Tool, ToolContext, ToolRegistry
 from swecli.tools.environment import CommandEnvironment
 
 if TYPE_CHECKING:
+    from swecli.context.compaction import Pin
     from swecli.delegation.definitions import AgentDefinition
     from swecli.delegation.runner import Spawn
     from swecli.llm.retry import RetryNotice
@@ -131,8 +133,12 @@ class Subsystem:
         """Its section of the session's memory block ("" for none)."""
         return ""
 
+    def compaction_pin(self) -> Pin | None:
+        """What compaction must keep verbatim for it besides the prompts (asked before the agent exists)."""
+        return None
+
     def attach(self, session: AgentSession) -> None:
-        """The session exists: hook into it (a writer on the recorder, a tool source, the compaction pin)."""
+        """The session exists: hook into it (a writer on the recorder, a tool source)."""
 
     def before_task(self, session: AgentSession) -> None:
         """A task is about to run."""
@@ -287,12 +293,15 @@ class Skills(Subsystem):
 
         return catalog_prompt(self.catalog, self.settings.skills.catalog_tokens, count)
 
+    def compaction_pin(self) -> Pin | None:
+        if not self.catalog:
+            return None
+        from swecli.skills.loading import pin_skills
+
+        return pin_skills  # loaded skills are kept through compaction
+
     def attach(self, session: AgentSession) -> None:
         session.skills = self.catalog
-        if self.catalog:
-            from swecli.skills.loading import pin_skills
-
-            session.agent.context.pin = pin_skills
 
 
 @dataclass
@@ -406,9 +415,11 @@ def open_subsystems(opening: Opening) -> list[Subsystem]:
 
 
 def build_agent(settings: Settings, root: Path, provider: Provider, *, approver: Approver | None = None,
-                bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None) -> Agent:
+                bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None,
+                summary_provider: Callable[[], Provider] | None = None) -> Agent:
     """One agent with its tools, context engine and policy. `parts`: the session's subsystems (default:
-    those a session without a transcript has: the repository map, and sub-agents when enabled)."""
+    those a session without a transcript has: the repository map, and sub-agents when enabled).
+    `summary_provider` makes the background summary's own provider (default: one for the agent's model)."""
     bus = bus or EventBus()
     parts = open_subsystems(Opening(root, settings, bus)) if parts is None else parts
     todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
@@ -421,10 +432,16 @@ def build_agent(settings: Settings, root: Path, provider: Provider, *, approver:
     for part in parts:
         build.tools += part.tools(build)
     tools = build_tools(build.tools)
-    context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
-                                           on_event=bus, todo=todo)
-    context.memory = memory_blocks(root, settings, context.counter.text, parts)
-    context.cancel = tool_ctx.cancel  # Esc also stops a summary request
+    counter = counter_for(settings.model)
+    memory = memory_blocks(root, settings, counter.text, parts)
+    if summary_provider is None:  # a bare agent: a provider for the model the agent uses at the time
+        make = _provider_for(settings)
+        summary_provider = lambda: make(build.agent[0].provider.model if build.agent else settings.model)  # noqa: E731
+    pin = next((p for part in parts if (p := part.compaction_pin()) is not None), None)
+    wiring = Wiring(on_event=bus, cancel=tool_ctx.cancel, summary_provider=summary_provider, pin=pin, todo=todo,
+                    counter=counter)  # Esc also stops a summary request
+    context = ContextManager.from_settings(settings, Prompt(system_blocks(root), tools.schemas(), memory), root=root,
+                                           wiring=wiring)
     agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=build.policy,
                   on_event=bus, max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel,
                   thinking=Thinking.parse(settings.thinking))
@@ -472,11 +489,11 @@ def child_spawner(build: Build, base: ToolRegistry, provider_for: ProviderFor) -
         model = agent.model or (holder[0].provider.model if holder else settings.model)
         child_settings = settings.model_copy(update={"model": model})
         system = (SystemBlock(text=f"{agent.prompt}\nThe project root is {root}.", cache=True),)
-        context = ContextManager.from_settings(child_settings, system=system, tools=tools.schemas(), root=root,
-                                               on_event=on_event)
-        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, context.counter.text)
-        context.memory = (SystemBlock(text=memory, cache=True),) if memory else ()
-        context.cancel = cancel
+        counter = counter_for(model)
+        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, counter.text)
+        prompt = Prompt(system, tools.schemas(), (SystemBlock(text=memory, cache=True),) if memory else ())
+        context = ContextManager.from_settings(child_settings, prompt, root=root,
+                                               wiring=Wiring(on_event=on_event, cancel=cancel, counter=counter))
         writes = any(t.mutating for n in tools.names() if (t := tools.get(n)) is not None)
         # Writing tools go through the parent's own policy: its mode decides, its approvals apply.
         child_policy = policy if writes else Policy(mode="plan")
@@ -563,8 +580,7 @@ class AgentSession:
     def restore(self, loaded: LoadedSession) -> None:
         """Go on from a resumed session's history (its repeated failures too); its problems are warnings."""
         self.agent.history = list(loaded.history)
-        if self.agent.context.mechanisms is not None:
-            self.agent.context.mechanisms.failures.replay(self.agent.history)  # repeated failures survive a resume
+        self.agent.context.resume(self.agent.history)  # repeated failures survive a resume
         for problem in loaded.problems:
             self.bus(Notice("warning", problem))
 
@@ -689,16 +705,16 @@ def open_session(
     opening.recorder = recorder
     parts = open_subsystems(opening)
     provider = make_provider(settings, on_retry=retry_notices(bus))
-    agent = build_agent(settings, root, provider, approver=approver, bus=bus, parts=parts)
+    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
+    # thread), for the model the session uses at the time (/model changes it).
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, parts=parts,
+                        summary_provider=lambda: make_provider(session.settings))
     bus.listeners.append(recorder.handle)
     session = AgentSession(root, settings, provider, agent, bus, recorder, parts)
     if loaded is not None:
         session.restore(loaded)
     for part in parts:
         part.attach(session)
-    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
-    # thread), for the model the session uses at the time (/model changes it).
-    agent.context.summary_provider = lambda: make_provider(session.settings)
     return session
 
 

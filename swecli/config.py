@@ -43,17 +43,20 @@ class HookConfig(Section):
 
 
 WARNING_MARGIN = 0.1
-"""The background summary starts this far (as a fraction of the window) below the compaction threshold."""
+"""The background summary starts this far (as a fraction of the window) below the compaction threshold, at
+the latest (`swecli.context.runway` may start it earlier)."""
 
 
 class ContextConfig(Section):
     threshold: float = Field(0.8, gt=0.1, le=1.0)
     """Fraction of the window at which auto-compaction fires (a ready background summary is applied then)."""
     warning_threshold: float | None = Field(None, gt=0.0, le=1.0)
-    """Fraction of the window at which the older history starts being summarized in the background.
-    Unset: 0.1 below `threshold` (0.7 by default)."""
+    """Fraction of the window at which the older history starts being summarized in the background, at the
+    latest (earlier when the growth per step and the summary's latency call for it). Unset: 0.1 below
+    `threshold` (0.7 by default)."""
     background_compaction: bool = True
-    """Summarize ahead, past `warning_threshold`, while the loop works: compaction then does not stop it."""
+    """Summarize ahead while the loop works, and at the hard limit make room without a model call rather than
+    wait for the summary: compaction then does not stop the loop."""
     strategy: Literal["summarize", "truncate", "importance"] = "summarize"
     keep_recent_tokens: int | None = Field(None, ge=0)
     """Recent history kept verbatim by compaction (a token budget, not a message count). Unset: a quarter

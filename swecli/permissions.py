@@ -105,7 +105,10 @@ class Policy:
             return ""
         from swecli.tools.protected import protected_write
 
-        target = (self.root / Path(path).expanduser()).resolve()
+        try:
+            target = (self.root / Path(path).expanduser()).resolve()
+        except (RuntimeError, OSError):  # a symlink loop: the tool itself refuses the path
+            return ""
         reason = protected_write(self.root, target)
         return f"writes {path}: {reason}" if reason else ""
 

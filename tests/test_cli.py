@@ -177,11 +177,11 @@ def test_mcp_list_budgets_from_the_window_the_server_reports_as_a_session_does(p
     from swecli.testing.server import ScriptedLLM, ServerInfo
 
     with ScriptedLLM([], info=ServerInfo(kind="llamacpp", window=64_000)) as llm:
-        (project / ".swecli").mkdir()
-        (project / ".swecli" / "config.toml").write_text(
-            f'provider = "openai-compatible"\nbase_url = "{llm.base_url}"\nmodel = "scripted-model"\n')
-        assert swecli("mcp", "add", "time", "--", "mcp-server-time", cwd=project).returncode == 0
-        listed = swecli("mcp", "list", cwd=project)
+        # The user's own settings: a project's base_url would wait for trust.
+        mine = {"SWECLI_PROVIDER": "openai-compatible", "SWECLI_BASE_URL": llm.base_url,
+                "SWECLI_MODEL": "scripted-model"}
+        assert swecli("mcp", "add", "time", "--", "mcp-server-time", cwd=project, env=mine).returncode == 0
+        listed = swecli("mcp", "list", cwd=project, env=mine)
     assert listed.returncode == 0, listed.stderr
     assert "budget 6,400 (mcp.schema_budget)" in listed.stdout.splitlines()[-1]  # 10% of 64,000, not of 32k
 

@@ -162,6 +162,9 @@ def parse_agent(path: Path, source: str) -> AgentDefinition:
     from swecli.frontmatter import read_front_matter
 
     meta, body = read_front_matter(path)
+    for key in ("name", "model"):  # str() of a YAML alias bomb (a list of lists of ...) would never end
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise DefinitionError(f"`{key}` must be text")
     name = str(meta.get("name") or path.stem).strip()
     if not NAME.match(name):
         raise DefinitionError(f"the name {name!r} must be letters, digits, - or _ (at most 64 characters)")
@@ -179,6 +182,6 @@ def _tools(raw: Any) -> tuple[str, ...] | None:
     if raw is None or raw == "" or raw == []:
         return None
     items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
-    if items is None:
+    if items is None or not all(isinstance(item, str) for item in items):
         raise DefinitionError("`tools` must be a comma-separated list of tool names")
-    return tuple(str(item).strip() for item in items if str(item).strip())
+    return tuple(item.strip() for item in items if item.strip())

@@ -49,7 +49,9 @@ def resolve(root: Path, raw: str, rules: IgnoreRules | None = None) -> Path:
     """The file `raw` names inside `root`; AttachError (one sentence) when it is not an attachable file."""
     try:
         path = resolve_in_root(root, raw)
-    except ToolError:
+    except ToolError as exc:
+        if "cannot be followed" in str(exc):  # a symlink loop
+            raise AttachError(f"{raw} cannot be followed (a symlink loop); it was not attached.") from None
         secret = secret_location((Path(root) / raw).expanduser().resolve())
         if secret:
             raise AttachError(f"{raw} is in {secret}, which holds credentials; it was not attached.") from None

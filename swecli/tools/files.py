@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -44,6 +45,12 @@ still read in the legacy encoding, line by line)."""
 """read_file stops early (with a note on how to go on) when a page of long lines gets this big."""
 RESULT_DIFF_CHARS = 4000
 """How much of an edit's diff the model gets back to check its work."""
+MAX_EDIT_BYTES = 10_000_000
+"""edit_file works on files up to this size (its diff and its copy in memory grow with the file); write_file
+replaces a bigger file without reading it."""
+_LINE_BYTES = LINE_CHARS * 4
+"""read_file reads at most this much of a line (its first LINE_CHARS characters in any UTF-8), skipping the rest
+in chunks: a one-line file of gigabytes costs no more memory than a short one."""
 
 
 def _pluralize(count: int, word: str, plural: str = "") -> str:
@@ -287,7 +294,7 @@ def _read_page(fh: BinaryIO, offset: int, limit: int, codec: str = "utf-8") -> _
     page = _Page()
     chars = 0
     number = 0
-    for number, raw in enumerate(fh, 1):
+    for number, (raw, extra) in enumerate(_lines(fh), 1):
         if number < offset:
             continue
         if len(page.lines) >= limit or chars >= READ_CHAR_BUDGET:
@@ -296,14 +303,26 @@ def _read_page(fh: BinaryIO, offset: int, limit: int, codec: str = "utf-8") -> _
         line = decode_line(raw, codec).rstrip("\r\n")
         if number == 1:
             line = line.removeprefix("\ufeff")
-        if len(line) > LINE_CHARS:
-            line = f"{line[:LINE_CHARS]}… [{len(line) - LINE_CHARS:,} more characters on this line]"
+        if len(line) > LINE_CHARS or extra:
+            line = f"{line[:LINE_CHARS]}… [{len(line) - LINE_CHARS + extra:,} more characters on this line]"
             page.long_lines += 1
         page.lines.append(f"{number:6}\t{line}")
         chars += len(line) + 8
         page.last = number
     page.total = number
     return page
+
+
+def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """The file's lines as (at most _LINE_BYTES + 1 bytes of the line, how many bytes of it were skipped)."""
+    while head := fh.readline(_LINE_BYTES + 1):
+        skipped = 0
+        if len(head) > _LINE_BYTES and not head.endswith(b"\n"):
+            while chunk := fh.readline(1 << 20):
+                skipped += len(chunk.rstrip(b"\r\n"))
+                if chunk.endswith(b"\n"):
+                    break
+        yield head, skipped
 
 
 def _count_rest(fh: BinaryIO) -> int:
@@ -388,6 +407,11 @@ def _plan_write(args: WriteFileArgs, ctx: ToolContext) -> _Change:
     if not target.exists():
         data = args.content.encode("utf-8")
         return _Change(target, shown, unified_diff(None, args.content, shown), data, True, args.content)
+    size = _regular_size(target, shown, "write_file")
+    if size > MAX_EDIT_BYTES:
+        diff = f"{shown} ({size:,} bytes) will be replaced; it is too big to show what changes.\n"
+        return _Change(target, shown, diff + unified_diff("", args.content, shown), args.content.encode(), False,
+                       args.content)
     raw = read_bytes(target, shown)
     if looks_binary(raw):
         diff = f"Binary file {shown} ({len(raw):,} bytes) will be replaced by text.\n"
@@ -396,6 +420,18 @@ def _plan_write(args: WriteFileArgs, ctx: ToolContext) -> _Change:
     old = decode(raw)
     new_text = args.content.replace("\r\n", "\n") if old.newline == "\r\n" else args.content
     return _Change(target, shown, unified_diff(old.text, new_text, shown), old.encode(new_text), False, new_text)
+
+
+def _regular_size(target: Path, shown: str, tool: str) -> int:
+    """The size of the existing `target`; ToolError when it is not a regular file (a FIFO would block the read,
+    a device would never end)."""
+    try:
+        info = target.stat()
+    except OSError as exc:
+        raise file_error(exc, target, shown) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); {tool} only changes files.")
+    return info.st_size
 
 
 def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
@@ -453,6 +489,10 @@ def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:
     shown = display_path(ctx.root, target)
     if not target.exists():
         raise ToolError(f"File not found: {shown}.{suggest_similar(target, shown)} To create a file use write_file.")
+    size = _regular_size(target, shown, "edit_file")
+    if size > MAX_EDIT_BYTES:
+        raise ToolError(f"{shown} is {size:,} bytes, more than edit_file handles ({MAX_EDIT_BYTES:,}); change it with "
+                        "bash (e.g. `sed -i`), or write a smaller file.")
     source = load_text(target, shown)
     old, new = _match_newlines(args.old_string, source), _match_newlines(args.new_string, source)
     if old == new:

@@ -167,9 +167,9 @@ def replace_file(path: Path, data: bytes, new_mode: int | None = None) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         try:
-            mode = path.stat().st_mode & 0o7777
+            mode = path.stat().st_mode & 0o777  # keep the executable bit; never setuid, setgid or sticky
         except FileNotFoundError:
-            mode = (0o666 & ~umask()) if new_mode is None else new_mode
+            mode = ((0o666 & ~umask()) if new_mode is None else new_mode) & 0o777
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

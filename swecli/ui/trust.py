@@ -186,8 +186,10 @@ def _why_by_rule(key: str) -> str:
 
 
 def _read(path: Path) -> bytes:
+    from swecli.frontmatter import MAX_BYTES, read_regular
+
     try:
-        return path.read_bytes()
+        return read_regular(path, MAX_BYTES) or b""
     except OSError:
         return b""
 

@@ -57,3 +57,18 @@ def test_an_untrusted_projects_agents_that_bring_tools_or_a_model_wait_for_trust
         "scribe": ["tools Write"], "helper": ["tools mcp__x__y"], "pricey": ["model big-model"]}
     assert load_agents(project, trusted=True).names() == [DEFAULT_AGENT, "reader", "scribe", "helper", "pricey",
                                                           "mine"]
+
+
+def test_a_yaml_alias_bomb_is_a_warning_not_a_hang(project: Path) -> None:
+    """Nine levels of ten aliases: str() of `tools` or `name` would render 10^9 items (found by the
+    independent check: swecli never started)."""
+    folder = project / ".claude" / "agents"
+    folder.mkdir(parents=True)
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    for key in ("tools", "name", "model"):
+        (folder / f"{key}.md").write_text("---\ndescription: d\n" + "\n".join(levels) + f"\n{key}: [*a8]\n---\nhi\n")
+    catalog = load_agents(project, {"HOME": str(project / "home")}, trusted=True)
+    assert catalog.names() == [DEFAULT_AGENT]
+    assert sorted(w.split(": ")[-1] for w in catalog.warnings) == [
+        "`model` must be text", "`name` must be text", "`tools` must be a comma-separated list of tool names"]

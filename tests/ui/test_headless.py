@@ -227,10 +227,13 @@ def test_the_summary_request_is_part_of_the_spend(project: Path, reported: bool)
 
 
 def test_context_overflow_compacts_and_retries(sample: Path) -> None:
-    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "src/greet.py"})]),
+    # A history with something to drop (a module of ~2k tokens): a truncation that would not shrink the
+    # conversation is not made, so a history of a few lines would only be retried as it is.
+    (sample / "src" / "helpers.py").write_text(big_module("helpers", 200))
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "src/helpers.py"})]),
                          Fail.context_overflow(), Reply("Done after the retry.")]
     with ScriptedLLM(steps) as llm:
-        out = run_swecli(sample, llm, "-p", "read greet.py", "--mode", "auto",
+        out = run_swecli(sample, llm, "-p", "read helpers.py", "--mode", "auto",
                          extra_env={"SWECLI_CONTEXT__STRATEGY": "truncate"})
     assert out.returncode == 0, out.stderr
     assert "Done after the retry." in out.stdout and "(overflow)" in out.stderr
