@@ -33,8 +33,38 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
 
 
+@pytest.fixture(scope="session")
+def _warm_vocabularies(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The decoded vocabularies (`tokens.ranks_cache_path`), made once per run and shared by every test.
+
+    Each test gets a fresh `$XDG_CACHE_HOME`, so without this every `swecli` a test starts would decode
+    the o200k vocabulary again (seconds under load) and write its own copy. Under pytest-xdist the
+    workers share the run's base folder; writes are atomic, so two workers building it at once is
+    harmless. Tests of the cache itself point `$XDG_CACHE_HOME` elsewhere and start cold."""
+    import os
+
+    from swecli.context import tokens
+
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "warm-cache"
+    paths = []
+    for name in ("o200k_base", "cl100k_base"):
+        saved = os.environ.get("XDG_CACHE_HOME")
+        os.environ["XDG_CACHE_HOME"] = str(shared)
+        try:
+            tokens._read_ranks(name)  # reads the shared copy, or decodes and writes it
+            paths.append(Path(tokens.ranks_cache_path(name, tokens._SPECS[name].sha256)))
+        finally:
+            if saved is None:
+                del os.environ["XDG_CACHE_HOME"]
+            else:
+                os.environ["XDG_CACHE_HOME"] = saved
+    return [path for path in paths if path.is_file()]
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+                  _warm_vocabularies: list[Path]) -> None:
     """Provider keys and SWECLI_* settings from the developer's shell must not leak into tests."""
     import os
 
@@ -45,6 +75,10 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the context-window cache
     monkeypatch.setenv("HOME", str(home))
+    tokenizers = home / ".cache" / "swecli" / "tokenizers"
+    tokenizers.mkdir(parents=True)
+    for path in _warm_vocabularies:  # a link: a test that rewrites the cache replaces the link, not the file
+        (tokenizers / path.name).symlink_to(path)
 
 
 @pytest.fixture

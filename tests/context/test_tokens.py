@@ -124,6 +124,7 @@ def test_loading_is_once_and_thread_safe(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_missing_or_corrupt_vocabulary_falls_back_to_a_character_estimate(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cold"))  # no decoded copy (conftest links a warm one)
     corrupt = tmp_path / "o200k_base.tiktoken.gz"
     corrupt.write_bytes(gzip.compress(b"bm90IHRoZSByZWFsIGZpbGU= 0\n"))
     monkeypatch.setattr(tokens, "_loaded", {})
@@ -142,6 +143,7 @@ def test_missing_or_corrupt_vocabulary_falls_back_to_a_character_estimate(
 def test_a_broken_vocabulary_falls_back_to_the_other_one_before_characters(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cold"))  # no decoded copy (conftest links a warm one)
     real = tokens.vocabulary_path
     monkeypatch.setattr(tokens, "_loaded", {})
     monkeypatch.setattr(tokens, "vocabulary_path",

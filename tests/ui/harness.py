@@ -18,6 +18,8 @@ import pexpect
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78MDEc]")
 CURSOR_POSITION_REQUEST = "\x1b[6n"
+SPINNER_FRAME = re.compile(r"[\u2800-\u28ff] [^\r\n]*· esc to interrupt")
+"""One frame of the status line a running turn animates (`ui/render.py`)."""
 ROWS, COLS = 50, 160
 TIMEOUT = 30.0
 """Generous: the machine is shared and slow at times; no test asserts on timing."""
@@ -29,6 +31,12 @@ SHIFT_TAB = "\x1b[Z"
 
 def strip_ansi(text: str) -> str:
     return ANSI.sub("", text)
+
+
+def _redrawn_lines(raw: str) -> set[str]:
+    """The lines in a piece of output, without the spinner's frames (they change every tenth of a second)."""
+    text = SPINNER_FRAME.sub("", strip_ansi(raw))
+    return {line.strip() for line in re.split(r"[\r\n]+", text) if line.strip()}
 
 
 class Terminal:
@@ -81,17 +89,23 @@ class Terminal:
         self.settle()
 
     def settle(self, quiet: float = 0.3) -> None:
-        """Read until the output has been quiet a moment (prompt-toolkit finished drawing)."""
+        """Read until the output has been quiet a moment (prompt-toolkit finished drawing).
+
+        While a turn runs, the live region (spinner, queued and typed lines) is redrawn every tenth of a
+        second: its spinner frames, and lines drawn again unchanged, are not new output. Otherwise settling
+        during a turn waited out the whole TIMEOUT and raced whatever the turn was doing (a `sleep 30` that
+        Esc was meant to stop ran to its end about one time in three)."""
         deadline = time.monotonic() + TIMEOUT
-        last = len(self.raw)
+        last, shown = len(self.raw), set[str]()
         while time.monotonic() < deadline:
             try:
                 self._pump(quiet)
             except pexpect.EOF:
                 return
-            if len(self.raw) == last:
+            lines = _redrawn_lines(self.raw[last:])
+            if lines <= shown:  # nothing new: silence, or the live region drawn again as it was
                 return
-            last = len(self.raw)
+            last, shown = len(self.raw), lines
 
     def since(self) -> str:
         """Everything shown after the last match (for negative checks)."""

@@ -127,8 +127,9 @@ def test_a_skill_added_during_the_session_is_found_and_resume_replays_it(project
         term.prompt()
         term.line("wait for it")
         term.expect("⚡ bash sleep 30")
-        term.settle()
+        term.expect("Running bash…")  # the command has started and the REPL is watching the keys
         term.send(ESC)
+        term.expect("⎿  interrupted by user")  # stopped, not run to its end
         term.expect("⏺ interrupted")
         term.prompt()
         term.send("\x04")
