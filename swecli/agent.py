@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from swecli.context.manager import ContextManager
+from swecli.denials import DenialWatch
 from swecli.errors import ControlFlow
 from swecli.events import (
     Event,
@@ -87,6 +88,9 @@ class Agent:
     tool_calls_run: int = 0
     thinking: Thinking = field(default_factory=Thinking)
     """Extended thinking / reasoning effort for the loop's requests (`/thinking` changes it)."""
+    denials: DenialWatch = field(default_factory=DenialWatch)
+    """Calls refused for want of an approver this turn: repeating them ends the turn (`swecli.denials`)."""
+    _stop_for_denials: str = field(default="", repr=False)
 
     @property
     def cancel(self) -> CancelToken:
@@ -97,6 +101,8 @@ class Agent:
         start, usage_before, calls_before = time.monotonic(), self.usage, self.tool_calls_run
         compactions_before, summaries_before = len(self.context.compactions), self.context.compaction_usage
         self.cancel.reset()
+        self.denials.reset()
+        self._stop_for_denials = ""
         self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
         answer, reason = "", "done"
         for iteration in range(1, self.max_iterations + 1):
@@ -146,6 +152,9 @@ class Agent:
                     self.append(message)
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
+        if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
+            reason, self._stop_for_denials = self._stop_for_denials, ""
+            raise Finished(reason, "denied")
 
     def sync_tools(self) -> None:
         """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
@@ -252,6 +261,8 @@ class Agent:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
                                 meta=result.meta, full=result.full)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
+        if self.policy.approver is None:  # no one to ask: a model repeating refused calls gets nowhere
+            self._stop_for_denials = self._stop_for_denials or self.denials.saw(call, approved)
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
                            is_error=result.is_error, images=result.images)
 

@@ -12,7 +12,8 @@ Output formats:
 Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
 interrupted (Ctrl-C: the first one stops the turn as Esc does in the REPL, a second one at once), 3 when
 the model finished but tool calls were refused because no one was there to approve them (the last
-line says how many and how to allow them).
+line says how many and how to allow them), or was stopped for asking again and again for such calls
+(stop reason `denied`: the same call refused 3 times, or 5 refused in a row; see `swecli.denials`).
 
 Input piped to stdin is attached to the task (`attach_piped`): whole up to
 `context.offload_threshold_tokens`, else saved under `.swecli/tool_results/` with a head+tail preview.
@@ -63,12 +64,13 @@ if TYPE_CHECKING:
     from swecli.tools.spool import FullOutput
 
 OutputFormat = Literal["text", "json", "stream-json"]
+EXIT_REFUSED = 3
+"""The model finished, but tool calls were refused for want of someone to approve them (or the turn was
+stopped because the model kept asking for such calls: stop reason `denied`)."""
 EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
-              "interrupted": 2}
+              "interrupted": 2, "denied": EXIT_REFUSED}
 ANSWERED = frozenset({"done", "output_limit", "refused", "empty"})
 """The model ended the turn itself (a warning on stderr explains the last three)."""
-EXIT_REFUSED = 3
-"""The model finished, but tool calls were refused for want of someone to approve them."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
