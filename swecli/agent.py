@@ -45,6 +45,7 @@ from swecli.llm.base import (
     ResponseDone,
     TextDelta,
     Waiting,
+    sends_thinking_budget,
 )
 from swecli.messages import (
     Message,
@@ -56,7 +57,7 @@ from swecli.messages import (
 )
 from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
-from swecli.replies import cut_call_result, read_reply
+from swecli.replies import OutputLimit, cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 
 INTERRUPTED = "interrupted by user"
@@ -91,6 +92,8 @@ class Agent:
     denials: DenialWatch = field(default_factory=DenialWatch)
     """Calls refused for want of an approver this turn: repeating them ends the turn (`swecli.denials`)."""
     _stop_for_denials: str = field(default="", repr=False)
+    _sent: ModelRequest | None = field(default=None, repr=False)
+    """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -132,7 +135,8 @@ class Agent:
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
-        verdict = read_reply(response, self.context.max_tokens)
+        sent = self._sent.max_tokens if self._sent is not None else self.context.max_tokens
+        verdict = read_reply(response, OutputLimit(sent, self.context.max_tokens, self.context.window))
         if verdict.notice:
             self.on_event(Notice("warning", verdict.notice))
         if verdict.action == "continue":
@@ -146,7 +150,7 @@ class Agent:
             if len(batch) == 1 or any(call.id in verdict.cut_calls for call in batch):
                 for call in batch:
                     cut = call.id in verdict.cut_calls
-                    self.append(cut_call_result(call, self.context.max_tokens) if cut else self.execute(call))
+                    self.append(cut_call_result(call, sent) if cut else self.execute(call))
             else:
                 for message in self._execute_together(batch):
                     self.append(message)
@@ -180,10 +184,13 @@ class Agent:
                 raise self.context.overflow_failure(overflow, again) from None
 
     def _request(self) -> ModelRequest:
-        # The context engine fits the thinking budget into the reply's room (prompt + reply <= window).
-        if self.thinking.on:
+        # The context engine fits a thinking budget into the reply's room (prompt + reply <= window), where
+        # the wire sends one (Anthropic). An effort word (the OpenAI wire) takes no room of its own: the
+        # whole room is max_tokens, and the effort goes with it as asked.
+        if self.thinking.on and sends_thinking_budget(self.provider):
             return self.context.request(self.history, self.thinking)
-        return self.context.request(self.history)
+        request = self.context.request(self.history)
+        return replace(request, thinking=self.thinking) if self.thinking.on else request
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
@@ -194,6 +201,7 @@ class Agent:
                 elif isinstance(event, ProviderNote):
                     self.on_event(Notice("info", event.text))
                 elif isinstance(event, ResponseDone):
+                    self._sent = request
                     self._account(request, event, time.monotonic() - start)
                     return event
         except Cancelled as stop:

@@ -115,6 +115,13 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
+def sends_thinking_budget(provider: Provider) -> bool:
+    """Whether `provider` asks for a thinking budget on top of `max_tokens` (Anthropic's wire): only then
+    does the budget take a share of the reply's room in the window. The OpenAI wire sends an effort
+    word, which costs no room of its own (the reasoning comes out of max_tokens)."""
+    return bool(getattr(provider, "thinking_budget_sent", False))
+
+
 class ProviderError(SwecliError):
     """A provider failed in a way the user should read about. `str()` is one clear sentence."""
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from swecli.testing.server import Call, Reply, ScriptedLLM
+import pytest
+
+from swecli.testing.server import Call, Reply, ScriptedLLM, ServerInfo
 from tests.ui.test_headless import run_swecli
 
 
@@ -43,3 +45,37 @@ def test_a_refusal_followed_by_other_work_goes_on(project: Path) -> None:
     with ScriptedLLM(steps) as llm:
         out = run_swecli(project, llm, "-p", "touch files")
     assert out.returncode == 3 and out.stdout.strip() == "I cannot write here."
+
+
+def llama_server(steps: list[Reply], window: int = 4096, **info: object) -> ScriptedLLM:
+    """A llama-server with `-c window`: `/props` reports it (and what else `info` says)."""
+    return ScriptedLLM(steps, model="gemma-3-270m", info=ServerInfo("llamacpp", window=window, **info))  # type: ignore[arg-type]
+
+
+def test_the_output_limit_warning_names_what_was_sent_and_what_limited_it(project: Path) -> None:
+    """A 4,096-token window caps max_tokens at 1,024 whatever max_tokens says (8,192): the warning says
+    1,024 and that the window is the limit, not "raise max_tokens"."""
+    with llama_server([Reply("Half of the answ", finish_reason="length")]) as llm:
+        out = run_swecli(project, llm, "-p", "explain")
+    assert llm.requests[0]["max_tokens"] == 1024
+    warning = next(line for line in out.stderr.splitlines() if "output limit" in line)
+    assert "max_tokens 1,024: the configured 8,192 is capped at a quarter of the 4,096-token context window" in warning
+    assert "larger context window (llama-server -c" in warning and "raise max_tokens" not in warning
+
+
+def test_the_warning_names_max_tokens_when_it_was_the_limit(project: Path) -> None:
+    with llama_server([Reply("Half of the answ", finish_reason="length")], window=32_768) as llm:
+        out = run_swecli(project, llm, "-p", "explain", extra_env={"SWECLI_MAX_TOKENS": "700"})
+    assert llm.requests[0]["max_tokens"] == 700
+    assert "cut at the output limit (max_tokens 700); ask it to continue, or raise max_tokens" in out.stderr
+
+
+@pytest.mark.parametrize(("window", "max_tokens"), [(4096, 1024), (8192, 2048)])
+def test_thinking_on_an_openai_compatible_server_reserves_no_budget(project: Path, window: int,
+                                                                    max_tokens: int) -> None:
+    """The OpenAI wire sends an effort word, not a budget: max_tokens gets the whole reply room and the effort
+    goes with it (before: 4k dropped the effort, 8k sent 512 for a budget never sent)."""
+    with llama_server([Reply("ok")], window=window) as llm:
+        out = run_swecli(project, llm, "-p", "hi", "--thinking", "high")
+    assert out.returncode == 0, out.stderr
+    assert llm.requests[0]["max_tokens"] == max_tokens and llm.requests[0]["reasoning_effort"] == "high"
