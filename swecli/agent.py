@@ -169,7 +169,7 @@ class Agent:
     def query(self, iteration: int) -> ResponseDone:
         request = self._request()
         state = self.context.last_state
-        self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
+        self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:

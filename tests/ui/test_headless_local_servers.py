@@ -4,12 +4,26 @@ the scripted server imitates what was seen of them (issue 25, item 10)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from swecli.testing.server import Call, Reply, ScriptedLLM, ServerInfo
+from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, ServerInfo
 from tests.ui.test_headless import run_swecli
+
+
+def run_local(project: Path, llm: ScriptedLLM, *args: str, stdin: str | None = None,
+              extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`swecli` pointed at a local OpenAI-compatible server by its base URL alone, with the model the server
+    serves (its name picks the known-models window, as gemma's 131,072)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
+    command = [sys.executable, "-m", "swecli", "--base-url", llm.base_url, "--model", llm.model, *args]
+    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120,
+                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
 def test_a_model_repeating_a_refused_call_is_stopped_after_three_tries(project: Path) -> None:
@@ -79,3 +93,54 @@ def test_thinking_on_an_openai_compatible_server_reserves_no_budget(project: Pat
         out = run_swecli(project, llm, "-p", "hi", "--thinking", "high")
     assert out.returncode == 0, out.stderr
     assert llm.requests[0]["max_tokens"] == max_tokens and llm.requests[0]["reasoning_effort"] == "high"
+
+
+def log_records(project: Path) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for log in sorted((project / ".swecli" / "logs").glob("*.jsonl")):
+        records += [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return records
+
+
+def test_a_chat_template_without_tools_is_said_once_and_the_tools_are_not_counted(project: Path) -> None:
+    """llama-server with gemma's template (`chat_template_caps.supports_tools: false`) drops the tool schemas:
+    the user is told once why no tool call can come back, and the meter matches the server's prompt count
+    instead of counting ~3.7x (which calibration rejected, and which would compact at ~900 real tokens)."""
+    with llama_server([Reply("I can only answer in text.")], supports_tools=False) as llm:
+        out = run_swecli(project, llm, "-p", "read a.py")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("chat template has no tools section") == 1 and "--jinja" in out.stderr
+    records = log_records(project)
+    meter = next(r["total_tokens"] for r in records if r["event"] == "context")
+    server = next(r["tokens_in"] for r in records if r["event"] == "llm_call")
+    assert 0.7 < meter / server < 1.4, (meter, server)
+
+
+def test_a_template_with_tools_is_counted_as_before(project: Path) -> None:
+    with llama_server([Reply("ok")], supports_tools=True) as llm:
+        out = run_swecli(project, llm, "-p", "hi")
+    assert "chat template" not in out.stderr
+    records = log_records(project)
+    meter = next(r["total_tokens"] for r in records if r["event"] == "context")
+    server = next(r["tokens_in"] for r in records if r["event"] == "llm_call")
+    assert 0.7 < meter / server < 1.4, (meter, server)
+
+
+def test_a_window_learnt_from_an_overflow_is_logged_and_used_at_the_next_start(project: Path) -> None:
+    """llama-cpp-python reports no window: the first start plans with the family's 131,072 and learns 4,096
+    from the 400; later `context` records carry 4,096, and the next run starts with it (no failed request)."""
+    steps = [Fail.context_overflow(requested=9_000, limit=4096), Reply(calls=[Call("list_files", {})]),
+             Reply("done")]
+    with ScriptedLLM(steps, model="gemma-3-270m") as llm:
+        out = run_local(project, llm, "-p", "list the files")
+        assert out.returncode == 0, out.stderr
+        assert "the server's context window is 4,096 tokens" in out.stderr
+        windows = [r["window"] for r in log_records(project) if r["event"] == "context"]
+        assert windows[0] == 131_072 and windows[-1] == 4096
+        llm.add(Reply("hello again"))
+        again = run_local(project, llm, "-p", "hi")
+    assert again.returncode == 0, again.stderr
+    assert llm.requests[-1]["max_tokens"] == 1024  # a quarter of 4,096, from the first request on
+    starts = [r for r in log_records(project) if r["event"] == "session_start"]
+    assert starts[-1]["context_window"] == 4096
+    assert starts[-1]["window_source"] == "server (its context-length error, cached)"
