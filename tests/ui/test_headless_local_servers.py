@@ -144,3 +144,12 @@ def test_a_window_learnt_from_an_overflow_is_logged_and_used_at_the_next_start(p
     starts = [r for r in log_records(project) if r["event"] == "session_start"]
     assert starts[-1]["context_window"] == 4096
     assert starts[-1]["window_source"] == "server (its context-length error, cached)"
+
+
+def test_a_server_too_slow_to_list_its_models_gets_a_sentence_not_named_none(project: Path) -> None:
+    with ScriptedLLM(info=ServerInfo("llamacpp", window=4096, metadata_delay=0.8)) as llm:
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, "SWECLI_REQUEST_TIMEOUT": "0.2"}
+        out = subprocess.run([sys.executable, "-m", "swecli", "--base-url", llm.base_url, "-p", "hi"], cwd=project,
+                             env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2 and "did not answer within 0.5 s" in out.stderr and "--model NAME" in out.stderr
+    assert "named none" not in out.stderr and "Traceback" not in out.stderr
