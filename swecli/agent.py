@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from swecli.context.admission import input_too_large, pending_input
 from swecli.context.manager import ContextManager
 from swecli.denials import DenialWatch
 from swecli.errors import ControlFlow
@@ -106,7 +107,9 @@ class Agent:
         self.cancel.reset()
         self.denials.reset()
         self._stop_for_denials = ""
-        self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
+        message = task if isinstance(task, UserMessage) else UserMessage(content=task)
+        self._admit(message)
+        self.append(message)
         answer, reason = "", "done"
         for iteration in range(1, self.max_iterations + 1):
             try:
@@ -176,12 +179,24 @@ class Agent:
             # The provider's count beat ours (or the server's window is smaller than planned): compact now
             # and retry the same step once.
             self.context.note_overflow(overflow)
+            self._admit()  # a smaller window adopted: the turn's own input may not fit it at all
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
             try:
                 return self._stream(self._request())
             except ContextOverflowError as again:
                 self.context.note_overflow(again)
                 raise self.context.overflow_failure(overflow, again) from None
+
+    def _admit(self, message: UserMessage | None = None) -> None:
+        """Refuse a turn whose input (the task, and what was attached to it) cannot fit the window: compaction
+        would clip it and the model would answer about text it never saw. The input leaves the history (the
+        session goes on without it) and the error says both sizes and what to do."""
+        if message is None and pending_input(self.history) == len(self.history):
+            return  # the turn is under way: its input fitted, what grew since is compaction's to handle
+        refusal = input_too_large(self.context, self.history, message)
+        if refusal is not None:
+            self.replace_history(self.history[:pending_input(self.history)], "refused")
+            raise refusal
 
     def _request(self) -> ModelRequest:
         # The context engine fits a thinking budget into the reply's room (prompt + reply <= window), where

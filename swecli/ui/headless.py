@@ -353,26 +353,52 @@ def load_named_skill(session: AgentSession, prompt: str, printing: bool) -> str:
 
 def attach_piped(session: AgentSession, piped: FullOutput) -> None:
     """Input piped to stdin goes into the history before the task, as context the task refers to: whole
-    when it fits `context.offload_threshold_tokens`, else saved under `.swecli/tool_results/` with a
-    head+tail preview and the path (nothing piped in is lost)."""
+    when it fits `context.offload_threshold_tokens` and half the room the window leaves (a 4,096-token local
+    server has far less than 8,000 to spare), else saved under `.swecli/tool_results/` with a head+tail
+    preview sized to the room and the path (nothing piped in is lost; the model reads the file in pieces)."""
     from swecli.context.offload import EXACT_COUNT_BYTES, offload_full
     from swecli.messages import UserMessage
 
     config = session.settings.context
-    count = session.agent.context.counter.text
+    context = session.agent.context
+    count = context.counter.text
     text = piped.text(EXACT_COUNT_BYTES)
     size = f"{piped.lines:,} line{'s' if piped.lines != 1 else ''}, {piped.size:,} bytes"
-    if text is not None and count(text) <= config.offload_threshold_tokens:
+    state = context.state(session.agent.history)
+    room = context.calibration.to_local(max(0, state.budget.hard_limit - state.total))
+    limit = max(1, min(config.offload_threshold_tokens, room // 2))
+    if text is not None and count(text) <= limit:
         content = f"Input piped to swecli on stdin ({size}):\n<stdin>\n{text.rstrip()}\n</stdin>"
         note = f"attached the input piped to stdin ({size})"
     else:
-        saved = offload_full(session.root, f"stdin-{session.session_id}", "stdin", "", piped, count,
-                             config.offload_threshold_tokens, config.offload_preview_lines, max_lines=0)
+        lines = preview_lines(piped, config.offload_preview_lines, room // 4, count)
+        saved = offload_full(session.root, f"stdin-{session.session_id}", "stdin", "", piped, count, limit, lines,
+                             max_lines=0)
         content = f"Input piped to swecli on stdin, too large to include whole ({size}):\n{saved.content}"
-        note = (f"the input piped to stdin is {size}, over the {config.offload_threshold_tokens:,}-token limit: the "
-                f"model gets its first and last lines, and the whole of it is in {saved.path}")
+        why = "" if limit == config.offload_threshold_tokens else \
+            f", half of what the {context.window:,}-token context window leaves"
+        note = (f"the input piped to stdin is {size}, over the {limit:,}-token limit{why}: the model gets its first "
+                f"and last lines, and the whole of it is in {saved.path}")
     session.agent.append(UserMessage(content=content, kind="context"))
     session.bus(Notice("info", note))
+
+
+PREVIEW_OVERHEAD = 200
+"""Tokens of a saved input's preview that are not its lines (the header, the note on the lines left out)."""
+
+
+def preview_lines(piped: FullOutput, most: int, budget: int, count: Callable[[str], int]) -> int:
+    """The most preview lines (head and tail, up to `most`) whose text fits `budget` tokens; at least 2."""
+    from swecli.context.offload import PREVIEW_LINE_CHARS
+
+    lines = most
+    while lines > 2:
+        head = piped.head_lines((lines + 1) // 2)
+        tail = piped.tail_lines(lines // 2)
+        if sum(count(line[:PREVIEW_LINE_CHARS]) + 1 for line in head + tail) + PREVIEW_OVERHEAD <= budget:
+            break
+        lines //= 2
+    return max(2, lines)
 
 
 def tty_approver() -> Approver | None:

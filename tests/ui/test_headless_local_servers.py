@@ -153,3 +153,45 @@ def test_a_server_too_slow_to_list_its_models_gets_a_sentence_not_named_none(pro
                              env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "did not answer within 0.5 s" in out.stderr and "--model NAME" in out.stderr
     assert "named none" not in out.stderr and "Traceback" not in out.stderr
+
+
+TEN_THOUSAND_TOKENS = "Summarize this text in one line: " + "the quick brown fox jumps over the lazy dog " * 1_100
+
+
+def test_a_task_larger_than_the_window_is_refused_with_both_sizes(project: Path) -> None:
+    """A typed task that cannot fit a 4,096-token llama-server is not clipped to its first 200 tokens behind
+    the user's back: nothing is sent, and the error says how large it is, the window, and what to do."""
+    with llama_server([]) as llm:
+        out = run_local(project, llm, "-p", TEN_THOUSAND_TOKENS)
+    assert out.returncode == 1 and llm.requests == []
+    error = out.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: the task is ~") and "4,096-token context window (server (llama.cpp /props" in error
+    assert "save the text to a file" in error and "cat FILE | swecli -p" in error
+
+
+def test_a_task_that_outgrows_a_window_learnt_from_an_overflow_is_refused_not_truncated(project: Path) -> None:
+    """llama-cpp-python (no window reported): the first request fails with the server's 4,096; the task alone
+    does not fit that, so the turn stops there with the sizes (before: `truncate (overflow): 10,294 -> 2,607`
+    and an answer about the first 200 tokens)."""
+    with ScriptedLLM([Fail.context_overflow(requested=10_294, limit=4096)], model="gemma-3-270m") as llm:
+        out = run_local(project, llm, "-p", TEN_THOUSAND_TOKENS, "--output-format", "json")
+    data = json.loads(out.stdout)
+    assert out.returncode == 1 and len(llm.requests) == 1
+    assert data["stop_reason"] == "error" and "4,096-token context window" in data["error"]
+    assert "truncate" not in out.stderr and data["compactions"] == 0
+
+
+def test_piped_input_too_large_for_a_small_window_is_saved_and_previewed_to_fit(project: Path) -> None:
+    """6,000 tokens piped to a 4,096-token server (under the 8,000-token limit that suits a large window):
+    saved to a file with a preview that fits, so the request fits and the model can read the rest."""
+    piped = "".join(f"{i:05d} the quick brown fox jumps over the lazy dog\n" for i in range(600))
+    with llama_server([Reply("It is a list of foxes.")]) as llm:
+        out = run_local(project, llm, "-p", "what is this?", stdin=piped)
+    assert out.returncode == 0, out.stderr
+    assert "half of what the 4,096-token context window leaves" in out.stderr
+    messages = llm.requests[0]["messages"]
+    attached = next(m["content"] for m in messages if "Input piped to swecli" in str(m["content"]))
+    assert "too large to include whole" in attached and "00000 the quick" in attached and "00599 the quick" in attached
+    saved = project / next(w.strip("`") for w in attached.split() if "tool_results/stdin-" in w).rstrip("`];,")
+    assert saved.read_text() == piped
+    assert len(json.dumps(messages)) // 4 < 4096 - 1024  # the whole request fits with the reply's room
