@@ -457,6 +457,12 @@ class ContextManager:
         when the server names a window smaller than the planned one, planned with from now on."""
         planned, server = self.window, error.server_window
         adopted = server is not None and server < planned
+        if error.prompt_tokens and self._last_request is not None:
+            # The server counted the rejected prompt: its ratio to our count holds for what is sent next (a
+            # summary request included), even when no response ever reports usage (llama-cpp-python).
+            local = self.counter.request(self._last_request)
+            if local > 0:
+                self.calibration.at_least(error.prompt_tokens / local)
         if self.on_event is not None:
             self.on_event(ContextOverflow(planned, server, error.requested, error.reason, adopted))
         if server is None or not adopted:

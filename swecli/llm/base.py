@@ -160,12 +160,16 @@ class TransientError(ProviderError):
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window: the context engine compacts and retries."""
 
-    def __init__(self, message: str, *, server_window: int | None = None, requested: int | None = None) -> None:
+    def __init__(self, message: str, *, server_window: int | None = None, requested: int | None = None,
+                 prompt_tokens: int | None = None) -> None:
         super().__init__(message)
         self.server_window = server_window
         """The window the server said it has, when its error message names it."""
         self.requested = requested
         """The request's size in the server's tokens, when its error message names it."""
+        self.prompt_tokens = prompt_tokens
+        """The prompt alone in the server's tokens, when the message says so (llama.cpp, llama-cpp-python,
+        Anthropic, Mistral): the exact ratio of the server's count to swecli's for that request."""
 
 
 class StreamingToolsUnsupported(ProviderError):
