@@ -23,6 +23,7 @@ context-window probe is tested over real HTTP; `metadata_requests` records what 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -347,7 +348,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
-        self.wfile.write(raw)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up waiting (a timeout)
+            self.wfile.write(raw)
 
     def _raw(self, step: Raw) -> None:
         self.send_response(step.status)

@@ -155,6 +155,20 @@ def test_a_server_too_slow_to_list_its_models_gets_a_sentence_not_named_none(pro
     assert "named none" not in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_server_slow_to_list_its_models_is_waited_for_and_answers(project: Path) -> None:
+    """A busy llama-server answering `/v1/models` after 2.5 s (over discovery's 2 s): `-p` says what it waits
+    for and then runs the task with the model the server serves (before: start-up failed with "named none")."""
+    info = ServerInfo("llamacpp", window=4096, metadata_delay=2.5)
+    with ScriptedLLM([Reply("hello")], model="gemma-3-270m", info=info) as llm:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
+        out = subprocess.run([sys.executable, "-m", "swecli", "--base-url", llm.base_url, "-p", "hi"], cwd=project,
+                             env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        waited_for = f"waiting for {llm.base_url}/models"
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "hello" and llm.requests[0]["model"] == "gemma-3-270m"
+    assert waited_for in out.stderr and "named none" not in out.stderr
+
+
 TEN_THOUSAND_TOKENS = "Summarize this text in one line: " + "the quick brown fox jumps over the lazy dog " * 1_100
 
 
