@@ -101,7 +101,10 @@ class Fail:
         return Fail(status, {"error": {"message": "The server had an error", "type": "server_error"}})
 
     @staticmethod
-    def context_overflow(wire: Wire = "openai", requested: int = 12018, limit: int = 8192) -> Fail:
+    def context_overflow(wire: Wire = "openai", requested: int = 12018, limit: int = 8192,
+                         completion: int = 1000) -> Fail:
+        """The server's context-length error; `requested` is the prompt and the `completion` (max_tokens) together
+        on the OpenAI wire (llama-cpp-python's server words it so), the prompt alone on Anthropic's."""
         if wire == "anthropic":
             return Fail(400, {"type": "error", "error": {
                 "type": "invalid_request_error",
@@ -109,8 +112,8 @@ class Fail:
         return Fail(400, {"error": {
             "code": "context_length_exceeded", "type": "invalid_request_error",
             "message": f"This model's maximum context length is {limit} tokens. However, you requested "
-                       f"{requested} tokens ({requested - 1000} in the messages, 1000 in the completion). "
-                       "Please reduce the length of the messages or completion."}})
+                       f"{requested} tokens ({requested - completion} in the messages, {completion} in the "
+                       "completion). Please reduce the length of the messages or completion."}})
 
     @staticmethod
     def unauthorized() -> Fail:

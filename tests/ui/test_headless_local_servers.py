@@ -129,7 +129,9 @@ def test_a_template_with_tools_is_counted_as_before(project: Path) -> None:
 def test_a_window_learnt_from_an_overflow_is_logged_and_used_at_the_next_start(project: Path) -> None:
     """llama-cpp-python reports no window: the first start plans with the family's 131,072 and learns 4,096
     from the 400; later `context` records carry 4,096, and the next run starts with it (no failed request)."""
-    steps = [Fail.context_overflow(requested=9_000, limit=4096), Reply(calls=[Call("list_files", {})]),
+    # what llama-cpp-python says: the prompt (~2,400 tokens) and the max_tokens planned for 131,072 (8,192)
+    steps = [Fail.context_overflow(requested=2_400 + 8_192, limit=4096, completion=8_192),
+             Reply(calls=[Call("list_files", {})]),
              Reply("done")]
     with ScriptedLLM(steps, model="gemma-3-270m") as llm:
         out = run_local(project, llm, "-p", "list the files")
