@@ -631,7 +631,9 @@ def _fit_summary(work: _Work, history: list[Message], summary: UserMessage, over
     marker, _, rest = summary.content.partition("\n\n")
     keep = max(0, work.count(summary) - over - 20 - work.text_count(marker))
     body = head_by_tokens(rest, keep, work.text_count)
-    if body != rest and "\n" in body:
+    if body == rest:  # nothing to cut (a truncation's note alone): no "cut here" mark for nothing cut
+        return over
+    if "\n" in body:
         body = body[:body.rindex("\n")]
     kept = "\n\n".join(p for p in (marker, body.rstrip()) if p)
     text = kept + "\n\n[swecli: the summary was cut here to fit the window]"

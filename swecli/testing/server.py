@@ -102,18 +102,19 @@ class Fail:
 
     @staticmethod
     def context_overflow(wire: Wire = "openai", requested: int = 12018, limit: int = 8192,
-                         completion: int = 1000) -> Fail:
-        """The server's context-length error; `requested` is the prompt and the `completion` (max_tokens) together
-        on the OpenAI wire (llama-cpp-python's server words it so), the prompt alone on Anthropic's."""
+                         completion: int | None = None) -> Fail:
+        """The server's context-length error. With `completion` (OpenAI's and llama-cpp-python's wording), the
+        sizes are split: `requested` is the prompt and the completion (max_tokens) together, and the prompt's
+        size calibrates swecli's count, so give real numbers. Anthropic names the prompt alone."""
         if wire == "anthropic":
             return Fail(400, {"type": "error", "error": {
                 "type": "invalid_request_error",
                 "message": f"prompt is too long: {requested} tokens > {limit} maximum"}})
+        split = f" ({requested - completion} in the messages, {completion} in the completion)" if completion else ""
         return Fail(400, {"error": {
             "code": "context_length_exceeded", "type": "invalid_request_error",
             "message": f"This model's maximum context length is {limit} tokens. However, you requested "
-                       f"{requested} tokens ({requested - completion} in the messages, {completion} in the "
-                       "completion). Please reduce the length of the messages or completion."}})
+                       f"{requested} tokens{split}. Please reduce the length of the messages or completion."}})
 
     @staticmethod
     def unauthorized() -> Fail:

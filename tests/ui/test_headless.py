@@ -218,14 +218,16 @@ def test_the_summary_request_is_part_of_the_spend(project: Path, reported: bool)
 
 
 def test_context_overflow_compacts_and_retries(sample: Path) -> None:
-    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "src/greet.py"})]),
+    # Older outputs worth dropping: a conversation with nothing to drop is left as it is (truncation's own
+    # note would outweigh a 2-line read), and the retry is sent unchanged.
+    steps: list[Step] = [*[Reply(calls=[Call("bash", {"command": f"seq {i} 600"})]) for i in range(1, 4)],
                          Fail.context_overflow(), Reply("Done after the retry.")]
     with ScriptedLLM(steps) as llm:
         out = run_swecli(sample, llm, "-p", "read greet.py", "--mode", "auto",
                          extra_env={"SWECLI_CONTEXT__STRATEGY": "truncate"})
     assert out.returncode == 0, out.stderr
     assert "Done after the retry." in out.stdout and "(overflow)" in out.stderr
-    assert len(llm.requests[2]["messages"]) <= len(llm.requests[1]["messages"])
+    assert len(llm.requests[4]["messages"]) < len(llm.requests[3]["messages"])
 
 
 def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_log(project: Path) -> None:
