@@ -1,31 +1,43 @@
-"""How long the loop stands still for a compaction, with and without the background summary.
+"""How long the loop stands still for compaction: the longest pause between two model calls.
 
-    python bench/compaction_pause_bench.py [--quick] [--summary-seconds 30] [--model-seconds 3]
+    python bench/compaction_pause_bench.py [--old ../ctx-old] [--windows 8,16,20,32,64,128]
+        [--summary-seconds 8,30] [--model-seconds 0,3] [--jobs 2]
 
-A scripted session through the real loop (`Agent`, the OpenAI provider over HTTP, the scripted server):
-the history already holds an earlier task taken from the real trajectories in ../shared/trajectories
-(66% of the window), then the model reads one real tool output (1-2k tokens) per step. Decay is
-off here (offload, recitation and the rest are on) so both runs grow the history at the same pace.
-Every model answer takes `--model-seconds`; the summarizer takes `--summary-seconds` (tens of seconds,
-as a real model's summary of a long history does). The session runs until a compaction has
-happened and three more steps have gone by.
+A scripted session through the real loop (`Agent`, the OpenAI provider over HTTP on loopback, the scripted
+server) with every default mechanism but decay (so that old and new grow the history at the same pace):
+the history already holds an earlier task taken from the real trajectories in ../shared/trajectories (66%
+of the window), then the model replays real steps, in order, from the trajectories whose agents read whole
+files (moatless-tools, SWE-agent, OpenHands: files 12-25): each answer is the real assistant text with one
+call, and the tool returns the real output of that step (29-10,778 tokens; the growth per step is theirs).
+The main model answers after `--model-seconds`; the summarizer is the same scripted server delaying each
+summary request by `--summary-seconds` (a real model's summary of a long history takes tens of seconds).
+Every session of a window makes the same number of steps, old or new: enough for the history to grow by
+1.3 windows (at least 20, at most 80 steps).
 
-Printed per configuration: the longest and the median pause between two requests of the loop (the end
-of one answer to the arrival of the next request at the server: tool run, context work, compaction),
-how long the loop waited for compactions (`compaction_wait`, as `swecli -p --output-format json`
-reports it), and whether it had to wait at the hard limit. The goal: the longest pause under 1 s
-with the background summary, where without it the loop stops for the whole summary.
+Each configuration runs in its own process, once with this checkout and once with `--old` (another
+checkout of swecli, imported instead through PYTHONPATH), interleaved. Printed per configuration, OLD and
+NEW: the longest and the median pause between two requests of the loop (the end of one answer to the
+arrival of the next request at the server: tool run, context work, compaction), how long the loop waited
+for compactions (`compaction_wait`, as `-p --output-format json` reports it), the compactions by kind
+(summary / fold without a model call), and what the prompt cache kept: how many requests did not reuse
+the whole previous prompt (prefix breaks) and the effective input (uncached + 0.1 x cached tokens). The
+goal: the longest pause under 1 s at every window from 16k.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from itertools import cycle
 from pathlib import Path
 from typing import Any
@@ -35,7 +47,6 @@ from pydantic import BaseModel
 from swecli.agent import Agent
 from swecli.config import ContextConfig, Settings
 from swecli.context.compaction import SUMMARY_SYSTEM
-from swecli.context.manager import ContextManager
 from swecli.context.tokens import TokenCounter, load_encoding
 from swecli.events import CompactionDone, Event, ModelCallFinished, Notice
 from swecli.llm.openai import OpenAIProvider
@@ -45,11 +56,20 @@ from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.testing.shared import TRAJECTORIES, load_trajectory, trajectory_paths
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
+REPO = Path(__file__).resolve().parents[1]
 PRELOAD = 0.66
-"""The earlier task fills this share of the window: the warning level (70%) is a few steps away."""
+"""The earlier task fills this share of the window."""
+STEP_SOURCES = ("12", "13", "14", "15", "16", "17", "22", "23", "24", "25")
+"""Trajectories whose steps are replayed: agents that read whole files (moatless, SWE-agent, OpenHands)."""
 SUMMARY = "\n".join(f"### {section}\n- a specific finding with a path and a reason." * 3 for section in (
     "User instructions and constraints", "Current task and state", "Decisions and reasons", "Files",
     "Errors and resolutions", "Commands", "Open questions"))
+GROWTH = 1.3
+"""A session makes the steps that add this many windows of real steps to the history."""
+MIN_STEPS, MAX_STEPS = 20, 80
+ASSISTANT_CHARS = 2_000
+"""The real assistant text of a step, cut to this (some agents think at length; the tool outputs are the
+growth that matters)."""
 
 
 class ReadArgs(BaseModel):
@@ -57,25 +77,29 @@ class ReadArgs(BaseModel):
 
 
 @dataclass
-class Outputs:
-    """Real tool outputs of 1-2k tokens, served in turn by the `read` tool."""
+class RealSteps:
+    """The real steps of the trajectories, in order: (the assistant's text, the tool's output)."""
 
-    texts: list[str]
+    steps: list[tuple[str, str]]
 
     def __post_init__(self) -> None:
-        self._next = cycle(self.texts)
+        self._outputs = cycle(output for _, output in self.steps)
 
     def read(self, args: ReadArgs, ctx: ToolContext) -> ToolResult:
-        return ToolResult(next(self._next), meta={"path": args.path})
+        return ToolResult(next(self._outputs), meta={"path": args.path})
 
 
-def real_outputs(counter: TokenCounter) -> list[str]:
-    texts = []
+def real_steps() -> list[tuple[str, str]]:
+    steps = []
     for path in trajectory_paths():
-        for msg in load_trajectory(path)[2]:
-            if isinstance(msg, ToolMessage) and 1_000 <= counter.text(msg.content) <= 2_000:
-                texts.append(msg.content)
-    return texts
+        if path.name[:2] not in STEP_SOURCES:
+            continue
+        history = load_trajectory(path)[2]
+        outputs = {m.tool_call_id: m.content for m in history if isinstance(m, ToolMessage)}
+        for msg in history:
+            if isinstance(msg, AssistantMessage) and msg.tool_calls and outputs.get(msg.tool_calls[0].id):
+                steps.append((msg.content[:ASSISTANT_CHARS], outputs[msg.tool_calls[0].id]))
+    return steps
 
 
 def earlier_task(tokens: int, counter: TokenCounter) -> list[Message]:
@@ -92,6 +116,15 @@ def earlier_task(tokens: int, counter: TokenCounter) -> list[Message]:
     return [*close_dangling_tool_calls(history, "interrupted"), AssistantMessage(content="Done with that task.")]
 
 
+# --- one session (in a child process, with the swecli on its PYTHONPATH) --------------------------------
+
+@dataclass
+class Config:
+    window: int
+    summary_seconds: float
+    model_seconds: float
+
+
 @dataclass
 class Timeline:
     arrivals: list[float] = field(default_factory=list)
@@ -100,6 +133,7 @@ class Timeline:
     """When the loop had each answer."""
     compactions: list[CompactionDone] = field(default_factory=list)
     waited_at_hard_limit: bool = False
+    summaries_asked: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, event: Event) -> None:
@@ -113,55 +147,112 @@ class Timeline:
     def pauses(self) -> list[float]:
         return [arrival - answer for answer, arrival in zip(self.answers, self.arrivals[1:], strict=False)]
 
+    def summaries_applied(self) -> int:
+        """Compactions with a model's summary (not a fold or a truncation, which make room without one)."""
+        return sum(c.strategy not in ("fold", "truncate") for c in self.compactions)
+
 
 @dataclass
-class Config:
+class Result:
     window: int
-    background: bool
     summary_seconds: float
     model_seconds: float
+    requests: int
+    longest: float
+    median: float
+    waited: float
+    waited_at_hard_limit: bool
+    summaries: int
+    folds: int
+    truncations: int
+    summaries_asked: int
+    prefix_breaks: int
+    reuse: float
+    effective_input: float
+    total_input: int
 
 
-def run(config: Config, outputs: Outputs, history: list[Message]) -> Timeline:
+def make_context(settings: Settings, tools: ToolRegistry, root: Path, timeline: Timeline,
+                 provider: Any) -> Any:
+    """The context engine as a session builds it, in whichever constructor this swecli has."""
+    import swecli.context.manager as manager
+
+    system = (SystemBlock(text="You are a coding agent."),)
+    if hasattr(manager, "Wiring"):
+        wiring = manager.Wiring(on_event=timeline, summary_provider=provider)
+        return manager.ContextManager.from_settings(settings, manager.Prompt(system, tools.schemas()), root=root,
+                                                    wiring=wiring)
+    context = manager.ContextManager.from_settings(settings, system=system, tools=tools.schemas(), root=root,
+                                                   on_event=timeline)
+    context.summary_provider = provider
+    return context
+
+
+def run(config: Config, steps: RealSteps, history: list[Message]) -> Result:
     timeline = Timeline()
-    steps_after = [3]
+    count = TokenCounter()
+    growth = statistics.fmean(count.text(text) + count.text(output) for text, output in steps.steps[:200])
+    longest = min(MAX_STEPS, max(MIN_STEPS, math.ceil(GROWTH * config.window / growth)))
+    texts = cycle(text for text, _ in steps.steps)
 
     def answer(body: dict[str, Any]) -> Step:
         if body["messages"][0]["content"] == SUMMARY_SYSTEM:
+            with timeline.lock:
+                timeline.summaries_asked += 1
             time.sleep(config.summary_seconds)
-            return Reply(SUMMARY, usage=False)
+            return Reply(SUMMARY, usage=False, chunk=4_096)
         with timeline.lock:
             timeline.arrivals.append(time.monotonic())
             step = len(timeline.arrivals)
         time.sleep(config.model_seconds)
-        if timeline.compactions:
-            steps_after[0] -= 1
-            if steps_after[0] < 0:
-                return Reply("Read them all.", usage=False)
-        return Reply(calls=[Call("read", {"path": f"src/module_{step}.py"})], usage=False)
+        if step > longest:
+            return Reply("Read them all.", usage=False, chunk=4_096)
+        return Reply(next(texts), calls=[Call("read", {"path": f"src/module_{step}.py"})], usage=False, chunk=4_096)
 
-    # Decay is off so that the history grows at the same pace in both runs (decay waits while a summary is
-    # made in the background, and would otherwise fold the earlier task at a different moment in each).
     settings = Settings(model="bench-model", context_limit=config.window,
-                        context=ContextConfig(background_compaction=config.background, decay=False))
-    tools = ToolRegistry([Tool("read", "Read a file.", ReadArgs, outputs.read)])
-    with ScriptedLLM([answer] * 400, strict=False) as llm, tempfile.TemporaryDirectory() as root:
+                        context=ContextConfig(decay=False))
+    tools = ToolRegistry([Tool("read", "Read a file.", ReadArgs, steps.read)])
+    with ScriptedLLM([answer] * (MAX_STEPS + 100), strict=False) as llm, tempfile.TemporaryDirectory() as root:
         def provider() -> OpenAIProvider:
             return OpenAIProvider(model="bench-model", base_url=llm.base_url, api_key="k", name="openai-compatible")
 
-        context = ContextManager.from_settings(settings, system=(SystemBlock(text="You are a coding agent."),),
-                                               tools=tools.schemas(), root=Path(root), on_event=timeline)
-        context.summary_provider = provider
+        context = make_context(settings, tools, Path(root), timeline, provider)
         main = provider()
         agent = Agent(main, tools, context, ToolContext(root=Path(root)), Policy("auto"), on_event=timeline,
-                      max_iterations=300)
+                      max_iterations=MAX_STEPS + 10)
         agent.history = list(history)
         try:
             agent.run("Read the modules one by one and tell me what they define.")
         finally:
             context.close()
             main.close()
-    return timeline
+    pauses, stats = timeline.pauses(), context.mechanisms.prefix.stats
+    return Result(config.window, config.summary_seconds, config.model_seconds, len(timeline.arrivals), max(pauses),
+                  statistics.median(pauses), sum(c.waited for c in timeline.compactions),
+                  timeline.waited_at_hard_limit, timeline.summaries_applied(),
+                  sum(c.strategy == "fold" for c in timeline.compactions),
+                  sum(c.strategy == "truncate" for c in timeline.compactions), timeline.summaries_asked, stats.breaks,
+                  stats.reuse_ratio, stats.effective_tokens, stats.total_tokens)
+
+
+def child(spec: str) -> int:
+    config = Config(**json.loads(spec))
+    load_encoding("o200k_base")
+    counter = TokenCounter()
+    result = run(config, RealSteps(real_steps()), earlier_task(int(config.window * PRELOAD), counter))
+    print(json.dumps(asdict(result)))
+    return 0
+
+
+# --- the table (in the parent) ---------------------------------------------------------------------------
+
+def in_process(config: Config, source: Path) -> Result:
+    env = {**os.environ, "PYTHONPATH": str(source)}
+    proc = subprocess.run([sys.executable, __file__, "--one", json.dumps(asdict(config))], env=env,
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{source} {config}: {proc.stderr[-2000:]}")
+    return Result(**json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def table(rows: list[list[str]], header: list[str]) -> None:
@@ -172,39 +263,53 @@ def table(rows: list[list[str]], header: list[str]) -> None:
         print("| " + " | ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=False)) + " |")
 
 
+def pair(old: Result | None, new: Result, cell: str) -> str:
+    def one(result: Result) -> str:
+        return cell.format(**asdict(result))
+
+    return f"{one(old)} / {one(new)}" if old is not None else one(new)
+
+
+def row(config: Config, old: Result | None, new: Result) -> list[str]:
+    return [f"{config.window // 1000}k", f"{config.summary_seconds:g}", f"{config.model_seconds:g}",
+            pair(old, new, "{longest:.2f}"), pair(old, new, "{median:.3f}"), pair(old, new, "{waited:.1f}"),
+            pair(old, new, "{summaries}+{folds}+{truncations}"), pair(old, new, "{summaries_asked}"),
+            pair(old, new, "{requests}"), pair(old, new, "{prefix_breaks}"), pair(old, new, "{reuse:.0%}"),
+            pair(old, new, "{effective_input:,.0f}")]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="the 128k window only")
-    parser.add_argument("--summary-seconds", type=float, default=30.0)
-    parser.add_argument("--model-seconds", type=float, default=3.0)
+    parser.add_argument("--old", type=Path, help="another swecli checkout to measure beside this one")
+    parser.add_argument("--windows", default="8,16,20,32,64,128", help="thousands of tokens, comma-separated")
+    parser.add_argument("--summary-seconds", default="8,30")
+    parser.add_argument("--model-seconds", default="0,3")
+    parser.add_argument("--jobs", type=int, default=2, help="sessions run at once (they mostly sleep)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.one:
+        return child(args.one)
     if not TRAJECTORIES.is_dir():
         print(f"the trajectories are not at {TRAJECTORIES}; this benchmark replays them")
         return 1
-    load_encoding("o200k_base")
-    counter = TokenCounter()
-    outputs = Outputs(real_outputs(counter))
-    windows = [128_000] if args.quick else [128_000, 200_000, 32_000]
-    rows = []
-    for window in windows:
-        history = earlier_task(int(window * PRELOAD), counter)
-        for background in (True, False):
-            config = Config(window, background, args.summary_seconds, args.model_seconds)
-            timeline = run(config, outputs, history)
-            pauses = timeline.pauses()
-            done = timeline.compactions[0] if timeline.compactions else None
-            rows.append([f"{window // 1000}k", "on" if background else "off", str(len(timeline.arrivals)),
-                         str(len(timeline.compactions)), f"{max(pauses):.2f}", f"{statistics.median(pauses):.3f}",
-                         f"{sum(c.waited for c in timeline.compactions):.2f}",
-                         "yes" if timeline.waited_at_hard_limit else "no",
-                         f"{done.tokens_before:,} -> {done.tokens_after:,}" if done else "-"])
-            print(f"{window // 1000}k, background {'on' if background else 'off'}: longest pause {max(pauses):.2f}s",
-                  file=sys.stderr)
-    print(f"\n## Pauses between the loop's requests (summarizer {args.summary_seconds:g}s, model "
-          f"{args.model_seconds:g}s a step, 1-2k-token real outputs; an earlier real task fills "
-          f"{PRELOAD:.0%} of the window), seconds\n")
-    table(rows, ["window", "background summary", "requests", "compactions", "longest pause", "median pause",
-                 "compaction_wait", "waited at the hard limit", "compaction (tokens)"])
+    configs = [Config(int(w) * 1000, float(s), float(m)) for w in args.windows.split(",")
+               for s in args.summary_seconds.split(",") for m in args.model_seconds.split(",")]
+    sources = ([args.old.resolve()] if args.old else []) + [REPO]
+    # Interleaved: each configuration's OLD and NEW sessions run one after the other (or side by side).
+    with ThreadPoolExecutor(args.jobs) as pool:
+        futures = [[pool.submit(in_process, config, source) for source in sources] for config in configs]
+        rows = []
+        for config, pending in zip(configs, futures, strict=True):
+            results = [f.result() for f in pending]
+            old, new = (results[0], results[1]) if args.old else (None, results[0])
+            print(f"{config}: longest pause {pair(old, new, '{longest:.2f}')} s", file=sys.stderr)
+            rows.append(row(config, old, new))
+    what = "OLD / NEW" if args.old else "this checkout"
+    print(f"\n## Pauses between the loop's requests ({what}); real steps from ../shared/trajectories files "
+          f"{', '.join(STEP_SOURCES)} after an earlier real task filling {PRELOAD:.0%} of the window; decay off\n")
+    table(rows, ["window", "summary s", "model s", "longest pause s", "median pause s", "compaction_wait s",
+                 "summaries+folds+truncations", "summary requests", "requests", "prefix breaks", "prefix reuse",
+                 "effective input"])
     return 0
 
 

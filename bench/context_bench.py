@@ -32,7 +32,7 @@ from pathlib import Path
 from swecli.config import ContextConfig
 from swecli.context.archive import MemoryArchive
 from swecli.context.compaction import boundaries
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Limits, Prompt, Wiring
 from swecli.context.tokens import TokenCounter, load_encoding
 from swecli.events import CompactionDone
 from swecli.llm.base import CancelToken, ModelRequest, StreamEvent
@@ -123,7 +123,7 @@ def overhead(sizes: list[int], turns: int) -> None:
     for size in sizes:
         rounds = synthetic_turns(texts)
         history = build_history(size, rounds)
-        context = ContextManager(SYSTEM, TOOLS, window=2_000_000)
+        context = ContextManager(Prompt(SYSTEM, TOOLS), Limits(window=2_000_000))
         start = time.perf_counter()
         state = context.state(history)
         cold = time.perf_counter() - start
@@ -228,8 +228,8 @@ def quantile(values: list[float], q: float) -> float:
 
 def compact_once(system: tuple[SystemBlock, ...], tools: tuple[ToolSchema, ...], history: list[Message],
                  strategy: str) -> tuple[CompactionDone | None, int]:
-    context = ContextManager(system, tools, window=128_000, archive=MemoryArchive(),
-                             config=ContextConfig(strategy=strategy), on_event=lambda event: None)
+    context = ContextManager(Prompt(system, tools), Limits(window=128_000), ContextConfig(strategy=strategy),
+                             wiring=Wiring(archive=MemoryArchive(), on_event=lambda event: None))
     summarizer = ScriptedSummarizer()
     result = context.compact(history, summarizer, trigger="manual")
     assert check_pairing(result)
@@ -255,7 +255,7 @@ def trajectories(quick: bool) -> None:
         replay_cells = [f"{compactions} / {check.largest:,}", f"{check.requests} / {check.worst:,}",
                         str(check.over_window), "yes" if not (check.unpaired or check.over_threshold) else "NO"]
         if truncated is None or summarized is None:
-            tokens = ContextManager(system, tools).state(history).total
+            tokens = ContextManager(Prompt(system, tools)).state(history).total
             rows.append([path.name[:34], str(len(history)), f"{tokens:,}", "nothing to compact", "", "", "",
                          *replay_cells])
             continue

@@ -7,7 +7,8 @@
    needs `pip install bashlex`) and of the regex guard before that (commit REGEX_GUARD_COMMIT). The corpora:
    the first one (tests/tools/guard_corpus.toml), the lines of published guards and incident reports
    (tests/tools/guard_corpus_real.toml, also scored on its labels as first committed), issue 22's list
-   (tests/tools/guard_corpus_issue22.toml) and the 962 bash commands of the real sessions in
+   (tests/tools/guard_corpus_issue22.toml), the independent check's (tests/tools/guard_corpus_redteam.toml,
+   with the guard as merged before that check, commit BEFORE_REDTEAM) and the 962 bash commands of the real sessions in
    ../shared/trajectories (none of which should be flagged). Then the new corpus per source, and every
    line the guard in the working tree misses or flags wrongly, to judge by eye.
 2. The real sessions: how many commands the read-only rule lets run without a question in default mode,
@@ -42,6 +43,8 @@ from swecli.tools.shell import parse  # noqa: E402
 REGEX_GUARD_COMMIT = "c7273e9"
 BEFORE_ISSUE22 = "d5fdeda"
 """The guard before issue 22 (the commit that added the held-out corpora, before the guard changed)."""
+BEFORE_REDTEAM = "eedfffd"
+"""The guard as merged for issue 22, before the independent check changed it (docs/security/redteam.md)."""
 CORPORA = ROOT / "tests" / "tools"
 TRAJECTORIES = Path(sys.argv[1]) if len(sys.argv) > 1 else shared_path("trajectories")
 
@@ -78,7 +81,12 @@ def guard_before_issue22(workdir: Path) -> Judge | None:
     """The parser guard as it was before issue 22, run from a copy of that commit's package."""
     if subprocess.run([sys.executable, "-c", "import bashlex"], capture_output=True).returncode != 0:
         return None
-    archive = subprocess.run(["git", "archive", BEFORE_ISSUE22, "swecli"], cwd=ROOT, capture_output=True)
+    return guard_at(BEFORE_ISSUE22, workdir)
+
+
+def guard_at(commit: str, workdir: Path) -> Judge | None:
+    """The guard of `commit`, run from a copy of that commit's package in `workdir`."""
+    archive = subprocess.run(["git", "archive", commit, "swecli"], cwd=ROOT, capture_output=True)
     if archive.returncode != 0:
         return None
     subprocess.run(["tar", "-x", "-C", str(workdir)], input=archive.stdout, check=True)
@@ -111,6 +119,9 @@ def load_corpora() -> dict[str, tuple[list[str], list[str]]]:
             [c for g in groups for c in g.get("ask", [])], [c for g in groups for c in g.get("pass", [])])
     corpora["issue 22's list, reconstructed"] = (issue["missed"]["commands"] + issue["caught"]["commands"],
                                                  issue["benign"]["commands"])
+    redteam = tomllib.loads((CORPORA / "guard_corpus_redteam.toml").read_text(encoding="utf-8"))["group"]
+    corpora["independent check (guard_corpus_redteam.toml)"] = ([c for g in redteam for c in g.get("ask", [])],
+                                                                [c for g in redteam for c in g.get("pass", [])])
     if TRAJECTORIES.is_dir():
         corpora[f"real sessions ({TRAJECTORIES.name})"] = ([], trajectory_commands())
     return corpora
@@ -251,9 +262,10 @@ def sandbox_table(runs: int = 30) -> None:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as workdir:
+    with tempfile.TemporaryDirectory() as workdir, tempfile.TemporaryDirectory() as merged:
         judges: dict[str, Judge | None] = {
             "now": lambda commands: [dangerous_reason(c) for c in commands],
+            "before the independent check": guard_at(BEFORE_REDTEAM, Path(merged)),
             "before issue 22": guard_before_issue22(Path(workdir)),
             "regex guard": regex_guard(),
         }

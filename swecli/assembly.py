@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from swecli.agent import Agent
 from swecli.config import Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
+from swecli.context.meter import counter_for
 from swecli.context.todo import TodoState, todo_tool
 from swecli.events import ContextOverflow, Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
@@ -35,13 +36,14 @@ from swecli.tools.base import Tool, ToolContext, ToolRegistry
 from swecli.tools.environment import CommandEnvironment
 
 if TYPE_CHECKING:
+    from swecli.context.compaction import Pin
     from swecli.delegation.definitions import AgentDefinition
     from swecli.delegation.runner import Spawn
     from swecli.llm.retry import RetryNotice
     from swecli.mcp.catalog import McpCatalog
     from swecli.session.recorder import SessionRecorder
     from swecli.session.store import LoadedSession
-    from swecli.skills.catalog import SkillCatalog
+    from swecli.skills.catalog import Skill, SkillCatalog
 
 CountTokens = Callable[[str], int]
 
@@ -131,8 +133,12 @@ class Subsystem:
         """Its section of the session's memory block ("" for none)."""
         return ""
 
+    def compaction_pin(self) -> Pin | None:
+        """What compaction must keep verbatim for it besides the prompts (asked before the agent exists)."""
+        return None
+
     def attach(self, session: AgentSession) -> None:
-        """The session exists: hook into it (a writer on the recorder, a tool source, the compaction pin)."""
+        """The session exists: hook into it (a writer on the recorder, a tool source)."""
 
     def before_task(self, session: AgentSession) -> None:
         """A task is about to run."""
@@ -189,8 +195,8 @@ class SessionNotes(Subsystem):
         from swecli.memory.notes import NotesUpdater
 
         recorder = self.recorder
-        recorder.attach("notes", NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed,
-                                              redactor=recorder.redactor).handle)
+        updater = NotesUpdater(self.root, recorder.session_id, resumed=recorder.resumed, redactor=recorder.redactor)
+        recorder.attach("notes", updater.handle, close=updater.close)
 
 
 @dataclass
@@ -243,6 +249,10 @@ class RepositoryMap(Subsystem):
             from swecli.repomap.repomap import background
 
             background(opening.root)  # warm the repository map while the person types
+        if opening.recorder is not None and config.just_in_time:
+            from swecli.repomap.lexical import lexical_background
+
+            lexical_background(opening.root)  # and its BM25 index, which retrieval reads next
         return cls(opening.root, opening.settings)
 
     def tools(self, build: Build) -> list[Tool[Any]]:
@@ -283,12 +293,15 @@ class Skills(Subsystem):
 
         return catalog_prompt(self.catalog, self.settings.skills.catalog_tokens, count)
 
+    def compaction_pin(self) -> Pin | None:
+        if not self.catalog:
+            return None
+        from swecli.skills.loading import pin_skills
+
+        return pin_skills  # loaded skills are kept through compaction
+
     def attach(self, session: AgentSession) -> None:
         session.skills = self.catalog
-        if self.catalog:
-            from swecli.skills.loading import pin_skills
-
-            session.agent.context.pin = pin_skills
 
 
 @dataclass
@@ -315,7 +328,7 @@ class Subagents(Subsystem):
         from swecli.delegation.task import task_tool
 
         settings, holder = build.settings, build.agent
-        agents = load_agents(build.root)
+        agents = load_agents(build.root, trusted=settings.project_trusted)
         for warning in agents.warnings:
             build.bus(Notice("warning", warning))
 
@@ -385,13 +398,24 @@ class McpServers(Subsystem):
         session.mcp = self.catalog
 
     def before_task(self, session: AgentSession) -> None:
-        """Servers still starting when a task begins get a short grace (Esc skips it); later ones join
-        between requests."""
+        """Servers still starting when a task begins get a short grace in the REPL (`START_GRACE`; later
+        ones join between requests), and in -p (`session.mcp_wait` set) until they are ready or have failed,
+        up to `mcp.startup_timeout`, as Claude Code waits `MCP_TIMEOUT`. Esc or Ctrl-C skips the wait. Each
+        server still not ready is named in a warning."""
         if self.catalog is not None and (starting := self.catalog.manager.starting()):
             from swecli.mcp.manager import START_GRACE
 
-            session.bus(Notice("info", f"waiting up to {START_GRACE:g}s for MCP server(s) {', '.join(starting)}"))
-            self.catalog.manager.wait_started(START_GRACE, session.agent.cancel)
+            wait = START_GRACE if session.mcp_wait is None else session.mcp_wait
+            setting = " (mcp.startup_timeout)" if session.mcp_wait is not None else ""
+            session.bus(Notice("info", f"waiting up to {wait:g}s{setting} for MCP server(s) {', '.join(starting)}"))
+            # -p: a bit past the timeout, by when a server that hangs has been marked failed with its reason
+            self.catalog.manager.wait_started(wait + (MCP_SETTLE if setting else 0.0), session.agent.cancel)
+            self.announce(session)  # those that failed meanwhile say why
+            late = self.catalog.manager.starting()
+            if late:
+                joining = "" if setting else " (they join when ready)"
+                session.bus(Notice("warning", f"MCP server(s) {', '.join(late)} not ready after {wait:g}s: this "
+                                              f"task starts without their tools{joining}."))
         self.announce(session)
 
     def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
@@ -421,9 +445,11 @@ def open_subsystems(opening: Opening) -> list[Subsystem]:
 
 
 def build_agent(settings: Settings, root: Path, provider: Provider, *, approver: Approver | None = None,
-                bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None) -> Agent:
+                bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None,
+                summary_provider: Callable[[], Provider] | None = None) -> Agent:
     """One agent with its tools, context engine and policy. `parts`: the session's subsystems (default:
-    those a session without a transcript has: the repository map, and sub-agents when enabled)."""
+    those a session without a transcript has: the repository map, and sub-agents when enabled).
+    `summary_provider` makes the background summary's own provider (default: one for the agent's model)."""
     bus = bus or EventBus()
     parts = open_subsystems(Opening(root, settings, bus)) if parts is None else parts
     todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
@@ -436,10 +462,16 @@ def build_agent(settings: Settings, root: Path, provider: Provider, *, approver:
     for part in parts:
         build.tools += part.tools(build)
     tools = build_tools(build.tools)
-    context = ContextManager.from_settings(settings, system=system_blocks(root), tools=tools.schemas(), root=root,
-                                           on_event=bus, todo=todo)
-    context.memory = memory_blocks(root, settings, context.counter.text, parts)
-    context.cancel = tool_ctx.cancel  # Esc also stops a summary request
+    counter = counter_for(settings.model)
+    memory = memory_blocks(root, settings, counter.text, parts)
+    if summary_provider is None:  # a bare agent: a provider for the model the agent uses at the time
+        make = _provider_for(settings)
+        summary_provider = lambda: make(build.agent[0].provider.model if build.agent else settings.model)  # noqa: E731
+    pin = next((p for part in parts if (p := part.compaction_pin()) is not None), None)
+    wiring = Wiring(on_event=bus, cancel=tool_ctx.cancel, summary_provider=summary_provider, pin=pin, todo=todo,
+                    counter=counter)  # Esc also stops a summary request
+    context = ContextManager.from_settings(settings, Prompt(system_blocks(root), tools.schemas(), memory), root=root,
+                                           wiring=wiring)
     agent = Agent(provider=provider, tools=tools, context=context, tool_ctx=tool_ctx, policy=build.policy,
                   on_event=bus, max_iterations=settings.max_iterations, max_parallel=settings.subagents.parallel,
                   thinking=Thinking.parse(settings.thinking))
@@ -452,10 +484,6 @@ def build_agent(settings: Settings, root: Path, provider: Provider, *, approver:
 CHILD_EXCLUDED = frozenset({"agent", "skill", "memory"})
 """Kinds of tool never given to a sub-agent: no recursion (`task`), no skills, and no writing to the parent's
 todo list or notes."""
-TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
-                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
-"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
-
 
 def _provider_for(settings: Settings) -> ProviderFor:
     def make(model: str) -> Provider:
@@ -468,6 +496,8 @@ def _provider_for(settings: Settings) -> ProviderFor:
 
 def child_tools(base: ToolRegistry, agent: AgentDefinition) -> tuple[ToolRegistry, list[str]]:
     """(the sub-agent's tools, names in its definition that are not tools here)."""
+    from swecli.delegation.definitions import TOOL_ALIASES
+
     allowed = {n: t for n in base.names() if (t := base.get(n)) is not None and t.facts.kind not in CHILD_EXCLUDED}
     if agent.tools is None:
         return ToolRegistry([t for t in allowed.values() if not t.mutating]), []
@@ -489,11 +519,11 @@ def child_spawner(build: Build, base: ToolRegistry, provider_for: ProviderFor) -
         model = agent.model or (holder[0].provider.model if holder else settings.model)
         child_settings = settings.model_copy(update={"model": model})
         system = (SystemBlock(text=f"{agent.prompt}\nThe project root is {root}.", cache=True),)
-        context = ContextManager.from_settings(child_settings, system=system, tools=tools.schemas(), root=root,
-                                               on_event=on_event)
-        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, context.counter.text)
-        context.memory = (SystemBlock(text=memory, cache=True),) if memory else ()
-        context.cancel = cancel
+        counter = counter_for(model)
+        memory = load_memory_prompt(root, settings.memory.memory_budget_tokens, counter.text)
+        prompt = Prompt(system, tools.schemas(), (SystemBlock(text=memory, cache=True),) if memory else ())
+        context = ContextManager.from_settings(child_settings, prompt, root=root,
+                                               wiring=Wiring(on_event=on_event, cancel=cancel, counter=counter))
         writes = any(t.mutating for n in tools.names() if (t := tools.get(n)) is not None)
         # Writing tools go through the parent's own policy: its mode decides, its approvals apply.
         child_policy = policy if writes else Policy(mode="plan")
@@ -517,6 +547,10 @@ def build_policy(settings: Settings, root: Path, approver: Approver | None, bus:
     for text in ([broad] if broad else []) + ([problem] if problem else []) + warnings:
         bus(Notice("warning", text))
     return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve())
+
+
+MCP_SETTLE = 0.5
+"""Seconds -p waits past `mcp.startup_timeout`: a server that hangs is marked failed at that deadline."""
 
 
 def retry_notices(bus: EventBus) -> Callable[[RetryNotice], None]:
@@ -564,6 +598,8 @@ class AgentSession:
     playbook: Playbook | None = None
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
+    mcp_wait: float | None = None
+    """Seconds a task waits for MCP servers still starting (None: the REPL's short `START_GRACE`)."""
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 
@@ -574,8 +610,7 @@ class AgentSession:
     def restore(self, loaded: LoadedSession) -> None:
         """Go on from a resumed session's history (its repeated failures too); its problems are warnings."""
         self.agent.history = list(loaded.history)
-        if self.agent.context.mechanisms is not None:
-            self.agent.context.mechanisms.failures.replay(self.agent.history)  # repeated failures survive a resume
+        self.agent.context.resume(self.agent.history)  # repeated failures survive a resume
         for problem in loaded.problems:
             self.bus(Notice("warning", problem))
 
@@ -585,6 +620,20 @@ class AgentSession:
         context = self.agent.context
         context.memory = memory_blocks(self.root, self.settings, context.counter.text, self.parts)
         context.mark_rewrite("memory")
+
+    def rescan_skills(self) -> list[Skill]:
+        """Look for skills again (one added during the session: `/skills`, or a `/name` not known yet);
+        returns the new ones. The model hears of them in a note appended to the conversation (the
+        system prompt's list stays as it was: it is the cached prefix)."""
+        if self.skills is None:
+            return []
+        added = self.skills.refresh()
+        self.agent.tool_ctx.read_roots = tuple(s.directory for s in self.skills.skills if s.scope == "user")
+        if added and "skill" in self.agent.tools:
+            lines = "\n".join(f"- {s.name}: {s.description}" for s in added)
+            note = f"Skills installed during this session (load one with the `skill` tool if a task matches):\n{lines}"
+            self.agent.append(UserMessage(kind="context", content=note))
+        return added
 
     def run(self, prompt: str) -> TurnFinished:
         """One user task: its `@path` attachments and just-in-time context, the loop, then reflection.
@@ -686,16 +735,16 @@ def open_session(
     opening.recorder = recorder
     parts = open_subsystems(opening)
     provider = make_provider(settings, on_retry=retry_notices(bus))
-    agent = build_agent(settings, root, provider, approver=approver, bus=bus, parts=parts)
+    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
+    # thread), for the model the session uses at the time (/model changes it).
+    agent = build_agent(settings, root, provider, approver=approver, bus=bus, parts=parts,
+                        summary_provider=lambda: make_provider(session.settings))
     bus.listeners.append(recorder.handle)
     session = AgentSession(root, settings, provider, agent, bus, recorder, parts)
     if loaded is not None:
         session.restore(loaded)
     for part in parts:
         part.attach(session)
-    # A background summary talks to its own provider (its own HTTP client, no retry notices from its
-    # thread), for the model the session uses at the time (/model changes it).
-    agent.context.summary_provider = lambda: make_provider(session.settings)
     return session
 
 

@@ -9,17 +9,22 @@ stacks."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import typer
+from typer.core import TyperArgument, TyperCommand
 
 from swecli import __version__
 from swecli.errors import SwecliError
 
 if TYPE_CHECKING:
     from swecli.config import Settings
+    from swecli.mcp.configfile import Scope
     from swecli.tools.spool import FullOutput
+    from swecli.trust import TrustStore
     from swecli.ui.headless import OutputFormat
 
 TASK_OPTION = "--positional-task"
@@ -34,6 +39,28 @@ Run `swecli` in a project directory for the interactive REPL (`swecli "TASK"` st
 
 app = typer.Typer(add_completion=False, help=HELP, context_settings={"help_option_names": ["-h", "--help"]},
                   rich_markup_mode=None, pretty_exceptions_enable=False)
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as click and every man page show one (`NAME`, `[ID]`), without typer's `{name}`
+    in the usage line and `<str>` in the list."""
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw
+        return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+
+class PlainHelp(TyperCommand):
+    """A subcommand whose --help shows its arguments plainly (`_PlainArgument`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if type(param) is TyperArgument:
+                param.__class__ = _PlainArgument
 
 
 def _version(value: bool) -> None:
@@ -68,6 +95,9 @@ def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
     continue_: bool = typer.Option(False, "--continue", "-c", help="Resume this project's latest session."),
     resume: str = typer.Option(None, "--resume", metavar="[ID]",
                                help="Resume session ID (without one: pick from a list)."),
+    trust_project: bool = typer.Option(False, "--trust-project",
+                                       help="Apply this project's settings that need trust (provider, base URL, "
+                                            "MCP servers, hooks, sandbox...) for this run, without asking."),
     task: str = typer.Option(None, TASK_OPTION, hidden=True),  # the positional TASK, set by split_task
     version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                  help="Show the version and exit."),
@@ -79,8 +109,8 @@ def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
     flags = {"provider": provider, "model": model, "base_url": base_url, "mode": mode,
              "max_iterations": max_iterations, "context_limit": context_limit, "thinking": thinking,
              "sandbox": {"mode": sandbox} if sandbox is not None else None}
-    code = run(Path.cwd(), flags, prompt=prompt, output_format=cast("OutputFormat", output_format), resume=resume,
-               continue_latest=continue_, task=task)
+    asked = Invocation(prompt, cast("OutputFormat", output_format), resume, continue_, task, trust_project)
+    code = run(Path.cwd(), flags, asked)
     raise typer.Exit(code)
 
 
@@ -95,8 +125,8 @@ def init(
     raise typer.Exit(run_init(Path.cwd(), {"provider": provider, "model": model, "base_url": base_url}, yes))
 
 
-@app.command()
-def logs(session: str = typer.Argument(None, metavar="[ID]", help="Session ID (default: the latest).")) -> None:
+@app.command(cls=PlainHelp)
+def logs(session: str = typer.Argument(None, metavar="ID", help="Session ID (default: the latest).")) -> None:
     """Pretty-print a session's JSON log."""
     raise typer.Exit(show_log(Path.cwd(), session))
 
@@ -120,8 +150,8 @@ def sessions(
 def repomap(
     as_json: bool = typer.Option(False, "--json", help="Every mapped file by rank, as JSON."),
     symbols: bool = typer.Option(False, "--symbols", help="The map with each file's definitions."),
-    deps: str = typer.Option(None, "--deps", help="What FILE defines, imports and is imported by."),
-    tokens: int = typer.Option(2_000, "--tokens", min=100, help="Budget for --symbols, in tokens."),
+    deps: str = typer.Option(None, "--deps", metavar="FILE", help="What FILE defines, imports and is imported by."),
+    tokens: int = typer.Option(2_000, "--tokens", min=100, metavar="N", help="Budget for --symbols, in tokens."),
 ) -> None:
     """The repository map: central files and their dependencies."""
     raise typer.Exit(show_repomap(Path.cwd(), as_json=as_json, symbols=symbols, deps=deps, tokens=tokens))
@@ -131,41 +161,68 @@ skills_app = typer.Typer(help="Agent Skills (folders with a SKILL.md) this proje
 app.add_typer(skills_app, name="skills")
 
 
-@skills_app.command("list")
+@skills_app.command("list", short_help="List the skills found and where each came from.")
 def skills_list() -> None:
     """List the skills found for this project (and the user), where each came from, and any skipped."""
     raise typer.Exit(list_skills(Path.cwd()))
 
 
-mcp_app = typer.Typer(help="List, add and remove MCP servers (.swecli/config.toml [mcp.servers.NAME]).",
+mcp_app = typer.Typer(help="List, add and remove MCP servers ([mcp.servers.NAME] in the file of a scope: local, the "
+                           "default, is private to you and this project; project is .swecli/config.toml, shared; "
+                           "user is your config.toml, for every project).",
                       short_help="List, add and remove MCP servers.",
                       no_args_is_help=True)
 app.add_typer(mcp_app, name="mcp")
 
 
-@mcp_app.command("list")
+@mcp_app.command("list", short_help="Start the servers and list their tools.")
 def mcp_list() -> None:
     """Start each configured server and list its tools with their schema sizes in tokens."""
     raise typer.Exit(list_mcp(Path.cwd()))
 
 
-@mcp_app.command("add", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@mcp_app.command("add", cls=PlainHelp, short_help="Add a server (private to you and this project by default).",
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def mcp_add(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Server name: its tools are called mcp__NAME__TOOL."),
-    url: str = typer.Option(None, "--url", help="A streamable-HTTP server's URL (instead of -- COMMAND)."),
-    env: list[str] = typer.Option(None, "--env", "-e", help="KEY=VALUE for the command's environment (repeatable)."),
-    header: list[str] = typer.Option(None, "--header", "-H", help="KEY=VALUE HTTP header for --url (repeatable)."),
+    name: str = typer.Argument(..., metavar="NAME", help="Server name: its tools are called mcp__NAME__TOOL."),
+    url: str = typer.Option(None, "--url", metavar="URL", help="A streamable-HTTP server's URL (instead of -- "
+                                                               "COMMAND)."),
+    env: list[str] = typer.Option(None, "--env", "-e", metavar="KEY=VALUE",
+                                  help="An environment variable for the command (repeatable)."),
+    header: list[str] = typer.Option(None, "--header", "-H", metavar="KEY=VALUE",
+                                     help="An HTTP header for --url (repeatable)."),
     always_load: bool = typer.Option(False, "--always-load", help="Never defer this server's tools."),
+    scope: str = typer.Option("local", "--scope", "-s", metavar="SCOPE",
+                              help="local (private to you, this project), project (.swecli/config.toml, shared) "
+                                   "or user (all your projects)."),
 ) -> None:
-    """Add a server to the project config: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL)."""
-    raise typer.Exit(add_mcp(Path.cwd(), name, list(ctx.args), url, env or [], header or [], always_load))
+    """Add a server: swecli mcp add NAME -- COMMAND ARGS...  (or --url URL). Write a token as ${VAR}."""
+    flags = ServerFlags(list(ctx.args), url, env or [], header or [], always_load)
+    raise typer.Exit(add_mcp(Path.cwd(), name, flags, scope))
 
 
-@mcp_app.command("remove")
-def mcp_remove(name: str = typer.Argument(..., help="The server to remove.")) -> None:
-    """Remove a server from the project config."""
-    raise typer.Exit(remove_mcp(Path.cwd(), name))
+@mcp_app.command("remove", cls=PlainHelp, short_help="Remove a server.")
+def mcp_remove(
+    name: str = typer.Argument(..., metavar="NAME", help="The server to remove."),
+    scope: str = typer.Option(None, "--scope", "-s", metavar="SCOPE",
+                              help="local, project or user (needed only when several scopes define NAME)."),
+) -> None:
+    """Remove a server from the scope that defines it."""
+    raise typer.Exit(remove_mcp(Path.cwd(), name, scope))
+
+
+@app.command(short_help="Trust this project's settings, or revoke that, or list your decisions.")
+def trust(
+    revoke: bool = typer.Option(False, "--revoke", help="Forget your decision for this project: its settings "
+                                                        "that need trust are ignored (and asked about) again."),
+    list_all: bool = typer.Option(False, "--list", help="List the projects you trusted or declined."),
+) -> None:
+    """Trust this project's .swecli/ settings as they are now (provider, base URL, MCP servers, hooks,
+    sandbox, agents that bring tools); a later change to them asks again."""
+    if revoke and list_all:
+        _fail("--revoke and --list go separately.")
+    raise typer.Exit(manage_trust(Path.cwd(), revoke=revoke, list_all=list_all))
 
 
 # -- what the commands do -----------------------------------------------------------------------
@@ -175,13 +232,13 @@ def _error(message: str) -> int:
     return 2
 
 
-def _settings(root: Path, flags: dict[str, Any]) -> Settings:
+def _settings(root: Path, flags: dict[str, Any], trust_project: bool) -> Settings:
     """Settings with the provider resolved (auto-detected when none is configured) and the context
     window the server reports (when the user set none)."""
     from swecli.config import load_settings
     from swecli.llm.window import resolve_window
 
-    settings = load_settings(root, flags)
+    settings = load_settings(root, flags, trust_project=trust_project)
     if not (settings.provider and settings.model):
         from swecli.llm.discovery import discover  # finds the provider, or asks the server for its model
 
@@ -189,21 +246,84 @@ def _settings(root: Path, flags: dict[str, Any]) -> Settings:
     return resolve_window(settings)
 
 
-def run(root: Path, flags: dict[str, Any], *, prompt: str | None, output_format: OutputFormat = "text",
-        resume: str | None = None, continue_latest: bool = False, task: str | None = None) -> int:
-    """`prompt` is -p's value (None without -p; "" or "-": read the task from stdin); `task` is the
-    positional TASK (the REPL's first request, or -p's task when -p has no value)."""
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line asks of a session, besides the settings."""
+
+    prompt: str | None = None
+    """-p's value (None without -p; "" or "-": read the task from stdin)."""
+    output_format: OutputFormat = "text"
+    resume: str | None = None
+    continue_latest: bool = False
+    task: str | None = None
+    """The positional TASK (the REPL's first request, or -p's task when -p has no value)."""
+    trust_project: bool = False
+
+
+def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
+    """A REPL session, or a -p run, as `asked`."""
     try:
-        settings = _settings(root, flags)
-        if resume == "":
-            resume = pick_session(root)
-        if prompt is not None:
-            return _run_print(root, settings, prompt, task, output_format, resume, continue_latest)
+        interactive = asked.prompt is None and sys.stdin.isatty()
+        trusted = _project_trust(root, flag=asked.trust_project, ask=interactive, to_stderr=not interactive)
+        settings_ready = _settings_beside(root, flags, trusted)
+        resume = pick_session(root) if asked.resume == "" else asked.resume
+        if asked.prompt is not None:
+            import swecli.assembly
+            import swecli.ui.headless  # noqa: F401  (imported while the window is asked for)
+
+            return _run_print(root, settings_ready(), asked.prompt, asked.task, asked.output_format, resume,
+                              asked.continue_latest)
         from swecli.ui.repl import run_repl
 
-        return run_repl(root, settings, resume=resume, continue_latest=continue_latest, task=task)
+        return run_repl(root, settings_ready(), resume=resume, continue_latest=asked.continue_latest, task=asked.task)
     except SwecliError as exc:  # a setting, nothing to resume, a provider that cannot be reached
         return _error(str(exc))
+
+
+def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callable[[], Settings]:
+    """`_settings`, with the server's window asked for on a thread while the caller imports the session's
+    modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
+    settings (it raises what `_settings` would)."""
+    import threading
+
+    from swecli.config import load_settings
+    from swecli.llm.window import resolve_window
+
+    settings = load_settings(root, flags, trust_project=trusted)
+    if not (settings.provider and settings.model):
+        return lambda: _settings(root, flags, trusted)  # discovery first: nothing to overlap
+    outcome: list[Settings | BaseException] = []
+
+    def ask() -> None:
+        try:
+            outcome.append(resolve_window(settings))
+        except BaseException as exc:  # handed to the caller below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=ask, name="swecli-window", daemon=True)
+    thread.start()
+
+    def ready() -> Settings:
+        thread.join()
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
+
+    return ready
+
+
+def _project_trust(root: Path, *, flag: bool, ask: bool, to_stderr: bool,
+                   flag_name: str | None = "--trust-project") -> bool:
+    """The project's trust for this run (`swecli.ui.trust`): asked on a terminal, else the remembered
+    answer or the flag; what stays ignored is named in one line."""
+    import os
+
+    from rich.console import Console
+
+    from swecli.ui.trust import decide_trust
+
+    console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
+    return decide_trust(root, dict(os.environ), console, flag=flag, ask=ask, flag_name=flag_name)
 
 
 MAX_PIPED_TASK_BYTES = 100_000
@@ -290,7 +410,8 @@ def run_init(root: Path, flags: dict[str, Any], assume_yes: bool = False) -> int
     from swecli.memory.init import prepare_init_request, prepare_init_result
 
     try:
-        settings = _settings(root, flags)
+        trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
+        settings = _settings(root, flags, trusted)
         provider = make_provider(settings)
         sys.stderr.write("Scanning the project and asking the model to write OPENCLI.md ...\n")
         try:
@@ -386,12 +507,14 @@ def show_repomap(root: Path, *, as_json: bool, symbols: bool, deps: str | None, 
 
     from swecli.repomap.repomap import RepoMap
     from swecli.repomap.views import UnknownFile, deps_text, find_file, ranked_table
+    from swecli.session.store import ensure_state_dir
 
     def progress(done: int, total: int) -> None:
         end = "\r" if sys.stderr.isatty() and done < total else "\n"
         sys.stderr.write(f"mapping: parsed {done:,} of {total:,} files{end}")
         sys.stderr.flush()
 
+    ensure_state_dir(root)  # its cache goes under .swecli/, kept out of git as the REPL and -p keep theirs
     rmap = RepoMap.build(root, progress=progress)
     try:
         only = [find_file(rmap, deps, Path.cwd())] if deps else None
@@ -414,17 +537,23 @@ def list_mcp(root: Path) -> int:
     from swecli.config import ConfigError, load_settings
     from swecli.context.tokens import TOOL_SCHEMA_OVERHEAD, TokenCounter, encoding_for_model, serialize_tool
     from swecli.mcp.catalog import McpCatalog
+    from swecli.mcp.configfile import server_scopes
     from swecli.mcp.manager import McpManager
     from swecli.mcp.report import listing
+    from swecli.session.store import ensure_state_dir
 
     try:
-        settings = load_settings(root, resolve_provider=False)
+        trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
+        settings = load_settings(root, resolve_provider=False, trust_project=trusted)
     except ConfigError as exc:
         return _error(str(exc))
+    if settings.mcp.servers:
+        settings = _settings_for_budget(root, settings)
     cfg = settings.mcp
     if not cfg.servers:
         print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
         return 0
+    ensure_state_dir(root)  # the servers' logs go under .swecli/logs/, kept out of git
     counter = TokenCounter(encoding_for_model(settings.model))
     manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout)
     try:
@@ -432,44 +561,145 @@ def list_mcp(root: Path) -> int:
         catalog = McpCatalog(manager, lambda: cfg.budget_tokens(settings.context_window),
                              lambda schema: TOOL_SCHEMA_OVERHEAD + counter.text(serialize_tool(schema)))
         catalog.poll()
-        for text, _style in listing(catalog):
+        for text, _style in listing(catalog, server_scopes(root)):
             print(text)
     finally:
         manager.close()
     return 1 if any(s.status == "failed" for s in manager.states()) else 0
 
 
-def add_mcp(root: Path, name: str, command: list[str], url: str | None, env: list[str], headers: list[str],
-            always_load: bool) -> int:
+def _settings_for_budget(root: Path, settings: Settings) -> Settings:
+    """The settings a session would use, for the window `mcp.schema_budget` is a fraction of (the server's
+    own, as `/mcp` counts it); as they are when no provider can be resolved (the known-models table)."""
+    from swecli.config import ConfigError
+
+    try:
+        return _settings(root, {}, settings.project_trusted)
+    except ConfigError:
+        return settings
+
+
+@dataclass(frozen=True)
+class ServerFlags:
+    """A server as `swecli mcp add` was told of it: a command with its arguments, or a URL."""
+
+    command: list[str]
+    url: str | None
+    env: list[str]
+    headers: list[str]
+    always_load: bool
+
+
+def add_mcp(root: Path, name: str, flags: ServerFlags, scope: str = "local") -> int:
+    import os
+
     from pydantic import ValidationError
 
     from swecli.config import McpServerConfig, load_settings
     from swecli.mcp.configfile import add_server
+    from swecli.mcp.variables import literal_secrets
+    from swecli.ui.trust import keep_trust
 
-    if bool(command) == bool(url):
+    command = flags.command
+    if bool(command) == bool(flags.url):
         return _error("give the server either a command (swecli mcp add NAME -- COMMAND ARGS...) or --url URL.")
     try:
-        server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=url or "",
-                                 env=_pairs(env, "--env"), headers=_pairs(headers, "--header"),
-                                 always_load=always_load)
-        path = add_server(root, name, server, lambda: load_settings(root, resolve_provider=False))
+        chosen = _scope(scope)
+        server = McpServerConfig(command=command[0] if command else "", args=command[1:], url=flags.url or "",
+                                 env=_pairs(flags.env, "--env"), headers=_pairs(flags.headers, "--header"),
+                                 always_load=flags.always_load)
+        target, trusted = keep_trust(root, dict(os.environ), lambda: add_server(
+            root, name, server, lambda: load_settings(root, resolve_provider=False), chosen))
     except ValidationError as exc:
         return _error(f"invalid server: {exc.errors()[0]['msg'].removeprefix('Value error, ')}.")
     except SwecliError as exc:
         return _error(str(exc))
-    print(f"Added MCP server {name} to {path}. Check it with: swecli mcp list")
+    print(f"Added MCP server {name} to {target} ({chosen} scope). Check it with: swecli mcp list")
+    secrets = literal_secrets(server)
+    if chosen == "project" and secrets:
+        sys.stderr.write(f"swecli: warning: {', '.join(secrets)} of {name} holds what looks like a secret, written "
+                         f"out in {target}, which is shared with everyone who gets the project (it is meant to be "
+                         "committed). Write a reference instead (e.g. -H 'Authorization=Bearer ${GITHUB_TOKEN}', in "
+                         f"single quotes) and set the variable, or keep it private: swecli mcp remove {name} "
+                         "--scope project, then add it again with --scope local.\n")
+    if chosen == "project" and not trusted:
+        print("This project is not trusted, so its MCP servers start only once you trust it: swecli trust")
     return 0
 
 
-def remove_mcp(root: Path, name: str) -> int:
+def remove_mcp(root: Path, name: str, scope: str | None = None) -> int:
+    import os
+
     from swecli.config import load_settings
     from swecli.mcp.configfile import remove_server
+    from swecli.ui.trust import keep_trust
 
     try:
-        path = remove_server(root, name, lambda: load_settings(root, resolve_provider=False))
+        target, _ = keep_trust(root, dict(os.environ), lambda: remove_server(
+            root, name, lambda: load_settings(root, resolve_provider=False),
+            _scope(scope) if scope is not None else None))
     except SwecliError as exc:
         return _error(str(exc))
-    print(f"Removed MCP server {name} from {path}.")
+    print(f"Removed MCP server {name} from {target} ({target.scope} scope).")
+    return 0
+
+
+def _scope(value: str) -> Scope:
+    from swecli.mcp.configfile import SCOPES, McpConfigError
+
+    for scope in SCOPES:
+        if value == scope:
+            return scope
+    raise McpConfigError(f"--scope takes local, project or user, not {value!r}.")
+
+
+def manage_trust(root: Path, *, revoke: bool, list_all: bool) -> int:
+    """`swecli trust`: trust the project as it is now (`--revoke`: forget; `--list`: every decision)."""
+    import os
+
+    from swecli.config import trust_store_path
+    from swecli.trust import TrustStore
+
+    env = dict(os.environ)
+    store = TrustStore(trust_store_path(env))
+    try:
+        if list_all:
+            return _list_trust(store)
+        if revoke:
+            forgotten = store.forget(root)
+            print(f"Forgot your trust decision for {root}: its settings that need trust are ignored again, and "
+                  "asked about at the next start." if forgotten else f"You had not decided about {root}.")
+            return 0
+        return _trust_now(root, env, store)
+    except (SwecliError, OSError) as exc:
+        return _error(str(exc))
+
+
+def _trust_now(root: Path, env: dict[str, str], store: TrustStore) -> int:
+    from swecli.ui.trust import printable, review_project
+
+    review = review_project(root, env)
+    if not review.needs_trust:
+        print(f"Nothing in {root} needs trust: its configuration sets only what applies without it "
+              "(docs/security/trust.md).")
+        return 0
+    print(f"Trusting {printable(str(root))} with:")
+    for line in review.lines():
+        print(f"  {line}")
+    store.record(root, review.fingerprint, True, review.names())
+    print("These apply from the next start; a change to them asks again. Undo with: swecli trust --revoke")
+    return 0
+
+
+def _list_trust(store: TrustStore) -> int:
+    import time
+
+    decisions = store.decisions()
+    if not decisions:
+        print(f"No trust decisions yet ({store.path}).")
+    for d in decisions:
+        day = time.strftime("%Y-%m-%d", time.localtime(d.at))
+        print(f"{'trusted ' if d.trusted else 'declined'}  {d.root}  {day}  {', '.join(d.names)}")
     return 0
 
 

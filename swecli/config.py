@@ -1,9 +1,16 @@
 """Layered, validated configuration.
 
 Precedence, lowest first: defaults < user file (`$XDG_CONFIG_HOME/swecli/config.toml`) < project
-file (`.swecli/config.toml`) < environment (`SWECLI_<KEY>`, nested with `__`, plus the conventional
+file (`.swecli/config.toml`) < the user's private settings for this project (`local.toml` beside the user
+file, under `[projects."/path/to/project"]`: what `swecli mcp add` writes by default, tokens included,
+kept out of the repository) < environment (`SWECLI_<KEY>`, nested with `__`, plus the conventional
 provider variables) < CLI flags. Every setting has one name: the config key, `SWECLI_<KEY>` and
 (where it makes sense) `--key`.
+
+The project's file is not the user's: until the user trusts the project, the settings in it that
+would widen what runs or where credentials go are ignored (`swecli.trust` has the rules; the caller
+decides, and says so, with `trust_project`). The user's file, the environment and the flags always
+apply.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from swecli.errors import SwecliError
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
+from swecli.trust import Split, guarded, lookup, split_untrusted
 
 Mode = Literal["default", "auto", "plan"]
 SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
@@ -35,17 +43,20 @@ class HookConfig(Section):
 
 
 WARNING_MARGIN = 0.1
-"""The background summary starts this far (as a fraction of the window) below the compaction threshold."""
+"""The background summary starts this far (as a fraction of the window) below the compaction threshold, at
+the latest (`swecli.context.runway` may start it earlier)."""
 
 
 class ContextConfig(Section):
     threshold: float = Field(0.8, gt=0.1, le=1.0)
     """Fraction of the window at which auto-compaction fires (a ready background summary is applied then)."""
     warning_threshold: float | None = Field(None, gt=0.0, le=1.0)
-    """Fraction of the window at which the older history starts being summarized in the background.
-    Unset: 0.1 below `threshold` (0.7 by default)."""
+    """Fraction of the window at which the older history starts being summarized in the background, at the
+    latest (earlier when the growth per step and the summary's latency call for it). Unset: 0.1 below
+    `threshold` (0.7 by default)."""
     background_compaction: bool = True
-    """Summarize ahead, past `warning_threshold`, while the loop works: compaction then does not stop it."""
+    """Summarize ahead while the loop works, and at the hard limit make room without a model call rather than
+    wait for the summary: compaction then does not stop the loop."""
     strategy: Literal["summarize", "truncate", "importance"] = "summarize"
     keep_recent_tokens: int | None = Field(None, ge=0)
     """Recent history kept verbatim by compaction (a token budget, not a message count). Unset: a quarter
@@ -190,7 +201,8 @@ class McpConfig(Section):
     """When the MCP tool schemas together exceed this, they are deferred behind one `tool_search` tool:
     a fraction of the context window (0.1 = 10%), or a number of tokens when above 1."""
     startup_timeout: float = Field(30.0, gt=0)
-    """Seconds a server may take to start and list its tools before it counts as failed."""
+    """Seconds a server may take to start and list its tools before it counts as failed; `-p` waits this long
+    for servers still starting (Claude Code's `MCP_TIMEOUT`), the REPL only a few seconds."""
     tool_timeout: float = Field(300.0, gt=0)
     """Seconds one MCP tool call may take before it is abandoned (the model gets an error)."""
 
@@ -257,6 +269,26 @@ class Settings(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     _server_window: ServerWindow | None = PrivateAttr(None)
+    _project_trusted: bool = PrivateAttr(False)
+    _ignored_project_settings: tuple[str, ...] = PrivateAttr(())
+
+    def with_project_trust(self, trusted: bool, ignored: tuple[str, ...] = ()) -> Settings:
+        """A copy that records whether the project is trusted (its agents that bring tools load only
+        then) and which of its settings were ignored for want of trust."""
+        copy = self.model_copy()
+        copy._project_trusted = trusted
+        copy._ignored_project_settings = ignored
+        return copy
+
+    @property
+    def project_trusted(self) -> bool:
+        """Whether the user trusts the project (`swecli.trust`); not a setting any file can make true."""
+        return self._project_trusted
+
+    @property
+    def ignored_project_settings(self) -> tuple[str, ...]:
+        """The project's settings left out because the project is not trusted (dotted keys)."""
+        return self._ignored_project_settings
 
     def with_server_window(self, window: ServerWindow | None) -> Settings:
         """A copy that plans with the window the server reported (used while model and base URL match)."""
@@ -325,24 +357,159 @@ def project_config_path(root: Path) -> Path:
     return root / ".swecli" / "config.toml"
 
 
+def local_config_path(env: dict[str, str] | None = None) -> Path:
+    """The user's private settings per project (`swecli mcp add --scope local`, the default), beside the
+    user's config: never in the project, so a token in them is never committed."""
+    return user_config_path(env).parent / "local.toml"
+
+
+def project_key(root: Path) -> str:
+    """How `local.toml` names a project: its absolute path, symlinks resolved."""
+    return str(Path(root).resolve())
+
+
+def local_layer(root: Path, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """(where, settings) of the user's private settings for the project at `root`. The user wrote them
+    (in their own config directory), so they are trusted like the user's file; they apply after the
+    project's file, as Claude Code's local scope does."""
+    path = local_config_path(env)
+    data = _read_toml(path)
+    key = project_key(root)
+    where = f'{path} [projects."{key}"]'
+    extra = [k for k in data if k != "projects"]
+    if extra:
+        raise ConfigError(f"{path}: unknown key '{extra[0]}'; this file holds only [projects.\"/path/to/project\"] "
+                          "tables (swecli mcp add --scope local writes them); move it to "
+                          f"{user_config_path(env)}.")
+    projects = data.get("projects", {})
+    layer = projects.get(key, {}) if isinstance(projects, dict) else None
+    if not isinstance(layer, dict):
+        raise ConfigError(f"{where if isinstance(projects, dict) else path}: expected a table of settings.")
+    _check_keys(layer, Settings, where)
+    return where, layer
+
+
+def trust_store_path(env: dict[str, str] | None = None) -> Path:
+    """The user's trust decisions (`swecli.trust.TrustStore`), beside the user's config."""
+    return user_config_path(env).parent / "trusted.json"
+
+
+@dataclass(frozen=True)
+class ConfigLayer:
+    """One configuration file, read and checked for unknown keys."""
+
+    where: str
+    """The file, as messages name it."""
+    data: dict[str, Any]
+    trusted: bool
+    """The user's own (applies whole) or the project's (what needs trust waits for it)."""
+
+
+def config_layers(root: Path, env: dict[str, str]) -> list[ConfigLayer]:
+    """The configuration files, lowest precedence first. A per-user layer for one project (kept in the
+    user's config directory, e.g. `swecli mcp add --scope local`) belongs after the project's file,
+    with `trusted=True`: the user wrote it."""
+    layers = []
+    for path, trusted in ((user_config_path(env), True), (project_config_path(root), False)):
+        data = _read_toml(path)
+        _check_keys(data, Settings, str(path))
+        layers.append(ConfigLayer(str(path), data, trusted))
+    where, local = local_layer(root, env)
+    layers.append(ConfigLayer(where, local, True))
+    return layers
+
+
+@dataclass(frozen=True)
+class UntrustedLayer:
+    """What trust would change in one untrusted layer."""
+
+    where: str
+    ignored: dict[str, Any]
+    """Dotted key -> value: what an untrusted load leaves out."""
+    guarded: dict[str, Any]
+    """Dotted key -> value of every key trust is about (`swecli.trust.guarded`): the fingerprint's input."""
+    replaces: frozenset[str] = frozenset()
+    """Ignored keys (as `swecli.trust.report_name` names them) the user's own files set too: trusting the
+    project replaces the user's value (an MCP server of the same name keeps the user's headers, say)."""
+
+
+def untrusted_layers(root: Path, env: dict[str, str] | None = None) -> list[UntrustedLayer]:
+    """The untrusted layers that set anything, with what would be ignored without trust."""
+    env = dict(os.environ) if env is None else env
+    layers = config_layers(root, env)
+    _, _, splits = _merge_layers(layers, trust_project=False)
+    users: dict[str, Any] = {}
+    for layer in layers:
+        if layer.trusted:
+            users = _overlay(users, layer.data)
+    return [UntrustedLayer(layer.where, split.ignored, guarded(layer.data),
+                           frozenset(name for name in split.ignored_names if lookup(users, name) is not None))
+            for layer, split in zip((la for la in layers if not la.trusted), splits, strict=True)
+            if layer.data]
+
+
 def load_settings(
     root: Path, flags: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-    resolve_provider: bool = True,
+    resolve_provider: bool = True, trust_project: bool = False,
 ) -> Settings:
     """The layered settings. `resolve_provider=False` skips the provider's URL and key checks (for
-    commands that never call a model, like `swecli mcp list`)."""
+    commands that never call a model, like `swecli mcp list`). `trust_project`: the caller's decision
+    (`swecli.ui.trust`) to apply what the project's file sets that needs trust; without it, those
+    settings are left out and named by `Settings.ignored_project_settings`."""
     env = dict(os.environ) if env is None else env
+    layers = config_layers(root, env)
+    merged, sources, splits = _merge_layers(layers, trust_project)
+    ignored = tuple(sorted({name for split in splits for name in split.ignored_names}))
+    user_layers = _user_layers(env, flags)
+    if ignored:  # a mistake in an ignored setting is still reported, not silently kept for later
+        whole, whole_sources, _ = _merge_layers(layers, trust_project=True)
+        _validate(*_with_user_layers(whole, whole_sources, user_layers))
+    settings = _validate(*_with_user_layers(merged, sources, user_layers))
+    settings = settings.with_project_trust(trust_project, ignored)
+    return _resolve_provider(settings, env, sources) if resolve_provider else settings
+
+
+def _merge_layers(layers: list[ConfigLayer], trust_project: bool,
+                  ) -> tuple[dict[str, Any], dict[str, str], list[Split]]:
+    """The files merged in order; an untrusted layer (unless `trust_project`) only with what it may set
+    on its own, judged against the defaults and the layers below it. Returns one Split per untrusted layer."""
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for path in (user_config_path(env), project_config_path(root)):
-        layer = _read_toml(path)
-        _check_keys(layer, Settings, str(path))
-        _merge(merged, layer, sources, str(path))
-    env_layer = _env_layer(env)
-    _merge(merged, env_layer, sources, "environment")
-    _merge(merged, {k: v for k, v in (flags or {}).items() if v is not None}, sources, "command line")
-    settings = _validate(merged, sources)
-    return _resolve_provider(settings, env, sources) if resolve_provider else settings
+    splits = []
+    for layer in layers:
+        data = layer.data
+        if not layer.trusted:
+            split = Split(applied=data) if trust_project else split_untrusted(data, _over_defaults(merged))
+            splits.append(split)
+            data = split.applied
+        _merge(merged, data, sources, layer.where)
+    return merged, sources, splits
+
+
+def _over_defaults(merged: dict[str, Any]) -> dict[str, Any]:
+    """The defaults with the layers merged so far on top (the values an untrusted layer is judged by)."""
+    return _overlay(Settings().model_dump(), merged)
+
+
+def _overlay(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        out[key] = _overlay(below, value) if isinstance(value, dict) and isinstance(below, dict) else value
+    return out
+
+
+def _user_layers(env: dict[str, str], flags: dict[str, Any] | None) -> list[tuple[dict[str, Any], str]]:
+    """The environment and the flags: the user's, always applied, over every file."""
+    return [(_env_layer(env), "environment"), ({k: v for k, v in (flags or {}).items() if v is not None},
+                                               "command line")]
+
+
+def _with_user_layers(merged: dict[str, Any], sources: dict[str, str],
+                      layers: list[tuple[dict[str, Any], str]]) -> tuple[dict[str, Any], dict[str, str]]:
+    for layer, where in layers:
+        _merge(merged, layer, sources, where)
+    return merged, sources
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

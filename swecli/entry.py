@@ -12,6 +12,15 @@ def main() -> None:
 
         print(f"swecli {__version__}")
         return
+    skip_httpx_cli()
     from swecli.cli import run_app
 
     run_app(argv)
+
+
+def skip_httpx_cli() -> None:
+    """httpx's `__init__` imports its command-line client (`httpx._main`: click, rich.progress, pygments)
+    whenever click is installed, and click comes with uvicorn (an `mcp` dependency): ~0.1 s of every start
+    for a CLI swecli never runs. A `None` in `sys.modules` makes that import fail, which httpx handles (its
+    `main` then only says the CLI's dependencies are missing)."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

@@ -8,6 +8,8 @@ Each class lives beside the code that raises it; this is the map (tests/test_err
     SwecliError
     ├── ConfigError                 swecli.config             a setting is unknown, invalid or missing
     ├── McpConfigError              swecli.mcp.configfile     `swecli mcp add/remove` cannot change the file
+    ├── MissingVariable             swecli.mcp.variables      a server's `${VAR}` is not set
+    ├── TrustStoreError             swecli.trust              trusted.json cannot be read or written
     ├── ProviderError               swecli.llm.base           a model call failed (after retries)
     │   ├── AuthError
     │   ├── RateLimitError
@@ -38,7 +40,9 @@ so they derive from `ControlFlow`, not from `SwecliError` (an `except SwecliErro
     ControlFlow
     ├── Finished, Interrupted       swecli.agent              the loop's exits
     ├── Cancelled                   swecli.llm.base           the user pressed Esc during a model call
-    └── Retryable                   swecli.llm.retry          an attempt that may be made again
+    ├── Retryable                   swecli.llm.retry          an attempt that may be made again
+    ├── TooMuchToParse              swecli.repomap.index      a cold build: left to the builder process
+    └── _TooLarge                   swecli.memory.changes     too many directories to watch: scan instead
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ a name kept."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -42,10 +44,35 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 def read_front_matter(path: Path) -> tuple[dict[str, Any], str]:
     """(front matter, body) of a file; FrontMatterError when it cannot be read or has no valid front matter."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = read_regular(path, MAX_BYTES)
     except OSError as exc:
         raise FrontMatterError(f"cannot read it ({exc.strerror or exc})") from None
-    return split_front_matter(text)
+    if data is None:
+        raise FrontMatterError("it is not a regular file (a FIFO, a device or a link to one)")
+    if len(data) > MAX_BYTES:
+        raise FrontMatterError(f"it is larger than {MAX_BYTES // 1_000_000} MB")
+    return split_front_matter(data.decode("utf-8", errors="replace"))
+
+
+MAX_BYTES = 1_000_000
+"""A skill or agent file longer than this is refused: its body goes into a prompt whole."""
+
+
+def read_regular(path: Path, limit: int) -> bytes | None:
+    """Up to `limit` + 1 bytes of `path`, or None when it is not a regular file. A repository can ship
+    `.claude/agents/x.md` as a FIFO (reading waits for a writer forever) or a link to /dev/zero (reading
+    never ends): the file is opened without blocking and checked before anything is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], limit + 1
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class Named(Protocol):

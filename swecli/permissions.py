@@ -105,7 +105,10 @@ class Policy:
             return ""
         from swecli.tools.protected import protected_write
 
-        target = (self.root / Path(path).expanduser()).resolve()
+        try:
+            target = (self.root / Path(path).expanduser()).resolve()
+        except (RuntimeError, OSError):  # a symlink loop: the tool itself refuses the path
+            return ""
         reason = protected_write(self.root, target)
         return f"writes {path}: {reason}" if reason else ""
 
@@ -190,7 +193,8 @@ class Policy:
             else:
                 self.always_tools.add(request.call.name)
         if decision.verdict == "no":
-            reason = f" Their reason: {decision.reason}" if decision.reason else ""
+            said = decision.reason.strip()
+            reason = f" Their reason: {said}{'' if said.endswith(('.', '!', '?')) else '.'}" if said else ""
             return Verdict(False, f"The user declined this {request.call.name} call.{reason} Do not retry it "
                                   "unchanged; adjust your approach or ask the user.", "declined by user")
         return Verdict(True)

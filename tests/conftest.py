@@ -53,3 +53,39 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     return root
+
+
+def path_without(tmp_path: Path, *commands: str) -> str:
+    """A PATH that finds every program the current one finds except `commands` (as on a machine without
+    them): one folder of links to the first of each name, so nothing else changes."""
+    import os
+
+    folder = tmp_path / f"path-without-{'-'.join(commands)}"
+    folder.mkdir(exist_ok=True)
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        try:
+            names = os.listdir(directory or ".")
+        except OSError:
+            continue
+        for name in names:
+            link = folder / name
+            source = os.path.join(directory, name)
+            if name in commands or link.exists() or link.is_symlink() or not os.access(source, os.X_OK):
+                continue
+            link.symlink_to(source)
+    return str(folder)
+
+
+@pytest.fixture(params=["rg", "no-rg"])
+def ripgrep(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> bool:
+    """Run the test once as it is and once with `rg` absent from PATH, so both search engines are covered
+    on machines (CI) where ripgrep is installed. The value says whether rg is reachable."""
+    import shutil
+
+    if request.param == "no-rg":
+        monkeypatch.setenv("PATH", path_without(tmp_path, "rg"))
+        assert shutil.which("rg") is None
+        return False
+    if shutil.which("rg") is None:
+        pytest.skip("ripgrep (rg) is not installed")
+    return True

@@ -11,7 +11,7 @@ from typing import Any
 
 from swecli.agent import Agent
 from swecli.config import ContextConfig, MemoryConfig, Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt
 from swecli.events import Event
 from swecli.messages import SystemBlock
 from swecli.permissions import Policy
@@ -40,7 +40,7 @@ def loop_agent(model: ScriptedModel, tools: ToolRegistry, root: Path, *, mode: s
                on_event: Callable[[Event], None] | None = None, context: ContextManager | None = None,
                max_iterations: int = 20) -> Agent:
     """The real loop over a scripted model, with `tools` and a plain context engine (system prompt `sys`)."""
-    context = context or ContextManager((SystemBlock(text="sys"),), tools.schemas())
+    context = context or ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas()))
     return Agent(model, tools, context, ToolContext(root=root), Policy(mode),
                  on_event=on_event or (lambda event: None), max_iterations=max_iterations)
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from swecli.agent import INTERRUPTED, Agent
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.events import CompactionDone, Event, ToolFinished, TurnFinished
 from swecli.llm.base import ContextOverflowError
 from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
@@ -112,7 +112,7 @@ def test_interrupt_during_tools_closes_every_open_call(project: Path) -> None:
 
 
 class ShrinkingContext(ContextManager):
-    def compact(self, history, provider, trigger, focus="", decision=None, waited=0.0):  # type: ignore[no-untyped-def]
+    def compact(self, history, provider, trigger, focus=""):  # type: ignore[no-untyped-def]
         self.compactions.append(CompactionDone(trigger, "test", 100, 10, 1, 0.5, waited=0.5))
         return [UserMessage(content="summary", kind="summary"), history[-1]]
 
@@ -120,7 +120,7 @@ class ShrinkingContext(ContextManager):
 def test_context_overflow_compacts_and_retries_once(project: Path) -> None:
     model = ScriptedModel([say("first"), ContextOverflowError("too long"), say("after compaction")])
     tools = registry([])
-    context = ShrinkingContext((SystemBlock(text="s"),), tools.schemas())
+    context = ShrinkingContext(Prompt((SystemBlock(text="s"),), tools.schemas()))
     agent = Agent(model, tools, context, ToolContext(root=project), Policy("auto"))
     agent.run("one")
     turn = agent.run("two")
@@ -160,8 +160,8 @@ def test_tools_that_join_between_requests_are_appended_as_a_planned_prefix_chang
     tools = registry([])
     tools.source = Arrivals()
     events: list[Event] = []
-    context = ContextManager.from_settings(Settings(), system=(SystemBlock(text="sys"),), tools=tools.schemas(),
-                                           root=project, on_event=events.append)
+    context = ContextManager.from_settings(Settings(), Prompt((SystemBlock(text="sys"),), tools.schemas()),
+                                           root=project, wiring=Wiring(on_event=events.append))
     agent = Agent(model, tools, context, ToolContext(root=project), Policy("auto"), on_event=events.append)
     assert agent.run("go").answer == "done"
     first, second, third = ([t.name for t in r.tools] for r in model.requests)

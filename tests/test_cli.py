@@ -20,7 +20,8 @@ def swecli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
 
 def loaded_modules(argv: list[str]) -> set[str]:
     code = ("import sys, json\nsys.argv = " + json.dumps(["swecli", *argv]) + "\nfrom swecli.entry import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\nsys.stderr.write(json.dumps(sorted(sys.modules)))\n")
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(json.dumps(sorted(m for m, v in sys.modules.items() if v is not None)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     return set(json.loads(out.stderr.strip().splitlines()[-1]))
 
@@ -95,28 +96,69 @@ def test_config_errors_suggest_the_closest_name_and_say_who_chose_what(project: 
     ]
     for text, message in cases:
         config.write_text(text)
-        out = swecli("-p", "hi", cwd=project, env={"OPENAI_API_KEY": ""})
+        out = swecli("-p", "hi", "--trust-project", cwd=project, env={"OPENAI_API_KEY": ""})
         assert out.returncode == 2 and message in out.stderr, (text, out.stderr)
         assert "ContextConfig" not in out.stderr and "Traceback" not in out.stderr
 
 
 def test_mcp_add_list_remove_with_the_real_time_server(project: Path) -> None:
+    import os
+    import stat
+
     (project / ".swecli").mkdir()
     config = project / ".swecli" / "config.toml"
     config.write_text("# hand-written\nmax_iterations = 50  # enough\n")
     added = swecli("mcp", "add", "time", "--", "mcp-server-time", "--local-timezone", "UTC", cwd=project)
     assert added.returncode == 0 and "Added MCP server time" in added.stdout, added.stderr
-    assert config.read_text().startswith("# hand-written\nmax_iterations = 50  # enough\n")
+    # The default scope is local: private to this user and project, in the user's config directory.
+    local = Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "local.toml"
+    assert f'{local} [projects."{project.resolve()}"] (local scope)' in added.stdout
+    assert config.read_text() == "# hand-written\nmax_iterations = 50  # enough\n"
+    assert stat.S_IMODE(local.stat().st_mode) == 0o600
     listed = swecli("mcp", "list", cwd=project)
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert lines[0].startswith("time · ready in ") and "stdio: mcp-server-time --local-timezone UTC" in lines[0]
+    assert lines[0].endswith(" · local scope")
     tool = next(line for line in lines if "mcp__time__get_current_time" in line)
     assert "Get current time in a specific timezone" in tool and " tokens  loaded · read-only" in tool
     assert "MCP tool schemas:" in lines[-1] and "all loaded" in lines[-1]
     removed = swecli("mcp", "remove", "time", cwd=project)
-    assert removed.returncode == 0 and "Removed MCP server time" in removed.stdout
+    assert removed.returncode == 0 and "Removed MCP server time" in removed.stdout and "(local scope)" in removed.stdout
     assert swecli("mcp", "list", cwd=project).stdout.startswith("No MCP servers configured.")
+    # The project scope edits the shared file, comments kept.
+    shared = swecli("mcp", "add", "time", "-s", "project", "--", "mcp-server-time", cwd=project)
+    assert shared.returncode == 0 and "(project scope)" in shared.stdout and shared.stderr == ""
+    assert config.read_text().startswith("# hand-written\nmax_iterations = 50  # enough\n\n[mcp.servers.time]")
+
+
+def test_mcp_tokens_stay_out_of_the_project_unless_asked_and_then_a_warning(project: Path) -> None:
+    import os
+
+    config = project / ".swecli" / "config.toml"
+    local = Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "local.toml"
+    private = swecli("mcp", "add", "docs", "--url", "https://mcp.example.com/mcp", "-H",
+                     "Authorization=Bearer ghp_0123456789abcdefghijABCDEFGHIJ", cwd=project)
+    assert private.returncode == 0 and private.stderr == "" and not config.exists()
+    assert "ghp_0123456789abcdefghijABCDEFGHIJ" in local.read_text()
+    shared = swecli("mcp", "add", "team", "-s", "project", "--url", "https://mcp.example.com/mcp", "-H",
+                    "Authorization=Bearer ghp_0123456789abcdefghijABCDEFGHIJ", cwd=project)
+    assert shared.returncode == 0
+    assert shared.stderr.startswith("swecli: warning: headers.Authorization of team holds what looks like a secret")
+    assert "Authorization=Bearer ${GITHUB_TOKEN}" in shared.stderr
+    reference = swecli("mcp", "add", "ref", "-s", "project", "--url", "https://mcp.example.com/mcp", "-H",
+                       "Authorization=Bearer ${GITHUB_TOKEN}", cwd=project)
+    assert reference.returncode == 0 and reference.stderr == ""
+    assert 'Authorization = "Bearer ${GITHUB_TOKEN}"' in config.read_text()
+    # A name is configured once; removing asks for the scope only when it is ambiguous.
+    again = swecli("mcp", "add", "docs", "-s", "user", "--url", "https://x.example.com/mcp", cwd=project)
+    assert again.returncode == 2 and "already configured in" in again.stderr and "(local scope)" in again.stderr
+    wrong = swecli("mcp", "remove", "docs", "--scope", "project", cwd=project)
+    assert wrong.returncode == 2 and "it is in the local scope" in wrong.stderr
+    bad = swecli("mcp", "add", "x", "--scope", "team", "--", "cmd", cwd=project)
+    assert bad.returncode == 2 and bad.stderr == "swecli: --scope takes local, project or user, not 'team'.\n"
+    assert swecli("mcp", "remove", "docs", cwd=project).returncode == 0
+    assert "projects" not in local.read_text()  # the emptied tables are gone
 
 
 def test_mcp_mistakes_are_one_sentence(project: Path) -> None:
@@ -129,3 +171,28 @@ def test_mcp_mistakes_are_one_sentence(project: Path) -> None:
     listed = swecli("mcp", "list", cwd=project)
     assert listed.returncode == 1 and "ghost · failed: command not found: no-such-mcp-server-xyz" in listed.stdout
     assert "Traceback" not in listed.stderr + bad_env.stderr + neither.stderr
+
+
+def test_mcp_list_budgets_from_the_window_the_server_reports_as_a_session_does(project: Path) -> None:
+    from swecli.testing.server import ScriptedLLM, ServerInfo
+
+    with ScriptedLLM([], info=ServerInfo(kind="llamacpp", window=64_000)) as llm:
+        # The user's own settings: a project's base_url would wait for trust.
+        mine = {"SWECLI_PROVIDER": "openai-compatible", "SWECLI_BASE_URL": llm.base_url,
+                "SWECLI_MODEL": "scripted-model"}
+        assert swecli("mcp", "add", "time", "--", "mcp-server-time", cwd=project, env=mine).returncode == 0
+        listed = swecli("mcp", "list", cwd=project, env=mine)
+    assert listed.returncode == 0, listed.stderr
+    assert "budget 6,400 (mcp.schema_budget)" in listed.stdout.splitlines()[-1]  # 10% of 64,000, not of 32k
+
+
+def test_every_help_page_shows_plain_metavars_and_whole_command_lines(project: Path) -> None:
+    pages = [[], ["init"], ["logs"], ["sessions"], ["repomap"], ["skills"], ["skills", "list"], ["mcp"],
+             ["mcp", "list"], ["mcp", "add"], ["mcp", "remove"]]
+    for page in pages:
+        shown = swecli(*page, "--help", cwd=project, env={"COLUMNS": "100"})
+        assert shown.returncode == 0, (page, shown.stderr)
+        for typer_ism in ("<str>", "<int", "<list", "<bool>", "{name}", "{NAME}", "[["):
+            assert typer_ism not in shown.stdout, (page, typer_ism, shown.stdout)
+        commands = shown.stdout.partition("\nCommands:\n")[2]
+        assert not any(line.rstrip().endswith("...") for line in commands.splitlines()), (page, commands)

@@ -27,12 +27,15 @@ def test_layers_in_order(project: Path, tmp_path: Path) -> None:
     write(project / ".swecli" / "config.toml", 'model = "gpt-4.1"\n[context]\nkeep_recent_tokens = 5000\n')
     env = {"XDG_CONFIG_HOME": str(xdg), "OPENAI_API_KEY": "sk-test-123456", "SWECLI_MODE": "auto",
            "SWECLI_CONTEXT__THRESHOLD": "0.6"}
-    s = load_settings(project, {"mode": None}, env=env)
+    s = load_settings(project, {"mode": None}, env=env, trust_project=True)
     assert (s.provider, s.model, s.mode) == ("openai", "gpt-4.1", "auto")
     assert s.context.threshold == 0.6 and s.context.keep_recent_tokens == 5000
     assert s.api_key == "sk-test-123456"
-    s = load_settings(project, {"mode": "default", "model": "gpt-4o"}, env=env)
+    s = load_settings(project, {"mode": "default", "model": "gpt-4o"}, env=env, trust_project=True)
     assert (s.mode, s.model) == ("default", "gpt-4o")
+    # Untrusted, the project's model (which your key pays for) waits; its context tuning applies.
+    s = load_settings(project, {"mode": None}, env=env)
+    assert (s.model, s.context.keep_recent_tokens, s.ignored_project_settings) == ("gpt-4o", 5000, ("model",))
 
 
 def test_context_limit_env_shrinks_window(project: Path) -> None:
@@ -94,7 +97,7 @@ def test_invalid_toml(project: Path) -> None:
 def test_example_config_is_valid(project: Path) -> None:
     example = Path(__file__).resolve().parents[1] / ".swecli.example" / "config.toml"
     write(project / ".swecli" / "config.toml", example.read_text())
-    s = load_settings(project, {}, env={"OPENAI_API_KEY": "sk-" + "x" * 20})
+    s = load_settings(project, {}, env={"OPENAI_API_KEY": "sk-" + "x" * 20}, trust_project=True)
     assert s.provider
 
 
@@ -132,7 +135,8 @@ def test_mcp_servers_layer_like_every_setting(project: Path, tmp_path: Path) -> 
     write(project / ".swecli" / "config.toml", '[mcp]\nschema_budget = 5000\n'
                                                '[mcp.servers.time]\nargs = ["--local-timezone", "UTC"]\n'
                                                '[mcp.servers.docs]\nenabled = false\n')
-    s = load_settings(project, {}, env={"XDG_CONFIG_HOME": str(xdg), "SWECLI_MCP__TOOL_TIMEOUT": "30"})
+    s = load_settings(project, {}, env={"XDG_CONFIG_HOME": str(xdg), "SWECLI_MCP__TOOL_TIMEOUT": "30"},
+                      trust_project=True)
     time, docs = s.mcp.servers["time"], s.mcp.servers["docs"]
     assert (time.command, time.args, time.enabled, time.always_load) == \
         ("mcp-server-time", ["--local-timezone", "UTC"], True, False)

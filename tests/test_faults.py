@@ -3,8 +3,8 @@ its agent loop, on both wires, against the scripted server.
 
 For every fault: one clear sentence to the user (the `says` pattern, on stderr), no traceback, bounded
 retries that honour Retry-After (the number of requests the server saw), the expected outcome (exit
-status, answer), and a transcript and log that are still valid JSON Lines. The README's fault table lists
-the same ids (`test_readme_lists_every_fault` keeps them in step).
+status, answer), and a transcript and log that are still valid JSON Lines. The fault table of
+docs/faults.md lists the same ids (`test_docs_list_every_fault` keeps them in step).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from swecli.testing.server import (
 )
 
 WIRES: list[Wire] = ["openai", "anthropic"]
-README = Path(__file__).resolve().parent.parent / "README.md"
+FAULTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "faults.md"
 
 
 @dataclass(frozen=True)
@@ -255,10 +255,9 @@ def test_sigkill_mid_turn_then_continue_loses_nothing(project: Path, wire: Wire)
     assert "read notes.txt" in sent and "hello" in sent and "go on" in sent
 
 
-# -- the README's table lists exactly these faults ----------------------------------------------------
+# -- docs/faults.md's table lists exactly these faults ------------------------------------------------
 
-def test_readme_lists_every_fault() -> None:
-    text = README.read_text()
-    section = text[text.index("## Faults"):]
+def test_docs_list_every_fault() -> None:
+    section = FAULTS_DOC.read_text()
     listed = re.findall(r"^\| `([a-z0-9-]+)` \|", section, re.MULTILINE)
     assert listed == [f.id for f in FAULTS] + ["sigkill-then-continue"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from swecli.frontmatter import FrontMatterError, load_named, read_front_matter
+from swecli.frontmatter import MAX_BYTES, FrontMatterError, load_named, read_front_matter, read_regular
 
 
 @dataclass(frozen=True)
@@ -48,3 +49,24 @@ def test_load_named_keeps_the_first_of_a_name_and_says_why_each_file_was_skipped
         f"note skipped: {tmp_path / 'second' / 'bad.md'}: it has no YAML front matter (the file must start with a "
         "`---` line)",
     ]
+
+
+# -- what a hostile repository can ship (docs/security/redteam.md) ------------------------------------------
+
+
+def test_a_fifo_or_a_link_to_a_device_is_refused_without_waiting(tmp_path: Path) -> None:
+    """`.claude/agents/x.md` as a FIFO waited for a writer forever; as a link to /dev/zero it read until
+    memory ran out: swecli never started (found by the independent check)."""
+    os.mkfifo(tmp_path / "fifo.md")
+    (tmp_path / "zero.md").symlink_to("/dev/zero")
+    for name in ("fifo.md", "zero.md"):
+        with pytest.raises(FrontMatterError, match="not a regular file"):
+            read_front_matter(tmp_path / name)
+
+
+def test_a_file_over_the_limit_is_refused(tmp_path: Path) -> None:
+    big = tmp_path / "big.md"
+    big.write_text("---\nname: a\n---\n" + "x" * MAX_BYTES)
+    with pytest.raises(FrontMatterError, match="larger than 1 MB"):
+        read_front_matter(big)
+    assert read_regular(big, 10) == b"---\nname: a"  # limit + 1 bytes: enough to tell it is over

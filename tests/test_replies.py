@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from swecli.agent import Agent
 from swecli.config import Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Limits, Prompt
 from swecli.events import Event, ModelCallFinished, Notice, TurnFinished
 from swecli.llm.factory import make_provider
 from swecli.messages import AssistantMessage, SystemBlock, ToolMessage
@@ -43,7 +43,8 @@ def http_agent(llm: ScriptedLLM, root: Path, events: list[Event], written: list[
     settings = Settings(provider=provider_name, model="scripted-model", base_url=llm.base_url, api_key="k",
                         max_retries=0)
     registry = tools(written if written is not None else [])
-    context = ContextManager((SystemBlock(text="You are a test."),), registry.schemas(), max_tokens=max_tokens)
+    context = ContextManager(Prompt((SystemBlock(text="You are a test."),), registry.schemas()),
+                             Limits(max_tokens=max_tokens))
     return Agent(make_provider(settings), registry, context, ToolContext(root=root), Policy("auto"),
                  on_event=events.append)
 

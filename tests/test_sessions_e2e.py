@@ -6,9 +6,12 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -164,3 +167,67 @@ def test_notes_are_per_session_and_shell_edits_reach_files_modified(project: Pat
     assert "fix the greeting typo" in system and "# Session notes" not in system
     own = (project / ".swecli" / "memory" / "notes" / f"{second['session_id']}.md").read_text()
     assert "write the changelog" in own and "fix the greeting typo" not in own
+
+
+def modes_under(path: Path) -> dict[str, int]:
+    return {p.relative_to(path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in [path, *path.rglob("*")]}
+
+
+@pytest.fixture
+def shared_place() -> Iterator[Path]:
+    """A project both root and `nobody` can reach (pytest's tmp_path is private to root)."""
+    place = Path(tempfile.mkdtemp(prefix="swecli-records-"))
+    place.chmod(0o755)
+    (place / "project").mkdir()
+    yield place
+    shutil.rmtree(place, ignore_errors=True)
+
+
+USERS = ["self", pytest.param("nobody", marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch"))]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_printed_key_is_masked_in_saved_outputs_and_every_record_is_private(shared_place: Path, user: str) -> None:
+    """A command prints the API key (from its environment) all through a 3 MB output: the output is saved
+    whole (spooled to disk, read back in pieces), the key masked wherever a piece boundary cuts it; and an
+    install whose `.swecli/` an earlier version left readable is tightened at start. As the current user and,
+    under root, as `nobody`."""
+    project = shared_place / "project"
+    old = project / ".swecli" / "sessions"
+    old.mkdir(parents=True)
+    (project / ".swecli").chmod(0o755)
+    (old / "20260101-000000-abcd.jsonl").write_text('{"type":"meta"}\n')
+    (old / "20260101-000000-abcd.jsonl").chmod(0o644)
+    hooks = project / ".swecli" / "hooks"
+    hooks.mkdir()
+    (hooks / "pre.sh").write_text("#!/bin/sh\n")
+    (hooks / "pre.sh").chmod(0o755)
+    # Commands no longer see the key in their environment (sandbox.inherit_env), so it comes from a file.
+    (project / "service.txt").write_text(SECRET + "\n")
+    command = 'key=$(cat service.txt); for i in $(seq 40000); do echo "row $i key=$key end"; done'
+    steps = [Reply(calls=[Call("bash", {"command": command})]), Reply("Printed it.")]
+    prefix, home = [], {}
+    if user == "nobody":  # a home of its own: the test's is private to root
+        home = {"HOME": str(shared_place / "home"), "XDG_CONFIG_HOME": str(shared_place / "home" / ".config"),
+                "XDG_CACHE_HOME": str(shared_place / "home" / ".cache")}
+        os.mkdir(home["HOME"])
+        for entry in [shared_place, *shared_place.rglob("*")]:
+            os.lchown(entry, 65534, 65534)
+        prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    with ScriptedLLM(steps) as llm:
+        out = subprocess.run([*prefix, *swecli_cmd(llm, "-p", "print the rows", "--mode", "auto", "--sandbox", "off")],
+                             cwd=project, env={**env(), **home}, text=True, capture_output=True, timeout=180,
+                             stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    dot = project / ".swecli"
+    saved = list((dot / "tool_results").glob("*.txt"))
+    assert len(saved) == 1
+    text = saved[0].read_text()
+    assert text.count("key=[REDACTED] end") == 40000 and SECRET not in text
+    assert SECRET not in all_text_under(dot)
+    modes = modes_under(dot)
+    assert modes["."] == 0o700 and modes["tool_results"] == 0o700
+    records = {name: mode for name, mode in modes.items() if not name.startswith(("hooks", ".gitignore", "."))}
+    assert records and all(mode == (0o700 if (dot / name).is_dir() else 0o600) for name, mode in records.items()), \
+        records
+    assert modes["hooks/pre.sh"] == 0o755  # shared, committed files keep their modes

@@ -1,9 +1,14 @@
 """The context engine: what each request to the model holds, counted exactly, kept within the window.
 
     manager.py       `ContextManager`: what the agent loop asks of the engine (assemble, count, compact, observe)
+    wiring.py        what the engine talks to (events, cancel token, summary provider, pin, todo, counter)
+    meter.py         what a request carries, counted and calibrated against the window (`Prompt`, `Limits`)
     budget.py        the window, the compaction threshold and where the tokens go (`ContextState`)
     ledger.py        what the engine knows about a history, kept up to date in O(appended)
     tokens.py        token counting: tiktoken encodings loaded offline, a per-message cached counter
+    scheduler.py     when the history is compacted: the summary made ahead, room at the hard limit
+    runway.py        where the background summary must start to be ready before the hard limit
+    compactor.py     the ways to make room: a compaction, a fold, a truncation; the record of each
     compaction.py    rewrite an over-full history into a smaller one that loses nothing for good
     background.py    the older history summarized while the loop keeps working
     archive.py       where compacted history stays reachable (`.swecli/compactions/`)
@@ -21,8 +26,8 @@
     todo.py          the model's own task list (the `todo` tool)
 
 Internal (used only inside the package, may change without notice): `archive`, `background`, `compaction`,
-`decay`, `diagnostics`, `engineering`, `extract`, `hooks`, `images`, `ledger`, `prefix`, `recitation`,
-`references`.
+`compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `hooks`, `images`, `ledger`, `prefix`,
+`recitation`, `references`, `runway`, `scheduler`.
 
 What other packages may use is re-exported here (`from swecli.context import ...`); each name is imported from
 its module the first time it is used, so importing the package costs nothing.

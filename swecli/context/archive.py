@@ -7,7 +7,8 @@ names these paths, relative to the root, so the model can read or grep them with
 An index (`<stamp>-index-<digest>.txt`) lists every saved output the compacted history pointed to
 (offloaded tool results, shortened texts, earlier transcripts), carried over from one compaction to
 the next: whatever was saved stays one read away from the summary in the prompt.
-(Session transcripts live apart, under `.swecli/sessions/`, owned by the session module.)
+(Session transcripts live apart, under `.swecli/sessions/`, owned by the session module.) Like the
+transcript, an archive has secrets masked (the environment's keys) and is written 0600.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from typing import Protocol
 
 from swecli.errors import SwecliError
 from swecli.messages import Message
+from swecli.session.private import make_private_dir, write_private
+from swecli.session.secrets import Redactor
 
 ARCHIVE_DIR = Path(".swecli") / "compactions"
 
@@ -51,11 +54,12 @@ class DiskArchive:
     root: Path
     stamp: str = field(default_factory=lambda: time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
     written: list[Path] = field(default_factory=list)
+    redactor: Redactor = field(default_factory=Redactor.from_environment)
 
     def _path(self, name: str) -> Path:
         folder = self.root / ARCHIVE_DIR
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            make_private_dir(folder)
         except OSError as exc:
             raise ArchiveError(f"cannot create {folder}: {exc.strerror or exc}") from None
         return folder / name
@@ -63,7 +67,7 @@ class DiskArchive:
     def _write(self, name: str, text: str) -> str:
         path = self._path(name)
         try:
-            path.write_text(text, encoding="utf-8")
+            write_private(path, self.redactor.redact(text).encode("utf-8", errors="surrogatepass"))
         except OSError as exc:
             raise ArchiveError(f"cannot write {path}: {exc.strerror or exc}") from None
         self.written.append(path)

@@ -1,27 +1,23 @@
 """Background compaction: the older history is summarized while the loop keeps working.
 
 A model's summary takes 10-60 s. Made at the compaction threshold, the user waits that long every
-time; made ahead, nobody waits. The context engine (`ContextManager.prepare`) drives it in three
-steps, at the levels of `ContextBudget`:
+time; made ahead, nobody waits. The compaction scheduler (`scheduler.py`) decides when a job starts (the
+runway, `runway.py`) and what the loop does until it is ready; this module is the job itself: a snapshot
+of the history and a thread that runs the PreCompact hook, then summarizes the span a compaction would
+replace (`compaction.prepare_span`: the same summary prompt, the facts, the references, the archive and
+its index), with its own provider and cancel token. A ready summary is applied over the history as it is
+by then (`compaction.apply_span`): the summary for the snapshot's span, then every message appended
+since, verbatim, still paired.
 
-- past the warning level (`context.warning_threshold`, 0.1 below the threshold by default) it takes a
-  snapshot of the history and starts a `SummaryJob`: a thread that runs the PreCompact hook, then
-  summarizes the span a compaction would replace (`compaction.prepare_span`: the same summary prompt,
-  the facts, the references, the archive and its index), with its own provider and cancel token;
-- at the compaction level a ready summary is applied at once (`compaction.apply_span`): the summary
-  for the snapshot's span, then every message appended since, verbatim, still paired;
-- only when the history reaches the hard limit (the largest prompt that still leaves the reply its
-  room) before the summary is ready does the loop wait for it, and it says so.
-
-A summary that fails, is cancelled (/clear, /resume, /model, Esc, the session closing) or whose span
-was rewritten meanwhile is dropped; the normal path (a compaction made on the spot) then runs. The
-hook runs once per compaction, on the job's thread: its instructions shape the summary, a summary it
-supplies replaces the model's, and its cancel is honoured at the threshold.
+The span may have been rewritten meanwhile by the engine itself (a fold when the prompt reached the hard
+limit first, an image's stand-in): the job still `matches` then, message for message, and the index of
+saved outputs is brought up to date when it is applied. Any other rewrite (/clear, /resume, /model, Esc,
+the session closing) cancels the job.
 
 Thread safety: the job reads only its snapshot (messages are immutable) and a copy of the tool
 metadata, counts with its own `TokenCounter`, writes only to the archive, and talks to the provider
-its factory makes for it (the loop's HTTP client is not shared). It emits no events: the context
-engine reports its start and end from the loop's thread, and `on_done` only wakes a toolbar.
+its factory makes for it (the loop's HTTP client is not shared). It emits no events: the scheduler
+reports its start and end from the loop's thread, and `on_done` only wakes a toolbar.
 """
 
 from __future__ import annotations
@@ -33,11 +29,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from swecli.context.archive import Archive
-from swecli.context.compaction import CompactionParams, PreparedSpan, prepare_span
+from swecli.context.compaction import CompactionIO, CompactionParams, PreparedSpan, prepare_span
 from swecli.context.hooks import PreCompactDecision
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import CancelToken, Provider
-from swecli.messages import Message, Usage
+from swecli.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
 
 Phase = Literal["running", "ready", "failed", "cancelled", "declined"]
 
@@ -85,10 +81,28 @@ class SummaryJob:
         return self.error or "; ".join(self.notes) or "no summary came back"
 
     def matches(self, history: Sequence[Message]) -> bool:
-        """Whether `history` still starts with the span this job summarized, message for message."""
+        """Whether `history` still starts with the span this job summarized, message for message (each one
+        as it was, or the engine's own rewrite of it)."""
         if len(history) < self.cut:
             return False
-        return list(history[: self.cut]) == list(self.snapshot[: self.cut])
+        head = list(history[: self.cut])
+        if head == list(self.snapshot[: self.cut]):
+            return True
+        return all(rewritten_from(now, then) for now, then in zip(head, self.snapshot, strict=False))
+
+
+def rewritten_from(now: Message, then: Message) -> bool:
+    """Whether `now` is `then`, or what the engine makes of it in place: a tool output folded to a digest,
+    an assistant message without its old thinking, a message whose images became stand-ins."""
+    if now is then or now == then:
+        return True
+    if isinstance(now, ToolMessage) and isinstance(then, ToolMessage):
+        return now.tool_call_id == then.tool_call_id
+    if isinstance(now, AssistantMessage) and isinstance(then, AssistantMessage):
+        return now.tool_calls == then.tool_calls and now.content == then.content
+    if isinstance(now, UserMessage) and isinstance(then, UserMessage):
+        return now.kind == then.kind and now.content.startswith(then.content)
+    return False
 
 
 HookRunner = Callable[[], PreCompactDecision]
@@ -126,8 +140,9 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
         params = replace(job.params, instructions=job.decision.instructions, summary_text=job.decision.summary)
         provider, owned = work.provider()
         counter = TokenCounter(work.encoding, work.include_reasoning)
+        io = CompactionIO(work.archive, provider, work.meta, job.cancel)
         job.prepared, job.notes, job.usage = prepare_span(job.snapshot, job.cut, params, counter.message, counter.text,
-                                               work.archive, provider, work.meta, job.cancel)
+                                                          io)
     except Exception as exc:  # whatever broke, the loop drops the job and compacts on the spot
         job.error = f"{type(exc).__name__}: {exc}"
     finally:

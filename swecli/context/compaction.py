@@ -28,7 +28,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from swecli.context.archive import Archive, ArchiveError, MemoryArchive
@@ -188,24 +188,26 @@ class _Work:
         return self.params.fixed + sum(self.count(m) for m in history)
 
 
-def compact_history(
-    history: Sequence[Message],
-    params: CompactionParams,
-    count: Count,
-    text_count: CountText,
-    archive: Archive,
-    provider: Provider | None = None,
-    meta: Mapping[str, Mapping[str, Any]] | None = None,
-    cancel: CancelToken | None = None,
-) -> CompactionResult:
-    """Compact `history` under `params.limit`; unchanged (changed=False) when there is nothing to do.
+@dataclass(frozen=True)
+class CompactionIO:
+    """What a compaction reads and writes besides the history."""
 
-    `meta` maps tool-call ids to the `ToolResult.meta` the tools reported (exact exit codes, paths);
-    `cancel` interrupts a summary request (the compaction then falls back to truncation).
-    """
+    archive: Archive
+    """Where it saves what it removes (the transcript, shortened texts, the index of saved outputs)."""
+    provider: Provider | None = None
+    """Who writes the summary (None: no model call; the summarize strategy then falls back to truncation)."""
+    meta: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The `ToolResult.meta` the tools reported, by tool-call id (exact exit codes, paths)."""
+    cancel: CancelToken | None = None
+    """Interrupts a summary request (the compaction then falls back to truncation)."""
+
+
+def compact_history(history: Sequence[Message], params: CompactionParams, count: Count, text_count: CountText,
+                    io: CompactionIO) -> CompactionResult:
+    """Compact `history` under `params.limit`; unchanged (changed=False) when there is nothing to do."""
     if params.strategy not in STRATEGIES:
         raise ValueError(f"unknown compaction strategy {params.strategy!r}; use one of {', '.join(STRATEGIES)}")
-    work = _Work(history, params, count, text_count, archive, provider, cancel)
+    work = _Work(history, params, count, text_count, io.archive, io.provider, io.cancel)
     before = work.total(history)
     if before <= params.limit and not params.force:
         return CompactionResult(list(history), False, params.strategy, tokens_after=before,
@@ -213,7 +215,7 @@ def compact_history(
     cut = _plan_cut(work, history)
     if not cut:
         return _fit_only(work, before)
-    prepared = _prepare(work, history, cut, meta, fallback=True)
+    prepared = _prepare(work, history, cut, io.meta, fallback=True)
     if prepared is None:
         # Nothing would be dropped (importance kept every older message): adding a summary message
         # would only make the context larger.
@@ -240,6 +242,8 @@ class PreparedSpan:
     archive: str
     notes: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    index: str = ""
+    """The index of the saved outputs the span names ("" when it names none)."""
 
     def kept_messages(self, pinned: Mapping[int, Message]) -> list[Message]:
         """Prompts, pinned messages and the turns a strategy kept, in their original order."""
@@ -252,40 +256,53 @@ def plan_span(history: Sequence[Message], params: CompactionParams, count: Count
     return _plan_cut(_Work(history, params, count, text_count, _NO_ARCHIVE), history)
 
 
-def prepare_span(
-    history: Sequence[Message],
-    cut: int,
-    params: CompactionParams,
-    count: Count,
-    text_count: CountText,
-    archive: Archive,
-    provider: Provider | None,
-    meta: Mapping[str, Mapping[str, Any]] | None = None,
-    cancel: CancelToken | None = None,
-) -> tuple[PreparedSpan | None, tuple[str, ...], Usage]:
+def prepare_span(history: Sequence[Message], cut: int, params: CompactionParams, count: Count, text_count: CountText,
+                 io: CompactionIO) -> tuple[PreparedSpan | None, tuple[str, ...], Usage]:
     """The model's summary of `history[:cut]` with its facts, references and index, the whole history
     archived: the slow part of a compaction, safe to run on another thread (it touches nothing shared
     but the archive and the provider). (None, notes, usage) when the model's summary failed or was
     cancelled: no truncation stands in for it here. `usage`: what its requests cost either way."""
-    work = _Work(history, params, count, text_count, archive, provider, cancel)
-    return _prepare(work, history, cut, meta, fallback=False), tuple(work.notes), work.usage
+    work = _Work(history, params, count, text_count, io.archive, io.provider, io.cancel)
+    return _prepare(work, history, cut, io.meta, fallback=False), tuple(work.notes), work.usage
 
 
 def apply_span(
     history: Sequence[Message], prepared: PreparedSpan, params: CompactionParams, count: Count,
     text_count: CountText, archive: Archive,
 ) -> CompactionResult:
-    """`prepared` applied to `history`, whose first `prepared.cut` messages are the span it summarizes:
-    its kept prompts and summary, then every later message verbatim (shortened only if still over the
-    limit)."""
+    """`prepared` applied to `history`, whose first `prepared.cut` messages are the span it summarizes (or
+    the engine's folds of them, made meanwhile): its kept prompts and summary, then every later message
+    verbatim (shortened only if still over the limit)."""
     work = _Work(history, params, count, text_count, archive)
     work.archive_path = prepared.archive
-    return _assemble(work, history, prepared)
+    return _assemble(work, history, _with_later_saves(work, history, prepared))
+
+
+def _with_later_saves(work: _Work, history: Sequence[Message], prepared: PreparedSpan) -> PreparedSpan:
+    """Outputs of the span folded after its summary was made name files its index does not list: a new
+    index lists them too (after the old one's entries), so whatever was saved stays one read away."""
+    calls = {c.id: c for m in prepared.head if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    later: dict[str, str] = {}
+    for position, (now, then) in enumerate(zip(history[: prepared.cut], prepared.head, strict=False)):
+        if now is not then:
+            later.update((path, f"- `{path}` ← {_named_by(now, calls)} (`{prepared.archive}` #{position})")
+                         for path in SAVED_PATH.findall(now.content) if path not in then.content)
+    if not later:
+        return prepared
+    earlier = (work.archive.read_text(prepared.index) if prepared.index else None) or _index_header()
+    index = work.save_text("index", earlier.rstrip("\n") + "\n" + "\n".join(later.values()) + "\n")
+    content = prepared.summary.content
+    if prepared.index:
+        content = content.replace(f"`{prepared.index}`", f"`{index}`")
+    else:
+        first, _, rest = content.partition("\n\n")
+        content = f"{first}{_index_sentence(index)}" + (f"\n\n{rest}" if rest else "")
+    return replace(prepared, summary=replace_content(prepared.summary, content), index=index)
 
 
 def _plan_cut(work: _Work, history: Sequence[Message]) -> int:
     params = work.params
-    reserve = _summary_reserve(params, any(is_summary(m) for m in history))
+    reserve = summary_reserve(params, any(is_summary(m) for m in history))
     head_prompt_cost = _prompt_costs(history, work)
     cut = choose_cut(history, work.count, params.keep_recent,
                      lambda c: params.limit - params.fixed - reserve - head_prompt_cost(c))
@@ -310,7 +327,7 @@ def _prepare(work: _Work, history: Sequence[Message], cut: int, meta: Mapping[st
         return None
     summary = UserMessage(kind="summary", content=_summary_message(work, head, strategy, body, facts, index))
     prepared = PreparedSpan(cut, tuple(head), prompts, frozenset(kept), summary, strategy, work.archive_path,
-                            tuple(work.notes), work.usage)
+                            tuple(work.notes), work.usage, index)
     if len(prepared.kept_messages(pinned)) == len(head):
         return None
     return prepared
@@ -335,7 +352,9 @@ def _after_last_summary(history: Sequence[Message]) -> int:
     return last + 1
 
 
-def _summary_reserve(params: CompactionParams, has_summary: bool) -> int:
+def summary_reserve(params: CompactionParams, has_summary: bool = True) -> int:
+    """Local tokens the summary message may take (body, facts, extra sections, marker): a span smaller than
+    this is not worth summarizing."""
     facts_budget = _facts_budget(params)
     # Truncate and importance carry an earlier summary over, which is at most a summary long.
     body = params.summary_tokens if params.strategy == "summarize" or has_summary else 0
@@ -388,10 +407,18 @@ def _write_index(work: _Work, head: Sequence[Message]) -> str:
                 entries[path] = f"- `{path}` ← {_named_by(msg, calls)} (`{work.archive_path}` #{position})"
     if not entries:
         return ""
-    lines = [INDEX_HEADING, "Every file below holds text the compacted history pointed to: read it with read_file "
-             "(offset/limit) or grep it. `#N` is message N (0-based line) of the transcript named with it.", "",
-             *entries.values()]
-    return work.save_text("index", "\n".join(lines) + "\n")
+    return work.save_text("index", "\n".join([_index_header(), *entries.values()]) + "\n")
+
+
+def _index_header() -> str:
+    return "\n".join([INDEX_HEADING, "Every file below holds text the compacted history pointed to: read it with "
+                      "read_file (offset/limit) or grep it. `#N` is message N (0-based line) of the transcript "
+                      "named with it.", ""])
+
+
+def _index_sentence(index: str) -> str:
+    return (f" Every output saved from it (offloaded tool results, shortened messages, earlier transcripts) "
+            f"is listed in `{index}`.")
 
 
 def _earlier_entries(work: _Work, head: Sequence[Message]) -> Iterator[tuple[str, str]]:
@@ -471,6 +498,26 @@ def _previous_summary_body(head: Sequence[Message]) -> str:
 _CARRIED = "\n\n(Turns after this earlier summary were dropped without a new summary.)"
 
 
+_TRUNCATED = "dropped (truncated, no summary written)"
+_OVERTAKEN = ("summarized in part: the summary below covers the older ones; the newer ones were dropped without a "
+              "summary when the prompt reached its limit before the summary was ready")
+
+
+def with_model_summary(summary: UserMessage, model_summary: UserMessage) -> UserMessage:
+    """A truncation's summary message with the body of a model's summary made for an older part of its span
+    (the background summary that was on its way when the truncation made room without it): the model's
+    body replaces the carried-over one; the facts, references and archive of the whole span stay."""
+    body = demote_headings(summary_body(model_summary.content))
+    content = summary.content.replace(_TRUNCATED, _OVERTAKEN, 1)
+    start = content.find(SUMMARY_HEADING + "\n")
+    if start < 0:
+        first, _, rest = content.partition("\n\n")
+        return replace_content(summary, f"{first}\n\n{SUMMARY_HEADING}\n{body}" + (f"\n\n{rest}" if rest else ""))
+    after = content.find("\n## ", start + len(SUMMARY_HEADING))
+    tail = "\n" + content[after:] if after >= 0 else ""
+    return replace_content(summary, f"{content[:start]}{SUMMARY_HEADING}\n{body}{tail}")
+
+
 def summary_body(content: str) -> str:
     start = content.find(SUMMARY_HEADING + "\n")
     if start < 0:
@@ -492,10 +539,9 @@ def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: 
              "read or grep it for anything not kept here." if work.archive_path
              else "The pre-compaction history could not be archived.")
     if index:
-        where += (f" Every output saved from it (offloaded tool results, shortened messages, earlier transcripts) "
-                  f"is listed in `{index}`.")
+        where += _index_sentence(index)
     how = {"summarize": "summarized", "hook": "summarized (by the PreCompact hook)",
-           "truncate": "dropped (truncated, no summary written)",
+           "truncate": _TRUNCATED,
            "importance": "reduced to the turns that mattered most"}[strategy]
     parts = [f"{SUMMARY_MARKER} {replaced} earlier messages were {how} to free context. "
              f"{_prompts_note(work, head)}{where}"]
@@ -625,18 +671,19 @@ def _fit_prompts(work: _Work, history: list[Message], over: int, head_tokens: in
 
 
 def _fit_summary(work: _Work, history: list[Message], summary: UserMessage, over: int) -> int:
-    """Cut the summary's body, never its first paragraph (what was compacted and where the archive is), and
-    at a line's end, so no sentence stops in the middle."""
+    """The summary loses its end first, at a line's end so no sentence stops in the middle; its first
+    paragraph, which names the archive and the index of saved outputs (where everything it replaced is),
+    stays whole."""
     index = next(i for i, m in enumerate(history) if m is summary)
-    marker, _, rest = summary.content.partition("\n\n")
-    keep = max(0, work.count(summary) - over - 20 - work.text_count(marker))
+    pointers, _, rest = summary.content.partition("\n\n")
+    keep = max(0, work.count(summary) - over - 20 - work.text_count(pointers))
     body = head_by_tokens(rest, keep, work.text_count)
-    if body == rest:  # nothing to cut (a truncation's note alone): no "cut here" mark for nothing cut
+    if body == rest:  # nothing to cut (a truncation's note alone): no mark for a cut that did not happen
         return over
     if "\n" in body:
         body = body[:body.rindex("\n")]
-    kept = "\n\n".join(p for p in (marker, body.rstrip()) if p)
-    text = kept + "\n\n[swecli: the summary was cut here to fit the window]"
+    kept = "\n\n".join(p for p in (pointers, body.rstrip()) if p)
+    text = kept + "\n\n[swecli: the summary cut to fit the window ends here]"
     shortened = replace_content(summary, text)
     work.notes.append("the summary was cut to fit the window")
     history[index] = shortened

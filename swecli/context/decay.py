@@ -80,6 +80,12 @@ def policy_for(tool: str) -> DecayPolicy:
     return DecayPolicy(keep=True) if fold_after is None else DecayPolicy(min_age=fold_after)
 
 
+def room_policy(tool: str) -> DecayPolicy:
+    """When room is needed at once (`fold_older`): every output older than the newest zone folds, whatever
+    its tool, unless its tool's results are never folded."""
+    return DecayPolicy(min_age=1, keep=policy_for(tool).keep)
+
+
 @dataclass(frozen=True)
 class DecayResult:
     history: list[Message]
@@ -117,16 +123,37 @@ def decay(
                     reference_for)
 
 
+MIN_ZONE = 500
+"""The newest history `fold_older` always keeps verbatim, in local tokens (the newest step's outputs stay
+whatever the zone)."""
+
+
+def fold_older(history: list[Message], ledger: Ledger, scan: DecayScan, keep_recent_tokens: int,
+               reference_for: ReferenceFor, needed: int = 0) -> DecayResult:
+    """Every tool output before the newest `keep_recent_tokens` folded at once, whatever it saves: the
+    no-model-call compaction ("observation masking"), for when room is needed before a summary is ready.
+    When that saves less than `needed` tokens, the newest zone halves (down to `MIN_ZONE`) until it saves
+    enough. `ledger` must be synced to `history`; `scan` (with `room_policy`) is kept from one fold to the
+    next, so what folding a message saves is worked out once."""
+    keep = keep_recent_tokens
+    while scan.saving(ledger, keep) < needed and keep // 2 >= MIN_ZONE:
+        keep //= 2  # the scan goes on from where it was: each message is still looked at once
+    return scan.run(history, ledger, keep, 0, reference_for)
+
+
 class DecayScan:
     """`decay` for a history that grows by appends: each message is looked at once, when it leaves the
     newest zone, and its saving (a fold estimated with a placeholder reference) is cached on the message.
     Results too young for their policy wait in a short list until they are old enough. Only a batch
     that folds (a rewrite of the history) makes the scan start over, from the cached savings."""
 
-    def __init__(self, counter: TokenCounter, policies: Mapping[str, DecayPolicy] | None = None) -> None:
+    def __init__(self, counter: TokenCounter, policies: Mapping[str, DecayPolicy] | None = None, *,
+                 default: Callable[[str], DecayPolicy] = policy_for) -> None:
         self.counter = counter
         self.rules = policies or {}
         """Overrides of the tools' own policies, by tool name."""
+        self.default = default
+        """A tool's policy when `rules` does not name it (`room_policy` when room is needed at once)."""
         self._savings = IdentityCache[int]()
         self._generation = -1
         self._reset()
@@ -140,6 +167,12 @@ class DecayScan:
         """(index, tokens) of assistant messages before the zone that still carry thinking blocks."""
         self.pending = 0
         """What folding every eligible result now would save."""
+
+    def saving(self, ledger: Ledger, keep_recent_tokens: int) -> int:
+        """What folding everything eligible before the newest `keep_recent_tokens` would save (nothing is
+        written)."""
+        self._advance(ledger, keep_recent_tokens)
+        return self.pending
 
     def run(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int, min_savings_tokens: int,
             reference_for: ReferenceFor | None = None) -> DecayResult:
@@ -172,7 +205,7 @@ class DecayScan:
             return
         if not isinstance(msg, ToolMessage) or is_digest(msg):
             return
-        policy = self.rules.get(msg.name) or policy_for(msg.name)
+        policy = self.rules.get(msg.name) or self.default(msg.name)
         if policy.keep or self._saving(ledger, index) < MIN_FOLD_TOKENS:
             return
         self._place(ledger, index, max(1, policy.min_age))

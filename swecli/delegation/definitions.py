@@ -13,6 +13,11 @@ work unchanged):
 Folders, earlier ones winning a name: `.swecli/agents/`, `.claude/agents/` (project), then
 `~/.config/swecli/agents/` (honours XDG_CONFIG_HOME) and `~/.claude/agents/` (user). A bad file (no
 front matter, no description, a name taken earlier) is skipped with one warning naming it.
+
+A project's agent that brings something of its own (a tool beyond the read-only ones, or a model) is
+part of what the user trusts with the project (docs/security/trust.md): until then it is left out
+(`AgentCatalog.untrusted`), and the start-up line names it. One without them is instructions only,
+like OPENCLI.md, and loads regardless.
 """
 
 from __future__ import annotations
@@ -52,6 +57,20 @@ class AgentDefinition:
     path: Path | None = None
     """The file it came from (None for the built-in)."""
     source: str = "built-in"
+    project: bool = False
+    """Found in the project's folders (so written by whoever wrote the project, not by the user)."""
+
+    def brings(self) -> list[str]:
+        """What this agent adds beyond the read-only default: writing (or unknown) tools, its own model.
+        Empty for an agent that only instructs."""
+        extra = []
+        read_only = read_only_tools()
+        tools = [name for name in self.tools or () if TOOL_ALIASES.get(name, name) not in read_only]
+        if tools:
+            extra.append("tools " + ", ".join(tools))
+        if self.model:
+            extra.append(f"model {self.model}")
+        return extra
 
 
 BUILTIN = AgentDefinition(
@@ -61,10 +80,25 @@ BUILTIN = AgentDefinition(
 )
 
 
+TOOL_ALIASES = {"Read": "read_file", "Grep": "grep", "Glob": "list_files", "LS": "list_files", "Bash": "bash",
+                "Edit": "edit_file", "MultiEdit": "edit_file", "Write": "write_file"}
+"""Claude Code's tool names in an agent's `tools:` line, so its agent files work unchanged."""
+
+
+def read_only_tools() -> frozenset[str]:
+    """The built-in tools that change nothing (a sub-agent's default set)."""
+    from swecli.repomap.tool import REPO_MAP
+    from swecli.tools.builtin import default_tools
+
+    return frozenset(tool.name for tool in [*default_tools(), REPO_MAP] if not tool.mutating)
+
+
 @dataclass
 class AgentCatalog:
     agents: list[AgentDefinition] = field(default_factory=lambda: [BUILTIN])
     warnings: list[str] = field(default_factory=list)
+    untrusted: list[AgentDefinition] = field(default_factory=list)
+    """The project's agents that bring tools or a model, left out because the project is not trusted."""
 
     def get(self, name: str) -> AgentDefinition | None:
         return next((a for a in self.agents if a.name == name.strip()), None)
@@ -77,33 +111,60 @@ class DefinitionError(SwecliError):
     pass
 
 
+PROJECT_FOLDERS = (".swecli/agents", ".claude/agents")
+
+
 def agent_folders(root: Path, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
     from swecli.config import user_config_path
 
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home())
     return [
-        (".swecli/agents", root / ".swecli" / "agents"),
-        (".claude/agents", root / ".claude" / "agents"),
+        *((label, root / label) for label in PROJECT_FOLDERS),
         ("~/.config/swecli/agents", user_config_path(dict(env)).parent / "agents"),
         ("~/.claude/agents", home / ".claude" / "agents"),
     ]
 
 
-def load_agents(root: Path, env: Mapping[str, str] | None = None) -> AgentCatalog:
-    """The built-in agent, then every valid definition file, in folder precedence order."""
+def load_agents(root: Path, env: Mapping[str, str] | None = None, trusted: bool = False) -> AgentCatalog:
+    """The built-in agent, then every valid definition file, in folder precedence order. Unless the
+    project is `trusted`, its agents that bring tools or a model go to `untrusted` instead (and take no
+    name from an agent of the user's)."""
     from swecli.frontmatter import load_named
 
     files = [(path, label) for label, folder in agent_folders(root, env)
              for path in (sorted(folder.glob("*.md")) if folder.is_dir() else [])]
+    held: list[AgentDefinition] = []
+    if not trusted:
+        files, held = _hold_untrusted(files)
     agents, warnings = load_named(files, parse_agent, "agent", known=[BUILTIN])
-    return AgentCatalog(agents, warnings)
+    return AgentCatalog(agents, warnings, held)
+
+
+def _hold_untrusted(files: list[tuple[Path, str]]) -> tuple[list[tuple[Path, str]], list[AgentDefinition]]:
+    """(the files to load, the project's agents held back until trust): one that does not parse stays in,
+    so that loading reports it."""
+    kept, held = [], []
+    for path, label in files:
+        try:
+            agent = parse_agent(path, label)
+        except SwecliError:
+            kept.append((path, label))
+            continue
+        if agent.project and agent.brings():
+            held.append(agent)
+        else:
+            kept.append((path, label))
+    return kept, held
 
 
 def parse_agent(path: Path, source: str) -> AgentDefinition:
     from swecli.frontmatter import read_front_matter
 
     meta, body = read_front_matter(path)
+    for key in ("name", "model"):  # str() of a YAML alias bomb (a list of lists of ...) would never end
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise DefinitionError(f"`{key}` must be text")
     name = str(meta.get("name") or path.stem).strip()
     if not NAME.match(name):
         raise DefinitionError(f"the name {name!r} must be letters, digits, - or _ (at most 64 characters)")
@@ -113,7 +174,7 @@ def parse_agent(path: Path, source: str) -> AgentDefinition:
     model = str(meta.get("model") or "").strip()
     return AgentDefinition(name=name, description=" ".join(description.split()), prompt=body.strip(),
                            tools=_tools(meta.get("tools")), model="" if model == "inherit" else model, path=path,
-                           source=source)
+                           source=source, project=source in PROJECT_FOLDERS)
 
 
 def _tools(raw: Any) -> tuple[str, ...] | None:
@@ -121,6 +182,6 @@ def _tools(raw: Any) -> tuple[str, ...] | None:
     if raw is None or raw == "" or raw == []:
         return None
     items = raw.split(",") if isinstance(raw, str) else raw if isinstance(raw, list) else None
-    if items is None:
+    if items is None or not all(isinstance(item, str) for item in items):
         raise DefinitionError("`tools` must be a comma-separated list of tool names")
-    return tuple(str(item).strip() for item in items if str(item).strip())
+    return tuple(item.strip() for item in items if item.strip())

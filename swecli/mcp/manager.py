@@ -241,7 +241,13 @@ class McpManager:
     async def _serve(self, name: str, live: _Live) -> None:
         import anyio
 
-        cfg = self._states[name].config
+        from swecli.mcp.variables import MissingVariable, expand
+
+        try:
+            cfg = expand(self._states[name].config)  # ${VAR} from the environment, at each start
+        except MissingVariable as exc:
+            self._fail(name, str(exc))
+            return
         started = time.monotonic()
         scope = live.scope = anyio.CancelScope(deadline=anyio.current_time() + self.startup_timeout)
         if live.stopping is not None:
@@ -290,8 +296,9 @@ class _stderr_log:
         import os
 
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.handle = open(self.path, "w", encoding="utf-8")
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the user's alone, as every log
+            self.handle = open(fd, "w", encoding="utf-8")
         except OSError:
             self.handle = open(os.devnull, "w", encoding="utf-8")
         return self.handle

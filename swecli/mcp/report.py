@@ -3,6 +3,8 @@ its tools (name, one line of description, schema size in tokens, loaded or defer
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from swecli.mcp.catalog import Entry, McpCatalog
 from swecli.mcp.manager import ServerState
 
@@ -13,12 +15,15 @@ DESCRIPTION_CHARS = 64
 _STATUS_STYLE = {"ready": "green", "starting": "yellow", "failed": "red", "disabled": "dim", "stopped": "dim"}
 
 
-def listing(catalog: McpCatalog) -> list[Line]:
-    """Every configured server with its tools, then the totals against the budget."""
+def listing(catalog: McpCatalog, scopes: Mapping[str, str] | None = None) -> list[Line]:
+    """Every configured server (with the scope that defines it, when known) and its tools, then the
+    totals against the budget."""
     entries = catalog.entries()
     lines: list[Line] = []
     for state in catalog.manager.states():
-        lines.append((_server_line(state), _STATUS_STYLE.get(state.status, "")))
+        scope = (scopes or {}).get(state.name, "")
+        lines.append((_server_line(state) + (f" · {scope} scope" if scope else ""),
+                      _STATUS_STYLE.get(state.status, "")))
         tools = [e for e in entries if e.spec.server == state.name]
         width = max((len(e.tool.name) for e in tools), default=0)
         lines.extend((_tool_line(e, width), "dim" if e.state == "deferred" else "") for e in tools)

@@ -9,20 +9,24 @@ before per-session notes (`.swecli/memory/session_notes.md`) counts as the previ
 A session's notes are kept current three ways:
 - `NotesUpdater.handle(event)`: cheap rules fed by the agent's events, no model call (a prompt sets
   the goal and the task, a successful write/edit records the file and the model's stated reason, a
-  shell command records the files git sees it change (`sed -i`, formatters), a compaction records a
+  shell command records the files it changed (`sed -i`, formatters; see changes.py), a compaction records a
   decision line, a finished turn marks the task's status);
 - the `notes` tool (`notes_tool()`), through which the model records decisions, issues and patterns;
 - a person editing the file: parsing keeps unknown sections and free text, and matches headings
   loosely ("## Files modified (and why)", "## files changed", "## Code patterns" all work).
-Every write reads the file first and replaces it atomically (temp file + rename), so no edit is
-lost to a stale copy and a kill never leaves half a file.
+Every write reads the file first and replaces it atomically (temp file + rename + fsync), one at a time
+(`_NOTES_LOCK`), so no edit is lost to a stale copy and a kill never leaves half a file. The updater's
+writes run on a background thread (`_WRITER`): an fsync costs ~20 ms on a disk, which the loop would
+otherwise wait for around every tool call. `read_notes` and `NotesUpdater.close` wait for them.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import re
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,11 +35,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from swecli.events import CompactionDone, MessageAppended, ToolFinished, ToolStarted, TurnFinished
+from swecli.events import CompactionDone, MessageAppended, ModelCallStarted, ToolFinished, ToolStarted, TurnFinished
+from swecli.memory.changes import ChangeTracker, track_changes
 from swecli.memory.opencli import CountTokens, fit_to_budget
-from swecli.memory.worktree import Entry, Worktree, changed_paths
 from swecli.messages import AssistantMessage, UserMessage
 from swecli.session.log import modified_path
+from swecli.session.private import make_private_dir
 from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare, facts_for
@@ -184,7 +189,7 @@ def read_notes_document(path: Path) -> NotesDocument:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -197,19 +202,60 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+_NOTES_LOCK = threading.Lock()
+"""One read-modify-write of a notes file at a time: the updater's writer thread and the notes tool."""
+
+
 def update_notes(path: Path, change: Callable[[NotesDocument], None]) -> NotesDocument:
     """Read the current file, apply `change`, write it back atomically (only if something changed)."""
-    before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-    doc = NotesDocument.parse(before) if before is not None else NotesDocument.new()
-    change(doc)
-    text = doc.render()
-    if text != before:
-        write_atomically(path, text)
-    return doc
+    with _NOTES_LOCK:
+        before = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        doc = NotesDocument.parse(before) if before is not None else NotesDocument.new()
+        change(doc)
+        text = doc.render()
+        if text != before:
+            write_atomically(path, text)
+        return doc
+
+
+class _Writer:
+    """Runs notes writes in order on one daemon thread; `flush()` waits until every write so far is done."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._start:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="swecli-notes", daemon=True)
+                self._thread.start()
+        self._jobs.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            finally:
+                self._jobs.task_done()
+
+    def flush(self) -> None:
+        self._jobs.join()
+
+
+_WRITER = _Writer()
+
+
+def flush_notes() -> None:
+    """Wait until every notes update handed to the writer thread so far is on disk."""
+    _WRITER.flush()
 
 
 def read_notes(root: Path, session_id: str) -> str:
     """A session's notes file as it is, for `/notes` ("" when there is none yet)."""
+    flush_notes()
     path = notes_path(root, session_id)
     return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
 
@@ -217,6 +263,7 @@ def read_notes(root: Path, session_id: str) -> str:
 def notes_prompt(root: Path, session_id: str, budget_tokens: int, count_tokens: CountTokens) -> str:
     """The notes for the system prompt at session start ("" when there are none): a resumed session's
     own notes, or, for a new session, the previous session's, labelled as such."""
+    flush_notes()
     own = _notes_text(notes_path(root, session_id))
     if own:
         fitted, _ = fit_to_budget(own, budget_tokens, count_tokens, notes_relpath(session_id))
@@ -268,9 +315,12 @@ class NotesUpdater:
         self._redact = redactor.redact
         self._goal_set = resumed  # a resumed session keeps the goal it had
         self._reasons: dict[str, str] = {}
-        self._worktree: Worktree | bool | None = False  # looked up at the first shell command
-        self._before: dict[str, dict[str, Entry]] = {}
-        """git's view of the working tree when each running shell command started."""
+        self._failed: OSError | None = None
+        """A background write that failed, raised at the next event (the recorder reports it)."""
+        self._tracker: ChangeTracker | bool | None = False
+        """Which files shell commands change: made at the first model call, so its watches are set up in the
+        background while the model thinks, not while the request is built (False: not yet made; None: not a
+        git work tree)."""
 
     def _stamp(self) -> str:
         return self._clock().strftime("%Y-%m-%d %H:%M")
@@ -283,11 +333,12 @@ class NotesUpdater:
             elif isinstance(message, AssistantMessage) and message.tool_calls:
                 reason = _first_line(message.content, REASON_CHARS)
                 self._reasons.update({call.id: reason for call in message.tool_calls})
+        elif isinstance(event, ModelCallStarted):
+            self._changes()  # the request is on its way: the watches are set up while the model thinks
         elif isinstance(event, ToolStarted) and facts_for(event.call.name).is_shell:
-            worktree = self._git()
-            snapshot = worktree.snapshot() if worktree is not None else None
-            if snapshot is not None:
-                self._before[event.call.id] = snapshot
+            tracker = self._changes()
+            if tracker is not None:
+                tracker.begin(event.call.id)
         elif isinstance(event, ToolFinished):
             self.on_tool(event)
             self.on_shell(event)
@@ -295,6 +346,23 @@ class NotesUpdater:
             self.on_compaction(event)
         elif isinstance(event, TurnFinished):
             self.on_turn(event)
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _update(self, change: Callable[[NotesDocument], None]) -> None:
+        """Apply `change` to the notes file on the writer thread (the loop does not wait for the disk)."""
+        def write() -> None:
+            try:
+                update_notes(self.path, change)
+            except OSError as exc:
+                self._failed = exc
+
+        _WRITER.submit(write)
+
+    def flush(self) -> None:
+        """Wait until the notes file holds every update so far."""
+        flush_notes()
 
     def on_prompt(self, prompt: str) -> None:
         text = self._redact(_one_line(prompt, PROMPT_CHARS))
@@ -309,7 +377,7 @@ class NotesUpdater:
                 doc.section("current_goal").set_body(text)
             doc.section("current_task").set_body(f"{text}\nStatus: in progress (since {stamp})")
 
-        update_notes(self.path, change)
+        self._update(change)
 
     def on_tool(self, event: ToolFinished) -> None:
         path = modified_path(event.call, event.result, self.root) if event.approved else None
@@ -323,34 +391,39 @@ class NotesUpdater:
             files.remove_items_containing(f"`{path}`")  # one line per file: its latest change
             files.add_item(item)
 
-        update_notes(self.path, change)
+        self._update(change)
 
-    def _git(self) -> Worktree | None:
-        if self._worktree is False:
-            self._worktree = Worktree.find(self.root)
-        return self._worktree if isinstance(self._worktree, Worktree) else None
+    def _changes(self) -> ChangeTracker | None:
+        if self._tracker is False:
+            self._tracker = track_changes(self.root)
+        return self._tracker if not isinstance(self._tracker, bool) else None
+
+    def close(self) -> None:
+        """Finish the pending writes and stop watching the project (the session is over)."""
+        self.flush()
+        if not isinstance(self._tracker, bool) and self._tracker is not None:
+            self._tracker.close()
 
     def on_shell(self, event: ToolFinished) -> None:
-        """Files a shell command changed, as git sees them (edits through `sed -i`, formatters, `rm`)."""
-        before = self._before.pop(event.call.id, None)
-        worktree = self._git()
-        after = worktree.snapshot() if worktree is not None and before is not None else None
-        if before is None or after is None:
-            return
-        changed = [(p, exists) for p, exists in changed_paths(before, after) if not p.startswith(".swecli/")]
-        if not changed:
+        """Files a shell command changed (edits through `sed -i`, formatters, `rm`)."""
+        tracker = self._changes() if facts_for(event.call.name).is_shell else None
+        changes = tracker.end(event.call.id) if tracker is not None else None
+        if changes is None or (not changes.paths and changes.complete):
             return
         command = _one_line(str(event.call.args().get("command", "")), 80)
         stamp = self._stamp()
 
         def change(doc: NotesDocument) -> None:
             files = doc.section("files_modified")
-            for path, exists in changed:
+            for path, exists in changes.paths:
                 files.remove_items_containing(f"`{path}`")
                 how = "changed" if exists else "deleted"
                 files.add_item(self._redact(f"- `{path}` — {how} by `{command}` ({stamp})"))
+            if not changes.complete:
+                files.add_item(self._redact(f"- more files than could be followed were changed by `{command}` "
+                                            f"({stamp})"))
 
-        update_notes(self.path, change)
+        self._update(change)
 
     def on_compaction(self, event: CompactionDone) -> None:
         if event.strategy == "decay":
@@ -364,7 +437,7 @@ class NotesUpdater:
             # The references compaction dropped (with where to re-open them) stay findable here too.
             refs = "; ".join(ref.removeprefix("- ") for ref in event.references)
             line += f"; references: {_one_line(refs, 4 * REASON_CHARS)}"
-        update_notes(self.path, lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
+        self._update(lambda doc: doc.section("key_decisions").add_item(self._redact(line)))
 
     def on_turn(self, event: TurnFinished) -> None:
         status = {"done": "done", "interrupted": "interrupted"}.get(event.stop_reason, f"stopped: {event.stop_reason}")
@@ -378,7 +451,7 @@ class NotesUpdater:
                 problem = self._redact(_one_line(event.error or event.answer, REASON_CHARS))
                 doc.section("open_issues").add_item(f"- {stamp} — last task stopped ({event.stop_reason}): {problem}")
 
-        update_notes(self.path, change)
+        self._update(change)
 
 
 # --- the `notes` tool ------------------------------------------------------------------------------
@@ -408,7 +481,8 @@ def _apply_notes_args(args: NotesArgs, path: Path, stamp: str) -> str:
         if not any(s.key for s in doc.sections):
             headings = ", ".join(f"'## {h}'" for h, _ in SECTIONS.values())
             raise ToolError(f"A rewrite must keep the section headings ({headings}); nothing was changed.")
-        write_atomically(path, doc.render())
+        with _NOTES_LOCK:
+            write_atomically(path, doc.render())
         return "the whole file"
     if args.section is None:
         raise ToolError(f"mode={args.mode} needs a section: one of {', '.join(SECTIONS)}.")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from swecli.errors import SwecliError
+from swecli.session.private import make_private_dir
 
 PLAYBOOK_FILE = Path(".swecli") / "playbook.json"
 FORMAT_VERSION = 1
@@ -160,7 +161,7 @@ class Playbook:
         if self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.path.parent)
             fd, tmp = tempfile.mkstemp(prefix=".playbook-", suffix=".tmp", dir=self.path.parent)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -401,6 +401,10 @@ class Reflection:
         return text + ("; " + str(len(self.warnings)) + " warning(s)" if self.warnings else "")
 
 
+MAX_REMEMBERED = 64
+"""Prompts remembered as reflected on (a session's recent tasks)."""
+
+
 @dataclass
 class Reflector:
     playbook: Playbook
@@ -408,15 +412,19 @@ class Reflector:
     use_llm: bool = False
     min_confidence: float = 0.5
     max_tokens: int = 1024
-    _done: set[tuple[str, int]] = field(default_factory=set)
+    _done: list[Message] = field(default_factory=list)
+    """The prompts already reflected on (the messages themselves: the same words asked again, after /clear
+    or a compaction, are another task)."""
 
     def reflect(self, history: Sequence[Message], answer: str = "", cancel: CancelToken | None = None) -> Reflection:
-        """Reflect on the latest task in `history` (once: a second call for the same task does nothing)."""
+        """Reflect on the latest task in `history` (once: a second call for the same task does nothing, and
+        says nothing: it is bookkeeping, not news for the person)."""
         goal, span = task_span(history)
-        key = (goal, sum(1 for m in history if isinstance(m, UserMessage) and m.kind == "prompt"))
-        if key in self._done:
-            return Reflection(goal, warnings=["this task was already reflected on"])
-        self._done.add(key)
+        prompt = next((m for m in reversed(history) if isinstance(m, UserMessage) and m.kind == "prompt"), None)
+        if prompt is not None and any(done is prompt for done in self._done):
+            return Reflection(goal)
+        if prompt is not None:
+            self._done = [*self._done[-(MAX_REMEMBERED - 1):], prompt]
         steps = task_steps(span)
         result = Reflection(goal)
         result.deltas = rule_deltas(steps, self.playbook)

@@ -2,6 +2,7 @@
 
     repomap.py     `RepoMap`: build or load it, rank, symbols, neighbours, JSON and text maps within a budget
     builds.py      builds on a daemon thread, one per project, shared by every caller (`background`, `latest`)
+    builder.py     cold builds in a detached process of their own, which saves the map for the next run
     languages.py   file suffix -> tree-sitter grammar, and the queries for definitions, imports, references
     parse.py       one file's facts (symbols with lines, imports, referenced names), by tree-sitter
     discover.py    the files to map, with the tools' .gitignore rules
@@ -11,7 +12,7 @@
     views.py       text views shared by `swecli repomap`, `/repomap` and the tool
     tool.py        the `repo_map` tool
 
-Internal (used only inside the package, may change without notice): `builds`, `discover`, `graph`, `index`,
+Internal (used only inside the package, may change without notice): `builder`, `builds`, `discover`, `graph`, `index`,
 `languages`, `parse`.
 
 What other packages may use is re-exported here (`from swecli.repomap import ...`); each name is imported from

@@ -13,12 +13,12 @@ with a stat per directory, a tenth of what listing costs.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from swecli.tools.own_process import helper_environment, trusted_program
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules, walk
 
 RG_FLAGS = ("--files", "--no-config", "--hidden", "--no-require-git", "--no-ignore-dot", "--no-ignore-global",
@@ -33,13 +33,14 @@ class Listing:
         self.root = root.resolve()
         self._process: subprocess.Popen[bytes] | None = None
         self._done: list[str] | None = None
-        rg = shutil.which("rg") if engine != "python" else None
+        rg = trusted_program("rg", self.root) if engine != "python" else None
         if rg is not None:
             command = [rg, *RG_FLAGS, *(arg for name in sorted(ALWAYS_SKIP) for arg in ("--glob", f"!{name}/")),
                        "--null"]
             try:
-                self._process = subprocess.Popen(command, cwd=self.root, stdout=subprocess.PIPE,
-                                                 stderr=subprocess.DEVNULL)
+                self._process = subprocess.Popen(command, cwd=self.root, stdin=subprocess.DEVNULL,
+                                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                                 env=helper_environment())
             except OSError:
                 self._process = None
 

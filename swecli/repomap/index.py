@@ -34,9 +34,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
 
+from swecli.errors import ControlFlow
 from swecli.repomap.discover import snapshot, start_listing, unchanged
 from swecli.repomap.languages import language_for
 from swecli.repomap.parse import Facts, parse_file, parse_paths
+from swecli.session.private import make_private_dir
 
 CACHE_VERSION = 4
 CACHE_DIR = Path(".swecli") / "repomap"
@@ -47,6 +49,14 @@ TASK_BYTES = 2_000_000
 
 Progress = Callable[[int, int], None]
 """Called with (files parsed, files to parse) while a long parse runs."""
+
+
+class TooMuchToParse(ControlFlow):
+    """More files changed than `load_index(max_parse=...)` allows this process to parse (a cold build)."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"{count:,} files to parse")
+        self.count = count
 
 
 class Stat(NamedTuple):
@@ -112,9 +122,10 @@ def listing_hash(files: list[str]) -> str:
 
 
 def load_index(root: Path, progress: Progress | None = None, workers: int | None = None,
-               save: bool = True) -> Index:
+               save: bool = True, max_parse: int | None = None) -> Index:
     """Discover, stat, reuse cached facts and parse what changed; with `save`, the cache is updated when
-    anything did (RepoMap.build saves once, after the graph)."""
+    anything did (RepoMap.build saves once, after the graph). With `max_parse`, more files to parse than
+    that raises TooMuchToParse instead (a session leaves cold builds to `repomap.builder`)."""
     start = time.monotonic()
     root = root.resolve()
     cache = _Cache.read(root)
@@ -126,6 +137,8 @@ def load_index(root: Path, progress: Progress | None = None, workers: int | None
     files = listing.files() if listing is not None else cache.files
     stats = _current_stats(root, files, cache, known) if listing is not None else known
     stale = {rel: current for rel, current in stats.items() if cache.stats.get(rel) != current}
+    if max_parse is not None and len(stale) > max_parse:
+        raise TooMuchToParse(len(stale))
     fresh = _parse_all(root, stale, progress, workers, start)
     facts = FactsTable(stats, fresh, cache)
     index = Index(root, files, stats, facts, parsed=len(stale), unlinked=[rel for rel in facts if rel not in fresh],
@@ -289,9 +302,11 @@ class _Cache:
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(payload, separators=(",", ":")), encoding="utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # swecli's records are the user's alone
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(payload, separators=(",", ":")))
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only project simply stays uncached
@@ -341,10 +356,17 @@ def _parse_parallel(root: Path, batches: list[list[str]], workers: int, reporter
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    from swecli.tools.own_process import python_workers_without_cwd
+
     # spawn, not fork: the REPL runs threads, and a forked child of a threaded process can deadlock.
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
+        # The pool's resource tracker starts with the pool, its workers at the submits: neither imports from the
+        # project (a multiprocessing.py there ran in them).
+        with python_workers_without_cwd():
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        with pool:
+            with python_workers_without_cwd():
+                futures = [pool.submit(parse_paths, str(root), batch) for batch in batches]
             for future in as_completed(futures):
                 result = future.result()
                 out.update(result)

@@ -3,7 +3,8 @@
     rmap = RepoMap.build(root)                       # warm: cached facts and graph; cold: parse everything
     rmap.ranked()                                    # paths, most central first
     rmap.render(2_000, count)                        # a text map fitted to a token budget
-    rmap.neighbours("pkg/a.py")                      # (imports, imported_by)
+    rmap.neighbours("pkg/a.py")                      # (imports, imported_by): imports or uses names from
+    rmap.import_targets("pkg/a.py")                  # what its import statements name, only
     rmap.definitions("parse_header")                 # [(path, Symbol)], from the symbol index
     rmap.to_json()                                   # {"files": [{"path", "rank", "symbols", ...}]}
 
@@ -25,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from swecli.repomap.builds import Builds, Pending
-from swecli.repomap.graph import Graph, build_graph
+from swecli.repomap.graph import Graph, Resolver, build_graph
 from swecli.repomap.index import (
     CACHE_DIR,
     CACHE_VERSION,
+    PARALLEL_FROM,
     Index,
     Progress,
+    TooMuchToParse,
     load_index,
     read_json,
     save_index,
@@ -62,10 +65,12 @@ class RepoMap:
     _preparing: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
-    def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None) -> RepoMap:
-        """The map of `root`: cached facts and graph when nothing changed, re-parsing only what did."""
+    def build(cls, root: Path, progress: Progress | None = None, workers: int | None = None,
+              max_parse: int | None = None) -> RepoMap:
+        """The map of `root`: cached facts and graph when nothing changed, re-parsing only what did (more
+        than `max_parse` files: `index.TooMuchToParse`)."""
         start = time.monotonic()
-        index = load_index(root, progress, workers, save=False)
+        index = load_index(root, progress, workers, save=False, max_parse=max_parse)
         graph = _cached_graph(index)
         if graph is None:
             graph = _fresh_graph(index)
@@ -111,6 +116,19 @@ class RepoMap:
 
     def neighbours(self, rel: str) -> tuple[list[str], list[str]]:
         return self.imports(rel), self.imported_by(rel)
+
+    @cached_property
+    def _resolver(self) -> Resolver:
+        return Resolver(self.index.facts, self.index.files)
+
+    def import_targets(self, rel: str) -> set[str]:
+        """The project files `rel`'s import statements name: its dependencies (`imports`) without those it
+        only uses a name from (a name defined in a test can match a library's call by chance)."""
+        facts = self.index.facts.get(rel)
+        if facts is None:
+            return set()
+        return {target for spec in facts.imports for target in self._resolver.resolve(rel, facts.language, spec)
+                if target != rel}
 
     @cached_property
     def python_modules(self) -> dict[str, str]:
@@ -281,7 +299,16 @@ def _cached_deps(index: Index, nodes: list[str]) -> dict[str, list[str]]:
 
 
 def _build_map(root: Path, previous: RepoMap | None) -> RepoMap:
-    built = RepoMap.build(root)
+    """A session's build: small changes are parsed here; a cold build (or a big change, such as another
+    branch checked out) is left to a builder process (`repomap.builder`), which holds no lock this process
+    needs, and finishes and saves its work even if this process exits first."""
+    try:
+        built = RepoMap.build(root, max_parse=PARALLEL_FROM - 1)
+    except TooMuchToParse:
+        from swecli.repomap.builder import build_elsewhere
+
+        build_elsewhere(root)
+        built = RepoMap.build(root)  # from the builder's cache (anything it could not do is done here)
     if previous is not None and previous.index.fingerprint == built.index.fingerprint:
         return previous  # nothing changed: keep the one whose indexes are already built
     return built

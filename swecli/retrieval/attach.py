@@ -16,7 +16,7 @@ from swecli.errors import SwecliError
 from swecli.tools.base import ToolError
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
-from swecli.tools.text import looks_binary
+from swecli.tools.text import decode_text, looks_binary
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules
 
 MAX_READ_BYTES = 512_000
@@ -49,7 +49,9 @@ def resolve(root: Path, raw: str, rules: IgnoreRules | None = None) -> Path:
     """The file `raw` names inside `root`; AttachError (one sentence) when it is not an attachable file."""
     try:
         path = resolve_in_root(root, raw)
-    except ToolError:
+    except ToolError as exc:
+        if "cannot be followed" in str(exc):  # a symlink loop
+            raise AttachError(f"{raw} cannot be followed (a symlink loop); it was not attached.") from None
         secret = secret_location((Path(root) / raw).expanduser().resolve())
         if secret:
             raise AttachError(f"{raw} is in {secret}, which holds credentials; it was not attached.") from None
@@ -84,7 +86,8 @@ def read(root: Path, path: Path) -> FileText:
         raise AttachError(f"{rel} cannot be read ({exc.strerror or exc}).") from None
     if looks_binary(data[:8192]):
         raise AttachError(f"{rel} looks like a binary file; it was not attached.")
-    return FileText(rel, data[:MAX_READ_BYTES].decode("utf-8", errors="replace"), len(data) > MAX_READ_BYTES)
+    cut = len(data) > MAX_READ_BYTES
+    return FileText(rel, decode_text(data[:MAX_READ_BYTES], complete=not cut), cut)  # in the file's own encoding
 
 
 def render_whole(file: FileText, count: Callable[[str], int]) -> tuple[str, int, bool]:

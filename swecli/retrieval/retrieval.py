@@ -12,7 +12,7 @@ person can check:
 | a module the text imports or names | 1.2 | "module `a.b` named in the task" |
 | a word of the title that is the file's name | 1.5 | "its name is in the title" |
 | BM25 over paths, definitions and contents (supporting) | up to 1.2 | "lexical match (BM25 #n)" |
-| imported by or importing a strong hit (supporting) | 0.3 x its score | "imports `x.py`" |
+| imported by, importing or using names from a strong hit (supporting) | 0.3 x its score | "imports `x.py`" |
 
 Tests, docs and examples count a fifth unless named outright. A file is attached (the excerpts that
 matter: definitions, frames, matching lines; its outline otherwise) only when its score clears
@@ -29,8 +29,7 @@ from __future__ import annotations
 import builtins
 import math
 import re
-import shutil
-import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -482,17 +481,37 @@ class _Finder:
                                    supporting=True))
 
     def _neighbours(self) -> None:
+        """Files next to a strong hit in the dependency graph, each with the edge as it runs: an import
+        (`imports x.py`, `imported by x.py`) or a name used (`uses names from x.py`). A name a test,
+        doc or example defines that another file happens to call is a coincidence, not an edge."""
         assert self.rmap is not None
         strong = [c for c in self.candidates.values() if c.score >= ATTACH_SCORE]
         for candidate in sorted(strong, key=lambda c: -c.score)[:3]:
             imports, users = self.rmap.neighbours(candidate.rel)
             base = candidate.rel.rsplit("/", 1)[-1]
-            for rel in imports[:8]:
+            weight = 0.3 * min(candidate.score, 5.0)
+            imported = self.rmap.import_targets(candidate.rel)
+            for rel in imports[:8]:  # candidate -> rel
                 if rel in self.candidates:
-                    self.add(rel, Evidence(0.3 * min(candidate.score, 5.0), f"imported by {base}", supporting=True))
-            for rel in users[:8]:
+                    reason = self._edge_reason(candidate.rel, rel, imported, f"imported by {base}",
+                                               f"defines names {base} uses")
+                    if reason:
+                        self.add(rel, Evidence(weight, reason, supporting=True))
+            for rel in users[:8]:  # rel -> candidate
                 if rel in self.candidates:
-                    self.add(rel, Evidence(0.3 * min(candidate.score, 5.0), f"imports {base}", supporting=True))
+                    reason = self._edge_reason(rel, candidate.rel, self.rmap.import_targets(rel), f"imports {base}",
+                                               f"uses names from {base}")
+                    if reason:
+                        self.add(rel, Evidence(weight, reason, supporting=True))
+
+    def _edge_reason(self, user: str, used: str, imported: set[str], by_import: str, by_name: str) -> str:
+        """The reason for the edge `user` -> `used`; empty for a coincidental one (see `_neighbours`)."""
+        assert self.rmap is not None
+        if used in imported:
+            return by_import
+        if self.rmap.role(used) in ("test", "docs", "example") and self.rmap.role(user) != self.rmap.role(used):
+            return ""
+        return by_name
 
     # --- deciding and rendering ---------------------------------------------------------------
 
@@ -661,23 +680,37 @@ def _literals(message: str) -> list[str]:
     return sorted(good, key=len, reverse=True)
 
 
-def _grep(root: Path, literal: str, seconds: float) -> list[tuple[str, int]]:
-    """(path, line) of source lines containing `literal` (ripgrep when installed, bounded in time)."""
-    rg = shutil.which("rg")
-    if rg is None or seconds <= 0:
-        return []
-    command = [rg, "--no-config", "--fixed-strings", "--line-number", "--no-heading", "--max-count", "3",
-               "--glob", "!.swecli/", "--type-add", "src:*.{py,pyx,js,ts,tsx,go,rs,java,c,h,cc,cpp,hpp,rb,ex}",
-               "--type", "src", "-e", literal, "."]
-    try:
-        done = subprocess.run(command, cwd=root, capture_output=True, timeout=seconds, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    hits: list[tuple[str, int]] = []
-    for line in done.stdout.decode("utf-8", errors="replace").splitlines()[:50]:
-        path, _, rest = line.partition(":")
-        number = rest.partition(":")[0]
-        if number.isdigit():
-            hits.append((path.removeprefix("./"), int(number)))
-    return hits
+_SOURCE_GLOB = "*.{py,pyx,js,ts,tsx,go,rs,java,c,h,cc,cpp,hpp,rb,ex}"
+_HITS_PER_FILE = 3
+_MAX_HITS = 50
 
+
+def _grep(root: Path, literal: str, seconds: float) -> list[tuple[str, int]]:
+    """(path, line) of source lines containing `literal`, at most a few per file, within `seconds`.
+
+    Runs the grep tool's search, so it works as the tool does: ripgrep when installed, the Python engine
+    otherwise, over the same files (the project's ignore rules)."""
+    from swecli.llm.base import CancelToken
+    from swecli.tools.base import ToolContext, ToolError
+    from swecli.tools.grep import GrepArgs, search
+
+    if seconds <= 0:
+        return []
+    cancel = CancelToken()
+    timer = threading.Timer(seconds, cancel.cancel)
+    timer.daemon = True
+    timer.start()
+    try:
+        matches = search(GrepArgs(pattern=re.escape(literal), glob=_SOURCE_GLOB), ToolContext(root, cancel))
+    except (ToolError, OSError):
+        return []
+    finally:
+        timer.cancel()
+    matches.listing.discard()
+    hits: list[tuple[str, int]] = []
+    per_file: dict[str, int] = {}
+    for hit in matches.hits:
+        per_file[hit.path] = per_file.get(hit.path, 0) + 1
+        if per_file[hit.path] <= _HITS_PER_FILE:
+            hits.append((hit.path, hit.line))
+    return hits[:_MAX_HITS]

@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swecli.session.private import open_private
+
 
 class AppendOnlyFile:
     def __init__(self, path: Path, durable: bool = False) -> None:
         self.path = path
         self.durable = durable
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # 0o600: transcripts hold the project's code and the conversation; they are nobody else's.
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # 0600: transcripts hold the project's code and the conversation; they are nobody else's.
+        self._fd: int | None = open_private(path, "a")
         self._end_torn_line()
 
     def _end_torn_line(self) -> None:

@@ -75,6 +75,7 @@ class SessionRecorder:
         self.log = SessionLog(root, session_id, redactor=redactor, durable=durable)
         self.resumed = resumed
         self._writers: list[tuple[str, Callable[[object], None]]] = []
+        self._closers: list[Callable[[], None]] = []
         self._children: dict[str, Transcript] = {}
         self.stats: dict[str, Any] | None = None
         self._guard("log", lambda: self.log.session_start(settings, cwd or root, resumed=resumed))
@@ -114,10 +115,13 @@ class SessionRecorder:
         recorder._guard("transcript", lambda: persist_closed_calls(recorder.transcript, loaded))
         return recorder, loaded
 
-    def attach(self, target: str, write: Callable[[object], None]) -> None:
+    def attach(self, target: str, write: Callable[[object], None], close: Callable[[], None] | None = None) -> None:
         """Another per-session writer fed the same events, guarded like the transcript and the log (a
-        failed write is reported once, as "could not write the session <target>")."""
+        failed write is reported once, as "could not write the session <target>"); `close` runs when the
+        session's files are closed."""
         self._writers.append((target, write))
+        if close is not None:
+            self._closers.append(close)
 
     def handle(self, event: Event) -> None:
         """The event bus's listener for this session's files."""
@@ -222,6 +226,8 @@ class SessionRecorder:
         self.transcript.close()
         for child in self._children.values():
             child.close()
+        for close in self._closers:
+            close()
         return self.stats
 
     def _guard(self, target: str, write: Callable[[], None]) -> None:

@@ -1,4 +1,4 @@
-"""Keep secrets out of everything swecli writes to disk (transcripts, logs).
+"""Keep secrets out of everything swecli writes to disk (transcripts, logs, saved tool outputs, archives).
 
 A `Redactor` knows the secret values (the configured API key, and the value of every environment
 variable whose name says it holds a secret) and replaces each occurrence with `[REDACTED]`. It works
@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 REDACTED = "[REDACTED]"
+REDACTED_BYTES = REDACTED.encode()
 SECRET_NAME_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_SECRET_KEY", "_ACCESS_KEY")
 """Environment variables whose name ends with one of these hold secrets."""
 MIN_SECRET_LENGTH = 8
@@ -43,6 +44,9 @@ class Redactor:
         # Longest first so a secret that contains another is replaced whole.
         ordered = sorted(values, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+        encoded = sorted({v.encode("utf-8", errors="surrogatepass") for v in values}, key=len, reverse=True)
+        self._bytes_pattern = re.compile(b"|".join(re.escape(v) for v in encoded)) if encoded else None
+        self._longest = len(encoded[0]) if encoded else 0
 
     @classmethod
     def from_environment(cls, settings: _HasApiKey | None = None, env: Mapping[str, str] | None = None) -> Redactor:
@@ -60,6 +64,37 @@ class Redactor:
         if self._pattern is None or not text:
             return text
         return self._pattern.sub(REDACTED, text)
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        if self._bytes_pattern is None or not data:
+            return data
+        return self._bytes_pattern.sub(REDACTED_BYTES, data)
+
+    def redact_chunks(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """`redact_bytes` over a stream read in pieces (a saved output of hundreds of MB), in bounded memory:
+        the last `longest secret - 1` bytes of each piece wait for the next, so a secret cut in two by a
+        piece boundary is still found."""
+        if self._bytes_pattern is None:
+            yield from chunks
+            return
+        keep = self._longest - 1
+        pending = b""
+        for chunk in chunks:
+            pending += chunk
+            if len(pending) <= keep:
+                continue
+            cut = len(pending) - keep  # no secret that starts here or later can be complete yet
+            out, start = [], 0
+            for found in self._bytes_pattern.finditer(pending):
+                if found.start() >= cut:
+                    break
+                out += [pending[start:found.start()], REDACTED_BYTES]
+                start = found.end()
+            start_of_rest = max(cut, start)
+            out.append(pending[start:start_of_rest])
+            yield b"".join(out)
+            pending = pending[start_of_rest:]
+        yield self.redact_bytes(pending)
 
     def redact_obj(self, obj: Any) -> Any:
         """A copy of a JSON-like object (dicts, lists, strings, numbers) with every string redacted."""

@@ -5,8 +5,13 @@ File format (JSON Lines, one object per line):
   {"type":"message","message":{...}}             a message appended to the history
   {"type":"replace","reason":...,"messages":[...]}  the history was rewritten (compaction, /clear)
 Replaying the lines in order reproduces the current history, compacted state included. Each line is
-written with one write() as it happens, so a kill loses nothing written before it; a line torn by a
-kill mid-write is skipped on load, and tool calls left without a result are closed.
+written with one write() as it happens, so a kill loses nothing written before it.
+
+Loading never trusts the file to be whole (a kill mid-write, a truncation, a hand edit, a file the model
+mangled): a line that is not a valid record is skipped, and the replayed history is made valid for the
+APIs, which answer 400 to any break in the pairing of tool calls and results (`pair_tool_results`): a
+tool result whose call is not in the assistant message just before it is dropped, and a call left
+without a result is answered as interrupted. Each repair is one sentence in `problems`.
 
 Session ids are `YYYYMMDD-HHMMSS-xxxx` (local time, 4 random hex digits): they sort by creation.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,8 +31,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from swecli.errors import SwecliError
-from swecli.messages import Message, UserMessage, close_dangling_tool_calls
+from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.private import PRIVATE_DIR, ensure_private
 from swecli.session.secrets import NO_REDACTION, Redactor
 
 RESUME_CLOSE_REASON = "interrupted: the session ended before this tool call finished (result unknown)"
@@ -56,13 +63,16 @@ def swecli_dir(root: Path) -> Path:
 
 
 def ensure_state_dir(root: Path) -> None:
-    """Create `.swecli/` with its `.gitignore` (once: an existing one is a person's choice and is kept),
-    so one `git add -A` never commits transcripts, logs or saved outputs. A read-only project is left
-    alone here; the writers that need the folder report their own failures."""
+    """Create `.swecli/` (0700) with its `.gitignore` (once: an existing one is a person's choice and is
+    kept), so one `git add -A` never commits transcripts, logs or saved outputs. A folder left readable
+    by an earlier version is tightened with everything in it (see private.py). A read-only project is
+    left alone here; the writers that need the folder report their own failures."""
     folder = swecli_dir(root)
     ignore = folder / ".gitignore"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+        if stat.S_IMODE(folder.stat().st_mode) != PRIVATE_DIR:
+            ensure_private(folder)  # once: from then on every record is written 0600
         with ignore.open("x", encoding="utf-8") as fh:
             fh.write(STATE_GITIGNORE)
     except OSError:
@@ -217,8 +227,45 @@ def load_session(root: Path, session_id: str) -> LoadedSession:
     contents = read_jsonl(path)
     meta = next((r for r in contents.records if r.get("type") == "meta"), {})
     raw = replay(contents.records, contents.problems, path.name)
-    history = close_dangling_tool_calls(raw, RESUME_CLOSE_REASON)
+    history = pair_tool_results(raw, contents.problems, path.name)
     return LoadedSession(session_id, path, meta, history, raw, contents.problems)
+
+
+def pair_tool_results(history: list[Message], problems: list[str], name: str = "transcript") -> list[Message]:
+    """`history` as the APIs accept it: every tool result right after the assistant message that made its
+    call (results of one message together, each call answered once), every call answered. A result that
+    breaks this is dropped; an unanswered call gets an "interrupted" result. Each change is reported in
+    `problems`."""
+    out: list[Message] = []
+    waiting: dict[str, ToolCall] = {}
+    """Calls of the last assistant message still without a result (only tool messages since)."""
+    orphans: list[str] = []
+    closed = 0
+    for message in history:
+        if isinstance(message, ToolMessage):
+            if waiting.pop(message.tool_call_id, None) is None:
+                orphans.append(message.tool_call_id)
+            else:
+                out.append(message)
+            continue
+        closed += _answer(waiting, out)
+        out.append(message)
+        waiting = {call.id: call for call in message.tool_calls} if isinstance(message, AssistantMessage) else {}
+    closed += _answer(waiting, out)
+    if orphans:
+        shown = ", ".join(orphans[:3]) + (" ..." if len(orphans) > 3 else "")
+        problems.append(f"{name}: dropped {len(orphans)} tool result(s) whose call is not right before them ({shown}); "
+                        "the file was cut or edited")
+    if closed:
+        problems.append(f"{name}: {closed} tool call(s) had no result (the session ended during them); answered "
+                        "as interrupted")
+    return out
+
+
+def _answer(waiting: dict[str, ToolCall], out: list[Message]) -> int:
+    out.extend(ToolMessage(tool_call_id=call.id, name=call.name, content=RESUME_CLOSE_REASON, is_error=True)
+               for call in waiting.values())
+    return len(waiting)
 
 
 def persist_closed_calls(transcript: Transcript, loaded: LoadedSession) -> None:

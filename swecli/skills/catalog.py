@@ -70,6 +70,19 @@ class SkillCatalog:
     warnings: list[str] = field(default_factory=list)
     searched: list[tuple[str, Path]] = field(default_factory=list)
     """Every folder looked in (label, path), for `/skills` and `swecli skills list`."""
+    root: Path | None = None
+    env: Mapping[str, str] | None = None
+    """What `discover` searched, so `refresh` can search again."""
+
+    def refresh(self) -> list[Skill]:
+        """Search the folders again (a skill added, changed or removed during the session) and take what
+        is there now, in place: everything holding this catalog sees it. Returns the skills that are new."""
+        if self.root is None:
+            return []
+        found = discover(self.root, self.env)
+        known = set(self.names())
+        self.skills, self.warnings, self.searched = found.skills, found.warnings, found.searched
+        return [s for s in self.skills if s.name not in known]
 
     def get(self, name: str) -> Skill | None:
         wanted = name.strip().lstrip("/")
@@ -111,7 +124,7 @@ def discover(root: Path, env: Mapping[str, str] | None = None) -> SkillCatalog:
     files = [(path, (label, scope)) for scope, label, folder in skill_folders(root, env)
              for path in _skill_files(folder)]
     skills, warnings = load_named(files, lambda path, where: parse_skill(path, *where), "skill")
-    return SkillCatalog(skills, warnings, searched)
+    return SkillCatalog(skills, warnings, searched, root=root, env=env)
 
 
 def _skill_files(folder: Path) -> list[Path]:

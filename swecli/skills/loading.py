@@ -85,6 +85,8 @@ def skill_tool(catalog: SkillCatalog) -> Tool[SkillArgs]:
         if not args.name.strip():
             return _listing(catalog)
         skill = catalog.get(args.name)
+        if skill is None and catalog.refresh():  # installed during the session?
+            skill = catalog.get(args.name)
         if skill is None:
             names = ", ".join(catalog.names()[:LIST_LIMIT]) or "none"
             raise ToolError(f"There is no skill named {args.name.strip()!r}. Installed skills: {names}.")

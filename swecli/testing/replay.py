@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.config import ContextConfig, Settings
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.context.tokens import TokenCounter
 from swecli.events import Event
 from swecli.llm.base import ModelRequest, Provider
@@ -56,7 +56,7 @@ def engine(system: tuple[SystemBlock, ...], tools: tuple[ToolSchema, ...], windo
     settings = Settings(model="replay-model", context_limit=window,
                         context=ContextConfig.model_validate(context))
     sink = events.append if events is not None else (lambda event: None)
-    return ContextManager.from_settings(settings, system=system, tools=tools, root=root, on_event=sink)
+    return ContextManager.from_settings(settings, Prompt(system, tools), root=root, wiring=Wiring(on_event=sink))
 
 
 def replay_session(context: ContextManager, source: list[Message], provider: Provider,
@@ -138,7 +138,7 @@ class BudgetCheck:
 
 
 def _rewrites(context: ContextManager) -> int:
-    return len(context.compactions) + (context.mechanisms.decays if context.mechanisms is not None else 0)
+    return len(context.compactions) + context.mechanisms.decays
 
 
 def held_out_replay(system: tuple[SystemBlock, ...], tools: tuple[ToolSchema, ...], history: list[Message],

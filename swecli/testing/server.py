@@ -262,6 +262,10 @@ class ScriptedLLM:
             self.requests.append(body)
             self.times.append(time.monotonic())
             self.headers.append(headers)
+            rejected = unpaired_tool_results(body, self.wire)
+            if rejected is not None:  # what the real APIs answer; no scripted step is used up
+                self.failures.append(f"request #{len(self.requests)} was rejected: {rejected.body}")
+                return rejected
             if not self.steps:
                 self.failures.append(f"unexpected extra request #{len(self.requests)}")
                 return Fail(500, {"error": {"message": "scripted server: no step left for this request",
@@ -407,6 +411,63 @@ class _Handler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
         self.close_connection = True
+
+
+# -- what the real APIs reject ----------------------------------------------------------------------
+
+def unpaired_tool_results(body: dict[str, Any], wire: Wire) -> Fail | None:
+    """The 400 the real API answers when tool calls and results do not pair up (OpenAI: a `tool` message
+    must answer a call of the assistant message before it, and every call must be answered before the next
+    message; Anthropic: the `tool_result` blocks of a user message answer exactly the `tool_use` blocks of
+    the assistant message before it), None for a valid history. Messages as the real APIs word them."""
+    messages = body.get("messages") or []
+    problem = _anthropic_pairing(messages) if wire == "anthropic" else _openai_pairing(messages)
+    if problem is None:
+        return None
+    if wire == "anthropic":
+        return Fail(400, {"type": "error", "error": {"type": "invalid_request_error", "message": problem}})
+    return Fail(400, {"error": {"message": problem, "type": "invalid_request_error", "param": "messages",
+                                "code": None}})
+
+
+def _openai_pairing(messages: list[dict[str, Any]]) -> str | None:
+    waiting: list[str] = []
+    for message in messages:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return ("Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                        "with 'tool_calls'.")
+            waiting.remove(message["tool_call_id"])
+            continue
+        if waiting:
+            break
+        waiting = [call.get("id") for call in message.get("tool_calls") or []] if message.get("role") == "assistant" \
+            else []
+    if waiting:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}")
+    return None
+
+
+def _anthropic_pairing(messages: list[dict[str, Any]]) -> str | None:
+    uses: list[str] = []
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        blocks: list[dict[str, Any]] = content if isinstance(content, list) else []
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        unexpected = [r for r in results if r not in uses]
+        if unexpected:
+            return (f"messages.{index}.content: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{', '.join(map(str, unexpected))}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message.")
+        missing = [u for u in uses if u not in results]
+        if missing:
+            return (f"messages.{index - 1}: `tool_use` ids were found without `tool_result` blocks immediately "
+                    f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` "
+                    "block in the next message.")
+        uses = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"] \
+            if message.get("role") == "assistant" else []
+    return None
 
 
 # -- metadata endpoints ----------------------------------------------------------------------------

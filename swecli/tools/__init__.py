@@ -5,6 +5,7 @@
     builtin.py     the tools every session starts with
     files.py       list_files, read_file, write_file, edit_file
     grep.py        regex search with ripgrep, or a pure-Python engine
+    own_process.py helper programs swecli runs itself (ripgrep): found off the project, run with a clean environment
     bash.py        a shell command, bounded in time and output, killable at any moment
     sandbox.py     bubblewrap confinement for bash (`sandbox.from_settings`)
     syscalls.py    the seccomp filter of a sandboxed command without network (no unix sockets out)
@@ -20,6 +21,7 @@
     paths.py       confinement: every path a file tool touches resolves inside the root
     walk.py        walking the project as git sees it (.gitignore honoured)
     text.py        encodings, line endings, binary detection and diffs
+    visible.py     control characters made visible (what a tool read must not drive the terminal)
     images.py      image files as message parts, capped in size
     spool.py       a tool's whole output, kept when the model sees a cut of it
 

@@ -208,12 +208,22 @@ class ToolRegistry:
                 is_error=True, summary="unknown tool",
             )
         try:
-            return tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
+            result = tool.fn(tool.parse(call.arguments), replace(ctx, call_id=call.id))
         except ToolError as exc:
-            return ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
+            result = ToolResult(str(exc), is_error=True, summary=_first_line(str(exc)))
         except Exception as exc:
             msg = f"{call.name} failed: {type(exc).__name__}: {exc}"
-            return ToolResult(msg, is_error=True, summary=_first_line(msg))
+            result = ToolResult(msg, is_error=True, summary=_first_line(msg))
+        return _visible(result)
+
+
+def _visible(result: ToolResult) -> ToolResult:
+    """The result with the control sequences of what the tool read or ran made visible (tools.visible):
+    they reach the model and the terminal as text, not as commands to the terminal."""
+    from swecli.tools.visible import visible
+
+    return replace(result, content=visible(result.content), summary=visible(result.summary),
+                   diff=visible(result.diff))
 
 
 def _first_line(text: str) -> str:

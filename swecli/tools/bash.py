@@ -31,6 +31,7 @@ from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
 from swecli.tools.spool import FullOutput, Spool
+from swecli.tools.visible import without_colours
 
 MAX_TIMEOUT = 600.0
 POLL_SECONDS = 0.1
@@ -229,7 +230,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
 
 def _format(outcome: _Outcome, timeout: float) -> tuple[str, str]:
     """(content for the model, one-line summary for the person)."""
-    output = outcome.output.text().rstrip("\n")
+    output = without_colours(outcome.output.text()).rstrip("\n")  # the rest is escaped by the registry
     elapsed = f"{outcome.duration:.1f}s"
     label = {"timeout": "timed out", "cancel": "interrupted"}.get(outcome.stopped, f"exit {outcome.exit_code}")
     return "\n".join([output or "(no output)", *_status(outcome, timeout)]), f"{label} · {elapsed}"

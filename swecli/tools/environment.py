@@ -86,6 +86,11 @@ _SECRET_VALUES = (
     re.compile(r"hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/|\.webhook\.office\.com/", re.IGNORECASE),
     re.compile(r"(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=", re.IGNORECASE),  # connection strings
     re.compile(r"\"auths?\"\s*:"),  # docker / registry auth JSON
+    # a secret passed as an option inside an allowed variable: JAVA_OPTS="-Djavax.net.ssl.keyStorePassword=..",
+    # GRADLE_OPTS="-Dorg.gradle.project.sonatypePassword=..", MAVEN_OPTS="-Dpassword=..", "--token=.."
+    re.compile(r"(?:^|[\s;,.\-_])[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|credentials?)"
+               r"\s*[=:]\s*[^\s;,]", re.IGNORECASE),
+    re.compile(r"\b(?:Basic|Bearer)\s+[A-Za-z0-9+/=._~-]{8,}"),  # an HTTP Authorization value
 )
 """Values that are secrets whatever the variable is called."""
 

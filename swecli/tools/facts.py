@@ -110,8 +110,11 @@ def facts_for(name: str) -> ToolFacts:
 
 
 def key_argument(name: str, args: Mapping[str, Any]) -> str:
-    """What a call does, in a few words (`src/app.py:10-20`, `'login' src/`, `pytest -q`)."""
-    return facts_for(name).describe(args)
+    """What a call does, in a few words (`src/app.py:10-20`, `'login' src/`, `pytest -q`); the model wrote
+    it, so its control characters are shown, not sent to the terminal."""
+    from swecli.tools.visible import visible
+
+    return visible(facts_for(name).describe(args))
 
 
 def _load_builtins() -> None:

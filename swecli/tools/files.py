@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -16,10 +18,11 @@ from swecli.tools.images import is_image_path, load_image
 from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.spool import Spool
 from swecli.tools.text import (
-    BINARY_SNIFF_BYTES,
     TextFile,
     count_lines,
     decode,
+    decode_line,
+    detect_encoding,
     diff_stat,
     file_error,
     load_text,
@@ -29,15 +32,25 @@ from swecli.tools.text import (
     unified_diff,
     write_atomically,
 )
+from swecli.tools.visible import invisible
 from swecli.tools.walk import Entry, GlobFilter, IgnoreRules, scan, walk
 
 LIST_LIMIT = 500
 READ_LIMIT = 2000
 LINE_CHARS = 2000
 READ_CHAR_BUDGET = 100_000
+ENCODING_SNIFF_BYTES = 1 << 20
+"""read_file decides a file's encoding from this much of its start (a later line that is not UTF-8 is
+still read in the legacy encoding, line by line)."""
 """read_file stops early (with a note on how to go on) when a page of long lines gets this big."""
 RESULT_DIFF_CHARS = 4000
 """How much of an edit's diff the model gets back to check its work."""
+MAX_EDIT_BYTES = 10_000_000
+"""edit_file works on files up to this size (its diff and its copy in memory grow with the file); write_file
+replaces a bigger file without reading it."""
+_LINE_BYTES = LINE_CHARS * 4
+"""read_file reads at most this much of a line (its first LINE_CHARS characters in any UTF-8), skipping the rest
+in chunks: a one-line file of gigabytes costs no more memory than a short one."""
 
 
 def _pluralize(count: int, word: str, plural: str = "") -> str:
@@ -234,12 +247,13 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         return image
     try:
         with target.open("rb") as fh:
-            if looks_binary(fh.read(BINARY_SNIFF_BYTES)):
+            head = fh.read(ENCODING_SNIFF_BYTES)
+            if looks_binary(head):
                 size = target.stat().st_size
                 raise ToolError(f"{shown} is a binary file ({size:,} bytes); read_file only shows text. "
                                 "Use bash (e.g. `file`, `xxd | head`) to inspect it.")
             fh.seek(0)
-            page = _read_page(fh, args.offset, args.limit)
+            page = _read_encoded_page(fh, head, args.offset, args.limit)
     except OSError as exc:
         raise file_error(exc, target, shown) from None
     meta = {"path": shown, "lines": len(page.lines), "total_lines": page.total, "offset": args.offset,
@@ -268,27 +282,47 @@ def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None
                       meta={"path": shown, "width": image.width, "height": image.height})
 
 
-def _read_page(fh: BinaryIO, offset: int, limit: int) -> _Page:
+def _read_encoded_page(fh: BinaryIO, head: bytes, offset: int, limit: int) -> _Page:
+    """A page of the file in its own encoding (text.py), sniffed from `head`, its first bytes."""
+    codec, bom = detect_encoding(head, complete=len(head) < ENCODING_SNIFF_BYTES)
+    if bom and codec != "utf-8":  # UTF-16/32: a line does not end at a b"\n" byte; such files are small
+        return _read_page(io.BytesIO(decode(fh.read()).text.encode("utf-8")), offset, limit)
+    return _read_page(fh, offset, limit, codec)
+
+
+def _read_page(fh: BinaryIO, offset: int, limit: int, codec: str = "utf-8") -> _Page:
     page = _Page()
     chars = 0
     number = 0
-    for number, raw in enumerate(fh, 1):
+    for number, (raw, extra) in enumerate(_lines(fh), 1):
         if number < offset:
             continue
         if len(page.lines) >= limit or chars >= READ_CHAR_BUDGET:
             page.total = number + _count_rest(fh)
             return page
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        line = decode_line(raw, codec).rstrip("\r\n")
         if number == 1:
             line = line.removeprefix("\ufeff")
-        if len(line) > LINE_CHARS:
-            line = f"{line[:LINE_CHARS]}… [{len(line) - LINE_CHARS:,} more characters on this line]"
+        if len(line) > LINE_CHARS or extra:
+            line = f"{line[:LINE_CHARS]}… [{len(line) - LINE_CHARS + extra:,} more characters on this line]"
             page.long_lines += 1
         page.lines.append(f"{number:6}\t{line}")
         chars += len(line) + 8
         page.last = number
     page.total = number
     return page
+
+
+def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """The file's lines as (at most _LINE_BYTES + 1 bytes of the line, how many bytes of it were skipped)."""
+    while head := fh.readline(_LINE_BYTES + 1):
+        skipped = 0
+        if len(head) > _LINE_BYTES and not head.endswith(b"\n"):
+            while chunk := fh.readline(1 << 20):
+                skipped += len(chunk.rstrip(b"\r\n"))
+                if chunk.endswith(b"\n"):
+                    break
+        yield head, skipped
 
 
 def _count_rest(fh: BinaryIO) -> int:
@@ -373,6 +407,11 @@ def _plan_write(args: WriteFileArgs, ctx: ToolContext) -> _Change:
     if not target.exists():
         data = args.content.encode("utf-8")
         return _Change(target, shown, unified_diff(None, args.content, shown), data, True, args.content)
+    size = _regular_size(target, shown, "write_file")
+    if size > MAX_EDIT_BYTES:
+        diff = f"{shown} ({size:,} bytes) will be replaced; it is too big to show what changes.\n"
+        return _Change(target, shown, diff + unified_diff("", args.content, shown), args.content.encode(), False,
+                       args.content)
     raw = read_bytes(target, shown)
     if looks_binary(raw):
         diff = f"Binary file {shown} ({len(raw):,} bytes) will be replaced by text.\n"
@@ -381,6 +420,18 @@ def _plan_write(args: WriteFileArgs, ctx: ToolContext) -> _Change:
     old = decode(raw)
     new_text = args.content.replace("\r\n", "\n") if old.newline == "\r\n" else args.content
     return _Change(target, shown, unified_diff(old.text, new_text, shown), old.encode(new_text), False, new_text)
+
+
+def _regular_size(target: Path, shown: str, tool: str) -> int:
+    """The size of the existing `target`; ToolError when it is not a regular file (a FIFO would block the read,
+    a device would never end)."""
+    try:
+        info = target.stat()
+    except OSError as exc:
+        raise file_error(exc, target, shown) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); {tool} only changes files.")
+    return info.st_size
 
 
 def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
@@ -438,11 +489,19 @@ def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:
     shown = display_path(ctx.root, target)
     if not target.exists():
         raise ToolError(f"File not found: {shown}.{suggest_similar(target, shown)} To create a file use write_file.")
+    size = _regular_size(target, shown, "edit_file")
+    if size > MAX_EDIT_BYTES:
+        raise ToolError(f"{shown} is {size:,} bytes, more than edit_file handles ({MAX_EDIT_BYTES:,}); change it with "
+                        "bash (e.g. `sed -i`), or write a smaller file.")
     source = load_text(target, shown)
     old, new = _match_newlines(args.old_string, source), _match_newlines(args.new_string, source)
     if old == new:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
     count = source.text.count(old)
+    if count == 0 and invisible(old) != old and invisible(old) in source.text:
+        # The model copied a line holding control characters as read_file showed them (tools.visible).
+        old, new = invisible(old), invisible(new)
+        count = source.text.count(old)
     if count == 0:
         raise ToolError(_not_found_message(source.text, old, shown))
     if count > 1 and not args.replace_all:

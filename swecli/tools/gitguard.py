@@ -3,7 +3,8 @@
 Asks: a force push (`-f`, `--force`, `--force=...`, `--force-with-lease`, `+ref`, `--mirror`) or a
 remote branch deleted; `reset --hard` and `reset --merge`; `checkout -f`/`switch -f`/`--discard-changes`
 and `checkout .` / `restore .` (every file); `clean -f` (not with `-n`); `branch -D`; `stash clear`;
-`update-ref -d`; `worktree remove --force`; `reflog expire`; `filter-branch`/`filter-repo`.
+`update-ref -d`; `worktree remove --force`; `reflog expire`; `filter-branch`/`filter-repo`; `rm -r .` (every
+tracked file deleted, uncommitted changes too); `read-tree -u --reset` (reset --hard by another name).
 Passes: what only touches named files or keeps changes (`checkout -- file.py`, `restore --staged .`,
 `reset --soft`, `reset HEAD file`, `branch -d`, `stash drop`, `clean -n`, `push --force-if-includes` alone
 is still a force push only with a lease).
@@ -132,6 +133,18 @@ def _update_ref(args: list[str]) -> str:
         "--delete" in args else ""
 
 
+def _rm(args: list[str]) -> str:
+    options, operands = split(args, "", ("--pathspec-from-file",))
+    if "--cached" in options or has_short(options, "n", ("--dry-run",)):
+        return ""
+    recursive = has_short(options, "r")
+    return "deletes every tracked file (git rm -r .)" if recursive and _EVERY_FILE & set(operands) else ""
+
+
+def _read_tree(args: list[str]) -> str:
+    return "discards uncommitted work (git read-tree -u --reset)" if "-u" in args and "--reset" in args else ""
+
+
 def _worktree(args: list[str]) -> str:
     if args[:1] == ["remove"] and has_short(split(args[1:])[0], "f", ("--force",)):
         return "deletes a worktree with its uncommitted changes (worktree remove --force)"
@@ -148,6 +161,8 @@ _GIT: dict[str, GitRule] = {
     "branch": _branch,
     "update-ref": _update_ref,
     "worktree": _worktree,
+    "rm": _rm,
+    "read-tree": _read_tree,
     "stash": lambda a: "deletes every stash (git stash clear)" if a[:1] == ["clear"] else "",
     "filter-branch": lambda a: "rewrites the repository's history (git filter-branch)",
     "filter-repo": lambda a: "rewrites the repository's history (git filter-repo)",

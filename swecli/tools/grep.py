@@ -3,20 +3,25 @@
 Both engines see the same files (walk.py's rules, which mirror ripgrep's flags below), visit them in
 the same order (sorted by path) and feed the same collector, so the model gets identical output
 whichever one ran.
+
+The Python engine reads each file in CHUNK_BYTES pieces, as ripgrep does (a NUL byte in a piece ends the
+file's search there, matches before it stand), so memory stays bounded whatever the file: it searches at
+most MAX_FILE_BYTES of a file (the output names every file cut this way, with its size), and a line
+longer than LONG_LINE_BYTES is matched on its first LONG_LINE_BYTES. ripgrep has no such limit: it
+searches gigabytes in seconds.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, Field
 
@@ -24,10 +29,18 @@ from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
+from swecli.tools.own_process import helper_environment, trusted_program
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
 from swecli.tools.spool import Spool
-from swecli.tools.text import BINARY_SNIFF_BYTES, looks_binary, suggest_similar
+from swecli.tools.text import (
+    BINARY_SNIFF_BYTES,
+    byte_order_mark,
+    decode_line,
+    detect_encoding,
+    looks_binary,
+    suggest_similar,
+)
 from swecli.tools.walk import ALWAYS_SKIP, GlobFilter, IgnoreRules, walk
 
 MAX_MATCHES = 200
@@ -35,6 +48,13 @@ MAX_MATCHES = 200
 COUNT_LIMIT = 100_000
 """Matching lines counted before giving up on an exact total."""
 LINE_CHARS = 300
+CHUNK_BYTES = 64 << 10
+"""What the Python engine reads at a time (ripgrep's buffer size, so binary files end alike)."""
+MAX_FILE_BYTES = 64 << 20
+"""The Python engine searches this much of a file at most: Python reads ~50-100 MB/s, so a 2 GB log would
+hold the call for half a minute. The output says which files were cut."""
+LONG_LINE_BYTES = 1 << 20
+"""A line longer than this (minified code, a data dump) is matched on its first LONG_LINE_BYTES."""
 
 Engine = Literal["auto", "rg", "python"]
 
@@ -67,6 +87,8 @@ class Matches:
     listing: Spool = field(default_factory=Spool)
     """Every matching line counted, in the grouped format `render` uses, with lines uncut: the whole
     output when the model is shown only part of it."""
+    cut_files: list[tuple[str, int]] = field(default_factory=list)
+    """(path, size) of files the Python engine searched only the first MAX_FILE_BYTES of."""
     _last_path: str = ""
 
     @property
@@ -93,8 +115,9 @@ class RegexError(SwecliError):
     """ripgrep rejected the pattern; the Python engine may still accept it (look-around, backreferences)."""
 
 
-def find_ripgrep() -> str | None:
-    return shutil.which("rg")
+def find_ripgrep(root: Path) -> str | None:
+    """ripgrep from PATH, never one inside the project (see own_process.py)."""
+    return trusted_program("rg", root)
 
 
 def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches:
@@ -107,7 +130,9 @@ def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches
         raise ToolError(f"{shown} is not a regular file or directory.")
     if target.is_file() and _file_is_binary(target):
         raise ToolError(f"{shown} is a binary file; grep searches text files only.")
-    rg = find_ripgrep() if engine != "python" else None
+    # ripgrep matches bytes as UTF-8: a pattern with other characters would miss them in a file of another
+    # encoding (`café` in Latin-1), where the Python engine reads each file in its own.
+    rg = find_ripgrep(root) if engine == "rg" or (engine == "auto" and args.pattern.isascii()) else None
     if engine == "rg" and rg is None:
         raise ToolError("ripgrep (rg) is not installed.")
     if rg is not None:
@@ -160,17 +185,97 @@ def _search_python(root: Path, target: Path, args: GrepArgs, cancel: CancelToken
 
 def _search_file(path: Path, shown: str, matcher: _PyMatcher, matches: Matches) -> None:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            _search_stream(fh, shown, matcher, matches)
+            if fh.tell() >= MAX_FILE_BYTES and fh.read(1):
+                matches.cut_files.append((shown, os.fstat(fh.fileno()).st_size))
     except OSError:
         return  # unreadable files are skipped, as ripgrep does
-    if not data or b"\0" in data:
+
+
+def _search_stream(fh: BinaryIO, shown: str, matcher: _PyMatcher, matches: Matches) -> None:
+    """Search a file piece by piece: complete lines are matched as they arrive, the last partial line waits
+    for the next piece (cut at LONG_LINE_BYTES), a piece holding a NUL byte ends the search (binary)."""
+    lines = _Lines()
+    first = True
+    while not matches.full and (piece := fh.read(min(CHUNK_BYTES, MAX_FILE_BYTES - fh.tell()))):
+        if first:
+            first = False
+            piece += fh.read(max(0, min(4, MAX_FILE_BYTES) - len(piece)))  # a whole byte-order mark (UTF-32's is 4)
+            marked = byte_order_mark(piece)
+            if marked is not None and marked[1] != "utf-8":  # UTF-16/32: NULs are text, lines are not b"\n"
+                _match_lines(_wide_text(piece + fh.read(MAX_FILE_BYTES - fh.tell())), lines, shown, matcher, matches)
+                return
+            piece = piece.removeprefix(b"\xef\xbb\xbf")
+        if b"\0" in piece:
+            return
+        _match_lines(lines.feed(piece), lines, shown, matcher, matches)
+    if not matches.full:
+        _match_lines(lines.rest(), lines, shown, matcher, matches)
+
+
+@dataclass
+class _Lines:
+    """Splits a byte stream into whole lines, keeping at most LONG_LINE_BYTES of a line not yet ended."""
+
+    number: int = 0
+    """Lines handed out so far."""
+    _partial: bytes = b""
+    _skipping: bool = False
+    """The current line passed LONG_LINE_BYTES: what remains of it is dropped."""
+
+    def feed(self, piece: bytes) -> str | None:
+        """The complete lines that `piece` ends, decoded and joined by "\n" (None when it ends none)."""
+        end = piece.rfind(b"\n")
+        if end < 0:
+            self._keep(piece)
+            return None
+        head, self._partial, skipping = self._partial, b"", self._skipping
+        self._skipping = False
+        first_end = piece.find(b"\n")
+        first = head + (b"" if skipping else piece[:first_end])
+        block = first[:LONG_LINE_BYTES] + piece[first_end:end + 1]
+        self._keep(piece[end + 1:])
+        # Line ends as ripgrep's --crlf sees them: \r\n and \n.
+        return _decode_lines(block).replace("\r\n", "\n")[:-1]
+
+    def rest(self) -> str | None:
+        """The last line, when the stream did not end with a newline (a lone \r at its very end dropped)."""
+        tail, self._partial = self._partial, b""
+        return _decode_lines(tail).removesuffix("\r") if tail else None
+
+    def _keep(self, data: bytes) -> None:
+        if self._skipping:
+            return
+        self._partial += data
+        if len(self._partial) > LONG_LINE_BYTES:
+            self._partial, self._skipping = self._partial[:LONG_LINE_BYTES], True
+
+
+def _decode_lines(block: bytes) -> str:
+    """Lines of a file without a byte-order mark, each in its own encoding: UTF-8, or (a line that is not
+    valid UTF-8) cp1252/latin-1, as read_file reads such a file (`text.decode_line`)."""
+    try:
+        return block.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\n".join(decode_line(line) for line in block.split(b"\n"))
+
+
+def _wide_text(data: bytes) -> str:
+    """A UTF-16/32 file's text (its byte-order mark says which), read whole up to MAX_FILE_BYTES."""
+    codec, bom = detect_encoding(data, complete=False)
+    return data[len(bom):].decode(codec, errors="replace").replace("\r\n", "\n").removesuffix("\n")
+
+
+def _match_lines(text: str | None, lines: _Lines, shown: str, matcher: _PyMatcher, matches: Matches) -> None:
+    """Match the lines of `text` (joined by "\n"); numbering continues from `lines.number`."""
+    if text is None:
         return
-    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace")
-    # Line ends as ripgrep's --crlf sees them: \r\n, \n, and a lone \r at the very end.
-    text = text.replace("\r\n", "\n").removesuffix("\n").removesuffix("\r")
+    start = lines.number
+    lines.number += text.count("\n") + 1
     if matcher.file is not None and not matcher.file.search(text):
         return
-    for number, line in enumerate(text.split("\n"), 1):
+    for number, line in enumerate(text.split("\n"), start + 1):
         if matcher.line.search(line):
             matches.add(shown, number, line)
             if matches.full:
@@ -198,7 +303,8 @@ def _search_rg(rg: str, root: Path, target: Path, args: GrepArgs, cancel: Cancel
     rules = IgnoreRules(root) if args.glob and target.is_dir() else None
     matches = Matches(engine="rg")
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                env=helper_environment())
         threading.Thread(target=_kill_on_cancel, args=(proc, cancel), daemon=True).start()
         try:
             _read_rg_stream(proc, cwd, root, rules, matches, cancel)
@@ -242,7 +348,7 @@ def _read_rg_stream(proc: subprocess.Popen[bytes], cwd: Path, root: Path, rules:
             current, shown = name, "" if skipped else display_path(root, path)
         if shown:
             # Drop the terminator ripgrep prints (\r\n in --crlf mode, added if the file's last line had none).
-            line = text.removesuffix(b"\n").removesuffix(b"\r").removesuffix(b"\r").decode("utf-8", errors="replace")
+            line = decode_line(text.removesuffix(b"\n").removesuffix(b"\r").removesuffix(b"\r"))
             matches.add(shown, int(number), line)
 
 
@@ -292,15 +398,20 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     summary = summarize(matches)
     meta = {"pattern": args.pattern, "path": args.path, "matches": matches.total, "files": matches.files,
             "engine": matches.engine, "complete": matches.complete}
+    cut = _cut_files_note(matches)
+    if cut:
+        meta["cut_files"] = [path for path, _ in matches.cut_files]
     if matches.total == 0:
         matches.listing.discard()
         where = f" in files matching {args.glob!r}" if args.glob else ""
-        return ToolResult(f"No matches for {args.pattern!r} under {args.path}{where}.", summary=summary, meta=meta)
+        return ToolResult(f"No matches for {args.pattern!r} under {args.path}{where}.{cut}", summary=summary,
+                          meta=meta)
     body, shown = render(matches, ctx.max_output_chars)
     content = f"{summary}\n\n{body}"
     if shown < matches.total:
         content += (f"\n\n(Showing the first {shown} of {matches.total:,}{'' if matches.complete else '+'} matching "
                     "lines. Narrow the search with path, glob or a more specific pattern.)")
+    content += cut
     full = None
     if shown < matches.total or matches.cut_lines:  # the model sees part of it: the whole listing is kept
         full = matches.listing.finish()
@@ -309,6 +420,17 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
         matches.listing.discard()
     meta["shown"] = shown
     return ToolResult(content, summary=summary, meta=meta, full=full)
+
+
+def _cut_files_note(matches: Matches) -> str:
+    """Says which files were searched only in part (the Python engine's size limit), "" when none were."""
+    if not matches.cut_files:
+        return ""
+    shown = ", ".join(f"{path} ({size / (1 << 20):,.0f} MiB)" for path, size in matches.cut_files[:5])
+    more = f" and {len(matches.cut_files) - 5} more" if len(matches.cut_files) > 5 else ""
+    return (f"\n\n(Only the first {MAX_FILE_BYTES >> 20} MiB of {shown}{more} were searched: without ripgrep, grep "
+            "reads at most that much of a file. Search the rest with bash (`grep -n PATTERN FILE`) or page it with "
+            "read_file.)")
 
 
 def describe_grep(args: Mapping[str, Any]) -> str:

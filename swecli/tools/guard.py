@@ -19,13 +19,24 @@ Documented with its corpora and numbers in docs/security/guard.md.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterable, Iterator
 
 from swecli.tools.gitguard import git_reason, has_short, split
-from swecli.tools.inline import interpreter_danger
-from swecli.tools.protected import Danger, delete_danger, harmless_device, write_danger
+from swecli.tools.inline import AWKS, interpreter_danger
+from swecli.tools.protected import SCRATCH, Danger, delete_danger, harmless_device, write_danger
 from swecli.tools.shell import SHELLS, Command, Script, Word, follow, output_text, parse, stdin_text
-from swecli.tools.targets import Scope, everything, expand, expand_all, find_narrowed, listing, repository
+from swecli.tools.targets import (
+    Scope,
+    env_file,
+    everything,
+    expand,
+    expand_all,
+    find_narrowed,
+    listing,
+    repository,
+    repository_file,
+)
 
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "nc", "ncat", "socat", "http", "https", "xh"})
 DECODERS = frozenset({"base64", "base32", "xxd", "openssl", "gunzip", "zcat", "gzip", "bzip2", "xz", "uudecode",
@@ -68,7 +79,7 @@ def command_reason(command: Command, scope: Scope) -> str:
             return reason
     if _runs_download(command, scope.downloaded):
         return "runs a script it just downloaded"
-    if command.name in INTERPRETERS or command.name.startswith("python3."):
+    if command.name in INTERPRETERS or command.name in AWKS or command.name.startswith("python3."):
         return interpreter_danger(command, dangerous_reason)
     return ""
 
@@ -111,6 +122,12 @@ def _first(dangers: Iterator[Danger | None]) -> Danger | None:
     return next((d for d in dangers if d is not None), None)
 
 
+def _damage(target: str) -> Danger | None:
+    """What writing over, truncating or deleting the file `target` damages: protected places (write_danger)
+    and the files git keeps a repository in (`.git/HEAD`, `.git/*`)."""
+    return write_danger(target) or repository_file(target)
+
+
 def _tree_danger(target: str) -> Danger | None:
     """What deleting `target` recursively destroys: protected places and git repositories."""
     return delete_danger(target) or repository(target)
@@ -126,7 +143,7 @@ def _rm(command: Command, scope: Scope) -> str:
     if has_short(options, "rR", ("--recursive",)):
         danger = _first(_tree_danger(t) for t in targets)
         return f"recursive delete of {danger.what}" if danger is not None else ""
-    danger = _first(write_danger(t) or _glob_of_tree(t) for t in targets)
+    danger = _first(_damage(t) or _glob_of_tree(t) or env_file(t) for t in targets)
     if danger is not None:
         return f"delete of {danger.what}"
     whole = next((everything(t) for t in targets if t.removeprefix("./") in ("*", "**/*")), "")
@@ -152,17 +169,33 @@ def _find(command: Command, scope: Scope) -> str:
     written = _find_written(expression, command, scope)
     if written:
         return written
-    actions = _outside_exec(expression)
+    delete_at = next((i for i, a in _outside_exec(expression) if a == "-delete"), None)
     for root in _targets(roots, command, scope):
-        danger = delete_danger(root)
-        delete_at = next((i for i, a in actions if a == "-delete"), None)
-        if delete_at is not None and danger is not None and not (danger.kind == "here" and find_narrowed(
-                expression, delete_at)):
-            return f"find -delete under {danger.what}"
-        reason = _find_exec_reason(expression, root, find_narrowed(expression), scope)
+        reason = _find_delete_reason(root, expression, delete_at) if delete_at is not None else ""
+        reason = reason or _find_exec_reason(expression, root, find_narrowed(expression), scope)
         if reason:
             return reason
     return ""
+
+
+def _find_delete_reason(root: str, expression: list[str], delete_at: int) -> str:
+    """`find ROOT ... -delete`: everything under a precious ROOT, unless tests before -delete pick some files
+    out of the current directory or of a scratch directory (`find /tmp -name '*.log' -delete`); a picked
+    `.env` counts."""
+    danger = delete_danger(root)
+    if find_narrowed(expression, delete_at):
+        secret = _first(env_file(name) for name in _find_names(expression[:delete_at]))
+        if secret is not None:
+            return f"find -delete of {secret.what}"
+        if danger is not None and (danger.kind == "here" or posixpath.normpath(root) in SCRATCH):
+            return ""
+    return f"find -delete under {danger.what}" if danger is not None else ""
+
+
+def _find_names(expression: list[str]) -> list[str]:
+    """The literal file names a find expression's `-name`/`-iname` tests pick."""
+    names = [expression[i + 1] for i, a in enumerate(expression[:-1]) if a in ("-name", "-iname")]
+    return [n for n in names if not set(n) & set("*?[")]
 
 
 def _outside_exec(expression: list[str]) -> list[tuple[int, str]]:
@@ -183,7 +216,7 @@ def _find_written(expression: list[str], command: Command, scope: Scope) -> str:
     """`-fprint FILE` and friends write a file: `find . -fprint /etc/passwd`."""
     for i, word in _outside_exec(expression):
         if word in _FIND_WRITES and i + 1 < len(expression):
-            danger = _first(write_danger(t) for t in _targets([expression[i + 1]], command, scope))
+            danger = _first(_damage(t) for t in _targets([expression[i + 1]], command, scope))
             if danger is not None:
                 return f"find {word} overwrites {danger.what}"
     return ""
@@ -191,7 +224,9 @@ def _find_written(expression: list[str], command: Command, scope: Scope) -> str:
 
 def _find_exec_reason(expression: list[str], root: str, narrowed: bool, scope: Scope) -> str:
     """Check what `-exec CMD {} ;` runs, with `{}` standing for the paths find visits."""
-    stand_ins = [f"{root.rstrip('/')}/found-file"] if narrowed else [root, f"{root.rstrip('/')}/*"]
+    base = root.rstrip("/")
+    stand_ins = [f"{base}/found-file", *(f"{base}/{n}" for n in _find_names(expression))] if narrowed else [
+        root, f"{base}/*"]
     for i, word in enumerate(expression):
         if word not in _FIND_EXEC:
             continue
@@ -217,7 +252,7 @@ def _write_targets(verb: str, takes_value: str = "", long_values: tuple[str, ...
     def rule(command: Command, scope: Scope) -> str:
         _, words = operands(command, takes_value, long_values)
         targets = _targets(words, command, scope)
-        danger = _first(write_danger(t) or _disk_or_tree(t) for t in targets)
+        danger = _first(_damage(t) or _disk_or_tree(t) for t in targets)
         if danger is not None:
             return f"{verb} {danger.what}"
         whole = next((everything(t) for t in targets if everything(t)), "") if empties else ""
@@ -237,7 +272,7 @@ def _copy_or_move(command: Command, scope: Scope) -> str:
     destinations: list[Word | str] = [target_dir] if target_dir else list(words[-1:])
     sources = words if target_dir else words[:-1]
     targets = _targets(destinations, command, scope)
-    danger = _first(write_danger(t) for t in targets)
+    danger = _first(_damage(t) for t in targets)
     if danger is not None:
         return f"overwrites {danger.what}"
     if command.name == "cp" and any(s.text == "/dev/null" for s in sources):
@@ -275,7 +310,7 @@ def _dd(command: Command, scope: Scope) -> str:
     for target in _targets(outputs, command, scope):
         if target.startswith("/dev/") and not harmless_device(target):
             return "dd writing to a device"
-        danger = write_danger(target)
+        danger = _damage(target)
         if danger is not None:
             return f"dd overwriting {danger.what}"
     return ""
@@ -353,8 +388,8 @@ RULES: dict[str, Rule] = {
     "rm": _rm, "unlink": _write_targets("deletes"), "find": _find,
     "shred": _write_targets("shreds", "ns", ("--iterations", "--size", "--random-source"), empties=True),
     "truncate": _write_targets("truncates", "sro", ("--size", "--reference"), empties=True),
-    "tee": _write_targets("writes to"), "cp": _copy_or_move, "mv": _copy_or_move, "install": _copy_or_move,
-    "ln": _copy_or_move, "rsync": _rsync, "dd": _dd, "sed": _sed,
+    "tee": _write_targets("writes to", empties=True), "cp": _copy_or_move, "mv": _copy_or_move,
+    "install": _copy_or_move, "ln": _copy_or_move, "rsync": _rsync, "dd": _dd, "sed": _sed,
     "chmod": _chmod, "chown": _chmod, "chgrp": _chmod, "git": _git,
     "sudo": _privileged, "doas": _privileged, "pkexec": _privileged, "su": _privileged, "run0": _privileged,
     "shutdown": _power, "reboot": _power, "halt": _power, "poweroff": _power, "systemctl": _systemctl,
@@ -376,7 +411,7 @@ def _redirect_reason(command: Command, scope: Scope) -> str:
         if not redirect.writes_file or redirect.target is None:
             continue
         for target in expand(redirect.target, scope, command.cwd):
-            danger = write_danger(target)
+            danger = _damage(target)
             if danger is not None:
                 return f"writes to {danger.what}"
             whole = everything(target) if redirect.op in (">", ">|") else ""
@@ -461,13 +496,28 @@ def _fed_reason(command: Command, scope: Scope) -> str:
         return ""
     paths = listing(command.upstream[-1])
     if not paths:
-        return ""
+        return _fed_by_narrowed_find(command, scope)
     for path in paths:
         words = tuple(Word(w.text.replace("{}", path)) if "{}" in w.text else w for w in command.words)
         fed = Command(words if words != command.words else (*command.words, Word(path)), cwd=command.cwd)
         reason = _first_reason(follow(fed), scope)
         if reason:
             return f"{reason} (fed by {command.upstream[-1].name})"
+    return ""
+
+
+def _fed_by_narrowed_find(command: Command, scope: Scope) -> str:
+    """`find ~/old -name '*.log' | xargs rm`: as `find ~/old -name '*.log' -delete`, files picked out of a
+    precious directory are its files (the picked ones cannot be named, so the directory decides)."""
+    upstream = command.upstream[-1]
+    if upstream.name != "find" or command.name not in ("rm", "unlink", "shred", "truncate"):
+        return ""
+    args = list(upstream.args)
+    split_at = next((i for i, a in enumerate(args) if a.startswith(("-", "(", "!"))), len(args))
+    for root in _targets(args[:split_at] or ["."], upstream, scope):
+        reason = _find_delete_reason(root, args[split_at:], len(args) - split_at)
+        if reason:
+            return f"{command.name} of files found under {reason.split(' under ', 1)[-1]}"
     return ""
 
 

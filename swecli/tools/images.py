@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,9 @@ MAX_BYTES = 3_750_000
 """Raw bytes; base64 makes them 4/3 larger, under the providers' 5 MB limit."""
 MAX_FILE_BYTES = 50_000_000
 """A file larger than this is not opened at all."""
+MAX_PIXELS = 50_000_000
+"""An image claiming more pixels is not decoded: a few kilobytes of PNG can claim 13,000 × 13,000 pixels, 700 MB
+once decoded (Pillow itself refuses only past 179 million)."""
 
 
 def is_image_path(path: str | Path) -> bool:
@@ -41,12 +45,18 @@ def load_image(path: Path, shown: str, origin: str, max_edge: int = MAX_EDGE,
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ToolError(f"{shown} is larger than {MAX_FILE_BYTES // 1_000_000} MB; it was not loaded.")
         raw = path.read_bytes()
-        with Image.open(io.BytesIO(raw)) as image:
+        with warnings.catch_warnings():  # Pillow warns on stderr (over the UI) past 89 million pixels
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(io.BytesIO(raw))
+        with opened as image:
+            if image.width * image.height > MAX_PIXELS:
+                raise ToolError(f"{shown} claims {image.width:,} × {image.height:,} pixels, more than swecli decodes "
+                                f"({MAX_PIXELS:,}); it was not loaded.")
             image.load()
             return _part(image, raw, shown, origin, max_edge, max_bytes)
     except FileNotFoundError:
         raise ToolError(f"{shown}: no such image file.") from None
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
         raise ToolError(f"{shown} could not be read as an image ({type(exc).__name__}); it was not loaded.") from None
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 
 from swecli.tools.protected import Danger, delete_danger, write_danger
 from swecli.tools.shell import Command, stdin_text
+from swecli.tools.targets import repository
 
 ShellReason = Callable[[str], str]
 
@@ -30,6 +31,8 @@ _CODE_FLAGS = {"python": ("-c",), "perl": ("-e", "-E"), "ruby": ("-e",), "node":
                "nodejs": ("-e", "--eval", "-p", "--print"), "php": ("-r",), "lua": ("-e",), "deno": ("eval",),
                "bun": ("-e", "--eval"), "Rscript": ("-e",)}
 _VALUE_FLAGS = {"-W", "-X", "-I", "-M", "-r", "--require", "-i"}
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+"""awk runs shell commands with `system()` and `"cmd" | getline`; its program is its first operand."""
 _RUN = {"system", "popen", "run", "call", "check_call", "check_output", "Popen", "getoutput", "getstatusoutput",
         "spawn", "execvp", "execv", "execl", "execlp"}
 _FILE_DELETE = {"remove", "unlink", "removedirs"}
@@ -50,6 +53,8 @@ def interpreter_danger(command: Command, shell_reason: ShellReason) -> str:
 
 def inline_code(command: Command) -> str | None:
     """The program text given on the command line (`-c`, `-e`) or on stdin (`python3 -`, a heredoc)."""
+    if command.name in AWKS:
+        return _awk_program(list(command.args))
     family = "python" if command.name.startswith("python") else command.name
     flags = _CODE_FLAGS.get(family, ())
     args = list(command.args)
@@ -71,6 +76,19 @@ def inline_code(command: Command) -> str | None:
         return "\n".join(pieces)
     operand = args[i] if i < len(args) else None
     return stdin_text(command) if operand in (None, "-") else None
+
+
+def _awk_program(args: list[str]) -> str | None:
+    """awk's program: its first operand, unless `-f FILE` names one (`awk 'BEGIN{system("rm -rf ~")}'`)."""
+    items = iter(args)
+    for arg in items:
+        if arg in ("-f", "--file") or arg.startswith("-f"):
+            return None
+        if arg in ("-F", "-v", "--assign", "--field-separator"):
+            next(items, None)
+        elif arg == "--" or not arg.startswith("-"):
+            return next(items, None) if arg == "--" else arg
+    return None
 
 
 def _cluster_ending_in_code_flag(arg: str, flags: tuple[str, ...]) -> bool:
@@ -133,7 +151,7 @@ def _call_reason(call: ast.Call, known: dict[str, str], shell_reason: ShellReaso
         _value(call.args[0], known) if call.args else None)
     if attr == "rmtree":
         # A path computed at run time passes: in real sessions it is nearly always a tempfile.mkdtemp().
-        danger = delete_danger(target) if target is not None else None
+        danger = (delete_danger(target) or repository(target)) if target is not None else None
         return f"recursive delete of {danger.what}" if danger else ""
     if attr in _FILE_DELETE | _FILE_WRITE or (attr == "open" and _writes(call)):
         danger = write_danger(target) if target is not None else None

@@ -21,7 +21,7 @@ def resolve_in_root(root: Path, path: str | os.PathLike[str]) -> Path:
     if "\0" in raw:
         raise ToolError(f"path {raw!r} contains a NUL byte; pass a plain file path.")
     candidate = Path(raw).expanduser()
-    target = (candidate if candidate.is_absolute() else real_root / candidate).resolve()
+    target = real_path(candidate if candidate.is_absolute() else real_root / candidate, raw)
     if target == real_root or target.is_relative_to(real_root):
         secret = secret_location(target)
         if secret:
@@ -33,6 +33,15 @@ def resolve_in_root(root: Path, path: str | os.PathLike[str]) -> Path:
         f" (it resolves to {target} through a symlink)")
     raise ToolError(f"path {raw!r} is outside the project root {real_root}{via_link}; the file tools only work "
                     "inside the project. Use a path relative to the project root.")
+
+
+def real_path(path: Path, raw: str) -> Path:
+    """`path` with its symlinks followed; ToolError for a symlink loop (or a path too long to follow)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 raises RuntimeError for a loop
+        raise ToolError(f"path {raw!r} cannot be followed: {exc}. A symlink in it points back to itself; "
+                        "give another path.") from None
 
 
 def display_path(root: Path, path: Path) -> str:
@@ -56,7 +65,7 @@ def resolve_readable(root: Path, path: str | os.PathLike[str], extra: tuple[Path
     except ToolError:
         candidate = Path(os.fspath(path)).expanduser()
         if candidate.is_absolute():
-            target = candidate.resolve()
+            target = real_path(candidate, os.fspath(path))
             if any(target.is_relative_to(folder.resolve()) for folder in extra):
                 return target
         raise

@@ -15,47 +15,96 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import glob
 import os
 import posixpath
 import re
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.tools.gitlinks import runs_later
+
 SECRET_PATHS: tuple[str, ...] = (
     # keys and agents
-    ".ssh", ".gnupg", ".password-store", ".local/share/keyrings", ".config/op", ".vault-token",
+    ".ssh", ".gnupg", ".password-store", ".local/share/keyrings", ".config/op", ".vault-token", ".pki",
     # git and code hosts
-    ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub", ".config/glab-cli",
-    ".config/github-copilot",
+    ".git-credentials", ".config/git/credentials", ".gitcookies", ".config/gh", ".config/hub", ".config/glab-cli",
+    ".config/github-copilot", ".config/tea", ".subversion/auth",
     # AI tools, swecli itself included
     ".config/swecli", ".codex/auth.json", ".claude/.credentials.json", ".claude.json", ".cache/huggingface/token",
-    ".huggingface/token", ".kaggle",
-    # clouds and cluster tools
+    ".huggingface/token", ".kaggle", ".gemini/oauth_creds.json", ".config/io.datasette.llm/keys.json",
+    ".local/share/opencode/auth.json", ".continue/config.json", ".continue/config.yaml",
+    # clouds, cluster and deploy tools
     ".aws", ".azure", ".config/gcloud", ".boto", ".oci", ".kube", ".docker", ".config/doctl", ".config/hcloud",
     ".config/linode-cli", ".fly", ".config/rclone", ".s3cfg", ".mc", ".databrickscfg", ".terraform.d",
-    ".terraformrc", ".config/stripe", ".netrc",
+    ".terraformrc", ".config/stripe", ".netrc", ".config/configstore", ".config/netlify", ".local/share/com.vercel.cli",
+    ".pulumi/credentials.json", ".config/openstack", ".config/scaleway", ".config/ngrok", ".ngrok2", ".cloudflared",
+    ".wrangler", ".config/.wrangler", ".minikube", ".tsh", ".config/helm/registry", ".config/containers/auth.json",
+    ".bluemix", ".circleci", ".travis", ".sentryclirc", ".jfrog", ".passwd-s3fs", ".smbcredentials",
+    ".config/solana",
     # package registries
-    ".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-    ".gem/credentials", ".m2/settings.xml", ".m2/settings-security.xml", ".gradle/gradle.properties",
-    ".ivy2/.credentials", ".composer/auth.json", ".config/composer/auth.json", ".nuget/NuGet/NuGet.Config",
-    ".config/NuGet/NuGet.Config",
-    # databases
-    ".pgpass", ".my.cnf", ".mylogin.cnf",
-    # shell histories (they hold the tokens people type) and browser profiles (cookies)
-    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
-    ".mozilla", ".config/google-chrome", ".config/chromium",
+    ".npmrc", ".yarnrc", ".yarnrc.yml", ".bunfig.toml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+    ".gem/credentials", ".local/share/gem/credentials", ".bundle/config", ".m2/settings.xml",
+    ".m2/settings-security.xml", ".gradle/gradle.properties", ".ivy2/.credentials", ".sbt/.credentials",
+    ".composer/auth.json", ".config/composer/auth.json", ".nuget/NuGet/NuGet.Config", ".config/NuGet/NuGet.Config",
+    ".pub-cache/credentials.json", ".config/dart/pub-credentials.json", ".hex",
+    # databases and their clients
+    ".pgpass", ".pg_service.conf", ".my.cnf", ".mylogin.cnf", ".cassandra/cqlshrc", ".snowflake", ".dbt/profiles.yml",
+    ".influxdbv2", ".local/share/DBeaverData", ".config/filezilla", ".config/remmina",
+    # environment files kept in the home by convention (R's GITHUB_PAT, a personal .env)
+    ".Renviron", ".env",
+    # shell and REPL histories (they hold the tokens and passwords people type) and editors' registers
+    ".bash_history", ".zsh_history", ".zhistory", ".histfile", ".sh_history", ".ksh_history",
+    ".local/share/fish/fish_history", ".config/fish/fish_history", ".python_history", ".node_repl_history",
+    ".irb_history", ".Rhistory", ".psql_history", ".mysql_history", ".sqlite_history", ".rediscli_history",
+    ".dbshell", ".mongosh", ".lesshst", ".viminfo",
+    # wallets
+    ".bitcoin", ".electrum", ".ethereum",
+    # browser and messenger profiles (cookies, session tokens), mail
+    ".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware", ".config/microsoft-edge",
+    ".config/vivaldi", ".config/opera", ".thunderbird", ".config/Slack", ".config/discord",
 )
 """Home-relative paths holding credentials: keys, code-host, cloud and registry tokens, database
 passwords, AI tools' logins (swecli's own user config included), password stores, shell histories
 and browser profiles. The ONE list: the sandbox hides each of them from commands, the file tools
-refuse to read, list or search them, and the guard protects them. Documented in docs/security/sandbox.md."""
+refuse to read, list or search them, and the guard protects them. Entries under `.config/`,
+`.cache/` and `.local/share/` are also found under `$XDG_CONFIG_HOME`, `$XDG_CACHE_HOME` and
+`$XDG_DATA_HOME` when those are set elsewhere. Documented in docs/security/sandbox.md."""
+
+SECRET_ENV_PATHS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # variables naming a credential file or directory themselves
+    ("GOOGLE_APPLICATION_CREDENTIALS", ("",)), ("CLOUDSDK_CONFIG", ("",)), ("AWS_SHARED_CREDENTIALS_FILE", ("",)),
+    ("AWS_CONFIG_FILE", ("",)), ("AZURE_CONFIG_DIR", ("",)), ("KUBECONFIG", ("",)), ("DOCKER_CONFIG", ("",)),
+    ("GNUPGHOME", ("",)), ("PASSWORD_STORE_DIR", ("",)), ("PGPASSFILE", ("",)), ("PGSERVICEFILE", ("",)),
+    ("MYSQL_TEST_LOGIN_FILE", ("",)), ("NETRC", ("",)), ("GH_CONFIG_DIR", ("",)), ("RCLONE_CONFIG", ("",)),
+    ("NPM_CONFIG_USERCONFIG", ("",)), ("TF_CLI_CONFIG_FILE", ("",)), ("BOTO_CONFIG", ("",)),
+    ("OCI_CLI_CONFIG_FILE", ("",)), ("DATABRICKS_CONFIG_FILE", ("",)), ("HF_TOKEN_PATH", ("",)),
+    ("KAGGLE_CONFIG_DIR", ("",)), ("SSH_AUTH_SOCK", ("",)), ("VAULT_CONFIG_PATH", ("",)),
+    # tool homes moved elsewhere: the credential file inside them
+    ("CARGO_HOME", ("credentials", "credentials.toml")), ("HF_HOME", ("token",)), ("GRADLE_USER_HOME",
+     ("gradle.properties",)), ("COMPOSER_HOME", ("auth.json",)), ("CODEX_HOME", ("auth.json",)),
+    ("CLAUDE_CONFIG_DIR", (".credentials.json",)),
+)
+"""Environment variables that move a credential elsewhere than SECRET_PATHS says (KUBECONFIG may
+list several files): (variable, paths inside it; "" is the named path itself). Part of the one list."""
+
+_XDG_HOMES = (("XDG_CONFIG_HOME", ".config/"), ("XDG_CACHE_HOME", ".cache/"), ("XDG_DATA_HOME", ".local/share/"))
+
+SYSTEM_SECRETS: tuple[str, ...] = (
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssh/ssh_host_*key", "/etc/ssl/private",
+    "/etc/kubernetes/admin.conf", "/etc/kubernetes/pki", "/etc/rancher/k3s/k3s.yaml", "/var/lib/kubelet/pki",
+)
+"""Credentials outside any home that only root can read (password hashes, host and cluster keys): hidden
+from commands when the user running swecli can read them (glob patterns allowed)."""
 
 SYSTEM_DIRS = frozenset({"etc", "usr", "bin", "sbin", "boot", "var", "lib", "lib32", "lib64", "libx32", "opt",
                          "root", "sys", "proc", "dev", "snap", "nix", "System", "Library", "Applications"})
 """Top-level directories of the operating system (Linux and macOS). /mnt, /srv and /work-like
 directories are not listed: projects live there."""
-_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+"""Scratch directories: deleting them whole is dangerous, deleting in them is not."""
 _HARMLESS_DEVICES = re.compile(r"^/dev/(?:null|zero|full|u?random|stdin|stdout|stderr|tty|fd/\d+)$")
 _DISKS = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop|sr)")
 _UNSET_PREFIX = re.compile(r"^\$\{?(\w+)\}?(/\*?|/\.\*?)?$")
@@ -155,8 +204,8 @@ def _absolute_danger(path: str) -> Danger | None:
     normalized = posixpath.normpath(path)
     if normalized in ("/", "/*", "/.*") or normalized.startswith("/.."):
         return Danger("root", "the root directory")
-    if any(normalized == d or normalized.startswith(d + "/") for d in _SCRATCH):
-        return Danger("system", f"a top-level directory ({normalized})") if normalized in _SCRATCH else None
+    if any(normalized == d or normalized.startswith(d + "/") for d in SCRATCH):
+        return Danger("system", f"a top-level directory ({normalized})") if normalized in SCRATCH else None
     parts = normalized.strip("/").split("/")
     if parts[0] in ("home", "Users"):
         if len(parts) <= 2 or parts[2:] in (["*"], [".*"]):
@@ -176,10 +225,11 @@ def harmless_device(path: str) -> bool:
 
 # -- on disk: what the sandbox keeps read-only and the file tools ask before writing ---------------------
 
-PROTECTED_DIRS: tuple[str, ...] = (".git/hooks", ".swecli", ".vscode", ".idea", ".claude", ".devcontainer")
+PROTECTED_DIRS: tuple[str, ...] = (".git/hooks", ".swecli", ".vscode", ".idea", ".claude", ".agents", ".devcontainer")
 """Project-relative directories whose contents run later outside the sandbox, or steer the next
 session: git hooks, swecli's own settings, skills, agents and hooks, editors' tasks and settings,
-Claude Code's settings and hooks, dev-container definitions."""
+Claude Code's settings and hooks, the skills other agents share (`.agents/skills`, loaded into every
+session's prompt), dev-container definitions."""
 PROTECTED_FILES: tuple[str, ...] = (".git/config", ".envrc", ".mcp.json", "OPENCLI.md", "AGENTS.md", "CLAUDE.md")
 """Project-relative files of the same kind: git's configuration (hooksPath, fsmonitor, filters, aliases),
 direnv's script, Claude Code's MCP servers, and the memory files loaded into every session's prompt."""
@@ -234,15 +284,51 @@ def _resolved_home(home: str) -> Path:
 
 
 def secret_location(path: Path, home: Path | None = None) -> str:
-    """The entry of SECRET_PATHS (as `~/.ssh`) that the resolved `path` is in, or ""."""
-    home = home_directory() if home is None else home
-    if not path.is_relative_to(home):
-        return ""
-    rel = path.relative_to(home).as_posix()
-    for secret in SECRET_PATHS:
-        if rel == secret or rel.startswith(secret + "/"):
-            return f"~/{secret}"
+    """The credential location (`~/.ssh`, `$KUBECONFIG`, ...) that the resolved `path` is in, or ""."""
+    locations = credential_locations(home)
+    text = str(path)
+    while text:
+        label = locations.get(text)
+        if label:
+            return label
+        head = text.rpartition("/")[0]
+        text = head if head != text else ""
     return ""
+
+
+def credential_locations(home: Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every credential location of the one list as an absolute path (also its resolved form, when it is a
+    symlink), mapped to how it is named for people: `~/.ssh`, `$XDG_CONFIG_HOME/gh`, `$KUBECONFIG`."""
+    home = home_directory() if home is None else home
+    env = os.environ if env is None else env
+    names = tuple(name for name, _ in (*SECRET_ENV_PATHS, *_XDG_HOMES))
+    return _credential_locations(str(home), tuple((name, env.get(name, "")) for name in names))
+
+
+@functools.lru_cache(maxsize=8)
+def _credential_locations(home: str, env: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    values = dict(env)
+    found = {f"{home}/{rel}": f"~/{rel}" for rel in SECRET_PATHS}
+    for variable, prefix in _XDG_HOMES:
+        base = values.get(variable, "")
+        if base.startswith("/") and base.rstrip("/") != f"{home}/{prefix.rstrip('/')}":
+            found.update({f"{base.rstrip('/')}/{rel[len(prefix):]}": f"${variable}/{rel[len(prefix):]}"
+                          for rel in SECRET_PATHS if rel.startswith(prefix)})
+    for variable, inside in SECRET_ENV_PATHS:
+        for entry in (e for e in values.get(variable, "").split(os.pathsep) if e.startswith("/")):
+            found.update({posixpath.join(entry, rel).rstrip("/"): f"${variable}" + (f"/{rel}" if rel else "")
+                          for rel in inside})
+    for location, label in list(found.items()):
+        with contextlib.suppress(OSError, RuntimeError):
+            real = os.path.realpath(location)
+            found.setdefault(real, label)
+    return found
+
+
+def system_secrets() -> list[Path]:
+    """The existing SYSTEM_SECRETS this user can read (for root: password hashes, host keys)."""
+    paths = [Path(p) for pattern in SYSTEM_SECRETS for p in sorted(glob.glob(pattern))]
+    return [path for path in paths if os.access(path, os.R_OK)]
 
 
 def protected_write(root: Path, path: Path, home: Path | None = None) -> str:
@@ -255,6 +341,9 @@ def protected_write(root: Path, path: Path, home: Path | None = None) -> str:
     rel = path.relative_to(root).parts if path.is_relative_to(root) else path.parts
     if ".git" in rel:
         return "it is inside .git, whose hooks and config git runs later, outside the sandbox"
+    hooked = runs_later(root, path)
+    if hooked:
+        return hooked
     named = next((part for part in rel if part in _PROTECTED_NAMES), "")
     if named:
         return f"{named} is a protected path: its contents run later outside the sandbox or steer the next session"

@@ -49,26 +49,31 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from swecli.config import SandboxConfig
-from swecli.tools import syscalls
+from swecli.tools import gitlinks, syscalls
 from swecli.tools.protected import (
     HOME_PROFILES,
     PROTECTED_DIRS,
     PROTECTED_FILES,
-    SECRET_PATHS,
     SYSTEM_DIRS,
     add_placeholder,
+    credential_locations,
     remove_placeholders,
+    system_secrets,
 )
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 
 _BASE_FLAGS = ("--die-with-parent", "--unshare-pid", "--unshare-ipc")
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+"""Parts of the fresh /proc bound read-only (Docker's list): writing a sysctl needs no capability, only uid 0
+(kernel/sysctl.c test_perm), and root inside is uid 0 outside, so /proc/sys/kernel/core_pattern or
+/proc/sys/kernel/modprobe would name a program the kernel then runs as root outside the sandbox."""
 _ISOLATION_CHOICES = (("--unshare-user", "--disable-userns", "--cap-drop", "ALL"), ("--cap-drop", "ALL"))
 """Tried in order by `isolation_flags`: the first bwrap accepts here is used."""
 _TOOLCHAIN_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "GOROOT", "GOPATH")
@@ -104,6 +109,12 @@ class Layout:
     """Directories under /tmp that hold the command's PATH entries, mounted read-only into the private /tmp."""
     watched: tuple[Path, ...] = ()
     """Protected files that do not exist yet: one the command creates is moved aside when it ends."""
+    pinned: tuple[Path, ...] = ()
+    """Directories inside the project that hold protected paths (`.git`), bound onto themselves: a mount
+    point cannot be renamed, so a command cannot move `.git` aside and put a copy with its own config there."""
+    checks: tuple[Callable[[], list[str]], ...] = ()
+    """Run when the command has ended: each moves aside what the command planted (a protected file it
+    created, a new dot entry of the home, a submodule set to run something) and says so in a sentence."""
 
 
 @dataclass
@@ -114,18 +125,18 @@ class Launch:
     env: dict[str, str]
     pass_fds: tuple[int, ...]
     root: Path
-    watched: tuple[Path, ...] = ()
+    checks: tuple[Callable[[], list[str]], ...] = ()
     notes: list[str] = field(default_factory=list)
 
     def close(self) -> list[str]:
-        """Release the filter's descriptor and move aside the protected files the command created; returns
-        one sentence per file moved, for the model."""
+        """Release the filter's descriptor and move aside what the command planted; returns one sentence per
+        thing moved, for the model."""
         for fd in self.pass_fds:
             os.close(fd)
         self.pass_fds = ()
-        for path in self.watched:
-            if os.path.lexists(path):
-                self.notes.append(_quarantine(self.root, path))
+        for check in self.checks:
+            self.notes += check()
+        self.checks = ()
         return self.notes
 
 
@@ -155,8 +166,8 @@ class Sandbox:
         root = root.resolve()
         home = (home or Path(env.get("HOME") or Path.home())).resolve()
         writable = [p for p in (_resolve(w, root, home) for w in writable_paths) if p.exists()]
-        linked = _git_dirs(root)
-        git_dirs = linked or ([root / ".git"] if (root / ".git").is_dir() else [])
+        linked = gitlinks.linked_git_dirs(root)
+        git_dirs = gitlinks.git_dirs(root)
         return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*linked, *writable])), network=network,
                    hidden=_hidden(root, home, hidden_paths, env), home=home, git_dirs=tuple(git_dirs))
 
@@ -177,8 +188,8 @@ class Sandbox:
         the allowlisted one); placeholders for missing protected directories are made here."""
         inner = self.environment(env)
         layout = self.layout(inner)
-        fd = None if self.network else syscalls.no_unix_sockets_fd()
-        return Launch(self.wrap(argv, layout, fd), inner, () if fd is None else (fd,), self.root, layout.watched)
+        fd = syscalls.filter_fd(network=self.network)
+        return Launch(self.wrap(argv, layout, fd), inner, () if fd is None else (fd,), self.root, layout.checks)
 
     def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs `argv` inside the sandbox."""
@@ -189,14 +200,17 @@ class Sandbox:
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         whole = self.root == Path("/") and self.mode == "workspace-write"  # started in /: see docs
-        args += ["--bind" if whole else "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        args += ["--bind" if whole else "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        for proc in PROC_READ_ONLY:
+            args += ["--ro-bind-try", proc, proc]
+        args += ["--tmpfs", "/tmp"]
         for path in layout.toolchains:
             args += ["--ro-bind", str(path), str(path)]
         if not whole:
             bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
             args += [bind, str(self.root), str(self.root)]  # after /tmp: a project under /tmp stays visible
         if self.mode == "workspace-write":
-            for path in self.writable:
+            for path in (*self.writable, *layout.pinned):
                 args += ["--bind", str(path), str(path)]
         for path in layout.read_only:  # after the writable binds they sit in
             args += ["--ro-bind", str(path), str(path)]
@@ -208,27 +222,37 @@ class Sandbox:
         return [*args, "--chdir", str(self.root), "--", *argv]
 
     def layout(self, env: Mapping[str, str]) -> Layout:
-        """The per-command mounts: toolchains under /tmp; in workspace-write, the protected paths."""
+        """The per-command mounts: toolchains under /tmp; in workspace-write, the protected paths, the
+        directories that hold them, and the checks that run after the command."""
         toolchains = _tmp_toolchains(env)
         if self.mode != "workspace-write":
             return Layout(toolchains=toolchains)
         dirs, files, existing = self._protected()
+        submodules = Submodules.at(self.root, self.git_dirs)
+        dirs += submodules.hooks
+        existing += submodules.read_only
         placeholders = [path for path in dirs if not path.exists() and _placeholder(path)]
-        read_only = [*existing, *(p for p in (*dirs, *files) if p.exists()), *placeholders]
-        watched = [path for path in files if not path.exists()]
-        return Layout(tuple(dict.fromkeys(read_only)), toolchains, tuple(watched))
+        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if p.exists()), *placeholders]))
+        watched = tuple(path for path in files if not path.exists())
+        checks: list[Callable[[], list[str]]] = [functools.partial(_quarantine_created, self.root, watched),
+                                                 submodules.check]
+        if self.home is not None and self.home.is_relative_to(self.root):
+            checks.append(_new_entries_check(self.root, self.home))
+        pinned = _holders(self.root, [*read_only, *watched])
+        return Layout(tuple(read_only), toolchains, watched, pinned, tuple(checks))
 
     def _protected(self) -> tuple[list[Path], list[Path], list[Path]]:
         """(protected directories, protected files, other existing paths to keep read-only)."""
         dirs = [self.root / d for d in PROTECTED_DIRS if not d.startswith(".git/")]
         files = [self.root / f for f in PROTECTED_FILES if not f.startswith(".git/")]
-        existing: list[Path] = []
+        existing: list[Path] = [self.root / ".git"] if (self.root / ".git").is_file() else []  # a worktree's pointer
         for git_dir in self.git_dirs:
-            existing += [git_dir / "config.worktree"] if (git_dir / "config.worktree").exists() else []
+            existing += [git_dir / name for name in ("config.worktree", "commondir") if (git_dir / name).exists()]
             if git_dir.parent.name == "worktrees":
                 continue  # a linked worktree's own git directory: hooks and config live in the common one
-            dirs.append(git_dir / "hooks")
-            files.append(git_dir / "config")
+            hook_dirs, hook_files = gitlinks.hook_paths(git_dir, self.root)  # husky's .husky, included configs
+            dirs += [git_dir / "hooks", *hook_dirs]
+            files += [git_dir / "config", git_dir / "commondir", *hook_files]
             existing += sorted(git_dir.glob("modules/*/config")) + sorted(git_dir.glob("modules/*/hooks"))
         home = self.home
         if home is not None and home.is_relative_to(self.root) and home.is_dir():
@@ -311,29 +335,11 @@ def _resolve(path: str, root: Path, home: Path) -> Path:
     return (expanded if expanded.is_absolute() else root / expanded).resolve()
 
 
-def _git_dirs(root: Path) -> list[Path]:
-    """The git directory and common directory of a worktree (`.git` is a file pointing elsewhere)."""
-    marker = root / ".git"
-    if not marker.is_file():
-        return []
-    text = marker.read_text(encoding="utf-8", errors="replace").strip()
-    if not text.startswith("gitdir:"):
-        return []
-    gitdir = (root / text.split(":", 1)[1].strip()).resolve()
-    dirs = [gitdir] if gitdir.is_dir() else []
-    common = gitdir / "commondir"
-    if common.is_file():
-        shared = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
-        if shared.is_dir():
-            dirs.append(shared)
-    return dirs
-
-
 def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]) -> tuple[Path, ...]:
-    candidates = [home / rel for rel in SECRET_PATHS] + [_resolve(p, root, home) for p in extra]
+    candidates = [Path(p) for p in credential_locations(home, env)] + [_resolve(p, root, home) for p in extra]
     runtime = env.get("XDG_RUNTIME_DIR")
     candidates += [Path(runtime)] if runtime else []
-    candidates += [Path("/var/run/docker.sock"), Path("/run/docker.sock")]
+    candidates += [Path("/var/run/docker.sock"), Path("/run/docker.sock"), *system_secrets()]
     hidden: list[Path] = []
     for path in candidates:
         if not os.path.lexists(path):
@@ -373,18 +379,113 @@ def _placeholder(path: Path) -> bool:
 
 def _quarantine(root: Path, path: Path) -> str:
     """Move a protected file a sandboxed command created out of the way; the sentence for the model."""
-    shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    shown = _shown(root, path)
+    moved = _move_aside(root, path)
+    if moved.startswith("("):
+        return (f"[sandbox] The command created {shown}, a protected path, and swecli could not move it aside "
+                f"{moved}; tell the user to review it before anything runs it.")
+    return (f"[sandbox] The command created {shown}, a protected path (it runs later outside the sandbox or "
+            f"steers the next session), so swecli moved it to {moved}. To create it, use write_file, which "
+            "asks the user first.")
+
+
+def _move_aside(root: Path, path: Path) -> str:
+    """Move `path` into `.swecli/blocked/` under `root`: where it went (relative to the root), or why not
+    in parentheses."""
     folder = root / ".swecli" / "blocked"
-    target = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{shown.replace('/', '%')}"
+    target = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{_shown(root, path).replace('/', '%')}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.replace(path, target)
     except OSError as exc:
-        return (f"[sandbox] The command created {shown}, a protected path, and swecli could not move it aside "
-                f"({exc}); tell the user to review it before anything runs it.")
-    return (f"[sandbox] The command created {shown}, a protected path (it runs later outside the sandbox or "
-            f"steers the next session), so swecli moved it to {target.relative_to(root)}. To create it, use "
-            "write_file, which asks the user first.")
+        return f"({exc})"
+    return target.relative_to(root).as_posix()
+
+
+def _shown(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def _holders(root: Path, paths: Iterable[Path]) -> tuple[Path, ...]:
+    """The directories strictly between `root` and each of `paths` (`.git` for `.git/config`), parents first:
+    bound onto themselves, they cannot be renamed away with the protected paths in them."""
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_relative_to(root):
+            found.update(p for p in path.parents if p != root and p.is_relative_to(root))
+    return tuple(sorted((p for p in found if p.is_dir() and not p.is_symlink()), key=lambda p: len(p.parts)))
+
+
+def _quarantine_created(root: Path, watched: tuple[Path, ...]) -> list[str]:
+    """Move aside each protected file in `watched` (missing when the command started) that now exists."""
+    return [_quarantine(root, path) for path in watched if os.path.lexists(path)]
+
+
+def _new_entries_check(root: Path, home: Path) -> Callable[[], list[str]]:
+    """When the project holds the home: a check that moves aside every dot entry of the home the command
+    creates (`.ssh/authorized_keys` where there was no `.ssh`, `.config/git/config`, `.local/bin/ls`): the
+    existing ones are read-only, but a mount cannot cover a name that does not exist yet."""
+    before = _dot_entries(home)
+
+    def check() -> list[str]:
+        return [_quarantine(root, home / name) for name in sorted(_dot_entries(home) - before)]
+
+    return check
+
+
+def _dot_entries(home: Path) -> frozenset[str]:
+    try:
+        return frozenset(name for name in os.listdir(home) if name.startswith("."))
+    except OSError:
+        return frozenset()
+
+
+@dataclass(frozen=True)
+class Submodules:
+    """The project's submodules as one command finds them (`swecli/tools/gitlinks.py` says why they matter)."""
+
+    root: Path
+    index: Path | None = None
+    covered: frozenset[str] = frozenset()
+    """Gitlinks whose repository is checked out inside the project: kept read-only during the command."""
+    read_only: tuple[Path, ...] = ()
+    hooks: tuple[Path, ...] = ()
+
+    @classmethod
+    def at(cls, root: Path, git_dirs: tuple[Path, ...]) -> Submodules:
+        index = next((d / "index" for d in git_dirs if (d / "index").exists()), None)
+        if index is None:
+            return cls(root)
+        covered: list[str] = []
+        read_only: list[Path] = []
+        hooks: list[Path] = []
+        for rel in sorted(gitlinks.gitlinks(index)):
+            nested = gitlinks.nested_git_dir(root, rel)
+            if nested is None:
+                continue
+            entry, git_dir = nested
+            covered.append(rel)
+            read_only += [entry] if entry != git_dir else []
+            read_only += [git_dir / name for name in ("config", "config.worktree", "commondir")
+                          if (git_dir / name).exists()]
+            hooks += [git_dir / "hooks"] if git_dir.is_dir() and not git_dir.is_symlink() else []
+        return cls(root, index, frozenset(covered), tuple(read_only), tuple(hooks))
+
+    def check(self) -> list[str]:
+        """After the command: move aside the `.git` of each submodule it could change that is set to run
+        something (its config, hooks or common directory)."""
+        if self.index is None:
+            return []
+        notes: list[str] = []
+        for rel in sorted(gitlinks.gitlinks(self.index) - self.covered):
+            nested = gitlinks.nested_git_dir(self.root, rel)
+            why = gitlinks.planted(nested[1]) if nested else ""
+            if nested and why:
+                moved = _move_aside(self.root, nested[0])
+                notes.append(f"[sandbox] The command made {rel} a submodule and {why}: the user's next `git status` "
+                             f"would run it outside the sandbox, so swecli moved {rel}/.git to {moved}. Do not "
+                             "set it up again; tell the user if the project needs this submodule.")
+        return notes
 
 
 # -- can bwrap run here? -------------------------------------------------------------------------------

@@ -504,10 +504,29 @@ def output_text(command: Command) -> str | None:
         return " ".join(words) + "\n"
     if name == "printf" and args:
         return _printf(args[0], args[1:])
+    path = _path_printed(command)
+    if path is not None:
+        return path + "\n"
     upstream_text = stdin_text(command)
     if upstream_text is None:
         return None
     return _transform(name, args, upstream_text)
+
+
+_GIT_PATHS = {"--git-dir": ".git", "--absolute-git-dir": ".git", "--show-toplevel": ".", "--show-cdup": "."}
+
+
+def _path_printed(command: Command) -> str | None:
+    """The path `pwd`, `realpath X`, `readlink -f X` and `git rev-parse --git-dir/--show-toplevel` print, as the
+    line knows it (`.` is the directory the line is in): `rm -rf "$(pwd)"` deletes the current directory."""
+    name, args = command.name, [a for a in command.args if not a.startswith("-")]
+    if name == "pwd":
+        return command.cwd or "."
+    if (name == "realpath" or (name == "readlink" and "-f" in command.args)) and len(args) == 1:
+        return args[0]
+    if name == "git" and command.args[:1] == ("rev-parse",) and len(command.args) == 2:
+        return _GIT_PATHS.get(command.args[1])
+    return None
 
 
 def _printf(template: str, values: tuple[str, ...]) -> str | None:

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -198,6 +199,17 @@ class FullOutput:
         assert self.path is not None
         return _decode(self.path.read_bytes())
 
+    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
+        """The stored bytes (gap note included) in pieces of at most `size`: never all in memory at once."""
+        if self.data is not None:
+            for start in range(0, len(self.data), size):
+                yield self.data[start:start + size]
+            return
+        assert self.path is not None
+        with self.path.open("rb") as fh:
+            while piece := fh.read(size):
+                yield piece
+
     def save_to(self, target: Path) -> None:
         """Store the output at `target` (the temporary file is moved there). Raises OSError."""
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -227,7 +239,10 @@ def _skip_rest_of_line(fh: BinaryIO) -> None:
 
 
 def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    """As the model and the terminal get it: control sequences visible, not obeyed (tools.visible)."""
+    from swecli.tools.visible import visible
+
+    return visible(data.decode("utf-8", errors="replace"))
 
 
 def _split(data: bytes, count: int, *, from_end: bool) -> list[str]:

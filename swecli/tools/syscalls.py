@@ -1,4 +1,16 @@
-"""The seccomp filter sandboxed commands run under when the network is off (bwrap `--seccomp FD`).
+"""The seccomp filter sandboxed commands run under (bwrap `--seccomp FD`).
+
+Always: the kernel keyring is refused (`keyctl`, `add_key`, `request_key`: EPERM, as in Docker's
+default profile). Keyrings are not confined by the sandbox's namespaces: the session keyring swecli was
+started in (a login's Kerberos tickets, ecryptfs and AFS keys, `keyctl` secrets) is inherited, and
+without a user namespace of its own (a setuid bwrap) so is the user's keyring. Also refused:
+`ioctl(TIOCSTI)` and `ioctl(TIOCLINUX)`, which push keystrokes into a terminal's input (commands get no
+terminal today; this keeps it so if one ever reaches them). And setting the setuid or setgid bit
+(`chmod`, `fchmod`, `fchmodat(2)`, and `open`/`openat`/`creat`/`mknod(at)` creating a file with them):
+root inside is root outside, so `cp /bin/bash x; chmod u+s x` in the project would leave a root shell for
+any local user; `openat2`, whose mode the filter cannot see, answers ENOSYS (callers fall back to openat).
+
+When the network is off, also unix and vsock sockets:
 
 The network namespace (`bwrap --unshare-net`) already cuts off TCP/UDP and abstract unix sockets,
 but two ways out are not namespaced: a unix socket on the file system (`/run/...`, a database's or
@@ -24,9 +36,13 @@ import errno
 import functools
 import os
 import socket
+import stat
 import tempfile
+from typing import Any
 
 AF_VSOCK = 40
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
 _SOCK_TYPE_MASK = 0xF
 MISSING_LIBSECCOMP = ("Sandboxed commands can still reach unix sockets outside the project (a database's, a "
                       "container engine's), because libseccomp is not available: install it (`sudo apt-get install "
@@ -35,13 +51,13 @@ MISSING_LIBSECCOMP = ("Sandboxed commands can still reach unix sockets outside t
 
 def unavailable() -> str:
     """"" when the filter can be built here, else one sentence saying what stays open and the fix."""
-    return "" if _no_unix_sockets() is not None else MISSING_LIBSECCOMP
+    return "" if _filter(False) is not None else MISSING_LIBSECCOMP
 
 
-def no_unix_sockets_fd() -> int | None:
+def filter_fd(*, network: bool) -> int | None:
     """A readable file descriptor holding the compiled filter, for one bwrap run (bwrap reads it to the
     end, so each run needs its own); the caller closes it. None when libseccomp is missing."""
-    program = _no_unix_sockets()
+    program = _filter(network)
     if program is None:
         return None
     read, write = os.pipe()
@@ -52,8 +68,8 @@ def no_unix_sockets_fd() -> int | None:
     return read
 
 
-@functools.lru_cache(maxsize=1)
-def _no_unix_sockets() -> bytes | None:
+@functools.lru_cache(maxsize=2)
+def _filter(network: bool) -> bytes | None:
     try:
         import pyseccomp as seccomp
     except (ImportError, OSError, AttributeError):  # no binding, or no libseccomp.so for it to load
@@ -62,13 +78,39 @@ def _no_unix_sockets() -> bytes | None:
     program = seccomp.SyscallFilter(seccomp.ALLOW)
     if seccomp.system_arch() == seccomp.Arch.X86_64:
         program.add_arch(seccomp.Arch.X86)  # 32-bit programs get the same rules, not a way around them
+    for name in ("keyctl", "add_key", "request_key"):
+        program.add_rule(deny, name)
+    for request in (TIOCSTI, TIOCLINUX):
+        program.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
+    _no_setuid_files(seccomp, program, deny)
+    if not network:
+        _no_sockets(seccomp, program, deny)
+    with tempfile.TemporaryFile() as compiled:
+        program.export_bpf(compiled)
+        compiled.seek(0)
+        return compiled.read()
+
+
+def _no_setuid_files(seccomp: Any, program: Any, deny: Any) -> None:
+    """Refuse every way of giving a file the setuid or setgid bit (see the module docstring)."""
+    for bit in (stat.S_ISUID, stat.S_ISGID):
+        def mode(index: int, bit: int = bit) -> Any:
+            return seccomp.Arg(index, seccomp.MASKED_EQ, bit, bit)
+
+        for name, index in (("chmod", 1), ("fchmod", 1), ("fchmodat", 2), ("fchmodat2", 2), ("creat", 1),
+                            ("mknod", 1), ("mknodat", 2)):
+            program.add_rule(deny, name, mode(index))
+        for creating in (os.O_CREAT, os.O_TMPFILE & ~os.O_DIRECTORY):  # the mode counts only when creating
+            flag = seccomp.Arg(1, seccomp.MASKED_EQ, creating, creating)
+            program.add_rule(deny, "open", flag, mode(2))
+            program.add_rule(deny, "openat", seccomp.Arg(2, seccomp.MASKED_EQ, creating, creating), mode(3))
+    program.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
+
+
+def _no_sockets(seccomp: Any, program: Any, deny: Any) -> None:
     for family in (socket.AF_UNIX, AF_VSOCK):
         program.add_rule(deny, "socket", seccomp.Arg(0, seccomp.EQ, family))
     for kind in (socket.SOCK_DGRAM, socket.SOCK_SEQPACKET):
         program.add_rule(deny, "socketpair", seccomp.Arg(0, seccomp.EQ, socket.AF_UNIX),
                          seccomp.Arg(1, seccomp.MASKED_EQ, _SOCK_TYPE_MASK, kind))
     program.add_rule(seccomp.ERRNO(errno.ENOSYS), "io_uring_setup")
-    with tempfile.TemporaryFile() as compiled:
-        program.export_bpf(compiled)
-        compiled.seek(0)
-        return compiled.read()

@@ -113,6 +113,11 @@ def listing(command: Command) -> list[str] | None:
     if name == "find" or (name == "busybox" and command.args[:1] == ("find",)):
         args = list(command.args[1:] if name == "busybox" else command.args)
         return _find_listing(args)
+    if name in ("fd", "fdfind"):
+        operands = [a for a in command.args if not a.startswith("-")]
+        if operands[:1] in ([], ["."], ["^"], [""]):  # every entry: `fd . ~`, `fd`
+            return [p for d in operands[1:] or ["."] for p in (d, f"{d.rstrip('/')}/*")]
+        return None
     if name == "ls":
         folders = [a for a in command.args if not a.startswith("-")] or ["."]
         return [f"{d.rstrip('/')}/*" if d not in (".", "./") else "*" for d in folders]
@@ -166,6 +171,29 @@ def repository(target: str) -> Danger | None:
         if not rest or rest[0] in _REPOSITORY_INSIDES:
             return Danger("repository", f"a git repository ({'/'.join(parts[:index + 1])}: its history)")
     return None
+
+
+_GIT_FILES = frozenset({"HEAD", "config", "packed-refs", "objects", "refs", "logs", "*"})
+"""What inside a git directory holds the repository (its branches, history, remotes). Not the index, lock
+files, `info/exclude`, hooks or messages, which git or people rewrite routinely."""
+_ENV_FILE = re.compile(r"^\.env(?:\.(?!(?:example|sample|template|dist|defaults?|tpl|schema)$)[\w.-]+)?$")
+
+
+def repository_file(target: str) -> Danger | None:
+    """A file git keeps the repository in, written over, truncated or deleted one by one: `.git/HEAD`,
+    `.git/config`, `.git/objects/pack/x.pack`, `.git/*` (what `find .git -type f -exec rm {} ;` reaches)."""
+    parts = [p for p in posixpath.normpath(target).split("/") if p not in ("", ".")]
+    for index, part in enumerate(parts[:-1]):
+        if _repository_name(part) and parts[index + 1] in _GIT_FILES and not parts[-1].endswith(".lock"):
+            return Danger("repository", f"a git repository's own files ({'/'.join(parts[:index + 2])})")
+    return None
+
+
+def env_file(target: str) -> Danger | None:
+    """A project's secrets file (`.env`, `.env.local`, not `.env.example`): untracked, so git cannot bring it
+    back, and it holds keys that must be issued again."""
+    name = posixpath.basename(target.rstrip("/"))
+    return Danger("secret", f"a project's secrets file ({name})") if _ENV_FILE.match(name) else None
 
 
 def _repository_name(part: str) -> bool:

@@ -7,7 +7,8 @@ so `grep`'s two engines and `list_files` agree on which files exist:
   the file applies; deeper files win, and within a file the last matching line wins;
 - `.git/info/exclude` applies at the top of the work tree, below the `.gitignore` there;
 - hidden files are included; `.git`, `.hg`, `.svn` and `.swecli` directories are never descended into,
-  nor are the user's credentials (`SECRET_PATHS`, when the project holds the home directory);
+  nor are the user's credentials (the one list of `swecli/tools/protected.py`: the home's, and files that
+  variables such as GOOGLE_APPLICATION_CREDENTIALS point to inside the project);
 - symlinks are listed but never followed (no loops, no escaping the project root).
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.tools.base import ToolError
-from swecli.tools.protected import is_placeholder, secret_location
+from swecli.tools.protected import credential_locations, is_placeholder
 
 if TYPE_CHECKING:
     from pathspec import GitIgnoreSpec
@@ -45,7 +46,7 @@ class IgnoreRules:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self._top = _work_tree_top(self.root)
+        self._top = work_tree_top(self.root)
         self._specs: dict[Path, GitIgnoreSpec | None] = {}
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
@@ -109,13 +110,14 @@ def scan(directory: Path, rules: IgnoreRules) -> tuple[list[Entry], int]:
         return [], 0  # unreadable directories are skipped, as ripgrep does
     entries: list[Entry] = []
     ignored = 0
+    secrets = credential_locations()  # the walk stops at a credential directory, so its own path is enough
     for item in raw:
         is_dir = _is_real_dir(item)
         if is_dir and item.name in ALWAYS_SKIP:
             continue
         path = directory / item.name
-        if item.name.startswith(".") and (secret_location(path) or (is_dir and is_placeholder(path))):
-            continue  # credentials (the project holds the home), or the sandbox's empty placeholders
+        if str(path) in secrets or (is_dir and item.name.startswith(".") and is_placeholder(path)):
+            continue  # credentials (the project holds the home, or a variable points here), or placeholders
         if rules.ignored(path, is_dir):
             ignored += 1
             continue
@@ -172,7 +174,7 @@ def _is_regular_file(item: os.DirEntry[str]) -> bool:
         return False
 
 
-def _work_tree_top(root: Path) -> Path | None:
+def work_tree_top(root: Path) -> Path | None:
     """The innermost directory at or above `root` that holds a `.git`; None outside a git work tree."""
     for directory in (root, *root.parents):
         if (directory / ".git").exists():
@@ -180,11 +182,20 @@ def _work_tree_top(root: Path) -> Path | None:
     return None
 
 
+IGNORE_FILE_LIMIT = 4_000_000
+"""A .gitignore longer than this is read only this far."""
+
+
 def _read_lines(path: Path) -> list[str]:
+    """The lines of an ignore file; nothing when it is not a regular file (a model's `mkfifo .gitignore`
+    made every listing wait forever, a cloned `.gitignore -> /dev/zero` read until memory ran out)."""
+    from swecli.frontmatter import read_regular
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        data = read_regular(path, IGNORE_FILE_LIMIT)
     except OSError:
         return []
+    return (data or b"")[:IGNORE_FILE_LIMIT].decode("utf-8", errors="replace").splitlines()
 
 
 @lru_cache(maxsize=256)

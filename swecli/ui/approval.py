@@ -18,7 +18,7 @@ from rich.text import Text
 
 from swecli.permissions import ApprovalRequest, Decision
 from swecli.tools.facts import facts_for
-from swecli.ui.keys import CTRL_C, ESC
+from swecli.ui.keys import CTRL_C, ENTER, ESC, TypeAhead
 from swecli.ui.render import approval_preview
 
 QUESTION = "Allow? [y]es / [n]o / [a]lways this session"
@@ -79,21 +79,30 @@ class Answer:
 
 
 def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str | None],
-        read_line: Callable[[str], str]) -> Answer:
+        read_line: Callable[[str], str], typed: TypeAhead | None = None) -> Answer:
     """Show what the call will do, ask `Allow?`, and for a no, ask for an optional reason.
 
-    `read_key` returns the next key (blocking); `read_line` reads a line with normal editing.
+    `read_key` returns the next key (blocking); `read_line` reads a line with normal editing. Keys that
+    are no answer go to `typed`, the messages typed for after the turn: a message begun at the question
+    takes every key (y, n and a too) until Enter queues it, then `Allow?` waits again.
     """
+    question = Text((QUESTION_DANGEROUS if request.danger else QUESTION) + " ", style="bold")
     console.print(approval_preview(request))
-    console.print(Text((QUESTION_DANGEROUS if request.danger else QUESTION) + " ", style="bold"), end="")
+    console.print(question, end="")
     offered = "yn" if request.danger else "yna"  # a flagged command is allowed once at a time, never "always"
+    composing = False
     while True:
         key = read_key()
         if key in (ESC, CTRL_C):
             console.print(Text("no (interrupted)", style="yellow"))
             return Answer(Decision("no", "the user interrupted"), interrupt=True)
         letter = (key or "").strip().lower()[:1]
+        if not composing and letter == "a" and letter not in offered:
+            continue  # "always" is not offered for a flagged command: the key does nothing
         verdict = ANSWERS.get(letter) if letter and letter in offered else None
+        if typed is not None and key and (composing or (verdict is None and key != ENTER)):
+            composing = _type_ahead(typed, key, console, question)
+            continue
         if verdict is not None:
             break
     console.print(Text(verdict, style="green" if verdict != "no" else "yellow"))
@@ -104,6 +113,26 @@ def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str |
         scope = f"the command `{request.args.get('command', '')}`" if shell else request.call.name
         console.print(Text(f"  Allowed for the rest of this session: {scope}", style="dim"))
     return Answer(Decision(verdict))
+
+
+def _type_ahead(typed: TypeAhead, key: str, console: Console, question: Text) -> bool:
+    """A key of a message typed while `Allow?` waits, echoed after the question; Enter queues the line
+    (sent after the turn, as anything typed while the agent works) and asks again. Returns whether a
+    message is still being typed."""
+    before = len(typed.queued)
+    typed.feed(key)
+    if len(typed.queued) > before or "\r" in key or "\n" in key:
+        console.print()
+        if len(typed.queued) > before:
+            console.print(Text(f"  ⏎ queued: {typed.queued[-1]}", style="cyan"))
+        console.print(question, end="")
+        return False
+    if key in ("\x7f", "\x08"):
+        console.file.write("\b \b")
+        console.file.flush()
+    else:
+        console.print(Text("".join(c for c in key if c.isprintable())), end="")
+    return True
 
 
 def _reason(read_line: Callable[[str], str]) -> str:

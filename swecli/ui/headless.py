@@ -5,15 +5,21 @@ printers below turn the loop's events into progress lines (text) or JSON events 
 
 Output formats:
 - text: the final answer on stdout; progress (actions, results, warnings) on stderr.
-- json: one object on stdout: result, stop_reason, turns, tool_calls, usage (with `estimated` and
-  `estimated_requests` when the server reported no usage and swecli counted locally), compactions,
-  compaction_wait (seconds the loop stood still for them), session_id, error.
-- stream-json: one JSON object per event on stdout, the last one of type "result".
-Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit or when
-interrupted (Ctrl-C: the first one stops the turn as Esc does in the REPL, a second one at once), 3 when
-the model finished but tool calls were refused because no one was there to approve them (the last
-line says how many and how to allow them), or was stopped for asking again and again for such calls
-(stop reason `denied`: the same call refused 3 times, or 5 refused in a row; see `swecli.denials`).
+- json: one object on stdout: result, subtype and is_error (Claude Code's), stop_reason, turns,
+  tool_calls, usage (with `estimated` and `estimated_requests` when the server reported no usage and
+  swecli counted locally), duration_ms and duration_api_ms (Claude Code's; `duration` in seconds is kept
+  for scripts written against it), compactions, compaction_wait (seconds the loop stood still for them),
+  session_id, error.
+- stream-json: one JSON object per line on stdout: first `{"type": "system", "subtype": "init", ...}` (the
+  session id, model, cwd, tools, MCP servers: Claude Code's shape), then one per event, the last one of
+  type "result" (the json object).
+Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit, 130 when
+interrupted (Ctrl-C, as a shell reports it: the first one stops the turn as Esc does in the REPL, a
+second one at once), 3 when the model finished but tool calls were refused because no one was there to
+approve them (the last line says how many and how to allow them), or was stopped for asking again and
+again for such calls (stop reason `denied`: the same call refused 3 times, or 5 refused in a row; see
+`swecli.denials`). In text mode stdout holds only the
+model's answer: why a turn ended otherwise (interrupted, the iteration limit) is said on stderr.
 
 Input piped to stdin is attached to the task (`attach_piped`): whole up to
 `context.offload_threshold_tokens`, else saved under `.swecli/tool_results/` with a head+tail preview.
@@ -55,6 +61,7 @@ from swecli.events import (
 from swecli.llm.retry import format_seconds
 from swecli.messages import Usage
 from swecli.tools.facts import facts_for, key_argument
+from swecli.tools.visible import visible
 
 if TYPE_CHECKING:
     from swecli.assembly import AgentSession
@@ -67,10 +74,14 @@ OutputFormat = Literal["text", "json", "stream-json"]
 EXIT_REFUSED = 3
 """The model finished, but tool calls were refused for want of someone to approve them (or the turn was
 stopped because the model kept asking for such calls: stop reason `denied`)."""
+EXIT_INTERRUPTED = 130
+"""128 + SIGINT, as a shell reports a command stopped by Ctrl-C."""
 EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
-              "interrupted": 2, "denied": EXIT_REFUSED}
+              "interrupted": EXIT_INTERRUPTED, "denied": EXIT_REFUSED}
 ANSWERED = frozenset({"done", "output_limit", "refused", "empty"})
 """The model ended the turn itself (a warning on stderr explains the last three)."""
+RESULT_SUBTYPES = {**dict.fromkeys(ANSWERED, "success"), "iteration_limit": "error_max_turns"}
+"""Claude Code's result subtypes; anything else is `error_during_execution`."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -109,7 +120,7 @@ class ProgressPrinter:
             if not self._in_reasoning:
                 self.out.write("thinking: ")
                 self._in_reasoning = True
-            self.out.write(event.text)
+            self.out.write(visible(event.text))
             self.out.flush()
             return
         if self._in_reasoning and not isinstance(event, ChildEvent):
@@ -117,7 +128,7 @@ class ProgressPrinter:
             self._in_reasoning = False
         line = self._child(event) if isinstance(event, ChildEvent) else progress_line(event)
         if line:
-            self.out.write(line + "\n")
+            self.out.write(visible(line) + "\n")
             self.out.flush()
 
     def _child(self, wrapped: ChildEvent) -> str:
@@ -182,8 +193,12 @@ class Tally:
     denials: list[dict[str, Any]] = field(default_factory=list)
     """Tool calls the policy refused (Claude Code's `permission_denials`)."""
     started: float = field(default_factory=time.monotonic)
+    api_seconds: float = 0.0
+    """Time spent waiting for model calls (`duration_api_ms`)."""
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, ModelCallFinished):
+            self.api_seconds += event.duration
         if isinstance(event, ModelCallStarted):
             self.model_calls += 1
         elif isinstance(event, ModelCallFinished | SummarySpent):  # summary requests are spend too
@@ -201,16 +216,21 @@ class Tally:
 
 
 def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
-                  denials: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  denials: list[dict[str, Any]] | None = None, api_seconds: float = 0.0) -> dict[str, Any]:
     usage = {**turn.usage.model_dump(), "estimated": turn.usage.estimated} if turn else {}
+    stop_reason = "error" if error and (turn is None or turn.stop_reason in ANSWERED) else (
+        turn.stop_reason if turn else "error")
     return {
         "type": "result",
+        "subtype": RESULT_SUBTYPES.get(stop_reason, "error_during_execution"),
+        "is_error": stop_reason not in ANSWERED,
         "result": turn.answer if turn and not error else "",
-        "stop_reason": "error" if error and (turn is None or turn.stop_reason in ANSWERED) else (
-            turn.stop_reason if turn else "error"),
+        "stop_reason": stop_reason,
         "turns": turn.iterations if turn else 0,
         "tool_calls": turn.tool_calls if turn else 0,
         "usage": usage,
+        "duration_ms": round(turn.duration * 1000) if turn else 0,
+        "duration_api_ms": round(api_seconds * 1000),
         "duration": round(turn.duration, 3) if turn else 0,
         "compactions": turn.compactions if turn else 0,
         "compaction_wait": round(turn.compaction_wait, 3) if turn else 0,
@@ -222,20 +242,21 @@ def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
 
 def finish(  # noqa: PLR0913 (the outcome; tests pass their own streams)
         fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str, out: TextIO = sys.stdout,
-        err: TextIO = sys.stderr, refused: str = "", denials: list[dict[str, Any]] | None = None) -> int:
+        err: TextIO = sys.stderr, refused: str = "", denials: list[dict[str, Any]] | None = None,
+        api_seconds: float = 0.0) -> int:
     """Print the outcome in the chosen format and return the exit status. `refused` is the closing line
     about calls refused for want of approval (their count and how to allow them), or ""."""
-    summary = result_object(turn, session_id, error, denials)
+    summary = result_object(turn, session_id, error, denials, api_seconds)
     if fmt == "json" or fmt == "stream-json":
         out.write(json.dumps(summary) + "\n")
-    elif error:
+    elif error and (turn is None or turn.stop_reason != "interrupted"):
         err.write(f"error: {error}\n")
+    elif turn is not None and turn.stop_reason not in ANSWERED:
+        err.write(f"swecli: {turn.answer or error}\n")  # not an answer: stdout stays empty for a script
     else:
         assert turn is not None
         if turn.answer.strip():  # an empty answer was already reported on stderr, not printed as a blank line
             out.write(turn.answer.rstrip() + "\n")
-        if turn.stop_reason not in ANSWERED:
-            err.write(f"swecli: {turn.answer}\n")
     if refused and fmt == "text":
         err.write(f"swecli: {refused}\n")
     out.flush()
@@ -281,8 +302,14 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     printer = StreamJsonPrinter(sys.stdout) if output_format == "stream-json" else ProgressPrinter(sys.stderr)
     tally = Tally()
     listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
+    listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
                            continue_latest=continue_latest, first_prompt=prompt)
+    # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
+    session.mcp_wait = settings.mcp.startup_timeout
+    if output_format == "stream-json":
+        sys.stdout.write(json.dumps(init_event(session)) + "\n")
+        sys.stdout.flush()
     error = ""
     try:
         if piped is not None:
@@ -305,7 +332,51 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     if output_format == "text" and not error:
         sys.stderr.write(plan_hint(session, turn))
     return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
-                  denials=tally.denials)
+                  denials=tally.denials, api_seconds=tally.api_seconds)
+
+
+def init_event(session: AgentSession) -> dict[str, Any]:
+    """stream-json's first line, in Claude Code's shape: what this run works with, before anything happens.
+    MCP servers still starting are listed as such (their tools join when they are ready)."""
+    from swecli import __version__
+
+    servers = session.mcp.manager.states() if session.mcp is not None else []
+    return {
+        "type": "system",
+        "subtype": "init",
+        "session_id": session.session_id,
+        "model": session.settings.model,
+        "provider": session.settings.provider,
+        "cwd": str(session.root),
+        "tools": session.agent.tools.names(),
+        "mcp_servers": [{"name": s.name, "status": s.status} for s in servers],
+        "permission_mode": session.settings.mode,
+        "swecli_version": __version__,
+    }
+
+
+ON_THE_WIRE = 0.05
+"""Seconds after a request starts by which it has been sent (loopback: ~2 ms; a TLS handshake mostly waits
+on the network, which leaves the interpreter free)."""
+
+
+def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
+    """A listener that lets the tokenizer's vocabulary load while a request is in flight (-p and the REPL):
+    until then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request
+    or the person's typing, and a run whose model answers at once never waits at exit for a load it did
+    not need."""
+    from swecli.context.tokens import encoding_for_model, prefetch
+
+    in_flight = threading.Event()
+    prefetch(encoding_for_model(model), in_flight, delay=ON_THE_WIRE)
+
+    def listener(event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            in_flight.set()
+        elif isinstance(event, ModelCallFinished):
+            in_flight.clear()
+
+    return listener
 
 
 @contextlib.contextmanager

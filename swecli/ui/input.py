@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from swecli.session.private import make_private_dir
 from swecli.ui.commands.registry import CommandContext
 
 if TYPE_CHECKING:
@@ -209,9 +210,9 @@ def build_session(host: PromptHost) -> PromptSession[str]:
     history: History
     try:
         path = history_path(host.root)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8"):
-            pass  # fails now (a directory, no permission) rather than on the first saved line
+        make_private_dir(path.parent)
+        # Fails now (a directory, no permission) rather than on the first saved line; 0600 like every record.
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
         history = FileHistory(str(path))
     except OSError as exc:
         host.warn(f"input history is not saved ({exc}); it lasts for this session only.")

@@ -13,6 +13,7 @@ import select
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 ESC = "esc"
@@ -108,3 +109,35 @@ class KeyWatcher:
     def _ready(self, timeout: float) -> bool:
         readable, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
         return bool(readable)
+
+
+@dataclass
+class TypeAhead:
+    """Keys typed while the agent works (or while `Allow?` waits): Enter queues the line as the next
+    message."""
+
+    line: str = ""
+    queued: list[str] = field(default_factory=list)
+
+    def feed(self, key: str) -> None:
+        if key == ENTER:
+            self._enter()
+            return
+        for char in key:
+            if char in "\r\n":
+                self._enter()
+            elif char in "\x7f\x08":
+                self.line = self.line[:-1]
+            elif char == "\x15":  # Ctrl-U
+                self.line = ""
+            elif char.isprintable():
+                self.line += char
+
+    def _enter(self) -> None:
+        if self.line.strip():
+            self.queued.append(self.line.strip())
+        self.line = ""
+
+    def take(self) -> list[str]:
+        queued, self.queued = self.queued, []
+        return queued

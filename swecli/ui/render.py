@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, Group, RenderableType
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -49,6 +48,7 @@ from swecli.events import (
 )
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.tools.facts import facts_for, key_argument, one_line
+from swecli.tools.visible import visible
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
@@ -61,6 +61,22 @@ RESULT_MARK = "  ⎿  "
 PREVIEW_INDENT = "     "
 REASONING_INDENT = "  "
 CODE_THEME = "monokai"
+
+
+def as_written(markup: str, code_theme: str = CODE_THEME) -> RenderableType:
+    """rich's Markdown with HTML read as text. CommonMark passes HTML through for a browser, and rich draws
+    none of it: `<details>` blocks, `List<String>`, `<T>` and `<br/>` vanished from answers. In a terminal
+    an answer about code shows its angle brackets as the model wrote them. (markdown-it and pygments load
+    only once there is an answer to show.)"""
+    from markdown_it import MarkdownIt
+    from rich.markdown import Markdown
+
+    shown = Markdown("", code_theme=code_theme)
+    shown.markup = markup
+    shown.parsed = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table").parse(markup)
+    return shown
+
+
 TAIL_LINES = 6
 """Lines of a streaming answer shown in the live region before its paragraph is complete."""
 OUTPUT_LINES = 5
@@ -111,7 +127,7 @@ def result_text(name: str, result: ToolResult, preview_lines: int = 3, width: in
     if result.summary in QUIET_OUTCOMES:
         style = "yellow"
     text = Text(RESULT_MARK)
-    text.append(one_line(summary, width), style=style)
+    text.append(one_line(visible(summary), width), style=style)
     for line in _preview(name, result, summary, preview_lines):
         text.append("\n" + PREVIEW_INDENT + _clip(line, width), style="dim")
     return text
@@ -132,9 +148,15 @@ def _preview(name: str, result: ToolResult, summary: str, count: int) -> list[st
     lines = result.content.strip("\n").splitlines()
     if lines and lines[0].strip() == summary.strip():
         lines = lines[1:]  # the summary already said it
-    if len(lines) <= count:
+    if end == "tail" and result.full is not None:
+        while lines and lines[-1].startswith("exit code "):
+            lines.pop()  # the summary says it: the preview's lines are then all the output's
+    total = len(lines)
+    if result.full is not None:  # the model got a cut: count what was hidden in the whole output, as it is told
+        total = max(total, result.full.lines)
+    if total <= count:
         return lines
-    hidden = _plural(len(lines) - count, "line")
+    hidden = _plural(total - min(count, len(lines)), "line")
     if end == "tail":
         return [f"… +{hidden}", *lines[-count:]]
     return [*lines[:count], f"… +{hidden}"]
@@ -159,7 +181,7 @@ def _clip(line: str, width: int) -> str:
 
 def diff_text(diff: str, max_lines: int = 80, indent: str = "    ") -> Text:
     """A unified diff, coloured: additions green, removals red, hunk headers cyan."""
-    lines = diff.rstrip("\n").splitlines()
+    lines = visible(diff).rstrip("\n").splitlines()
     hidden = max(0, len(lines) - max_lines)
     text = Text()
     for i, line in enumerate(lines[:max_lines]):
@@ -225,7 +247,7 @@ def notice_line(event: Notice) -> Text:
     marks = {"info": ("ℹ ", "blue"), "warning": ("⚠ ", "yellow"), "error": ("✗ ", "red")}
     mark, colour = marks.get(event.level, ("• ", ""))
     text = Text(mark, style=colour)
-    text.append(event.text, style=colour if event.level == "error" else "")
+    text.append(visible(event.text), style=colour if event.level == "error" else "")
     return text
 
 
@@ -237,12 +259,12 @@ def approval_preview(request: ApprovalRequest, max_diff_lines: int = 80) -> Rend
         # The action line above shows a short one-line command in full already; repeat only what it cut.
         if key_argument(request.call.name, request.args) != command:
             text = Text("    $ ", style="dim")
-            text.append(command, style="bold")
+            text.append(visible(command), style="bold")
             parts.append(text)
     elif looks_like_diff(request.preview):
         parts.append(diff_text(request.preview, max_diff_lines))
     elif request.preview:
-        parts.append(Text(request.preview, style=""))
+        parts.append(Text(visible(request.preview), style=""))
     if request.danger:
         parts.append(Text(f"    ⚠ {request.danger}", style="bold red"))
     if request.note:
@@ -369,6 +391,8 @@ class Renderer:
         self._spinner = Spinner("dots", style="cyan")
         self._turn_started = time.monotonic()
         self._activity = "Thinking"
+        self._tool_started: float | None = None
+        """When the running tool call began: the status line's clock counts it while it runs."""
         self._reasoning = LineStream(self._text_width(REASONING_INDENT))
         self._answer = BlockStream()
         self._in_reasoning = False
@@ -393,6 +417,7 @@ class Renderer:
     def begin_turn(self, activity: str = "Thinking") -> None:
         with self._lock:
             self._turn_started = time.monotonic()
+            self._tool_started = None
             self.interrupting = False
             self._activity = activity
             self._clear_output()
@@ -405,6 +430,8 @@ class Renderer:
 
     def resume(self) -> None:
         with self._lock:
+            if self._tool_started is not None:  # an approved call starts running now, not when it asked
+                self._tool_started = time.monotonic()
             self._start_live()
 
     def end_turn(self) -> None:
@@ -485,6 +512,7 @@ class Renderer:
         self._finish_streams()
         self.console.print(action_line(event.call.name, event.args))
         self._activity = f"Running {verb(event.call.name)}"
+        self._tool_started = time.monotonic()
         self._clear_output()
 
     def _on_reasoning(self, fragment: str) -> None:
@@ -498,7 +526,7 @@ class Renderer:
             self._print_reasoning(line)
 
     def _print_reasoning(self, line: str) -> None:
-        self.console.print(Text(REASONING_INDENT + line, style="dim italic"))
+        self.console.print(Text(REASONING_INDENT + visible(line), style="dim italic"))
 
     def _on_text(self, fragment: str) -> None:
         self._streamed = True
@@ -512,7 +540,7 @@ class Renderer:
         # padding already provides it.
         if self._answer_blocks and not self._after_code:
             self.console.print()
-        self.console.print(Markdown(block, code_theme=CODE_THEME))
+        self.console.print(as_written(visible(block)))
         self._answer_blocks += 1
         self._after_code = block.rstrip().endswith(("```", "~~~"))
 
@@ -544,6 +572,7 @@ class Renderer:
             self.console.print(Text(PREVIEW_INDENT) + notice_line(wrapped.event))
 
     def _on_tool_finished(self, event: ToolFinished) -> None:
+        self._tool_started = None
         self._clear_output()
         self._children.pop(event.call.id, None)
         self._finish_streams()
@@ -558,7 +587,7 @@ class Renderer:
         self._finish_streams()
         self._stop_live()
         if turn.stop_reason == "iteration_limit" or (turn.stop_reason == "error" and turn.error):
-            self.console.print(Text(turn.error or turn.answer, style="yellow"))
+            self.console.print(Text(visible(turn.error or turn.answer), style="yellow"))
         self.console.print(completion_line(turn))
 
     def _finish_streams(self) -> None:
@@ -596,11 +625,11 @@ class Renderer:
         # shows a frame one fragment old).
         parts: list[RenderableType] = []
         if self._in_reasoning and self._reasoning.partial:
-            parts.append(Text(REASONING_INDENT + self._reasoning.partial, style="dim italic", overflow="ellipsis",
-                              no_wrap=True))
+            parts.append(Text(REASONING_INDENT + visible(self._reasoning.partial), style="dim italic",
+                              overflow="ellipsis", no_wrap=True))
         pending = self._answer.pending
         if pending.strip():
-            tail = pending.rstrip("\n").splitlines()[-TAIL_LINES:]
+            tail = visible(pending).rstrip("\n").splitlines()[-TAIL_LINES:]
             parts.append(Text("\n".join(tail), overflow="ellipsis", no_wrap=True))
         output = [_last_frame(line) for line in [*self._output_tail, self._output_partial] if line.strip()]
         if output:
@@ -621,7 +650,8 @@ class Renderer:
         line = frame.copy() if isinstance(frame, Text) else Text("·")
         label = "Interrupting" if self.interrupting else self._activity
         line.append(f" {label}… ", style="bold")
-        line.append(f"{format_duration(now - self._turn_started)}", style="dim")
+        since = self._tool_started if self._tool_started is not None else self._turn_started
+        line.append(f"{format_duration(now - since)}", style="dim")
         if self._silent_since is not None:
             line.append(f" · no reply for {format_duration(now - self._silent_since)}", style="yellow")
         line.append(" · esc to interrupt", style="dim")
@@ -633,7 +663,7 @@ class Renderer:
         return max(20, self.console.width - len(indent) - 1)
 
 
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[^\[]|[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[^\[]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _last_frame(line: str) -> str:
@@ -658,14 +688,29 @@ def replay_lines(history: list[Message], exchanges: int = 3, width: int = 100) -
         lines.append(Text(f"  … {what} not shown", style="dim"))
     for n, start in enumerate(shown):
         end = shown[n + 1] if n + 1 < len(shown) else len(history)
-        lines.extend(_exchange_lines(history[start:end], width))
+        lines.extend(_exchange_lines(history[start:end], width, _skill_before(history, start)))
     return lines
 
 
-def _exchange_lines(span: list[Message], width: int) -> list[Text]:
+_SKILL_NAME = re.compile(r'<skill name="([^"]+)"')
+
+
+def _skill_before(history: list[Message], start: int) -> str:
+    """The skill a `/skill-name` loaded just before the prompt at `start` ("" when none did)."""
+    before = history[start - 1] if start > 0 else None
+    if isinstance(before, UserMessage) and before.kind == "skill":
+        found = _SKILL_NAME.match(before.content)
+        return found.group(1) if found else ""
+    return ""
+
+
+def _exchange_lines(span: list[Message], width: int, skill: str = "") -> list[Text]:
     prompt = span[0]
     assert isinstance(prompt, UserMessage)
-    out = [Text(f"❯ {one_line(prompt.content, width)}", style="bold")]
+    typed = prompt.content
+    if skill:  # as it was typed: `/skill-name request` (the request alone was sent after the skill)
+        typed = f"/{skill}" + ("" if typed == f"Use the {skill} skill." else f" {typed}")
+    out = [Text(f"❯ {one_line(visible(typed), width)}", style="bold")]
     calls: list[ToolCall] = [c for m in span if isinstance(m, AssistantMessage) for c in m.tool_calls]
     if calls:
         named = ", ".join(f"{verb(c.name)} {key_argument(c.name, c.args())}".strip() for c in calls[-3:])
@@ -673,14 +718,19 @@ def _exchange_lines(span: list[Message], width: int) -> list[Text]:
         errors = sum(1 for m in span if isinstance(m, ToolMessage) and m.is_error)
         failed = f" ({errors} failed)" if errors else ""
         out.append(Text(_clip(f"  {_plural(len(calls), 'action')}{failed}: {more}{named}", width), style="dim"))
-    answer = next((m.content for m in reversed(span) if isinstance(m, AssistantMessage) and m.content.strip()), "")
-    if answer:
+    last = next((m for m in reversed(span) if isinstance(m, AssistantMessage)), None)
+    answer = last.content if last is not None and not last.tool_calls else ""
+    if answer.strip():
         body = [line for line in answer.strip().splitlines() if line.strip()]
         text = Text("⏺ ", style="green")
-        text.append(_clip(body[0], width) + (" …" if len(body) > 1 else ""))
+        text.append(_clip(visible(body[0]), width) + (" …" if len(body) > 1 else ""))
         out.append(text)
+    elif any(isinstance(m, ToolMessage) and m.content.startswith(INTERRUPTED) for m in span):
+        out.append(Text("  ⏹ interrupted (no answer)", style="yellow"))
+    else:
+        out.append(Text("  ⏹ no answer (interrupted, or stopped by an error)", style="yellow"))
     return out
 
 
 def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    return f"{count} {word}" if count == 1 else f"{count:,} {word}s"

@@ -49,7 +49,7 @@ from swecli.permissions import MODES, Decision
 from swecli.tools.bash import BASH
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import CommandRegistry, default_registry, is_command
-from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher
+from swecli.ui.keys import CTRL_C, ENTER, ESC, KeyWatcher, TypeAhead
 from swecli.ui.meter import Meter, format_tokens
 from swecli.ui.render import Renderer, completion_line, looks_like_diff, replay_lines
 
@@ -67,7 +67,7 @@ REPLAY_EXCHANGES = 3
 SHELL_LINES = 200
 """Lines of a `!command`'s output printed in full; longer output shows its head and tail."""
 PLAN_QUESTION = ("Plan ready. Carry it out? [a] yes, changes without asking · [d] yes, asking before each "
-                 "change · [n] no, keep planning: ")
+                 "change · [n] no, keep planning (or type what to change) ")
 CARRY_OUT = "Carry out the plan above."
 
 
@@ -77,37 +77,6 @@ class _Turn:
     error: BaseException | None = None
     started: float = field(default_factory=time.monotonic)
     usage_before: Usage = field(default_factory=Usage)
-
-
-@dataclass
-class TypeAhead:
-    """Keys typed while the agent works: Enter queues the line as the next message."""
-
-    line: str = ""
-    queued: list[str] = field(default_factory=list)
-
-    def feed(self, key: str) -> None:
-        if key == ENTER:
-            self._enter()
-            return
-        for char in key:
-            if char in "\r\n":
-                self._enter()
-            elif char in "\x7f\x08":
-                self.line = self.line[:-1]
-            elif char == "\x15":  # Ctrl-U
-                self.line = ""
-            elif char.isprintable():
-                self.line += char
-
-    def _enter(self) -> None:
-        if self.line.strip():
-            self.queued.append(self.line.strip())
-        self.line = ""
-
-    def take(self) -> list[str]:
-        queued, self.queued = self.queued, []
-        return queued
 
 
 @dataclass
@@ -136,11 +105,14 @@ class Repl:
 
     def _open(self, resume: str | None, continue_latest: bool) -> AgentSession:
         from swecli.assembly import open_session
+        from swecli.ui.headless import vocabulary_after_first_request
 
-        session = open_session(self.root, self.settings, approver=self.approvals,
-                               listeners=[self.renderer, self._track],
-                               resume=resume, continue_latest=continue_latest)
-        return session
+        # The vocabulary loads while the first request is in flight: loading holds the interpreter for a
+        # moment, which must fall neither in front of the request nor on the person's typing.
+        vocabulary = vocabulary_after_first_request(self.settings.model)
+        return open_session(self.root, self.settings, approver=self.approvals,
+                            listeners=[self.renderer, self._track, vocabulary],
+                            resume=resume, continue_latest=continue_latest)
 
     def reopen(self, resume: str | None = None) -> None:
         """Switch to another session (`/resume ID`; '' for the latest) or, with None, a fresh one.
@@ -319,6 +291,7 @@ class Repl:
             return
         if is_command(text):
             try:
+                self._find_new_skill(text)
                 self.commands.dispatch(self, text)
             except Exception as exc:  # a broken command must not take the session down
                 self.print(Text(f"/{text.split()[0].lstrip('/')} failed: {type(exc).__name__}: {exc}", style="red"))
@@ -329,6 +302,14 @@ class Repl:
             if turn is not None and not self.typed.queued and not self._draft:
                 self._offer_plan(turn)
         self._send_queued()
+
+    def _find_new_skill(self, text: str) -> None:
+        """A `/name` no command has yet may be a skill installed since the session began: look again."""
+        from swecli.ui.commands.skills import rescan
+
+        name = text.strip().split()[0].lstrip("/")
+        if self.commands.get(name) is None and self.session.skills is not None:
+            rescan(self)
 
     def _send_queued(self) -> None:
         queued = self.typed.take()
@@ -348,14 +329,15 @@ class Repl:
 
         if self.mode != "plan" or turn.stop_reason != "done" or not turn.answer.strip() or not sys.stdin.isatty():
             return  # (piped input: the next line is the person's next request, not an answer to this)
-        try:
-            answer = self._read_line(PLAN_QUESTION, None).strip().lower()[:1]
-        except (EOFError, KeyboardInterrupt):
-            answer = ""
-        mode = {"a": "auto", "d": "default"}.get(answer)
+        key = self._read_one_key(PLAN_QUESTION)
+        mode = {"a": "auto", "d": "default"}.get(key.lower())
         if mode is None:
+            self.print(Text("no", style="yellow"))
+            if len(key) == 1 and key.isprintable() and key.lower() != "n":
+                self._draft = key  # the start of what to change: the next prompt goes on from it
             self.print(Text("Still in plan mode; say what to change, or switch with /mode.", style="dim"))
             return
+        self.print(Text("yes", style="green"))
         self.set_mode(mode)
         self.print(Text(f"❯ {CARRY_OUT}", style="bold"))
         self.run_task(CARRY_OUT)
@@ -508,7 +490,7 @@ class Repl:
         self.renderer.pause()
         try:
             answer = ask(pending.request, self.console, lambda: self._read_key(keys),
-                         lambda prompt: self._read_line(prompt, keys))
+                         lambda prompt: self._read_line(prompt, keys), self.typed if keys is not None else None)
         except BaseException:
             pending.answer(_declined())
             raise
@@ -533,6 +515,22 @@ class Repl:
         while key is None:
             key = keys.read_key(1.0)
         return key
+
+    def _read_one_key(self, prompt: str) -> str:
+        """One key, as `Allow?` takes its answer: the key's text, or "" for Esc, Ctrl-C, Enter or an
+        arrow (or a line's first character where the input is not a terminal)."""
+        self.console.print(Text(prompt, style="bold"), end="")
+        keys = KeyWatcher.for_stream()
+        if keys is None:
+            try:
+                return input().strip()[:1]
+            except (EOFError, KeyboardInterrupt):
+                return ""
+        with keys:
+            key = ""
+            while not key:  # an arrow or function key is no answer
+                key = self._read_key(keys) or ""
+        return "" if key in (ESC, CTRL_C, ENTER) else key[:1]
 
     def _read_line(self, prompt: str, keys: KeyWatcher | None) -> str:
         self.console.print(Text(prompt, style="bold"), end="")

@@ -26,3 +26,14 @@ def test_an_unwritable_archive_location_raises_a_clear_archive_error(project: Pa
     (project / ".swecli").write_text("a file where the folder should be", encoding="utf-8")
     with pytest.raises(ArchiveError, match=r"cannot create .*compactions"):
         DiskArchive(project).save_history([UserMessage(content="hi")])
+
+
+def test_archives_mask_secrets_and_are_private(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEPLOY_TOKEN", "tok-0123456789abcdef")
+    archive = DiskArchive(project)
+    history: list[Message] = [UserMessage(content="deploy"),
+                              ToolMessage(tool_call_id="c1", name="bash", content="TOKEN=tok-0123456789abcdef")]
+    for rel in (archive.save_history(history), archive.save_text("big output", "x tok-0123456789abcdef y")):
+        path = project / rel
+        assert "tok-0123456789abcdef" not in path.read_text() and "[REDACTED]" in path.read_text()
+        assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700

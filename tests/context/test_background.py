@@ -7,6 +7,7 @@ when the summary comes back relative to the loop's requests, with no timing in a
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,9 +20,9 @@ from pydantic import BaseModel
 
 from swecli.agent import Agent
 from swecli.config import ContextConfig, Settings
-from swecli.context.compaction import SUMMARY_MARKER, SUMMARY_SYSTEM
+from swecli.context.compaction import SAVED_PATH, SUMMARY_MARKER, SUMMARY_SYSTEM
 from swecli.context.hooks import PreCompactInput
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.events import BackgroundSummary, CompactionDone, Event, ModelCallStarted, Notice
 from swecli.llm.base import Provider
 from swecli.messages import SystemBlock
@@ -53,8 +54,13 @@ def stop(args: Nothing, ctx: ToolContext) -> ToolResult:
     return ToolResult("stopped")
 
 
+def note(args: Nothing, ctx: ToolContext) -> ToolResult:
+    return ToolResult("noted")
+
+
 TOOLS = ToolRegistry([Tool("dump", "Print one page of the module.", DumpArgs, dump),
-                      Tool("stop", "Simulates Esc.", Nothing, stop)])
+                      Tool("stop", "Simulates Esc.", Nothing, stop),
+                      Tool("note", "Takes a note.", Nothing, note)])
 
 
 def provider_for(llm: ScriptedLLM, wire: str) -> Provider:
@@ -116,6 +122,8 @@ class Run:
     """Set it and the summary server answers."""
     context: ContextManager | None = None
     pages: int = 0
+    root: Path = Path()
+    """The project (a temporary folder, while the session is open)."""
 
     def page(self) -> Reply:
         self.pages += 1
@@ -142,14 +150,15 @@ def session(run: Run, main: Callable[[dict[str, Any]], Step], summary: Step | No
     settings = Settings(model="scripted-model", context_limit=run.window, max_tokens=512,
                         context=ContextConfig(keep_recent_tokens=1_000))
     with ScriptedLLM([main] * 40, wire=run.wire, strict=False) as llm, \
-            ScriptedLLM([summary or summarize], wire=run.wire, strict=False) as summarizer:
-        context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=None,
-                                               on_event=run.events.append)
-        context.summary_provider = lambda: provider_for(summarizer, run.wire)
-        context.pre_compact = hook
-        run.context = context
+            ScriptedLLM([summary or summarize], wire=run.wire, strict=False) as summarizer, \
+            tempfile.TemporaryDirectory() as root:
+        wiring = Wiring(on_event=run.events.append, pre_compact=hook,
+                        summary_provider=lambda: provider_for(summarizer, run.wire))
+        context = ContextManager.from_settings(settings, Prompt(SYSTEM, TOOLS.schemas()), root=Path(root),
+                                               wiring=wiring)
+        run.context, run.root = context, Path(root)
         provider = provider_for(llm, run.wire)
-        agent = Agent(provider, TOOLS, context, ToolContext(root=Path.cwd()), Policy("auto"),
+        agent = Agent(provider, TOOLS, context, ToolContext(root=Path(root)), Policy("auto"),
                       on_event=run.events.append)
         try:
             yield agent, llm, summarizer
@@ -224,38 +233,80 @@ def assert_paired(messages: list[dict[str, Any]], wire: str) -> None:
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_the_loop_waits_for_the_summary_only_at_the_hard_limit_and_says_so(wire: str) -> None:
+def test_at_the_hard_limit_older_outputs_fold_instead_of_waiting_and_the_summary_is_applied_later(
+        wire: str) -> None:
     run = Run(wire)
 
     def main(body: dict[str, Any]) -> Step:
-        return Reply("finished", usage=False) if run.compacted() else run.page()
+        if run.seen(CompactionDone, strategy="summarize"):
+            return Reply("finished", usage=False)
+        job = run.context.background_job if run.context else None
+        if run.seen(CompactionDone, strategy="fold") and job is not None and not run.gate.is_set():
+            run.gate.set()  # the summary comes back only once the loop has gone past the hard limit without it
+            job.done.wait(30)
+        return run.page()
 
-    def release_when_told(event: Event) -> None:
-        if isinstance(event, Notice) and "waiting for the background summary" in event.text:
-            run.gate.set()
-
-    run.events = _Listening(release_when_told)
     with session(run, main) as (agent, llm, _summarizer):
         assert agent.run(TASK).answer == "finished"
         hard = agent.context.budget.hard_limit
-    assert run.phases() == ["started", "used"]
-    (done,) = run.seen(CompactionDone)
-    assert done.background and done.waited > 0 and done.tokens_before > hard
+        saved = {f".swecli/tool_results/{p.name}" for p in (run.root / ".swecli" / "tool_results").glob("*.txt")}
+        applied = next(b for b in main_requests(llm) if any(SUMMARY_MARKER in text_of(m) for m in b["messages"]))
+        named = set(SAVED_PATH.findall(" ".join(text_of(m) for m in applied["messages"])))
+        reached = named | {path for index in named if "-index-" in index
+                           for path in SAVED_PATH.findall((run.root / index).read_text(encoding="utf-8"))}
+    assert not [n for n in run.seen(Notice) if "waiting for the background summary" in n.text]
+    # Every output the fold saved is named by the request after the summary, or by the index it names.
+    assert saved and saved <= reached
+    fold, summary = run.seen(CompactionDone)
+    assert (fold.strategy, summary.strategy) == ("fold", "summarize")
+    assert fold.tokens_before > hard >= fold.tokens_after and fold.waited == 0 and fold.background
+    assert summary.background and run.phases() == ["started", "used"]
     sent = [e.context_tokens for e in run.seen(ModelCallStarted)]
-    assert max(sent) <= hard  # no request went out past the hard limit: the loop waited first
-    assert len(main_requests(llm)) == len(sent)
+    assert max(sent) <= hard  # no request went out past the hard limit, and none waited for the summary
+    # The request after the fold: older pages are digests that name the file holding them; the newest are whole.
+    bodies = main_requests(llm)
+    folded = next(b for b in bodies if any("[swecli: decayed]" in text_of(m) for m in b["messages"]))
+    digests = [text_of(m) for m in folded["messages"] if "[swecli: decayed]" in text_of(m)]
+    assert all(".swecli/tool_results/" in d for d in digests)
+    assert "page=" in text_of(without_tail(folded["messages"])[-1])
+    assert_paired(without_tail(folded["messages"]), wire)
+    assert_paired(without_tail(applied["messages"]), wire)
 
 
-class _Listening(list[Event]):
-    """A list of events that also calls `react` on each."""
+@pytest.mark.parametrize("wire", WIRES)
+def test_when_folding_cannot_make_room_older_turns_go_and_the_summary_takes_their_place_later(wire: str) -> None:
+    """The history grows by the model's own long answers (tool outputs are a line): nothing to fold, so the
+    oldest turns are dropped (no model call); the summary, when it arrives, fills the truncation's summary."""
+    run = Run(wire)
 
-    def __init__(self, react: Callable[[Event], None]) -> None:
-        super().__init__()
-        self.react = react
+    def main(body: dict[str, Any]) -> Step:
+        if run.seen(CompactionDone, strategy="summarize"):
+            return Reply("finished", usage=False)
+        job = run.context.background_job if run.context else None
+        if run.seen(CompactionDone, strategy="truncate") and job is not None and not run.gate.is_set():
+            run.gate.set()  # the summary comes back only after the loop made room without it
+            job.done.wait(30)
+        run.pages += 1
+        return Reply(f"Step {run.pages}: I think the module " + "parses tokens and builds a tree; " * 90,
+                     calls=[Call("note", {})], usage=False)
 
-    def append(self, event: Event) -> None:
-        super().append(event)
-        self.react(event)
+    with session(run, main) as (agent, llm, _summarizer):
+        assert agent.run(TASK).answer == "finished"
+        hard = agent.context.budget.hard_limit
+    assert not [n for n in run.seen(Notice) if "waiting for the background summary" in n.text]
+    truncation, summary = run.seen(CompactionDone)
+    assert (truncation.strategy, summary.strategy) == ("truncate", "summarize")
+    assert truncation.tokens_after < hard < truncation.tokens_before and truncation.waited == 0
+    assert run.phases() == ["started", "used"]
+    assert run.seen(BackgroundSummary, phase="used")[0].note == "it took the place of the truncation's summary"
+    sent = [e.context_tokens for e in run.seen(ModelCallStarted)]
+    assert max(sent) <= hard
+    # The last request: the truncation's pointers, the model's summary in place of the missing one.
+    last = without_tail(main_requests(llm)[-1]["messages"])
+    text = next(text_of(m) for m in last if SUMMARY_MARKER in text_of(m))
+    assert "summarized in part" in text and SUMMARY.splitlines()[1] in text and ".swecli/compactions/" in text
+    assert "Step 1:" not in " ".join(text_of(m) for m in last)  # the oldest turns went
+    assert_paired(last, wire)
 
 
 # --- a summary that fails or is cancelled is dropped; the normal path runs ------------------------------
@@ -268,6 +319,9 @@ def test_a_failed_summary_is_dropped_and_the_hook_still_runs_once(wire: str) -> 
     def main(body: dict[str, Any]) -> Step:
         if is_summary_request(body):
             return Reply(SUMMARY, usage=False)  # the normal path summarizes with the loop's provider
+        job = run.context.background_job if run.context else None
+        if job is not None:
+            job.done.wait(30)  # the failure is known before the loop's next step
         return Reply("finished", usage=False) if run.compacted() else run.page()
 
     def hook(payload: PreCompactInput) -> dict[str, str]:
@@ -342,3 +396,26 @@ def test_the_hook_can_cancel_a_compaction_whose_summary_was_to_be_made_ahead(wir
     assert summarizer.requests == []  # no summary was asked for
     assert [n.text for n in run.seen(Notice)].count("compaction cancelled by the PreCompact hook") >= 1
     assert not run.compacted()
+
+
+# --- a job still matches the history after the engine's own rewrites -------------------------------------
+
+def test_a_job_matches_its_span_after_folds_and_stand_ins_but_not_after_another_history() -> None:
+    from swecli.context.background import SummaryJob
+    from swecli.context.compaction import CompactionParams
+    from swecli.context.decay import fold
+    from swecli.context.tokens import TokenCounter
+    from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+
+    call = ToolCall(id="c1", name="dump", arguments='{"page": 1}')
+    page = dump(DumpArgs(page=1), ToolContext(root=Path())).content
+    output = ToolMessage(tool_call_id="c1", name="dump", content=page)
+    span: list[Message] = [UserMessage(content="dump it"), AssistantMessage(content="", tool_calls=(call,)), output]
+    job = SummaryJob(tuple([*span, AssistantMessage(content="done")]), len(span), CompactionParams(limit=1_000), 0)
+    folded = fold(output, call, ".swecli/tool_results/c1.txt", TokenCounter())
+    assert job.matches([*span[:2], folded, AssistantMessage(content="done"), UserMessage(content="more")])
+    stand_in = UserMessage(content="dump it\n[image: screen.png]")
+    assert job.matches([stand_in, *span[1:]])
+    other = ToolMessage(tool_call_id="c9", name="dump", content="other")
+    assert not job.matches([*span[:2], other]) and not job.matches(span[:2])
+    assert not job.matches([UserMessage(content="something else"), *span[1:]])

@@ -11,6 +11,7 @@ from swecli.context.archive import MemoryArchive
 from swecli.context.compaction import (
     SAVED_PATH,
     SUMMARY_MARKER,
+    CompactionIO,
     CompactionParams,
     boundaries,
     choose_cut,
@@ -36,8 +37,8 @@ FIXED = 500
 def run(history: list[Message], provider: object = None, archive: MemoryArchive | None = None, **overrides: object):
     params = CompactionParams(**{"limit": 4_000, "fixed": FIXED, "keep_recent": 1_000, "summary_tokens": 300,
                                  "request_window": 200_000, **overrides})  # type: ignore[arg-type]
-    return compact_history(history, params, COUNTER.message, COUNTER.text, archive or MemoryArchive(),
-                           provider)  # type: ignore[arg-type]
+    return compact_history(history, params, COUNTER.message, COUNTER.text,
+                           CompactionIO(archive or MemoryArchive(), provider))  # type: ignore[arg-type]
 
 
 def total(history: list[Message]) -> int:
@@ -457,6 +458,70 @@ def test_a_summary_cut_to_fit_keeps_its_first_paragraph_whole_and_stops_at_a_lin
     summary = summary_of(result)
     first, _, rest = summary.partition("\n\n")
     assert first.startswith(SUMMARY_MARKER) and first.rstrip().endswith("read or grep it for anything not kept here.")
-    assert summary.endswith("[swecli: the summary was cut here to fit the window]")
-    kept_lines = rest.removesuffix("[swecli: the summary was cut here to fit the window]").strip().splitlines()
+    assert summary.endswith("[swecli: the summary cut to fit the window ends here]")
+    kept_lines = rest.removesuffix("[swecli: the summary cut to fit the window ends here]").strip().splitlines()
     assert all(line.endswith("src/parse.py") or not line.startswith("- finding") for line in kept_lines)
+
+
+# --- a summary made ahead, applied over a span folded meanwhile; a summary cut to fit ---------------------
+
+def test_a_summary_applied_over_a_span_folded_meanwhile_lists_the_files_the_fold_wrote() -> None:
+    from swecli.context.compaction import apply_span, plan_span, prepare_span
+    from swecli.context.decay import fold
+
+    archive = MemoryArchive()
+    history = long_session(turns=2, rounds=4, size=120)
+    params = CompactionParams(limit=2_500, fixed=FIXED, keep_recent=600, summary_tokens=300, request_window=200_000)
+    cut = plan_span(history, params, COUNTER.message, COUNTER.text)
+    summarizer = ScriptedModel([say("### Current task and state\ncatting files")])
+    prepared, _, _ = prepare_span(history, cut, params, COUNTER.message, COUNTER.text,
+                                  CompactionIO(archive, summarizer))
+    assert prepared is not None and cut > 4
+    # Meanwhile the engine folded the span's outputs to files no index lists yet.
+    later = list(history)
+    calls = {c.id: c for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    for i, msg in enumerate(history[:cut]):
+        if isinstance(msg, ToolMessage):
+            later[i] = fold(msg, calls[msg.tool_call_id], archive.save_text("tool", msg.content), COUNTER)
+    result = apply_span(later, prepared, params, COUNTER.message, COUNTER.text, archive)
+    assert_pairing(result.history)
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    index = next(p for p in SAVED_PATH.findall(summary.content) if "index" in p)
+    listed = set(SAVED_PATH.findall(archive.read_text(index) or ""))
+    folded = {p for m in later[:cut] if isinstance(m, ToolMessage) for p in SAVED_PATH.findall(m.content)}
+    assert folded and folded <= listed
+    assert summary_body(summary.content) == "### Current task and state\ncatting files"
+
+
+def test_a_summary_cut_to_fit_the_window_keeps_the_pointers_to_everything_it_replaced(tmp_path: Path) -> None:
+    from swecli.context.archive import DiskArchive
+
+    history: list[Message] = []
+    for turn in range(10):  # many long prompts: kept, shortened, and still most of the room
+        history += [UserMessage(content=f"task {turn}: " + "requirement " * 400),
+                    *tool_round(f"c{turn}", "data line\n" * 200, command="cat src/app.py")]
+    params = CompactionParams(limit=1_600, fixed=FIXED, keep_recent=200, summary_tokens=300, force=True)
+    summarizer = ScriptedModel([say("### Current task and state\n" + "detail " * 300)])
+    result = compact_history(history, params, COUNTER.message, COUNTER.text, CompactionIO(DiskArchive(tmp_path),
+                                                                                          summarizer))
+    summary = next(m for m in result.history if isinstance(m, UserMessage) and m.kind == "summary")
+    assert "summary cut to fit the window" in summary.content
+    pointers = summary.content.partition("\n\n")[0]
+    assert pointers.startswith(SUMMARY_MARKER) and pointers.endswith("read or grep it for anything not kept here.")
+    assert result.archive.startswith(".swecli/compactions/") and f"`{result.archive}`" in pointers
+
+
+def test_a_model_summary_takes_the_place_of_a_truncations_missing_body() -> None:
+    from swecli.context.compaction import with_model_summary
+
+    truncated = run(long_session(), strategy="truncate", force=True)
+    summary = next(m for m in truncated.history if isinstance(m, UserMessage) and m.kind == "summary")
+    model = UserMessage(kind="summary", content=f"{SUMMARY_MARKER} x\n\n## Summary\n# Current task\nreading")
+    upgraded = with_model_summary(summary, model)
+    assert summary_body(upgraded.content) == "### Current task\nreading"  # its headings demoted
+    assert "summarized in part" in upgraded.content and "no summary written" not in upgraded.content
+    assert upgraded.content.partition("\n\n")[0].endswith(summary.content.partition("\n\n")[0].split(
+        "to free context.")[-1])  # the pointers are the truncation's own
+    assert parse_facts(upgraded.content) == parse_facts(summary.content)
+    again = with_model_summary(upgraded, UserMessage(kind="summary", content="## Summary\nnewer"))
+    assert summary_body(again.content) == "newer" and parse_facts(again.content) == parse_facts(summary.content)

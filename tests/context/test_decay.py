@@ -348,3 +348,34 @@ def test_the_incremental_scan_drops_old_thinking_exactly_when_a_fresh_decay_does
             batches += 1
             live = list(result.history)
     assert batches >= 1
+
+
+# --- folding for room, at once (the compaction that needs no model call) ------------------------------
+
+def test_folding_for_room_folds_every_tool_but_the_kept_ones_and_leaves_the_newest_zone(tmp_path: Path) -> None:
+    from swecli.context.decay import fold_older, room_policy
+
+    history: list[Message] = [UserMessage(content="fix the bug")]
+    for n, tool in enumerate(["edit_file"] * 3 + ["todo"] * 3 + ["read_file"] * 2):
+        history += step(n, tool, {"path": f"src/m{n}.py"}, big(f"m{n}"))
+    ledger = Ledger(counter.message).sync(history)
+    result = fold_older(history, ledger, DecayScan(counter, default=room_policy), 1_500, saving_reference(tmp_path))
+    assert_same_shape(history, result.history)
+    folded = [m.tool_call_id for m in result.history if isinstance(m, ToolMessage) and is_digest(m)]
+    assert folded == ["c0", "c1", "c2", "c6"]  # edits too, however young; todo results never; the newest stays
+    assert decay(history, counter, 1_500, 0).folded == 1  # decay's own policies: only the read is old enough
+
+
+def test_folding_for_room_goes_deeper_until_it_saves_what_is_needed_and_writes_only_what_it_folds(
+        tmp_path: Path) -> None:
+    from swecli.context.decay import fold_older, room_policy
+
+    history = session(12)
+    ledger = Ledger(counter.message).sync(history)
+    scan = DecayScan(counter, default=room_policy)
+    shallow = scan.saving(ledger, 8_000)
+    assert shallow > 0 and not (tmp_path / ".swecli").exists()  # estimating writes nothing
+    result = fold_older(history, ledger, scan, 8_000, saving_reference(tmp_path), needed=shallow + 1_000)
+    assert result.saved_tokens >= shallow + 1_000 and not is_digest(result.history[-1])
+    saved = list((tmp_path / ".swecli" / "tool_results").glob("*.txt"))
+    assert len(saved) == result.folded

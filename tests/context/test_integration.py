@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from swecli.agent import Agent
 from swecli.config import ContextConfig, Settings
 from swecli.context.compaction import SUMMARY_SYSTEM
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.events import CompactionDone, Event
 from swecli.messages import SystemBlock
 from swecli.permissions import Policy
@@ -40,8 +40,8 @@ def run_session(project: Path, steps: list[Any], window: int) -> tuple[Any, list
     events: list[Event] = []
     settings = Settings(model="scripted-model", context_limit=window, max_tokens=1_024,
                         context=ContextConfig(keep_recent_tokens=1_500, background_compaction=False))
-    context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=project,
-                                           on_event=events.append)
+    context = ContextManager.from_settings(settings, Prompt(SYSTEM, TOOLS.schemas()), root=project,
+                                           wiring=Wiring(on_event=events.append))
     with server.ScriptedLLM(steps) as llm:
         provider = openai.OpenAIProvider(model="scripted-model", base_url=llm.base_url, api_key="test-key",
                                          name="openai-compatible", sleep=lambda seconds: None)
@@ -119,7 +119,7 @@ def test_a_small_window_gets_a_max_tokens_that_fits_it_on_the_wire(project: Path
 
     settings = Settings(model="scripted-model", context_limit=1_024)
     assert settings.max_tokens == 8_192
-    context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=project)
+    context = ContextManager.from_settings(settings, Prompt(SYSTEM, TOOLS.schemas()), root=project)
     prompts: list[int] = []
     real_request = context.request
 

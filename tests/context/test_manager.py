@@ -16,8 +16,10 @@ from swecli.agent import Agent
 from swecli.config import ContextConfig, HookConfig, Settings
 from swecli.context.archive import MemoryArchive
 from swecli.context.compaction import SUMMARY_SYSTEM
+from swecli.context.engineering import Mechanisms
 from swecli.context.extract import parse_facts
-from swecli.context.manager import ContextManager, current_turn_start, has_open_calls
+from swecli.context.hooks import PreCompactCallback, PreCompactDecision
+from swecli.context.manager import ContextManager, Limits, Prompt, Wiring, current_turn_start, has_open_calls
 from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, ContextOverflow, Event, Notice
 from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, StreamEvent
@@ -44,15 +46,18 @@ def dump(args: DumpArgs, ctx: ToolContext) -> ToolResult:
 TOOLS = ToolRegistry([Tool("dump", "Print lines.", DumpArgs, dump)])
 
 
-def manager(window: int = 7_000, **config: object) -> ContextManager:
+def manager(window: int = 7_000, *, events: list[Event] | None = None, hooks: HookConfig | None = None,
+            root: Path | None = None, pre_compact: PreCompactCallback | None = None, source: str = "",
+            **config: object) -> ContextManager:
     """Compaction on the spot (the summary made in the background is tested in test_background.py)."""
     cfg = ContextConfig(**{"keep_recent_tokens": 1_500, "background_compaction": False, **config})
-    return ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, config=cfg, memory=MEMORY,
-                          archive=MemoryArchive())
+    wiring = Wiring(on_event=events.append if events is not None else None, pre_compact=pre_compact,
+                    archive=MemoryArchive())
+    limits = Limits(window=window, max_tokens=1_024, window_source=source or Limits.window_source)
+    return ContextManager(Prompt(SYSTEM, TOOLS.schemas(), MEMORY), limits, cfg, hooks=hooks, root=root, wiring=wiring)
 
 
 def agent(model: ScriptedModel, context: ContextManager, project: Path, events: list[Event]) -> Agent:
-    context.on_event = events.append
     return loop_agent(model, TOOLS, project, context=context, on_event=events.append, max_iterations=200)
 
 
@@ -72,10 +77,10 @@ def assert_valid_request(request: ModelRequest) -> None:
 # --- the loop -----------------------------------------------------------------------------------
 
 def test_auto_compaction_fires_at_the_turn_boundary_in_the_real_loop(project: Path) -> None:
-    context = manager()
+    events: list[Event] = []
+    context = manager(events=events)
     model = ScriptedModel([dump_call(), dump_call(), dump_call(), dump_call(),
                            say("### Current task and state\ndumping files"), say("finished")])
-    events: list[Event] = []
     turn = agent(model, context, project, events).run("dump the module four times")
     model.assert_done()
     assert turn.answer == "finished"
@@ -96,11 +101,11 @@ def test_auto_compaction_fires_at_the_turn_boundary_in_the_real_loop(project: Pa
 
 
 def test_overflow_compacts_and_retries_the_same_step_once(project: Path) -> None:
-    context = manager(window=100_000)
+    events: list[Event] = []
+    context = manager(window=100_000, events=events)
     model = ScriptedModel([dump_call(), dump_call(), dump_call(),
                            ContextOverflowError("maximum context length exceeded"),
                            say("summary after overflow"), say("recovered")])
-    events: list[Event] = []
     turn = agent(model, context, project, events).run("go")
     model.assert_done()
     assert turn.answer == "recovered"
@@ -146,10 +151,9 @@ def long_history(rounds: int = 6) -> list[Message]:
 
 
 def test_manual_compact_with_focus_steers_the_summary() -> None:
-    context = manager(window=200_000, keep_recent_tokens=200)
-    model = ScriptedModel([say("focused summary")])
     events: list[Event] = []
-    context.on_event = events.append
+    context = manager(window=200_000, events=events, keep_recent_tokens=200)
+    model = ScriptedModel([say("focused summary")])
     history = long_history()
     result = context.compact(history, model, trigger="manual", focus="the tokenizer changes")
     model.assert_done()
@@ -160,9 +164,8 @@ def test_manual_compact_with_focus_steers_the_summary() -> None:
 
 
 def test_manual_compact_of_a_small_history_says_there_is_nothing_to_do() -> None:
-    context = manager(window=200_000)
     events: list[Event] = []
-    context.on_event = events.append
+    context = manager(window=200_000, events=events)
     history: list[Message] = [UserMessage(content="hi"), AssistantMessage(content="hello")]
     assert context.compact(history, ScriptedModel([]), trigger="manual") is history
     assert any(isinstance(e, Notice) and "nothing to compact" in e.text for e in events)
@@ -170,11 +173,9 @@ def test_manual_compact_of_a_small_history_says_there_is_nothing_to_do() -> None
 
 
 def test_hook_command_can_cancel_an_auto_compaction_but_not_an_overflow(tmp_path: Path) -> None:
-    context = manager(window=200_000, keep_recent_tokens=200)
-    context.hooks = HookConfig(pre_compact="echo '{\"cancel\": true}'")
-    context.root = tmp_path
     events: list[Event] = []
-    context.on_event = events.append
+    context = manager(window=200_000, events=events, hooks=HookConfig(pre_compact="echo '{\"cancel\": true}'"),
+                      root=tmp_path, keep_recent_tokens=200)
     history = long_history()
     assert context.compact(history, ScriptedModel([]), trigger="auto") is history
     assert any(isinstance(e, Notice) and "cancelled by the PreCompact hook" in e.text for e in events)
@@ -188,9 +189,8 @@ def test_hook_command_receives_the_state_and_can_supply_the_summary(tmp_path: Pa
     hook.write_text("import json, sys, pathlib\nd = json.load(sys.stdin)\n"
                     "pathlib.Path('payload.json').write_text(json.dumps(d))\n"
                     "print(json.dumps({'summary': 'summary from the hook'}))\n", encoding="utf-8")
-    context = manager(window=200_000, keep_recent_tokens=200)
-    context.hooks = HookConfig(pre_compact=f"{sys.executable} {hook}")
-    context.root = tmp_path
+    context = manager(window=200_000, hooks=HookConfig(pre_compact=f"{sys.executable} {hook}"), root=tmp_path,
+                      keep_recent_tokens=200)
     history = long_history()
     result = context.compact(history, ScriptedModel([]), trigger="manual", focus="f")
     payload = json.loads((tmp_path / "payload.json").read_text())
@@ -201,16 +201,16 @@ def test_hook_command_receives_the_state_and_can_supply_the_summary(tmp_path: Pa
 
 
 def test_python_callback_hook_adds_instructions() -> None:
-    context = manager(window=200_000, keep_recent_tokens=200)
-    context.pre_compact = lambda payload: {"instructions": f"mention {payload.trigger}"}
+    context = manager(window=200_000, pre_compact=lambda payload: {"instructions": f"mention {payload.trigger}"},
+                      keep_recent_tokens=200)
     model = ScriptedModel([say("s")])
     context.compact(long_history(), model, trigger="manual")
     assert "mention manual" in model.requests[0].messages[0].content
 
 
 def test_archive_is_written_to_the_project_and_named_in_the_summary(project: Path) -> None:
-    context = ContextManager(SYSTEM, (), window=200_000, root=project,
-                             config=ContextConfig(keep_recent_tokens=200, strategy="truncate"))
+    context = ContextManager(Prompt(SYSTEM), Limits(window=200_000),
+                             ContextConfig(keep_recent_tokens=200, strategy="truncate"), root=project)
     history = long_history()
     result = context.compact(history, ScriptedModel([]), trigger="manual")
     summary = next(m for m in result if isinstance(m, UserMessage) and m.kind == "summary")
@@ -271,9 +271,11 @@ def test_observe_calibrates_later_estimates_and_keeps_the_raw_figure() -> None:
 def test_from_settings_uses_the_window_and_sections() -> None:
     settings = Settings(model="gpt-4", context_limit=50_000, max_tokens=2_000,
                         context=ContextConfig(threshold=0.5), hooks=HookConfig(pre_compact="true"))
-    context = ContextManager.from_settings(settings, system=SYSTEM, tools=(), root=Path("/tmp"))
+    context = ContextManager.from_settings(settings, Prompt(SYSTEM), root=Path("/tmp"))
     assert context.window == 50_000 and context.budget.limit == 25_000 and context.budget.reserve == 2_000
-    assert context.counter.encoding_name == "cl100k_base" and context.hooks.pre_compact == "true"
+    assert context.counter.encoding_name == "cl100k_base" and context.compactor.hooks.pre_compact == "true"
+    assert isinstance(context.mechanisms, Mechanisms)
+    assert context.compactor.params("auto", "", PreCompactDecision()).sections  # the reference list
 
 
 # --- a whole session through prepare(), like the loop -----------------------------------------------
@@ -353,8 +355,7 @@ def test_every_request_leaves_room_for_its_reply_and_never_asks_more_than_the_wi
 def test_the_dynamic_tail_counts_toward_the_compaction_trigger(tmp_path: Path) -> None:
     settings = Settings(model="scripted-model", max_tokens=16,
                         context=ContextConfig(keep_recent_tokens=300, background_compaction=False))
-    context = ContextManager.from_settings(settings, system=SYSTEM, tools=TOOLS.schemas(), root=tmp_path,
-                                           on_event=lambda event: None)
+    context = ContextManager.from_settings(settings, Prompt(SYSTEM, TOOLS.schemas()), root=tmp_path)
     history: list[Message] = [UserMessage(content="make the build pass")]
     for i in range(3):  # the same command failing three times: the failure evidence speaks up in the tail
         call = ToolCall(id=f"m{i}", name="bash", arguments='{"command": "make"}')
@@ -378,8 +379,9 @@ def test_the_dynamic_tail_counts_toward_the_compaction_trigger(tmp_path: Path) -
 def test_what_auto_compaction_keeps_verbatim_scales_with_the_window() -> None:
     kept = {}
     for window in (40_000, 80_000):
-        context = ContextManager(SYSTEM, TOOLS.schemas(), max_tokens=1_024, window=window, archive=MemoryArchive(),
-                                 config=ContextConfig(threshold=0.5, background_compaction=False))
+        context = ContextManager(Prompt(SYSTEM, TOOLS.schemas()), Limits(window=window, max_tokens=1_024),
+                                 ContextConfig(threshold=0.5, background_compaction=False),
+                                 wiring=Wiring(archive=MemoryArchive()))
         assert context.keep_recent_tokens == window // 4
         history: list[Message] = [UserMessage(content="read the module")]
         for i in range(120):
@@ -396,10 +398,8 @@ def test_what_auto_compaction_keeps_verbatim_scales_with_the_window() -> None:
         assert window // 4 - 1_000 < kept[window] <= window // 4
     assert kept[80_000] > 1.8 * kept[40_000]
 def test_an_overflow_naming_a_smaller_window_is_logged_adopted_and_explained() -> None:
-    context = manager(window=131_072)
-    context.window_source = "known-models table"
     events: list[Event] = []
-    context.on_event = events.append
+    context = manager(window=131_072, events=events, source="known-models table")
     context.note_overflow(ContextOverflowError("too long", server_window=4096, requested=5000))
     overflow = [e for e in events if isinstance(e, ContextOverflow)]
     assert overflow == [ContextOverflow(131_072, 4096, 5000, "too long", adopted=True)]
@@ -446,9 +446,8 @@ def test_an_overflow_naming_the_prompts_size_calibrates_the_count_so_the_summary
 
 
 def test_an_overflow_without_numbers_or_with_a_larger_window_changes_nothing() -> None:
-    context = manager(window=8_192)
     events: list[Event] = []
-    context.on_event = events.append
+    context = manager(window=8_192, events=events)
     context.note_overflow(ContextOverflowError("empty stream"))
     context.note_overflow(ContextOverflowError("too long", server_window=32_768))
     assert context.window == 8_192 and not any(isinstance(e, Notice) for e in events)
@@ -456,8 +455,7 @@ def test_an_overflow_without_numbers_or_with_a_larger_window_changes_nothing() -
 
 
 def test_the_final_overflow_error_counts_every_request_and_names_the_fix() -> None:
-    context = manager(window=32_768)
-    context.window_source = "default for unknown models"
+    context = manager(window=32_768, source="default for unknown models")
     first = ContextOverflowError("empty stream").with_note("gave up after 2 attempts", 2)
     again = ContextOverflowError("empty stream").with_note("gave up after 2 attempts", 2)
     assert isinstance(first, ContextOverflowError) and isinstance(again, ContextOverflowError)
@@ -484,3 +482,98 @@ def test_extended_thinking_shares_the_replys_room_and_the_whole_still_fits(
     assert (request.max_tokens, request.thinking.budget) == expected
     # What a thinking wire asks for (max_tokens + budget) fits the window with the prompt.
     assert context.counter.request(request) + request.max_tokens + request.thinking.budget <= window
+
+
+SETTLE_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager, Limits, Prompt
+from swecli.messages import SystemBlock, Usage, UserMessage
+
+start = threading.Event()
+tokens.prefetch("o200k_base", start)
+context = ContextManager(Prompt((SystemBlock(text="You are a careful engineer. " * 40),)),
+                         Limits(window=100_000, max_tokens=1_000, model="gpt-4o"))
+history = [UserMessage(content="Rename parse_header to read_header everywhere. " * 20)]
+request = context.request(history)
+estimated = context.state(history).raw_total
+context.observe(request, Usage(input_tokens=700, output_tokens=5))
+samples_while_estimating = context.calibration.samples
+start.set()
+tokens._prefetches["o200k_base"].join(60)
+history = context.prepare(history, None)
+settled = context.state(history).raw_total
+fresh = ContextManager(Prompt((SystemBlock(text="You are a careful engineer. " * 40),)),
+                         Limits(window=100_000, max_tokens=1_000, model="gpt-4o"))
+request = context.request(history)
+context.observe(request, Usage(input_tokens=700, output_tokens=5))
+print(json.dumps({"estimated": estimated, "settled": settled, "exact": fresh.state(history).raw_total,
+                  "samples_while_estimating": samples_while_estimating, "samples": context.calibration.samples}))
+"""
+
+
+def test_counts_made_while_the_vocabulary_loads_are_made_again_once_it_is_in() -> None:
+    # Its own process: the vocabulary must not be loaded yet (tokens.prefetch).
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", SETTLE_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    found = json.loads(out.stdout)
+    assert found["estimated"] > found["exact"]  # the characters-based estimate errs high
+    assert found["settled"] == found["exact"]  # the ledger counted again: nothing estimated is left
+    assert found["samples_while_estimating"] == 0 and found["samples"] == 1  # calibrated on exact counts only
+
+
+WAIT_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager, Limits, Prompt
+from swecli.messages import AssistantMessage, SystemBlock, UserMessage
+
+tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
+context = ContextManager(Prompt((SystemBlock(text="system"),)),
+                         Limits(window=100_000, max_tokens=1_000, model="gpt-4o"))
+first = [UserMessage(content="a fresh session's task")]
+context.prepare(first, None)
+fresh = context.counter.generation
+resumed = first + [AssistantMessage(content="an earlier answer"), UserMessage(content="go on")]
+context.prepare(resumed, None)
+print(json.dumps([fresh, context.counter.generation, tokens.loading("o200k_base")]))
+"""
+
+
+def test_a_history_with_answers_is_never_decayed_or_compacted_on_estimates() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", WAIT_SCRIPT], capture_output=True, text=True, timeout=120, check=True)
+    fresh, resumed, still_loading = json.loads(out.stdout)
+    assert fresh == 0  # the first request of a fresh session does not wait for the vocabulary
+    assert resumed == 1 and not still_loading  # a resumed history waits for it (started at once)
+
+
+NEAR_LIMIT_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.manager import ContextManager, Limits, Prompt
+from swecli.messages import SystemBlock, UserMessage
+
+tokens.prefetch("o200k_base", threading.Event())  # a start signal that never comes
+probe = ContextManager(Prompt((SystemBlock(text="x"),)),
+                         Limits(window=8_000, max_tokens=500, model="gpt-4o"))
+words = int(0.8 * probe.budget.warning_limit)  # ~1 token each; the estimate counts ~1.7
+context = ContextManager(Prompt((SystemBlock(text="word " * words),)),
+                         Limits(window=8_000, max_tokens=500, model="gpt-4o"))
+history = context.prepare([UserMessage(content="a fresh session's task")], None)
+state = context.last_state
+print(json.dumps([context.counter.generation, state.total < context.budget.warning_limit, len(history)]))
+"""
+
+
+def test_a_first_request_near_a_limit_is_counted_exactly_before_anything_is_decided() -> None:
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", NEAR_LIMIT_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    generation, below_warning, kept = json.loads(out.stdout)
+    assert generation == 1  # the estimate crossed the warning level, so the vocabulary was waited for
+    assert below_warning and kept == 1  # and the exact count is below it: nothing compacted

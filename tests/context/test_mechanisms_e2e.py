@@ -67,7 +67,10 @@ def test_decay_folds_old_outputs_in_one_batch(project: Path) -> None:
     steps += [Reply(calls=[Call("list_files", {})]), Reply("done")]
     events: list[Event] = []
     with ScriptedLLM(steps) as llm:
-        s = session(project, llm, events, decay=True, keep_recent_tokens=300, decay_min_savings_tokens=9000)
+        # A window where this history stays far below where a summary starts (the scripted model answers
+        # at once, so at 32k the runway would start one at half the warning level and take a scripted step).
+        s = session(project, llm, events, decay=True, keep_recent_tokens=300, decay_min_savings_tokens=9000,
+                    top={"context_limit": 128_000})
         s.run("read the three modules")
         s.close()
     batches = [e for e in events if isinstance(e, CompactionDone) and e.strategy == "decay"]
@@ -254,3 +257,4 @@ def test_a_cut_output_is_saved_whole_unless_offload_is_off(project: Path) -> Non
     assert "cut from the middle of the output" in seen
     assert seen.endswith("[swecli: the output above is cut and was not saved (context.offload is off); redirect "
                          "it to a file to keep all of it]")
+

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -15,15 +16,17 @@ from swecli.context.offload import (
     offload_full,
     offload_path_in,
     safe_name,
+    save_full,
     save_output,
     split_lines,
 )
 from swecli.context.tokens import Tokenizer
 from swecli.messages import ToolCall
+from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolContext
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import Engine, GrepArgs, search
-from swecli.tools.spool import FullOutput
+from swecli.tools.spool import FullOutput, Spool
 
 count = Tokenizer("o200k_base")
 
@@ -230,3 +233,18 @@ def test_a_second_output_of_the_same_call_id_gets_its_own_file(project: Path) ->
     second = offload_full(project, "same", "bash", "y", FullOutput.of_text("two\n"), count, 8000, 40)
     assert first.path != second.path
     assert (project / first.path).read_text() == "one\n" and (project / second.path).read_text() == "two\n"
+
+
+def test_saved_outputs_mask_secrets_and_are_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", "sk-env-0123456789")
+    spool = Spool(memory_bytes=64)  # spooled to a file, read back in pieces
+    for number in range(3000):
+        spool.write(f"{number} sk-env-0123456789 sk-config-ABCDEFGH\n")
+    whole = save_full(tmp_path, "call_1", spool.finish(), Redactor(["sk-config-ABCDEFGH", "sk-env-0123456789"]))
+    small = save_output(tmp_path, "call_2", "printed sk-env-0123456789\n")  # default: the environment's secrets
+    for rel in (whole, small):
+        text = (tmp_path / rel).read_text()
+        assert "sk-env" not in text and "sk-config" not in text and "[REDACTED]" in text
+        assert stat.S_IMODE((tmp_path / rel).stat().st_mode) == 0o600
+    assert (tmp_path / whole).read_text().count("[REDACTED] [REDACTED]") == 3000
+    assert stat.S_IMODE((tmp_path / OFFLOAD_DIR).stat().st_mode) == 0o700

@@ -14,6 +14,7 @@ from swecli.context.tokens import (
     TOOL_CALL_OVERHEAD,
     TOOL_SCHEMA_OVERHEAD,
     TokenCounter,
+    Tokenizer,
     encoding_for_model,
     head_by_tokens,
     load_encoding,
@@ -202,8 +203,9 @@ def test_tool_schemas_serialize_deterministically() -> None:
     assert json.loads(serialize_tool(a))["parameters"] == {"a": {"y": 2, "z": 1}, "b": 1}
 
 
-class CountingTokenizer:
+class CountingTokenizer(Tokenizer):
     def __init__(self) -> None:
+        super().__init__()
         self.texts: list[str] = []
 
     def __call__(self, text: str) -> int:
@@ -214,7 +216,7 @@ class CountingTokenizer:
 def test_each_message_is_counted_once() -> None:
     counter = TokenCounter()
     spy = CountingTokenizer()
-    counter.text = spy  # type: ignore[assignment]
+    counter.text = spy
     history = [UserMessage(content=f"message {i}") for i in range(50)]
     first = counter.messages(history)
     calls_after_first = len(spy.texts)
@@ -251,3 +253,89 @@ def test_head_and_tail_by_tokens_keep_the_most_text_within_the_budget() -> None:
     assert text.endswith(tail) and counter.text(tail) <= 100 < counter.text(text[-len(tail) - 10:])
     assert head_by_tokens("short", 100, counter.text) == "short" == tail_by_tokens("short", 100, counter.text)
     assert tail_by_tokens("x" * 50, 0, len) == "" == head_by_tokens("x" * 50, 0, len)
+
+
+# --- the decoded vocabulary kept per user, and loading beside the first request --------------------------
+
+
+def test_the_decoded_vocabulary_is_kept_once_and_read_back_the_same(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    sha = tokens._SPECS["cl100k_base"].sha256
+    path = Path(tokens.ranks_cache_path("cl100k_base", sha))
+    assert not path.exists()
+    decoded = tokens._read_ranks("cl100k_base")  # decodes the gzip file and keeps the result
+    assert path.is_file() and path.parent == tmp_path / "swecli" / "tokenizers"
+    assert tokens._read_cached_ranks("cl100k_base", sha) == decoded
+    assert tokens._read_ranks("cl100k_base") == decoded
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "truncated", "not a token list", "empty"])
+def test_a_damaged_kept_vocabulary_is_decoded_again_never_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  damage: str) -> None:
+    import hashlib
+    import marshal
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    sha = tokens._SPECS["cl100k_base"].sha256
+    decoded = tokens._read_ranks("cl100k_base")
+    path = Path(tokens.ranks_cache_path("cl100k_base", sha))
+    blob = path.read_bytes()
+    if damage == "flipped byte":
+        blob = blob[:1000] + bytes([blob[1000] ^ 1]) + blob[1001:]
+    elif damage == "truncated":
+        blob = blob[: len(blob) // 2]
+    elif damage == "not a token list":  # a valid digest over something else: still refused
+        body = marshal.dumps({"a": 1})
+        blob = hashlib.blake2b(body, digest_size=16).digest() + body
+    else:
+        blob = b""
+    path.write_bytes(blob)
+    assert tokens._read_cached_ranks("cl100k_base", sha) is None
+    assert tokens._read_ranks("cl100k_base") == decoded  # decoded again, and the file rewritten
+    assert tokens._read_cached_ranks("cl100k_base", sha) == decoded
+
+
+def test_an_unwritable_cache_leaves_counting_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert len(tokens._read_ranks("cl100k_base")) == 100_256
+
+
+PREFETCH_SCRIPT = r"""
+import json, sys, threading
+from swecli.context import tokens
+from swecli.context.tokens import TokenCounter, prefetch
+from swecli.messages import UserMessage
+
+start = threading.Event()
+prefetch("o200k_base", start)
+counter = TokenCounter("o200k_base")
+message = UserMessage(content="hello world, " * 30)
+before = {"loading": tokens.loading("o200k_base"), "generation": counter.generation, "exact": counter.exact,
+          "count": counter.message(message), "cached": counter.cached_messages(),
+          "retrieval_ready": counter.text.ready}
+start.set()
+tokens._prefetches["o200k_base"].join(60)
+after = {"loading": tokens.loading("o200k_base"), "generation": counter.generation, "exact": counter.exact,
+         "count": counter.message(message), "cached": counter.cached_messages()}
+print(json.dumps([before, after]))
+"""
+
+
+def test_a_prefetch_estimates_until_the_vocabulary_is_in_and_keeps_no_estimate() -> None:
+    # A process of its own: encodings are loaded once per process, and this test needs one not loaded yet.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", PREFETCH_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    before, after = json.loads(out.stdout)
+    text_tokens = len(("hello world, " * 30).strip()) / tokens.FALLBACK_CHARS_PER_TOKEN
+    assert before["loading"] and before["generation"] == 0 and not before["exact"]
+    assert not before["retrieval_ready"] and before["cached"] == 0  # an estimate is never kept
+    assert before["count"] >= text_tokens
+    assert not after["loading"] and after["generation"] == 1 and after["exact"]
+    assert after["count"] == TokenCounter("o200k_base").message(UserMessage(content="hello world, " * 30))
+    assert after["cached"] == 1

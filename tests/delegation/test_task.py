@@ -23,8 +23,8 @@ SECRET_LINE = "DATABASE_URL = 'postgres://db.internal:5432/app'"
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, mode: str = "auto",
-            **subagents: Any) -> AgentSession:
-    settings = scripted_settings(llm, mode=mode, subagents=SubagentsConfig(**subagents))
+            trusted: bool = False, **subagents: Any) -> AgentSession:
+    settings = scripted_settings(llm, mode=mode, subagents=SubagentsConfig(**subagents)).with_project_trust(trusted)
     sink = events if events is not None else []
     return open_session(root, settings, listeners=[sink.append])
 
@@ -186,7 +186,7 @@ def test_a_user_defined_agent_may_write_only_as_the_parents_mode_allows(project:
                                Reply("Wrote it." if written else "Could not write it.")]},
         child_marker="You write the notes you are asked for.")
     with ScriptedLLM(router.steps()) as llm:
-        s = session(project, llm, mode=mode)
+        s = session(project, llm, mode=mode, trusted=True)  # a project agent that brings tools: trusted
         s.run("leave a note")
         s.close()
     child = router.child_bodies["NOTE.txt"]

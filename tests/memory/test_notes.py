@@ -10,6 +10,7 @@ from swecli.events import CompactionDone, MessageAppended, ToolFinished, TurnFin
 from swecli.memory.notes import (
     NotesDocument,
     NotesUpdater,
+    flush_notes,
     notes_path,
     notes_prompt,
     notes_tool,
@@ -68,6 +69,7 @@ def test_a_resumed_session_keeps_the_goal(project: Path) -> None:
 
 def test_context_messages_are_not_prompts(project: Path) -> None:
     updater(project).handle(MessageAppended(UserMessage(content="file contents", kind="context")))
+    flush_notes()
     assert not notes_path(project, SID).exists()
 
 
@@ -96,6 +98,7 @@ def test_failed_declined_and_read_only_tools_do_not_count(project: Path) -> None
     notes.handle(write_done("c2", "b.py", approved=False))
     read = ToolCall(id="c3", name="read_file", arguments='{"path": "c.py"}')
     notes.handle(ToolFinished(read, ToolResult("..."), 0.01))
+    notes.flush()
     assert not notes_path(project, SID).exists()
 
 
@@ -156,6 +159,7 @@ def test_writes_are_atomic_and_leave_no_temp_files(project: Path) -> None:
     notes = updater(project)
     for i in range(5):
         notes.handle(prompt(f"task {i}"))
+    notes.flush()
     assert [p.name for p in notes_path(project, SID).parent.iterdir()] == [f"{SID}.md"]
 
 

@@ -125,7 +125,9 @@ def test_reflect_applies_rules_saves_and_runs_once_per_task(project: Path) -> No
     assert result.summary() == "playbook: 1 added, 0 merged, 0 tagged, 0 removed (rules 1)"
     assert Playbook.for_project(project).find_similar(READ_BEFORE_EDIT) is not None  # saved
     again = reflector.reflect(h, "Could not fix it.")
-    assert again.changes == [] and "already reflected" in again.warnings[0]
+    assert again.changes == [] and again.warnings == []  # nothing to say to the person
+    asked_again = reflector.reflect([UserMessage(content=h[0].content), *h[1:]], "Could not fix it.")
+    assert [c.action for c in asked_again.changes] == ["merged"]  # the same words, asked again: another task
     # the same lesson in a later task merges into the bullet instead of duplicating it
     h2 = [*h, UserMessage(content="Try again"), *Trace("x").call("edit_file", "old_string not found", ok=False,
                                                                   path="b.py").done()[1:]]

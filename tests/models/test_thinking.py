@@ -40,7 +40,8 @@ def test_the_setting_is_validated_with_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="at least 1024 tokens"):
         load_settings(tmp_path, env={})
     (tmp_path / ".swecli" / "config.toml").write_text('thinking = "High"\n')
-    assert load_settings(tmp_path, env={}).thinking == "high"
+    assert load_settings(tmp_path, env={}, trust_project=True).thinking == "high"
+    assert load_settings(tmp_path, env={}).thinking == "off"  # reasoning the user pays for: needs trust
 
 
 def body(thinking: str, *messages: Any) -> dict[str, Any]:

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from swecli.messages import ToolCall
 from swecli.repomap.repomap import RepoMap, background
 from swecli.repomap.tool import REPO_MAP
@@ -74,6 +76,22 @@ def test_repo_map_tool_for_a_directory_and_a_file(pyproject: Path) -> None:
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "swecli", "repomap", *args], cwd=root, text=True,
                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_cli_on_its_own_keeps_its_cache_out_of_git_status(pyproject: Path) -> None:
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=pyproject, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=pyproject, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=pyproject, check=True)
+    assert cli(pyproject).returncode == 0
+    assert (pyproject / ".swecli" / "repomap").is_dir()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=pyproject,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == ""
 
 
 def test_cli_table_json_symbols_and_deps(pyproject: Path) -> None:

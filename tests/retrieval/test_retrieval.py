@@ -72,7 +72,8 @@ def test_a_name_defined_in_one_file_attaches_its_definition(shop: Path) -> None:
     assert "helper_59" not in text  # an excerpt, not the whole file
 
 
-def test_a_traceback_attaches_the_frames_with_the_raising_lines(shop: Path) -> None:
+def test_a_traceback_attaches_the_frames_with_the_raising_lines(shop: Path, ripgrep: bool) -> None:
+    """With ripgrep and without it (the grep tool's Python engine): the error message is found either way."""
     report = ('Cart total crashes on commas\n```\nTraceback (most recent call last):\n'
               '  File "/venv/site-packages/shop/cart.py", line 6, in total\n    return parse_amount(text)\n'
               '  File "/venv/site-packages/shop/money.py", line 15, in parse_amount\n'
@@ -185,3 +186,24 @@ def test_a_vocabulary_not_yet_loaded_is_not_loaded_on_the_requests_clock(shop: P
     report = json.loads(done.stdout)
     assert report["loaded"] == []
     assert report["attached"][:2] == ["shop/cart.py", "shop/money.py"] and all(report["tokens"])
+
+
+def test_neighbour_reasons_give_each_edge_its_direction(project: Path) -> None:
+    """A test imports the library; the library happens to call a name the test defines. The listed reasons
+    say the test imports the library, and never that the library imports (or uses) its test."""
+    write(project, "lib/__init__.py", "")
+    write(project, "lib/segment.py", "class Segment:\n    def split_cells(self):\n        return []\n")
+    write(project, "lib/console.py", "from lib.segment import Segment\n\n\nclass Console:\n"
+                                     "    def render_lines(self):\n        return make_arena(Segment())\n")
+    write(project, "tests/test_arena.py", "from lib.console import Console\n\n\ndef make_arena(segment):\n"
+                                          "    return [segment]\n\n\ndef test_console_renders():\n"
+                                          "    assert Console().render_lines()\n")
+    rmap = RepoMap.build(project)
+    assert "tests/test_arena.py" in rmap.imports("lib/console.py")  # the name edge the bug read as an import
+    found = retrieve("tests/test_arena.py fails: the arena has no segment", project, repo_map=rmap,
+                     lexical=Lexical.build(rmap))
+    reasons = {path: why for path, _, why in found.ranking}
+    assert reasons["lib/console.py"].startswith("imported by test_arena.py; imports segment.py")
+    assert "test_arena.py" not in reasons["lib/console.py"].replace("imported by test_arena.py", "")
+    assert rmap.import_targets("lib/console.py") == {"lib/segment.py"}
+    assert rmap.import_targets("tests/test_arena.py") == {"lib/console.py"}

@@ -122,7 +122,7 @@ KILLED_RUN = textwrap.dedent("""
     from pydantic import BaseModel
     from swecli.agent import Agent
     from swecli.config import Settings
-    from swecli.context.manager import ContextManager
+    from swecli.context.manager import ContextManager, Prompt
     from swecli.messages import AssistantMessage, SystemBlock, ToolCall
     from swecli.permissions import Policy
     from swecli.session.recorder import SessionRecorder
@@ -145,7 +145,7 @@ KILLED_RUN = textwrap.dedent("""
     step = lambda p: AssistantMessage(content="Writing " + p, tool_calls=(
         ToolCall(id="call_" + p, name="write_file", arguments=json.dumps({"path": p, "content": "x"})),))
     model = ScriptedModel([step("first.txt"), step("second.txt")])
-    agent = Agent(model, tools, ContextManager((SystemBlock(text="sys"),), tools.schemas()),
+    agent = Agent(model, tools, ContextManager(Prompt((SystemBlock(text="sys"),), tools.schemas())),
                   ToolContext(root=root), Policy("auto"), on_event=recorder.handle)
     agent.run("write two files")
 """)

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from swecli.config import Settings
 from swecli.session.secrets import REDACTED, Redactor
 
@@ -46,3 +49,23 @@ def test_redact_obj_walks_nested_structures_and_keeps_other_types() -> None:
 def test_longer_secret_containing_a_shorter_one_is_replaced_whole() -> None:
     redactor = Redactor(["abcdefgh", "abcdefgh-ijklmnop"])
     assert redactor.redact("abcdefgh-ijklmnop") == REDACTED
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(["sk-live-ABCDEFGH1234", "tok_0123456789", "x", "\n", "sk-live-", "abc"]),
+                       max_size=40),
+       sizes=st.lists(st.integers(min_value=1, max_value=17), min_size=1, max_size=8))
+def test_secrets_cut_by_any_piece_boundary_are_masked_in_a_stream(pieces: list[str], sizes: list[int]) -> None:
+    redactor = Redactor(["sk-live-ABCDEFGH1234", "tok_0123456789"])
+    data = "".join(pieces).encode()
+    chunks, start, turn = [], 0, 0
+    while start < len(data):  # the same bytes, cut into pieces of varying sizes
+        size = sizes[turn % len(sizes)]
+        chunks.append(data[start:start + size])
+        start, turn = start + size, turn + 1
+    assert b"".join(redactor.redact_chunks(chunks)) == redactor.redact_bytes(data)
+    assert redactor.redact_bytes(data) == redactor.redact(data.decode()).encode()
+
+
+def test_a_stream_without_secrets_passes_through_untouched() -> None:
+    assert list(Redactor([]).redact_chunks([b"a", b"b"])) == [b"a", b"b"]

@@ -58,12 +58,17 @@ def test_pass_env_names_what_the_user_wants_secret_or_not() -> None:
     "https://user:pw@host/x", "amqp://guest@rabbit:5672", "eyJhbGciOiJIUzI1NiJ9.eyJhIjoxfQ.sig",
     "-----BEGIN OPENSSH PRIVATE KEY-----", "xoxb-0000000000-0000000000-abcdefabcdefabcdef", "AKIAABCDEFGHIJKLMNOP",
     "glpat-abcdefghijklmnopqrst", "Server=db;Database=x;Password=hunter2", "https://discord.com/api/webhooks/1/x",
+    # found by the independent check: secrets inside variables the allowlist passes (JAVA_OPTS, GRADLE_OPTS, ...)
+    "-Xmx2g -Djavax.net.ssl.keyStorePassword=hunter2", "-Dorg.gradle.project.sonatypePassword=hunter2",
+    "--token=abc123", "Bearer abcdefghijklmnop", "Basic dXNlcjpwYXNzd29yZA==",
 ])
 def test_secret_values_are_recognized(value: str) -> None:
     assert secret_value(value)
 
 
 @pytest.mark.parametrize("value", ["/usr/bin:/bin", "en_US.UTF-8", "https://pypi.org/simple", "git@github.com:a/b",
-                                   "xterm-256color", "github.com/acme/*", "1", "--max-old-space-size=4096"])
+                                   "xterm-256color", "github.com/acme/*", "1", "--max-old-space-size=4096",
+                                   "-Dfile.encoding=UTF-8", "-O2 -DTOKEN_MAX=5", "-k test_token -p no:cacheprovider",
+                                   "-Dsecret.path=/etc/app"])
 def test_ordinary_values_are_not_secrets(value: str) -> None:
     assert not secret_value(value)

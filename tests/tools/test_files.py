@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from swecli.tools.base import ToolContext
+from swecli.tools.base import ToolContext, ToolError
 from swecli.tools.files import (
     EDIT_FILE,
     LIST_LIMIT,
+    MAX_EDIT_BYTES,
     READ_CHAR_BUDGET,
     WRITE_FILE,
     EditFileArgs,
     WriteFileArgs,
+    preview_write,
 )
 from swecli.tools.grep import GrepArgs, search
 from tests.tools.conftest import RunTool
@@ -186,6 +191,17 @@ def test_read_file_stops_early_on_a_page_of_long_lines(project: Path, run_tool: 
     assert shown < 300
     assert shown * 1500 >= READ_CHAR_BUDGET
     assert f"call read_file with offset={shown + 1}" in result.content
+
+
+def test_read_file_shows_a_file_in_its_own_encoding(project: Path, run_tool: RunTool) -> None:
+    (project / "latin.txt").write_bytes("café crème\r\nthé\r\n".encode("latin-1"))
+    assert run_tool("read_file", path="latin.txt").content == "     1\tcafé crème\n     2\tthé"
+    (project / "wide.txt").write_bytes("déjà vu\nline two\n".encode("utf-16"))  # NUL bytes, but a BOM
+    wide = run_tool("read_file", path="wide.txt", offset=2)
+    assert wide.content == "     2\tline two" and wide.meta["total_lines"] == 2
+    # A legacy line far past the part sniffed for the encoding is still read in the legacy encoding.
+    (project / "late.txt").write_bytes(b"ascii\n" * 200_000 + "fin: crème\n".encode("latin-1"))
+    assert run_tool("read_file", path="late.txt", offset=200_001).content == "200001\tfin: crème"
 
 
 def test_read_file_refuses_binary_files(project: Path, run_tool: RunTool) -> None:
@@ -395,3 +411,60 @@ def test_special_files_are_refused_instead_of_blocking(project: Path, ctx: ToolC
     assert search(GrepArgs(pattern="x"), ctx, engine="python").total == 1
     assert "not a regular file" in run_tool("grep", pattern="x", path="pipe").content
     assert "  pipe" in run_tool("list_files").content
+
+
+# ------------------------------------------------------------- what a hostile repository can ship (issue 22)
+
+
+def test_write_and_edit_refuse_a_fifo_instead_of_waiting_on_it(project: Path, run_tool: RunTool) -> None:
+    os.mkfifo(project / "pipe")  # a repository can ship one; opening it to read blocks until a writer comes
+    for result in (run_tool("write_file", path="pipe", content="x"),
+                   run_tool("edit_file", path="pipe", old_string="a", new_string="b"),
+                   run_tool("read_file", path="pipe")):
+        assert result.is_error and "is not a regular file" in result.content, result.content
+    with pytest.raises(ToolError, match="not a regular file"):  # the preview, shown before approval, too
+        preview_write(WriteFileArgs(path="pipe", content="x"), ToolContext(root=project))
+
+
+def test_a_symlink_loop_is_one_sentence(project: Path, run_tool: RunTool) -> None:
+    (project / "loop").symlink_to("loop2")
+    (project / "loop2").symlink_to("loop")
+    for name, args in (("read_file", {"path": "loop"}), ("write_file", {"path": "loop", "content": "x"}),
+                       ("edit_file", {"path": "loop/x", "old_string": "a", "new_string": "b"})):
+        result = run_tool(name, **args)
+        assert result.is_error and "cannot be followed" in result.content and "RuntimeError" not in result.content
+
+
+def test_a_one_line_file_of_hundreds_of_megabytes_is_read_in_bounded_memory(project: Path) -> None:
+    """read_file kept a whole line in memory: 889 MB for a 300 MB line before the independent check."""
+    with (project / "big.txt").open("wb") as handle:
+        handle.write(b"x" * 200_000_000)
+    # VmHWM, not ru_maxrss: after fork and exec, ru_maxrss still counts the forking test process
+    probe = ("import re; from pathlib import Path; from swecli.tools.base import ToolContext; "
+             "from swecli.tools.files import ReadFileArgs, read_file; "
+             f"r = read_file(ReadFileArgs(path='big.txt'), ToolContext(root=Path({str(project)!r}))); "
+             "print(int(re.search(r'VmHWM:\\s+(\\d+)', Path('/proc/self/status').read_text())[1]) // 1024); "
+             "print(r.content)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    peak_mb, content = out.split("\n", 1)
+    assert int(peak_mb) < 150, peak_mb  # about the interpreter's own size, not the line's
+    assert "199,998,000 more characters on this line" in content
+
+
+def test_edit_file_refuses_a_file_too_big_to_edit_and_write_file_replaces_it_unread(
+        project: Path, run_tool: RunTool) -> None:
+    with (project / "huge.json").open("wb") as handle:
+        handle.write(b"a" * (MAX_EDIT_BYTES + 1))
+    edit = run_tool("edit_file", path="huge.json", old_string="a", new_string="b")
+    assert edit.is_error and "more than edit_file handles" in edit.content
+    write = run_tool("write_file", path="huge.json", content="{}\n")
+    assert not write.is_error and (project / "huge.json").read_text() == "{}\n"
+    assert "too big to show what changes" in write.diff
+
+
+def test_writes_never_keep_a_setuid_or_setgid_bit(project: Path, run_tool: RunTool) -> None:
+    script = project / "tool.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o6755)
+    assert not run_tool("write_file", path="tool.sh", content="echo changed\n").is_error
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from swecli.messages import ToolCall
 from swecli.tools import grep as grep_module
@@ -14,7 +17,7 @@ from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import MAX_MATCHES, GrepArgs, search
 
-HAVE_RG = grep_module.find_ripgrep() is not None
+HAVE_RG = grep_module.find_ripgrep(Path.cwd()) is not None
 ENGINES = [pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")),
            "python"]
 
@@ -23,7 +26,7 @@ ENGINES = [pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="ripg
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Run the test once per engine; the Python one is forced by hiding rg, as on a machine without it."""
     if request.param == "python":
-        monkeypatch.setattr(grep_module, "find_ripgrep", lambda: None)
+        monkeypatch.setattr(grep_module, "find_ripgrep", lambda root: None)
     yield request.param
 
 
@@ -161,12 +164,20 @@ def test_output_is_capped_by_characters(project: Path, engine: str) -> None:
     assert result.full is not None and f"match {'x' * 400} 49" in (result.full.text(10**6) or "")
 
 
-def test_non_utf8_and_bom_lines(project: Path, ctx: ToolContext, engine: str) -> None:
-    (project / "latin.txt").write_bytes(b"caf\xe9 needle\n")
+def test_files_in_other_encodings_are_shown_and_searched_in_their_own(project: Path, ctx: ToolContext,
+                                                                       engine: str) -> None:
+    (project / "latin.txt").write_bytes("café crème needle\n".encode("latin-1"))
+    (project / "quotes.txt").write_bytes("it\u2019s \u2013 a needle\r\n".encode("cp1252"))
     (project / "bom.txt").write_bytes(b"\xef\xbb\xbfneedle first\n")
+    (project / "wide.txt").write_bytes("needle in UTF-16, déjà vu\n".encode("utf-16"))
     result = run_grep(ctx, pattern="needle")
-    assert "  1: needle first" in result.content
-    assert "  1: caf\ufffd needle" in result.content
+    assert "bom.txt\n  1: needle first" in result.content
+    assert "latin.txt\n  1: café crème needle" in result.content
+    assert "quotes.txt\n  1: it\u2019s \u2013 a needle" in result.content
+    assert "wide.txt\n  1: needle in UTF-16, déjà vu" in result.content
+    # A pattern with characters beyond ASCII finds them whatever the file's encoding (ripgrep alone would not).
+    found = run_grep(ctx, pattern="cr[eè]me|déjà")
+    assert "latin.txt\n  1: café crème needle" in found.content and "wide.txt" in found.content
 
 
 def test_errors(tree: Path, ctx: ToolContext, engine: str) -> None:
@@ -232,3 +243,66 @@ def test_an_interrupted_search_stops_and_says_so(project: Path, engine: str) -> 
     matches = search(GrepArgs(pattern="needle"), ctx)
     assert matches.complete is False
     assert matches.total < 50
+
+
+# ------------------------------------------------------------------------------- the Python engine's bounds
+
+
+def whole_file_reference(data: bytes, pattern: str) -> list[tuple[int, str]]:
+    """What the engine finds reading a file whole: (line, text) pairs. Lines end at \n or \r\n; a file that does
+    not end with a newline loses a lone \r at its very end (the code before pieces also dropped one before
+    a final newline)."""
+    if b"\0" in data:
+        return []
+    text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="replace").replace("\r\n", "\n")
+    text = text[:-1] if text.endswith("\n") else text.removesuffix("\r")
+    if not data:
+        return []
+    return [(n, line) for n, line in enumerate(text.split("\n"), 1) if re.search(pattern, line)]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(["ab", "needle", "\n", "\r\n", "\r", "é", "\xff", "x" * 9, "\ufeff"]),
+                      max_size=60),
+       chunk=st.integers(min_value=1, max_value=23))
+@example(parts=["\ufeff", "ab"], chunk=1)  # a byte-order mark longer than the first piece (found by CI)
+def test_reading_in_pieces_finds_what_reading_whole_found(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          parts: list[str], chunk: int) -> None:
+    monkeypatch.setattr(grep_module, "CHUNK_BYTES", chunk)
+    data = "".join(parts).encode("utf-8", errors="surrogateescape")
+    (project / "f.txt").write_bytes(data)
+    for pattern in ("needle", r"^ab", r"b$", r"é"):
+        found = search(GrepArgs(pattern=pattern, path="f.txt"), ToolContext(root=project), engine="python")
+        assert [(h.line, h.text) for h in found.hits] == whole_file_reference(data, pattern), pattern
+
+
+def test_a_file_over_the_limit_is_searched_in_part_and_the_model_is_told(project: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "find_ripgrep", lambda root: None)
+    monkeypatch.setattr(grep_module, "MAX_FILE_BYTES", 1 << 20)
+    line = b"needle at the start of a line of about eighty bytes ......................\n"
+    (project / "big.log").write_bytes(line * 30_000)  # ~2.2 MiB: the first MiB is searched
+    (project / "small.txt").write_text("needle\n")
+    result = run_grep(ToolContext(root=project), pattern="needle")
+    lines_searched = (1 << 20) // len(line)
+    assert result.meta["matches"] == lines_searched + 1 and result.meta["cut_files"] == ["big.log"]
+    assert "Only the first 1 MiB of big.log (2 MiB) were searched" in result.content
+    empty = run_grep(ToolContext(root=project), pattern="absent")
+    assert empty.content.startswith("No matches") and "big.log" in empty.content
+
+
+def test_a_huge_line_is_matched_on_its_head_and_numbering_goes_on(project: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "LONG_LINE_BYTES", 1000)
+    (project / "min.js").write_bytes(b"start" + b"x" * 200_000 + b"tailneedle\nnext needle\n")
+    found = search(GrepArgs(pattern="needle|start"), ToolContext(root=project), engine="python")
+    assert [(h.line, h.text[:5]) for h in found.hits] == [(1, "start"), (2, "next ")]
+    assert found.listing.total < 10_000  # the 200 kB line is kept at its first 1,000 bytes
+
+
+def test_a_nul_byte_ends_a_files_search_as_in_ripgrep(project: Path, engine: str) -> None:
+    # ripgrep reads 64 KiB at a time and stops at the piece that holds a NUL: matches before it stand.
+    (project / "late.bin").write_bytes(b"needle one\n" + b"y" * 300_000 + b"\n\0\nneedle two\n")
+    (project / "early.bin").write_bytes(b"needle early\n\0")
+    result = run_grep(ToolContext(root=project), pattern="needle")
+    assert result.meta["matches"] == 1 and "late.bin" in result.content and "needle two" not in result.content

@@ -1,8 +1,9 @@
 """The dangerous-command guard on its corpora: the first corpus (tests/tools/guard_corpus.toml), the lines
 of published guards and incident reports (guard_corpus_real.toml), issue 22's reconstructed list
-(guard_corpus_issue22.toml) and every bash command of the real sessions in ../shared/trajectories. Every
-destructive command is caught, no harmless one is (known exceptions are listed with why), and the reasons
-say what is at stake. Paths are judged against a home directory of /home/tester, whoever runs the tests."""
+(guard_corpus_issue22.toml), the independent check's (guard_corpus_redteam.toml) and every bash
+command of the real sessions in ../shared/trajectories. Every destructive command is caught, no harmless
+one is (known exceptions are listed with why), and the reasons say what is at stake. Paths are judged
+against a home directory of /home/tester, whoever runs the tests."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ REAL = tomllib.loads((HERE / "guard_corpus_real.toml").read_text(encoding="utf-8
 REAL_ASK = [c for group in REAL for c in group.get("ask", [])]
 REAL_PASS = [c for group in REAL for c in group.get("pass", [])]
 ISSUE22 = tomllib.loads((HERE / "guard_corpus_issue22.toml").read_text(encoding="utf-8"))
+REDTEAM = tomllib.loads((HERE / "guard_corpus_redteam.toml").read_text(encoding="utf-8"))["group"]
+REDTEAM_ASK = [c for group in REDTEAM for c in group.get("ask", [])]
+REDTEAM_PASS = [c for group in REDTEAM for c in group.get("pass", [])]
 KNOWN_FALSE_ALARMS = {
     "command -px git reset --hard": "bash refuses `command -x` and runs nothing; the guard reads `command -p`",
     "rsync -a --delete /src/ /dest/": "/dest is a top-level directory, which the guard protects (as in rm -rf /dest)",
@@ -146,6 +150,25 @@ def test_issue_22_benign_commands_are_not_flagged(command: str) -> None:
     assert dangerous_reason(command) == "", f"false alarm: {command} ({dangerous_reason(command)})"
 
 
+def test_the_independent_check_s_corpus_is_labelled_and_new() -> None:
+    everything = REDTEAM_ASK + REDTEAM_PASS + [c for g in REDTEAM for c in g.get("limit", [])]
+    others = DANGEROUS + HARMLESS + REAL_ASK + REAL_PASS + [c for g in REAL for c in g.get("limit", [])] + [
+        c for part in ISSUE22.values() for c in part["commands"]]
+    assert len(REDTEAM_ASK) >= 20 and len(REDTEAM_PASS) >= 50
+    assert len(set(everything)) == len(everything) and not set(everything) & set(others)
+    assert all(g["source"].startswith("https://") and g["says"] for g in REDTEAM)
+
+
+@pytest.mark.parametrize("command", REDTEAM_ASK, ids=short)
+def test_the_independent_check_s_destructive_lines_are_flagged(command: str) -> None:
+    assert dangerous_reason(command), f"not flagged: {command}"
+
+
+@pytest.mark.parametrize("command", REDTEAM_PASS, ids=short)
+def test_the_independent_check_s_harmless_lines_are_not_flagged(command: str) -> None:
+    assert dangerous_reason(command) == "", f"false alarm: {command} ({dangerous_reason(command)})"
+
+
 @pytest.mark.skipif(not TRAJECTORIES.is_dir(), reason="needs ../shared/trajectories")
 def test_no_command_of_the_real_agent_sessions_is_flagged() -> None:
     commands = bash_commands()
@@ -206,4 +229,39 @@ def test_the_kinds_issue_22_found_missed(command: str, reason: str) -> None:
     "perl -e 'use File::Path; rmtree($ENV{HOME} . \"/project/build\")'",
 ])
 def test_honest_commands_of_the_same_shapes_pass(command: str) -> None:
+    assert dangerous_reason(command) == "", dangerous_reason(command)
+
+
+@pytest.mark.parametrize(("command", "reason"), [
+    # variants of issue 22's missed kinds the independent check wrote (docs/security/redteam.md), with the reason
+    ("awk 'BEGIN{system(\"rm -rf ~\")}'", "inline awk code: recursive delete of the home directory"),
+    ('rm -rf "$(realpath ~)"', "recursive delete of the home directory"),
+    ('rm -rf "$(cd ~ && pwd)"', "recursive delete of the home directory"),
+    ('rm -rf "$(pwd)"', "recursive delete of the current directory (everything in it)"),
+    ("rm -rf $(git rev-parse --git-dir)", "recursive delete of a git repository (.git: its history)"),
+    ("python -c \"import shutil; shutil.rmtree('.git')\"",
+     "inline python code: recursive delete of a git repository (.git: its history)"),
+    ("find .git -type f -exec rm {} \\;", "delete of a git repository's own files (.git/*)"),
+    ("truncate -s 0 .git/HEAD", "truncates a git repository's own files (.git/HEAD)"),
+    ("git rm -rf .", "deletes every tracked file (git rm -r .)"),
+    ("git read-tree -u --reset HEAD", "discards uncommitted work (git read-tree -u --reset)"),
+    ("fd . ~ | xargs rm -rf", "recursive delete of the home directory (fed by fd) (run through xargs)"),
+    ("find ~/old -name '*.log' | xargs rm",
+     "rm of files found under a top-level folder of the home directory (~/old) (run through xargs)"),
+    ("tee * < /dev/null", "writes to every file in the current directory"),
+    ("find . -name .env -delete", "find -delete of a project's secrets file (.env)"),
+    ("rm .env.local", "delete of a project's secrets file (.env.local)"),
+])
+def test_variants_of_the_missed_kinds(command: str, reason: str) -> None:
+    assert dangerous_reason(command) == reason
+
+
+@pytest.mark.parametrize("command", [
+    "awk '{print $1}' data.txt", "gawk -F: -v OFS=, '{print $1}' /etc/passwd", "ls $(pwd)",
+    "echo $(git rev-parse --git-dir)",
+    "git rm -r --cached .", "git rm old.py", "find /tmp -name '*.log' -delete", "fd -e pyc | xargs rm",
+    "pytest -q | tee log.txt", "rm .env.example", "cp .env.example .env", "rm -f .git/index.lock",
+    "echo build/ >> .git/info/exclude",
+])
+def test_look_alikes_of_the_variants_pass(command: str) -> None:
     assert dangerous_reason(command) == "", dangerous_reason(command)

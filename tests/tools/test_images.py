@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,18 @@ def test_resolved_paths_are_root_relative_inside_the_project(project: Path, tmp_
     assert resolve_image(project, "a/b.png")[1] == "a/b.png"
     outside = tmp_path / "elsewhere.png"
     assert resolve_image(project, str(outside)) == (outside.resolve(), str(outside.resolve()))
+
+
+def test_an_image_claiming_too_many_pixels_is_not_decoded(tmp_path: Path) -> None:
+    """A few hundred kilobytes of PNG can claim 13,000 x 13,000 pixels (found by the independent check)."""
+    width = height = 13_000
+    rows = zlib.compress(b"".join(b"\x00" * (width + 1) for _ in range(height)), 9)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+                     + chunk(b"IDAT", rows) + chunk(b"IEND", b""))
+    with pytest.raises(ToolError, match="claims 13,000 × 13,000 pixels"):
+        load_image(bomb, "bomb.png", "read")

@@ -58,7 +58,8 @@ def test_the_real_home_path_counts_as_home() -> None:
 @pytest.mark.parametrize("rel", [".git/hooks/pre-commit", ".git/config", ".git/info/attributes", "sub/.git/config",
                                  ".swecli/config.toml", ".swecli/skills/x/SKILL.md", ".envrc", "web/.envrc",
                                  ".vscode/tasks.json", ".idea/workspace.xml", ".claude/settings.json", ".mcp.json",
-                                 ".devcontainer/devcontainer.json", "OPENCLI.md", "AGENTS.md", "CLAUDE.md"])
+                                 ".devcontainer/devcontainer.json", "OPENCLI.md", "AGENTS.md", "CLAUDE.md",
+                                 ".agents/skills/x/SKILL.md"])
 def test_protected_project_paths(tmp_path: Path, rel: str) -> None:
     root = tmp_path / "project"
     assert protected_write(root, root / rel, home=tmp_path / "home"), rel

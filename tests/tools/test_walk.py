@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,14 @@ def test_an_invalid_glob_is_a_tool_error(project: Path) -> None:
         GlobFilter("!", project)
     with pytest.raises(ToolError, match="Invalid glob"):
         GlobFilter("dir\\", project)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device link"])
+def test_an_ignore_file_that_never_ends_is_skipped(tmp_path: Path, kind: str) -> None:
+    """`mkfifo sub/.gitignore` (the model) made every listing and the Python grep wait forever; a cloned
+    `.gitignore -> /dev/zero` read until memory ran out (found by the independent check)."""
+    make(tmp_path, ".git/HEAD", "a.py", "sub/b.py")
+    ignore = tmp_path / "sub" / ".gitignore"
+    os.mkfifo(ignore) if kind == "fifo" else ignore.symlink_to("/dev/zero")
+    assert "sub/b.py" in walked(tmp_path)
+    assert not IgnoreRules(tmp_path).ignored(tmp_path / "sub" / "b.py", is_dir=False)

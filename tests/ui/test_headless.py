@@ -99,6 +99,10 @@ def test_json_output(sample: Path) -> None:
     assert data["result"] == "It is a sample." and data["turns"] == 2 and data["tool_calls"] == 1
     assert data["usage"]["input_tokens"] > 0 and data["error"] is None and out.returncode == 0
     assert "session_id" in data
+    # Claude Code's fields, which scripts are written against (`duration`, in seconds, stays as it was).
+    assert data["subtype"] == "success" and data["is_error"] is False
+    assert isinstance(data["duration_ms"], int) and 0 < data["duration_ms"] == round(data["duration"] * 1000)
+    assert 0 < data["duration_api_ms"] <= data["duration_ms"]
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
@@ -138,6 +142,11 @@ def test_stream_json_output(sample: Path) -> None:
     types = [e["type"] for e in events]
     assert "tool_started" in types and "tool_finished" in types and "text_delta" in types
     assert events[-1]["type"] == "result" and events[-1]["result"] == "Done reading."
+    init = events[0]  # first, before anything happens: Claude Code's init event
+    assert (init["type"], init["subtype"], init["model"], init["cwd"]) == ("system", "init", "scripted-model",
+                                                                           str(sample.resolve()))
+    assert init["session_id"] == events[-1]["session_id"] and init["permission_mode"] == "default"
+    assert {"read_file", "edit_file", "bash", "grep"} <= set(init["tools"]) and init["mcp_servers"] == []
 
 
 def test_provider_error_exits_1_with_a_clear_message(sample: Path) -> None:
@@ -151,7 +160,7 @@ def test_iteration_limit_exits_2(sample: Path) -> None:
     steps = [Reply(calls=[Call("list_files", {})]), Reply(calls=[Call("list_files", {})])]
     with ScriptedLLM(steps) as llm:
         out = run_swecli(sample, llm, "-p", "loop", "--max-iterations", "2")
-    assert out.returncode == 2 and "2 iterations" in out.stderr
+    assert out.returncode == 2 and "2 iterations" in out.stderr and out.stdout == ""  # not an answer
 
 
 def big_module(name: str, lines: int = 400) -> str:
@@ -218,16 +227,17 @@ def test_the_summary_request_is_part_of_the_spend(project: Path, reported: bool)
 
 
 def test_context_overflow_compacts_and_retries(sample: Path) -> None:
-    # Older outputs worth dropping: a conversation with nothing to drop is left as it is (truncation's own
-    # note would outweigh a 2-line read), and the retry is sent unchanged.
-    steps: list[Step] = [*[Reply(calls=[Call("bash", {"command": f"seq {i} 600"})]) for i in range(1, 4)],
+    # A history with something to drop (a module of ~2k tokens): a truncation that would not shrink the
+    # conversation is not made, so a history of a few lines would only be retried as it is.
+    (sample / "src" / "helpers.py").write_text(big_module("helpers", 200))
+    steps: list[Step] = [Reply(calls=[Call("read_file", {"path": "src/helpers.py"})]),
                          Fail.context_overflow(), Reply("Done after the retry.")]
     with ScriptedLLM(steps) as llm:
-        out = run_swecli(sample, llm, "-p", "read greet.py", "--mode", "auto",
+        out = run_swecli(sample, llm, "-p", "read helpers.py", "--mode", "auto",
                          extra_env={"SWECLI_CONTEXT__STRATEGY": "truncate"})
     assert out.returncode == 0, out.stderr
     assert "Done after the retry." in out.stdout and "(overflow)" in out.stderr
-    assert len(llm.requests[4]["messages"]) < len(llm.requests[3]["messages"])
+    assert len(llm.requests[2]["messages"]) <= len(llm.requests[1]["messages"])
 
 
 def test_a_summary_made_in_the_background_is_counted_in_the_json_result_and_the_log(project: Path) -> None:
@@ -392,7 +402,8 @@ def test_swecli_state_stays_out_of_git_status(sample: Path) -> None:
 
 # --- outcomes that tell the truth --------------------------------------------------------------------
 
-def test_ctrl_c_exits_2_and_reports_what_was_spent(sample: Path) -> None:
+def interrupted_run(sample: Path, *options: str) -> tuple[subprocess.Popen[str], str, str]:
+    """`swecli -p` with a command running, stopped by one Ctrl-C (SIGINT): (process, stdout, stderr)."""
     import signal
 
     steps = [Reply(calls=[Call("bash", {"command": "sleep 60"})], usage={"prompt_tokens": 2600,
@@ -402,20 +413,35 @@ def test_ctrl_c_exits_2_and_reports_what_was_spent(sample: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
         proc = subprocess.Popen(
             [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", llm.base_url, "--model",
-             "scripted-model", "-p", "wait a minute", "--mode", "auto", "--output-format", "stream-json"],
+             "scripted-model", "-p", "wait a minute", "--mode", "auto", *options],
             cwd=sample, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        assert proc.stdout is not None
-        for line in proc.stdout:  # wait until the command runs
-            if json.loads(line)["type"] == "tool_started":
+        assert proc.stdout is not None and proc.stderr is not None
+        watched = proc.stdout if options else proc.stderr  # stream-json events, or text mode's progress
+        seen = ""
+        for line in watched:  # wait until the command runs
+            seen += line
+            if '"tool_started"' in line or line.startswith("> bash"):
                 break
         proc.send_signal(signal.SIGINT)
         rest, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2, err
-    result = json.loads(rest.splitlines()[-1])
-    assert result["type"] == "result" and result["stop_reason"] == "interrupted"
+        assert len(llm.requests) == 1
+    return proc, rest, (err if options else seen + err)
+
+
+def test_ctrl_c_exits_130_and_reports_what_was_spent(sample: Path) -> None:
+    proc, out, err = interrupted_run(sample, "--output-format", "stream-json")
+    assert proc.returncode == 130, err
+    result = json.loads(out.splitlines()[-1])
+    assert result["type"] == "result" and result["stop_reason"] == "interrupted" and result["is_error"] is True
     assert result["turns"] == 1 and result["tool_calls"] == 1
     assert result["usage"]["input_tokens"] == 2600 and result["usage"]["output_tokens"] == 40
-    assert len(llm.requests) == 1 and "Traceback" not in err
+    assert "Traceback" not in err
+
+
+def test_ctrl_c_in_text_mode_says_so_on_stderr_and_leaves_stdout_empty(sample: Path) -> None:
+    proc, out, err = interrupted_run(sample)
+    assert proc.returncode == 130 and out == ""
+    assert err.rstrip().endswith("swecli: interrupted by user") and "Traceback" not in err
 
 
 def test_plan_mode_says_how_to_carry_out_the_plan(sample: Path) -> None:

@@ -241,9 +241,23 @@ def test_an_answer_without_streaming_is_shown_whole() -> None:
 
 
 def render_markdown(text: str) -> str:
-    from rich.markdown import Markdown
+    from swecli.ui.render import as_written
 
-    return render(Markdown(text))
+    return render(as_written(text))
+
+
+def test_text_that_looks_like_html_is_shown_as_written() -> None:
+    text = ("<details>\n<summary>Why</summary>\n\nIt was `List<T>`.\n</details>\n\n"
+            "Use List<String> and Map<K, V>; a <br/> break and <T> stay.\n\n**bold** and `code` still render.")
+    console = capture_console()
+    renderer = Renderer(console, live=False)
+    renderer(TextDelta(text))
+    renderer(MessageAppended(AssistantMessage(content=text)))
+    shown = plain(console)
+    for written in ("<details>", "<summary>Why</summary>", "List<T>", "</details>", "List<String>", "Map<K, V>",
+                    "<br/>", "<T> stay"):
+        assert written in shown
+    assert "**" not in shown and "bold and code still render" in shown
 
 
 def test_markdown_streamed_in_blocks_matches_a_whole_render() -> None:
@@ -278,6 +292,28 @@ def test_status_line_shows_elapsed_time_and_how_to_interrupt() -> None:
     renderer(ToolStarted(call("bash"), {"command": "make"}))
     renderer.mark_interrupting()
     assert render(renderer.status_line(start + 14.0))[1:] == " Interrupting… 14s · esc to interrupt"
+
+
+def test_the_status_clock_counts_the_running_command_then_the_turn_again() -> None:
+    renderer = Renderer(capture_console(), live=False)
+    renderer.begin_turn()
+    renderer._turn_started -= 100.0  # the turn has run for 100 s when the command starts
+    renderer(ToolStarted(call("bash"), {"command": "make"}))
+    now = renderer._turn_started + 100.0
+    assert render(renderer.status_line(now + 3.0))[1:].startswith(" Running bash… 3.0s")
+    renderer(ToolFinished(call("bash"), ToolResult("ok", summary="exit 0"), 3.0))
+    assert render(renderer.status_line(now + 4.0))[1:].startswith(" Thinking… 1m 44s")
+
+
+def test_a_cut_outputs_preview_counts_the_lines_hidden_in_the_whole_of_it() -> None:
+    from swecli.tools.spool import Spool
+
+    spool = Spool()
+    spool.write("".join(f"{i}\n" for i in range(1, 200_001)))
+    result = ToolResult("1\n2\n... [1,000 bytes (5,000 lines) cut from the middle of the output] ...\n199999\n200000\n"
+                        "exit code 0", summary="exit 0 · 1.0s", full=spool.finish())
+    assert render(result_text("bash", result, preview_lines=2)).splitlines() == [
+        "  ⎿  exit 0 · 1.0s", "     … +199,998 lines", "     199999", "     200000"]
 
 
 def test_the_live_region_shows_a_running_commands_last_lines_and_typed_messages() -> None:

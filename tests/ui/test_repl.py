@@ -103,6 +103,7 @@ def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> Non
     steps: list[Step] = [
         Reply(calls=[Call("bash", {"command": "rm data.txt"})]),
         Reply(text="Understood, I left data.txt alone."),
+        Reply(text="The docs say to archive it."),
     ]
     with ScriptedLLM(steps) as llm:
         term = start(llm)
@@ -110,6 +111,10 @@ def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> Non
         term.expect("⚡ bash rm data.txt")
         term.expect(APPROVAL)
         assert "$ rm data.txt" not in term.text  # the action line shows the command; it is not printed twice
+        term.send("what do the docs say?")  # type-ahead while Allow? waits: a message, 'a' and 'y' included
+        term.send("\r")
+        term.expect("⏎ queued: what do the docs say?")
+        term.expect(APPROVAL)  # asked again
         term.send("n")
         term.expect("Reason for the model")
         term.settle()
@@ -117,12 +122,15 @@ def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> Non
         term.expect("declined")
         term.expect("Understood, I left data.txt alone.")
         term.expect("⏺ done in")
+        term.expect("❯ what do the docs say?")  # the queued message goes next
+        term.expect("The docs say to archive it.")
         term.prompt()
         leave(term)
     assert (project / "data.txt").read_text() == "precious\n"
     (answer,) = tool_messages(llm.requests[1])
     assert "declined" in answer["content"]
-    assert "we still need it" in answer["content"]
+    assert "Their reason: we still need it. Do not retry" in answer["content"]  # with its full stop
+    assert llm.requests[2]["messages"][-1] == {"role": "user", "content": "what do the docs say?"}
 
 
 def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(start: Any, project: Path) -> None:
@@ -182,7 +190,7 @@ def test_plan_mode_refuses_changes_and_shift_tab_cycles_modes(start: Any, projec
         assert APPROVAL not in term.since()
         term.expect("Plan ready. Carry it out?")
         term.settle()
-        term.line("n")
+        term.send("n")  # one key, as Allow? takes its answer
         term.expect("Still in plan mode")
         term.prompt()
         term.send(SHIFT_TAB)
@@ -568,13 +576,13 @@ def test_plan_mode_offers_to_carry_out_the_plan(start: Any, project: Path) -> No
         term.expect("Plan: 1. write plan.txt.")
         term.expect("Plan ready. Carry it out? [a] yes, changes without asking")
         term.settle()
-        term.line("a")
+        term.send("a")  # one key, no Enter
         term.expect("Mode: auto")
         term.expect("❯ Carry out the plan above.")
         term.expect("📝 write plan.txt")
         term.expect("Carried out.")
         term.prompt()
-        assert APPROVAL not in term.text
+        assert APPROVAL not in term.text and "reflected" not in term.text
         leave(term)
     assert (project / "plan.txt").read_text() == "done\n"
     assert llm.requests[1]["messages"][-1] == {"role": "user", "content": "Carry out the plan above."}

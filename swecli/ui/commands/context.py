@@ -82,8 +82,8 @@ def context_bar(state: ContextState, width: int = BAR_WIDTH) -> Text:
 def _levels(state: ContextState, context: ContextManager) -> str:
     """Where the background summary starts, compaction fires and the loop would wait; what runs now."""
     budget = state.budget
-    ahead = (f"background summary from {format_tokens(budget.warning_limit)}"
-             if context.config.background_compaction else "no background summary")
+    start = context.summary_start(state)
+    ahead = f"background summary from {format_tokens(start)}" if start is not None else "no background summary"
     doing = context.background_status()
     return (f"{ahead} · compaction at {format_tokens(budget.limit)} · hard limit {format_tokens(budget.hard_limit)} "
             f"(replies get max_tokens {format_tokens(budget.reserve)})" + (f" · now: {doing}" if doing else ""))
@@ -104,7 +104,6 @@ def _footer(state: ContextState, context: ContextManager | None) -> Text:
         lines.append(f"{auto} · strategy {cfg.strategy} · keeps the last {format_tokens(context.keep_recent_tokens)} "
                      f"tokens verbatim · {len(context.compactions)} compaction(s) this session")
         lines.append(_levels(state, context))
-        if context.mechanisms is not None:
-            lines.extend(context.mechanisms.summary_lines())
+        lines.extend(context.mechanisms.summary_lines())
     return Text("\n".join(lines), style="dim")
 

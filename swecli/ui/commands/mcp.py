@@ -43,10 +43,11 @@ def mcp(ctx: CommandContext, args: str) -> None:
 
 
 def show(ctx: CommandContext, catalog: McpCatalog) -> None:
+    from swecli.mcp.configfile import server_scopes
     from swecli.mcp.report import listing
 
     ctx.session.agent.sync_tools()  # servers that became ready since the last request
-    for text, style in listing(catalog):
+    for text, style in listing(catalog, server_scopes(ctx.session.root)):
         ctx.print(Text(text, style=style))
     ctx.refresh_meter()
 

@@ -25,6 +25,9 @@ def skills(ctx: CommandContext, args: str) -> None:
     if catalog is None:
         ctx.print(Text("Skills are off (skills.enabled = false).", style="dim"))
         return
+    added = rescan(ctx)  # one added since the session began is found here
+    if added:
+        ctx.print(Text("New since the session began: " + ", ".join(f"/{s.name}" for s in added), style="green"))
     for line in describe_catalog(catalog, shadowed=_shadowed(ctx.commands, catalog)):
         ctx.print(Text(line, style="dim" if line.startswith(("  ", "(")) else ""))
 
@@ -33,7 +36,12 @@ def describe_catalog(catalog: SkillCatalog, shadowed: set[str] | None = None) ->
     """The listing shared by `/skills` and `swecli skills list`."""
     lines: list[str] = []
     if not catalog.skills:
-        lines.append("No skills found. A skill is a folder with a SKILL.md (front matter: name, description).")
+        lines += [
+            "No skills found. A skill is a folder holding a SKILL.md: create .swecli/skills/NAME/SKILL.md in this "
+            "project (or ~/.config/swecli/skills/NAME/SKILL.md for all your projects), starting with",
+            "  ---", "  name: NAME", "  description: what it does and when to use it", "  ---",
+            "  and then the instructions. It is found at once: /NAME runs it, and /skills lists it.",
+        ]
     for skill in catalog.skills:
         note = " (load it with the skill tool: a built-in command has this name)" if skill.name in (shadowed or ()) \
             else ""
@@ -50,6 +58,14 @@ def _shadowed(registry: CommandRegistry, catalog: SkillCatalog) -> set[str]:
 
 def _is_skill(command: Command) -> bool:
     return command.help.startswith("Skill: ")
+
+
+def rescan(ctx: CommandContext) -> list[Skill]:
+    """Look for skills again and give each new one its `/name`; returns the new ones."""
+    added = ctx.session.rescan_skills()
+    if added:
+        register_skill_commands(ctx.commands, ctx.session.skills)
+    return added
 
 
 def register_skill_commands(registry: CommandRegistry, catalog: SkillCatalog | None) -> None:

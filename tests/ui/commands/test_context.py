@@ -7,7 +7,7 @@ from rich.console import Console
 
 from swecli.config import ContextConfig
 from swecli.context.archive import MemoryArchive
-from swecli.context.manager import ContextManager
+from swecli.context.manager import ContextManager, Limits, Prompt, Wiring
 from swecli.events import CompactionDone, Event
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.testing.model import ScriptedModel, say
@@ -68,9 +68,9 @@ def history() -> list[Message]:
 
 
 def make(events: list[Event], provider: Any = None) -> FakeRepl:
-    context = ContextManager((SystemBlock(text="system prompt"),), (), window=200_000, archive=MemoryArchive(),
-                             memory=(SystemBlock(text="memory"),), on_event=events.append,
-                             config=ContextConfig(keep_recent_tokens=300))
+    context = ContextManager(Prompt((SystemBlock(text="system prompt"),), (), (SystemBlock(text="memory"),)),
+                             Limits(window=200_000), ContextConfig(keep_recent_tokens=300),
+                             wiring=Wiring(on_event=events.append, archive=MemoryArchive()))
     return FakeRepl(FakeSession(FakeAgent(context, history()), provider))
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from swecli.testing.server import Call, Reply, ScriptedLLM
+from swecli.testing.server import Call, Reply, ScriptedLLM, ServerInfo
 from tests.helpers import alive
 from tests.mcp.conftest import SERVER
 from tests.ui.harness import Terminal, spawn_swecli
@@ -52,16 +52,21 @@ def test_mcp_lists_servers_runs_tools_with_approval_and_disables_for_the_session
     steps = [Reply(calls=[Call("mcp__kit__echo", {"text": "ping"}),
                           Call("mcp__kit__write_note", {"title": "t", "body": "from the model"})]),
              Reply("Both done.")]
-    with ScriptedLLM(steps) as llm:
+    with ScriptedLLM(steps, info=ServerInfo(kind="llamacpp", window=64_000)) as llm:
         term = spawn_swecli(llm.base_url, project, home)
         try:
+            term.expect("mcp.servers.kit")  # project servers start only once the user trusts the project
+            term.expect("Trust this project")
+            term.send("y")
             term.prompt()  # the prompt does not wait for the servers
             _wait_ready(term)
+            term.expect("project scope")  # where the server is configured
             term.expect("mcp__kit__echo")
             term.expect("read-only")
             term.expect("mcp__kit__write_note")
             term.expect("asks in default mode")
             term.expect("MCP tool schemas:")
+            term.expect("budget 6,400 (mcp.schema_budget)")  # 10% of the server's window, as `swecli mcp list` says
             term.prompt()
             assert "ghost · failed: command not found: no-such-mcp-server-xyz" in term.text  # listed before kit
             assert term.text.count("MCP server ghost failed to start") == 1  # one notice, however often one looks

@@ -100,3 +100,47 @@ def test_a_slash_that_names_no_skill_is_sent_as_written(project: Path, skills: P
     assert out.returncode == 0, out.stderr
     assert "loaded skill" not in out.stderr
     assert llm.requests[0]["messages"][-1]["content"] == "/etc/hosts: what is this file for?"
+
+
+def test_a_skill_added_during_the_session_is_found_and_resume_replays_it(project: Path, tmp_path: Path,
+                                                                        terminal: list[Terminal]) -> None:
+    from swecli.testing.server import Call
+    from tests.ui.harness import ESC
+
+    steps = [Reply("Reviewed: looks fine."), Reply(calls=[Call("bash", {"command": "sleep 30"})]),
+             Reply("Back again.")]
+    with ScriptedLLM(steps, strict=False) as llm:
+        term = spawn_swecli(llm.base_url, project, tmp_path / "home")
+        terminal.append(term)
+        term.prompt()
+        term.line("/skills")
+        term.expect("No skills found. A skill is a folder holding a SKILL.md: create .swecli/skills/NAME/SKILL.md")
+        term.expect("description: what it does and when to use it")
+        term.prompt()
+        write_skill(project / ".swecli" / "skills", "review", "Review the last change.", "# Review\nRead the diff.\n")
+        term.line("/review the parser")  # not known at start: looked for again, found, run
+        term.expect("📘 loaded skill review")
+        term.expect("Reviewed: looks fine.")
+        term.prompt()
+        term.line("/skills")
+        term.expect("review: Review the last change.")
+        term.prompt()
+        term.line("wait for it")
+        term.expect("⚡ bash sleep 30")
+        term.settle()
+        term.send(ESC)
+        term.expect("⏺ interrupted")
+        term.prompt()
+        term.send("\x04")
+        assert term.exit_status() == 0
+        term = spawn_swecli(llm.base_url, project, tmp_path / "home", "--continue")
+        terminal.append(term)
+        term.expect("ctrl-d exits")  # the welcome's last line, after the replay (whose prompts show ❯ too)
+        term.prompt()
+        replay = term.text[term.text.index("Resumed session"):]
+        assert replay.index("❯ /review the parser") < replay.index("⏺ Reviewed: looks fine.")
+        assert replay.index("❯ wait for it") < replay.index("⏹ interrupted (no answer)")
+        term.send("\x04")
+        assert term.exit_status() == 0
+    skill = llm.requests[0]["messages"][-2]
+    assert skill["content"].startswith('<skill name="review"') and "Read the diff." in skill["content"]

@@ -1,0 +1,345 @@
+"""What a user waits for around the model: start-up, exit, and the overhead of each tool call, this tree
+beside another build (the previous release by default), interleaved run by run, medians.
+
+    python bench/latency_bench.py --old /work/startup-old [--runs 5] [--sympy DIR] [--only ROW,...]
+    python bench/latency_bench.py --tokenizer [--runs 5]          # the vocabulary's load, part by part
+
+`--old` is a checkout of the build to compare with, with its own `.venv` (`git worktree add DIR 91a4a76`,
+then `python3 -m venv DIR/.venv && DIR/.venv/bin/pip install -e 'DIR[dev]'`). Both trees are byte-compiled
+first (a pip install does that; an editable one run with PYTHONDONTWRITEBYTECODE=1 would compile every
+module at every start). The model is the scripted server on loopback (`swecli.testing.server`), answering
+at once, so every number is swecli's own time.
+
+Rows:
+- `--version`: the floor every other start-up row is compared with.
+- first request, -p: process start to the first chat request's arrival at the server (a 2-file project).
+- first request, REPL, from Enter: the prompt shown and settled, the task typed, then Enter to arrival.
+- cold / warm -p in a ~2,000-file repository (sympy 1.12's source, `pip download --no-binary :all:`; `--sympy`
+  gives a directory instead): process start to exit for a one-reply task, from a copy with no `.swecli/`,
+  then again on the same copy. A build left running in the background (the map builder) is waited for
+  between runs, outside the timing, so it never slows the next measurement.
+- per-tool-call overhead: a run of light `bash` calls (`true`); the gap between the arrival of request
+  i and of request i+1, less the command's own time (measured alone), median over the calls after the first;
+  first-bash-call overhead: the first such gap less that median. On 100 files and on the 2,000-file copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from swecli.testing.server import Call, Reply, ScriptedLLM  # noqa: E402
+
+TASK = "fix the greeting typo in greet"
+BASH_CALLS = 12
+
+
+@dataclass
+class Tree:
+    label: str
+    root: Path
+    home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="latency-home-")))
+
+    @property
+    def python(self) -> str:
+        return str(self.root / ".venv" / "bin" / "python")
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_") and not k.endswith("_API_KEY")}
+        env.update(HOME=str(self.home), XDG_CACHE_HOME=str(self.home / ".cache"),
+                   XDG_CONFIG_HOME=str(self.home / ".config"), TERM="xterm-256color", **extra)
+        return env
+
+    def argv(self, llm: ScriptedLLM, *extra: str) -> list[str]:
+        return [self.python, "-m", "swecli", "--provider", "openai-compatible", "--base-url", llm.base_url,
+                "--model", "scripted-model", *extra]
+
+
+# --- projects ------------------------------------------------------------------------------------
+
+
+def git_init(root: Path) -> Path:
+    run = {"cwd": root, "check": True, "capture_output": True}
+    subprocess.run(["git", "init", "-q"], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "add", "-A"], **run)  # type: ignore[call-overload]
+    subprocess.run(["git", "-c", "user.email=b@b", "-c", "user.name=bench", "commit", "-qm", "init"],
+                   **run)  # type: ignore[call-overload]
+    return root
+
+
+def sample_project(base: Path, files: int = 2) -> Path:
+    root = base / f"sample-{files}"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "greet.py").write_text('def greet(name):\n    return "Helo, " + name\n')
+    for i in range(files - 1):
+        (root / "src" / f"mod{i}.py").write_text(f"def helper_{i}(value):\n    return value + {i}\n")
+    return git_init(root)
+
+
+def sympy_source(base: Path, given: str | None) -> Path:
+    """A real ~2,000-file source tree: sympy 1.12's sdist, unpacked and committed."""
+    if given:
+        return Path(given)
+    download = base / "download"
+    download.mkdir(exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "sympy==1.12",
+                    "-d", str(download), "-q"], check=True, capture_output=True)
+    with tarfile.open(next(download.glob("sympy-*.tar.gz"))) as archive:
+        archive.extractall(base, filter="data")
+    return git_init(base / "sympy-1.12")
+
+
+def fresh_copy(source: Path, base: Path, name: str) -> Path:
+    target = base / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns(".swecli"))
+    return target
+
+
+def wait_for_builders(project: Path) -> None:
+    """Block until no map builder holds the project's lock (the new build leaves one running at exit)."""
+    lock = project / ".swecli" / "repomap" / "build.lock"
+    if lock.exists():
+        with open(lock, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --- measurements --------------------------------------------------------------------------------
+
+
+def version_time(tree: Tree) -> float:
+    start = time.monotonic()
+    subprocess.run([tree.python, "-m", "swecli", "--version"], env=tree.env(), check=True,
+                   stdout=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def headless(tree: Tree, project: Path, steps: list[Reply], *extra: str) -> tuple[float, ScriptedLLM, float]:
+    """(seconds to the first request, the server, seconds to exit) of one `-p` run."""
+    with ScriptedLLM(list(steps)) as llm:
+        start = time.monotonic()
+        done = subprocess.run(tree.argv(llm, "-p", TASK, *extra), cwd=project, env=tree.env(), text=True,
+                              capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
+        ended = time.monotonic() - start
+        if done.returncode != 0 or not llm.times:
+            raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
+    return llm.times[0] - start, llm, ended
+
+
+def first_request_p(tree: Tree, project: Path) -> float:
+    return headless(tree, project, [Reply("done")])[0]
+
+
+def first_request_repl(tree: Tree, project: Path) -> float:
+    from tests.ui.harness import Terminal
+
+    with ScriptedLLM([Reply("done")]) as llm:
+        term = Terminal(tree.argv(llm), project, tree.env(COLUMNS="160", LINES="50"))
+        try:
+            term.prompt()
+            time.sleep(1.0)  # a person reads the banner and types: background work may finish meanwhile
+            term.child.send(TASK)
+            term.settle(0.2)
+            sent = time.monotonic()
+            term.child.send("\r")
+            deadline = sent + 120
+            while not llm.times and time.monotonic() < deadline:
+                term._pump(0.01)
+            if not llm.times:
+                raise RuntimeError(f"{tree.label}: the REPL sent no request:\n{term.text[-2000:]}")
+            return llm.times[0] - sent
+        finally:
+            term.close()
+
+
+def cold_warm(tree: Tree, source: Path, base: Path) -> tuple[float, float]:
+    project = fresh_copy(source, base, f"sympy-{tree.label}")
+    cold = headless(tree, project, [Reply("done")])[2]
+    wait_for_builders(project)
+    warm = headless(tree, project, [Reply("done")])[2]
+    wait_for_builders(project)
+    return cold, warm
+
+
+def command_alone(project: Path) -> float:
+    """What `true` costs by itself, forked from Python (the floor of one bash call)."""
+    samples = []
+    for _ in range(20):
+        start = time.monotonic()
+        subprocess.run(["bash", "-c", "true"], cwd=project, check=True)
+        samples.append(time.monotonic() - start)
+    return statistics.median(samples)
+
+
+def tool_calls(tree: Tree, project: Path) -> tuple[float, float]:
+    """(first-bash-call overhead, median per-call overhead) in seconds."""
+    steps = [Reply(calls=[Call("bash", {"command": "true"})]) for _ in range(BASH_CALLS)] + [Reply("done")]
+    _, llm, _ = headless(tree, project, steps, "--mode", "auto")
+    gaps = [b - a for a, b in zip(llm.times, llm.times[1:], strict=False)][:BASH_CALLS]
+    alone = command_alone(project)
+    per_call = statistics.median(gaps[1:]) - alone
+    return gaps[0] - alone - per_call, per_call
+
+
+# --- the table -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    name: str
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, label: str, value: float) -> None:
+        self.samples.setdefault(label, []).append(value)
+
+    def cell(self, label: str) -> str:
+        values = self.samples.get(label)
+        return fmt(statistics.median(values)) if values else "-"
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if abs(seconds) < 1 else f"{seconds:.2f} s"
+
+
+def compile_tree(tree: Tree) -> None:
+    subprocess.run([tree.python, "-m", "compileall", "-q", str(tree.root / "swecli")], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> list[Row]:
+    base = Path(tempfile.mkdtemp(prefix="latency-"))
+    small, hundred = sample_project(base), sample_project(base, 100)
+    big = sympy_source(base, sympy) if only & {"cold", "calls"} else None
+    rows = {key: Row(name) for key, name in [
+        ("version", "`swecli --version`"),
+        ("p", "first request, `-p`"),
+        ("repl", "first request, REPL, from Enter"),
+        ("cold", "cold `-p`, ~2,000 files: start to exit"),
+        ("warm", "warm `-p`, ~2,000 files: start to exit"),
+        ("first100", "first-bash-call overhead, 100 files"),
+        ("call100", "per-tool-call overhead, 100 files"),
+        ("first2k", "first-bash-call overhead, ~2,000 files"),
+        ("call2k", "per-tool-call overhead, ~2,000 files"),
+    ]}
+    for tree in trees:
+        compile_tree(tree)
+        headless(tree, small, [Reply("done")])  # warm the file cache and the per-user caches
+    for run in range(runs):
+        for tree in trees if run % 2 == 0 else trees[::-1]:  # alternate who goes first
+            for key, step in _steps(tree, small, hundred, big, base).items():
+                if key in only:
+                    for name, value in step().items():
+                        rows[name].add(tree.label, value)
+        print(f"run {run + 1}/{runs} done", file=sys.stderr)
+    return [row for row in rows.values() if row.samples]
+
+
+def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
+           base: Path) -> dict[str, Callable[[], dict[str, float]]]:
+    steps: dict[str, Callable[[], dict[str, float]]] = {
+        "version": lambda: {"version": version_time(tree)},
+        "p": lambda: {"p": first_request_p(tree, small)},
+        "repl": lambda: {"repl": first_request_repl(tree, small)},
+        "calls": lambda: dict(zip(("first100", "call100"), tool_calls(tree, hundred), strict=True)),
+    }
+    if big is not None:
+        steps["cold"] = lambda: dict(zip(("cold", "warm"), cold_warm(tree, big, base), strict=True))
+        steps["calls2k"] = lambda: dict(zip(("first2k", "call2k"), tool_calls(tree, _settled(tree, big, base)),
+                                            strict=True))
+    return steps
+
+
+def _settled(tree: Tree, source: Path, base: Path) -> Path:
+    """The 2,000-file copy this tree's cold/warm runs left (its caches built), or a fresh one."""
+    project = base / f"sympy-{tree.label}"
+    if not project.exists():
+        project = fresh_copy(source, base, f"sympy-{tree.label}")
+    wait_for_builders(project)
+    return project
+
+
+# --- the vocabulary, part by part ----------------------------------------------------------------
+
+TOKENIZER_PARTS = r"""
+import json, sys, time
+from swecli.context import tokens
+spec = tokens._SPECS["o200k_base"]
+out = {}
+def part(key, work):
+    wall, cpu = time.perf_counter(), time.thread_time()
+    result = work()
+    out[key] = (time.perf_counter() - wall, time.thread_time() - cpu)
+    return result
+ranks = part("decode", lambda: tokens._decode_ranks("o200k_base"))
+tokens._write_cached_ranks("o200k_base", spec.sha256, ranks)
+cached = part("cached", lambda: tokens._read_cached_ranks("o200k_base", spec.sha256))
+part("import", lambda: __import__("tiktoken"))
+import tiktoken
+part("construct", lambda: tiktoken.Encoding("o200k_base", pat_str=spec.pat_str, mergeable_ranks=cached,
+                                            special_tokens=dict(spec.special_tokens)))
+print(json.dumps(out))
+"""
+
+
+def tokenizer(runs: int) -> None:
+    """Wall time, and CPU time of the loading thread: on a loaded machine the CPU time is what the part costs
+    on an idle one."""
+    import json
+
+    home = Path(tempfile.mkdtemp(prefix="latency-tok-"))
+    env = {**os.environ, "XDG_CACHE_HOME": str(home)}
+    parts: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", TOKENIZER_PARTS], env=env, capture_output=True, text=True,
+                             check=True, cwd=ROOT)
+        for key, value in json.loads(out.stdout).items():
+            parts.setdefault(key, []).append(tuple(value))
+    names = {"decode": "decode the gzipped base64 file in Python (before: every process)",
+             "cached": "read the kept decoded copy (marshal, per user)",
+             "import": "import tiktoken",
+             "construct": "tiktoken.Encoding (Rust CoreBPE from the dict; holds the GIL)"}
+    print(f"| o200k_base, part | wall, median | CPU, median | CPU, best |  ({runs} fresh processes)")
+    print("|---|---|---|---|")
+    for key, label in names.items():
+        wall, cpu = [w for w, _ in parts[key]], [c for _, c in parts[key]]
+        print(f"| {label} | {fmt(statistics.median(wall))} | {fmt(statistics.median(cpu))} | {fmt(min(cpu))} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", help="a checkout of the build to compare with (with its own .venv)")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--sympy", help="an unpacked ~2,000-file source tree (default: download sympy 1.12)")
+    parser.add_argument("--only", default="version,p,repl,cold,calls,calls2k",
+                        help="comma-separated: version, p, repl, cold, calls, calls2k")
+    parser.add_argument("--tokenizer", action="store_true", help="time the vocabulary's load, part by part")
+    args = parser.parse_args()
+    if args.tokenizer:
+        tokenizer(args.runs)
+        return
+    trees = ([Tree("old", Path(args.old).resolve())] if args.old else []) + [Tree("new", ROOT)]
+    rows = measure(trees, args.runs, args.sympy, set(args.only.split(",")))
+    labels = [t.label for t in trees]
+    print(f"| what a user waits for | {' | '.join(labels)} |  (median of {args.runs}, interleaved)")
+    print("|---|" + "---|" * len(labels))
+    for row in rows:
+        print(f"| {row.name} | {' | '.join(row.cell(label) for label in labels)} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""The meter: what a request carries, counted and calibrated against the window."""
+
+from __future__ import annotations
+
+from swecli.config import ContextConfig
+from swecli.context.meter import Limits, Meter, Prompt, counter_for
+from swecli.context.tokens import REPLY_PRIMING
+from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage, UserMessage
+from swecli.models.thinking import Thinking
+
+PROMPT = Prompt((SystemBlock(text="You are swecli."),),
+                (ToolSchema(name="read_file", description="Read a file.", parameters={"type": "object"}),),
+                (SystemBlock(text="# OPENCLI.md\nUse pytest."),))
+
+
+def meter(window: int = 32_000, model: str = "gpt-4o") -> Meter:
+    return Meter(PROMPT, Limits(window=window, max_tokens=4_000, model=model), ContextConfig(), counter_for(model))
+
+
+def test_the_state_adds_up_the_parts_a_request_sends() -> None:
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser"), AssistantMessage(content="on it")]
+    m.set_tail("[Reminder: current goal and progress]\nfix the parser")
+    state = m.state(history)
+    count = m.counter
+    assert state.system == count.system(PROMPT.system) and state.memory == count.system(PROMPT.memory)
+    assert state.tools == count.tools(PROMPT.tools) and state.tail == m.tail[1] > 0
+    assert state.history + state.current_turn == count.messages(history) + REPLY_PRIMING
+    assert state.total == m.request_tokens(history, m.tail[0]) == count.request(m.request(history, m.tail[0], None))
+    assert m.fill(history) == (m.fixed_tokens() + count.messages(history)) / 32_000
+
+
+def test_the_provider_s_count_calibrates_every_later_estimate() -> None:
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser " * 50)]
+    request = m.request(history, "", None)
+    local = m.last_request_tokens
+    m.observe(request, Usage(input_tokens=round(local * 1.2)))
+    state = m.state(history)
+    assert abs(m.calibration.ratio - 1.2) < 0.01 and state.calibrated and state.raw_total == local
+    assert state.total >= m.calibration.apply(local)  # each part rounded up
+    m.observe(request, None)  # a server that reports no usage changes nothing
+    assert m.calibration.samples == 1
+
+
+def test_the_reply_and_its_thinking_share_the_room_the_window_leaves() -> None:
+    m = meter(window=8_000)
+    request = m.request([UserMessage(content="plan it")], "", Thinking(4_000, "medium"))
+    assert request.max_tokens + request.thinking.budget <= m.budget.reserve + m.thinking_budget
+    assert m.counter.request(request) + request.max_tokens + request.thinking.budget <= 8_000
+
+
+def test_another_model_starts_the_calibration_over_and_a_new_family_a_new_counter() -> None:
+    m = meter(model="gpt-4o")
+    m.calibration.observe(1_200, 1_000)
+    counter = m.counter
+    assert m.use_model("gpt-4o") is False and m.calibration.samples == 1  # the same model: nothing changes
+    assert m.use_model("gpt-4o-mini") is False and m.counter is counter and m.calibration.samples == 0
+    assert m.use_model("gpt-4") is True and m.counter.encoding_name == "cl100k_base"
+
+
+def test_an_overflow_proves_the_count_low() -> None:
+    m = meter(window=8_000)
+    m.request([UserMessage(content="word " * 3_000)], "", None)
+    m.learn_from_overflow()
+    assert m.calibration.ratio >= (8_000 - m.last_request.max_tokens) / m.last_request_tokens  # type: ignore[union-attr]

@@ -1,0 +1,60 @@
+"""swecli's records under .swecli/ are the user's alone: folders 0700, files 0600, shared files untouched."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from swecli.session.private import ensure_private, make_private_dir, open_private, write_private
+from swecli.session.store import ensure_state_dir
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_new_records_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o002)
+    try:
+        make_private_dir(tmp_path / ".swecli" / "memory" / "notes")
+        write_private(tmp_path / ".swecli" / "tool_results" / "a.txt", b"x")
+        os.close(open_private(tmp_path / ".swecli" / "logs" / "s.jsonl", "a"))
+    finally:
+        os.umask(old)
+    for folder in (".swecli", ".swecli/memory", ".swecli/memory/notes", ".swecli/tool_results", ".swecli/logs"):
+        assert mode(tmp_path / folder) == 0o700, folder
+    assert mode(tmp_path / ".swecli/tool_results/a.txt") == 0o600
+    assert mode(tmp_path / ".swecli/logs/s.jsonl") == 0o600
+
+
+def test_an_existing_file_opened_again_is_tightened(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("old\n")
+    path.chmod(0o644)
+    os.close(open_private(path, "a"))
+    assert mode(path) == 0o600 and path.read_text() == "old\n"
+
+
+def test_an_earlier_install_is_tightened_at_start_and_shared_files_keep_their_modes(project: Path) -> None:
+    dot = project / ".swecli"
+    (dot / "sessions" / "sub").mkdir(parents=True)
+    (dot / "hooks").mkdir()
+    for name, file_mode in {"sessions/a.jsonl": 0o644, "sessions/sub/b.jsonl": 0o664, "history": 0o666,
+                            "tool_results.txt": 0o755, "config.toml": 0o644, "hooks/pre.sh": 0o755}.items():
+        (dot / name).write_text("x")
+        (dot / name).chmod(file_mode)
+    (dot / "sessions").chmod(0o755)
+    dot.chmod(0o755)
+    outside = project.parent / "outside.txt"
+    outside.write_text("not a record")
+    outside.chmod(0o644)
+    (dot / "link").symlink_to(outside)
+    ensure_state_dir(project)
+    assert mode(dot) == 0o700 and mode(dot / "sessions") == 0o700 and mode(dot / "sessions" / "sub") == 0o700
+    assert mode(dot / "sessions/a.jsonl") == 0o600 and mode(dot / "sessions/sub/b.jsonl") == 0o600
+    assert mode(dot / "history") == 0o600
+    assert mode(dot / "tool_results.txt") == 0o700  # the owner's executable bit stays; nobody else's
+    assert mode(dot / "config.toml") == 0o644 and mode(dot / "hooks/pre.sh") == 0o755
+    assert mode(outside) == 0o644  # a symlink is never followed
+    assert ensure_private(dot) == 0  # nothing left to tighten

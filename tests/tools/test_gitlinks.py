@@ -1,0 +1,101 @@
+"""What git runs later from inside the project: the index's gitlinks read without git, a submodule's config
+judged, the hooks directory a config names (husky), included configs and a hook manager's settings."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from swecli.tools.gitlinks import config_entries, gitlinks, hook_paths, nested_git_dir, planted, runs_later
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@e", "-c", "init.defaultBranch=main", "-c",
+       "protocol.file.allow=always"]
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run([*GIT, "-C", str(cwd), *args], check=True, capture_output=True)
+
+
+def repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    (path / "a.txt").write_text("a\n")
+    git(path, "add", "a.txt")
+    git(path, "commit", "-q", "-m", "init")
+    return path
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_gitlinks_are_read_from_every_index_version(tmp_path: Path, version: str) -> None:
+    project = repo(tmp_path / "project")
+    for name in ("libs/one", "two"):
+        repo(project / name)
+        git(project, "add", name)
+    (project / "deep" / "dir").mkdir(parents=True)
+    (project / "deep" / "dir" / "file.txt").write_text("x\n")
+    git(project, "add", "deep")
+    if version == "3":
+        (project / "new.txt").write_text("n\n")
+        git(project, "add", "--intent-to-add", "new.txt")  # an entry with extended flags: version 3's
+    git(project, "update-index", "--index-version", version)
+    assert gitlinks(project / ".git" / "index") == {"libs/one", "two"}
+
+
+def test_an_index_without_gitlinks_or_no_index_at_all(tmp_path: Path) -> None:
+    project = repo(tmp_path / "project")
+    assert gitlinks(project / ".git" / "index") == frozenset()
+    assert gitlinks(tmp_path / "missing") == frozenset()
+    (tmp_path / "garbage").write_bytes(b"DIRC\x00\x00\x00\x02\xff\xff\xff\xff" + b"\x00\x00\xe0\x00" * 3)
+    assert gitlinks(tmp_path / "garbage") == frozenset()  # malformed: stops quietly
+
+
+def test_a_clone_s_config_is_clean_and_a_planted_one_is_not(tmp_path: Path) -> None:
+    source = repo(tmp_path / "source")
+    project = repo(tmp_path / "project")
+    git(project, "submodule", "add", "-q", str(source), "vendor/lib")
+    nested = nested_git_dir(project, "vendor/lib")
+    assert nested is not None and nested[1] == (project / ".git" / "modules" / "vendor" / "lib").resolve()
+    assert planted(nested[1]) == ""  # what `git submodule add` writes runs nothing
+    git(project / "vendor" / "lib", "config", "core.fsmonitor", "touch /tmp/x")
+    assert planted(nested[1]) == "its config sets core.fsmonitor"
+    fresh = repo(project / "own")
+    assert planted(fresh / ".git") == ""
+    (fresh / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\n")
+    assert planted(fresh / ".git") == "it has a hook (post-checkout)"
+
+
+@pytest.mark.parametrize(("config", "why"), [
+    ("[core]\n\thooksPath = /tmp/h\n", "its config sets core.hookspath"),
+    ("[include]\n\tpath = ../x\n", "its config sets include.path"),
+    ("[core]\n\tbare = false \\\n\tfsmonitor = x\n", "its config sets bare = false \\"),  # a continued line
+    ("[remote \"origin\"]\n\turl = x\n\tuploadpack = touch y\n", "its config sets remote.origin.uploadpack"),
+    ("fsmonitor = x\n", "its config sets fsmonitor = x"),
+])
+def test_anything_beyond_a_clone_s_keys_counts(tmp_path: Path, config: str, why: str) -> None:
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "config").write_text(config)
+    assert planted(tmp_path) == why
+
+
+def test_config_values_lose_quotes_and_comments(tmp_path: Path) -> None:
+    (tmp_path / "config").write_text('[core]\n\thooksPath = ".husky/_" # husky\n[includeIf "gitdir:~/w/"]\n'
+                                     "\tpath = ../team.gitconfig\n")
+    assert config_entries(tmp_path / "config") == [("core.hookspath", ".husky/_"),
+                                                   ("includeif.gitdir:~/w/.path", "../team.gitconfig")]
+
+
+def test_hooks_directories_included_configs_and_hook_managers(tmp_path: Path) -> None:
+    project = repo(tmp_path / "project")
+    git(project, "config", "core.hooksPath", ".husky/_")
+    git(project, "config", "include.path", "../team.gitconfig")
+    git(project, "config", "--add", "include.path", "/etc/elsewhere.gitconfig")  # outside: read-only anyway
+    dirs, files = hook_paths(project / ".git", project)
+    assert dirs == [project / ".husky" / "_", project / ".husky"] and files == [project / "team.gitconfig"]
+    assert "run by git on the next commit" in runs_later(project, (project / ".husky" / "pre-commit").resolve())
+    assert runs_later(project, (project / "src" / "app.py").resolve()) == ""
+    other = repo(tmp_path / "other")
+    (other / ".git" / "hooks" / "pre-commit").write_text("#!/usr/bin/env bash\n# File generated by pre-commit: "
+                                                          "https://pre-commit.com\n")
+    assert hook_paths(other / ".git", other) == ([], [other / ".pre-commit-config.yaml"])

@@ -1,0 +1,118 @@
+"""`swecli -p` from start to exit: what it waits for (MCP servers, up to their setting), what it never
+waits for (a cold repository map), and what it never imports when nothing needs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from swecli.repomap.builder import build_lock
+from swecli.repomap.index import PARALLEL_FROM, cache_path
+from swecli.repomap.repomap import RepoMap
+from swecli.testing.server import Reply, ScriptedLLM
+from tests.mcp.conftest import SERVER
+from tests.ui.test_headless import run_swecli
+
+
+def test_p_exits_while_a_cold_map_builds_and_the_next_run_finds_it_saved(project: Path) -> None:
+    for i in range(PARALLEL_FROM + 30):
+        path = project / "pkg" / f"m{i}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"def handler_{i}(event):\n    return event\n")
+    # Hold the builder's lock as another builder would: the map cannot be ready before this run ends.
+    with build_lock(project), ScriptedLLM([Reply("done")]) as llm:
+        out = run_swecli(project, llm, "-p", "what does handler_7 return?")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "done\n"
+        assert "repository map unavailable" in out.stderr  # retrieval kept its deadline and said why
+        assert not cache_path(project).exists()
+    deadline = time.monotonic() + 300  # the run's builder, left behind, now builds and saves
+    while not (cache_path(project).exists() and (project / ".swecli/repomap/bm25.json").exists()):
+        assert time.monotonic() < deadline, "the builder never saved the map"
+        time.sleep(0.2)
+    with build_lock(project):  # the builder has finished
+        assert RepoMap.build(project, max_parse=0).index.parsed == 0
+    with ScriptedLLM([Reply("done")]) as llm:
+        again = run_swecli(project, llm, "-p", "what does handler_7 return?")
+    assert again.returncode == 0 and "repository map unavailable" not in again.stderr
+    assert "pkg/m7.py" in llm.requests[0]["messages"][1]["content"]  # attached from the saved map
+
+
+MODULES_SCRIPT = r"""
+import json, runpy, sys
+sys.argv = ["swecli", *sys.argv[1:]]
+try:
+    runpy.run_module("swecli", run_name="__main__")
+except SystemExit as done:
+    code = done.code
+heavy = ("numpy", "bm25s", "mcp", "starlette", "uvicorn", "click", "markdown_it", "pygments")
+print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules.items() if module is not None and (
+    m.split(".")[0] in heavy or m == "httpx._main")})}))
+"""
+
+
+def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
+    (project / "notes.md").write_text("# notes\n")
+    env = {**os.environ, "SWECLI_CONTEXT__JUST_IN_TIME": "false"}
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = subprocess.run([sys.executable, "-c", MODULES_SCRIPT, "--provider", "openai-compatible", "--base-url",
+                              llm.base_url, "--model", "scripted-model", "-p", "say done"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["code"] == 0, out.stderr
+    assert found["loaded"] == []  # no MCP server, no retrieval, no answer drawn as Markdown
+
+
+def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
+    (project / "src").mkdir()
+    (project / "src" / "greet.py").write_text('def greet(name):\n    return "Helo, " + name\n')
+    (project / "src" / "farewell.py").write_text('def farewell(name):\n    return "Bye, " + name\n')
+    loaded = []
+    for _ in range(2):  # the first run builds and saves the index (with bm25s); the second reads it
+        with ScriptedLLM([Reply("done")]) as llm:
+            out = subprocess.run([sys.executable, "-c", MODULES_SCRIPT, "--provider", "openai-compatible",
+                                  "--base-url", llm.base_url, "--model", "scripted-model", "-p",
+                                  "the greet function misspells Hello"], cwd=project, capture_output=True, text=True,
+                                 timeout=120, stdin=subprocess.DEVNULL)
+        found = json.loads(out.stdout.strip().splitlines()[-1])
+        assert found["code"] == 0, out.stderr
+        loaded.append(found["loaded"])
+        assert "src/greet.py" in llm.requests[0]["messages"][1]["content"]  # retrieval found it both times
+    assert "numpy" in loaded[0] and loaded[1] == []
+
+
+def _mcp_config(servers: dict[str, list[str]], startup_timeout: float) -> None:
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"[mcp]\nstartup_timeout = {startup_timeout}\n"]
+    for name, args in servers.items():
+        lines.append(f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n")
+    config.write_text("\n".join(lines))
+
+
+def test_p_waits_for_a_slow_mcp_server(project: Path) -> None:
+    slow_start = ("import runpy, sys, time; time.sleep(6.5); sys.argv = [sys.argv[0]]; "
+                  f"runpy.run_path({str(SERVER)!r}, run_name='__main__')")
+    _mcp_config({"slow": ["-c", slow_start]}, startup_timeout=300)  # the wait ends when the server is ready
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = run_swecli(project, llm, "-p", "say done")
+    assert out.returncode == 0, out.stderr
+    tools = {t["function"]["name"] for t in llm.requests[0]["tools"]}
+    assert "mcp__slow__echo" in tools  # waited past the REPL's 5 s grace for it
+    assert "waiting up to 300s (mcp.startup_timeout) for MCP server(s) slow" in out.stderr
+    assert "warning" not in out.stderr
+
+
+def test_p_names_an_mcp_server_that_never_starts(project: Path) -> None:
+    _mcp_config({"stuck": ["-c", "import time; time.sleep(600)"]}, startup_timeout=3)
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = run_swecli(project, llm, "-p", "say done")
+    assert out.returncode == 0, out.stderr
+    assert not any(t["function"]["name"].startswith("mcp__") for t in llm.requests[0]["tools"])
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "stuck" in warnings[0]
+    assert "not ready after 3s" in warnings[0] or "did not start within 3s" in warnings[0]
