@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
+from swecli.context.admission import input_too_large, pending_input
 from swecli.context.manager import ContextManager
+from swecli.denials import DenialWatch
 from swecli.errors import ControlFlow
 from swecli.events import (
     Event,
@@ -44,6 +46,7 @@ from swecli.llm.base import (
     ResponseDone,
     TextDelta,
     Waiting,
+    sends_thinking_budget,
 )
 from swecli.messages import (
     Message,
@@ -55,7 +58,7 @@ from swecli.messages import (
 )
 from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
-from swecli.replies import cut_call_result, read_reply
+from swecli.replies import OutputLimit, cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 
 INTERRUPTED = "interrupted by user"
@@ -87,6 +90,11 @@ class Agent:
     tool_calls_run: int = 0
     thinking: Thinking = field(default_factory=Thinking)
     """Extended thinking / reasoning effort for the loop's requests (`/thinking` changes it)."""
+    denials: DenialWatch = field(default_factory=DenialWatch)
+    """Calls refused for want of an approver this turn: repeating them ends the turn (`swecli.denials`)."""
+    _stop_for_denials: str = field(default="", repr=False)
+    _sent: ModelRequest | None = field(default=None, repr=False)
+    """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -97,7 +105,11 @@ class Agent:
         start, usage_before, calls_before = time.monotonic(), self.usage, self.tool_calls_run
         compactions_before, summaries_before = len(self.context.compactions), self.context.compaction_usage
         self.cancel.reset()
-        self.append(task if isinstance(task, UserMessage) else UserMessage(content=task))
+        self.denials.reset()
+        self._stop_for_denials = ""
+        message = task if isinstance(task, UserMessage) else UserMessage(content=task)
+        self._admit(message)
+        self.append(message)
         answer, reason = "", "done"
         for iteration in range(1, self.max_iterations + 1):
             try:
@@ -126,7 +138,8 @@ class Agent:
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
         self.append(response.message)
-        verdict = read_reply(response, self.context.max_tokens)
+        sent = self._sent.max_tokens if self._sent is not None else self.context.max_tokens
+        verdict = read_reply(response, OutputLimit(sent, self.context.max_tokens, self.context.window))
         if verdict.notice:
             self.on_event(Notice("warning", verdict.notice))
         if verdict.action == "continue":
@@ -140,12 +153,15 @@ class Agent:
             if len(batch) == 1 or any(call.id in verdict.cut_calls for call in batch):
                 for call in batch:
                     cut = call.id in verdict.cut_calls
-                    self.append(cut_call_result(call, self.context.max_tokens) if cut else self.execute(call))
+                    self.append(cut_call_result(call, sent) if cut else self.execute(call))
             else:
                 for message in self._execute_together(batch):
                     self.append(message)
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
+        if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
+            reason, self._stop_for_denials = self._stop_for_denials, ""
+            raise Finished(reason, "denied")
 
     def sync_tools(self) -> None:
         """Tools that joined or left since the last request (MCP servers, tool_search) reach the next one."""
@@ -156,13 +172,14 @@ class Agent:
     def query(self, iteration: int) -> ResponseDone:
         request = self._request()
         state = self.context.last_state
-        self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0))
+        self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:
             # The provider's count beat ours (or the server's window is smaller than planned): compact now
             # and retry the same step once.
             self.context.note_overflow(overflow)
+            self._admit()  # a smaller window adopted: the turn's own input may not fit it at all
             self.replace_history(self.context.compact(self.history, self.provider, trigger="overflow"), "overflow")
             try:
                 return self._stream(self._request())
@@ -170,11 +187,25 @@ class Agent:
                 self.context.note_overflow(again)
                 raise self.context.overflow_failure(overflow, again) from None
 
+    def _admit(self, message: UserMessage | None = None) -> None:
+        """Refuse a turn whose input (the task, and what was attached to it) cannot fit the window: compaction
+        would clip it and the model would answer about text it never saw. The input leaves the history (the
+        session goes on without it) and the error says both sizes and what to do."""
+        if message is None and pending_input(self.history) == len(self.history):
+            return  # the turn is under way: its input fitted, what grew since is compaction's to handle
+        refusal = input_too_large(self.context, self.history, message)
+        if refusal is not None:
+            self.replace_history(self.history[:pending_input(self.history)], "refused")
+            raise refusal
+
     def _request(self) -> ModelRequest:
-        # The context engine fits the thinking budget into the reply's room (prompt + reply <= window).
-        if self.thinking.on:
+        # The context engine fits a thinking budget into the reply's room (prompt + reply <= window), where
+        # the wire sends one (Anthropic). An effort word (the OpenAI wire) takes no room of its own: the
+        # whole room is max_tokens, and the effort goes with it as asked.
+        if self.thinking.on and sends_thinking_budget(self.provider):
             return self.context.request(self.history, self.thinking)
-        return self.context.request(self.history)
+        request = self.context.request(self.history)
+        return replace(request, thinking=self.thinking) if self.thinking.on else request
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
@@ -185,6 +216,7 @@ class Agent:
                 elif isinstance(event, ProviderNote):
                     self.on_event(Notice("info", event.text))
                 elif isinstance(event, ResponseDone):
+                    self._sent = request
                     self._account(request, event, time.monotonic() - start)
                     return event
         except Cancelled as stop:
@@ -252,6 +284,8 @@ class Agent:
             result = ToolResult(f"{INTERRUPTED}\n{result.content}".strip(), is_error=True, summary=INTERRUPTED,
                                 meta=result.meta, full=result.full)
         self.on_event(ToolFinished(call, result, time.monotonic() - start, approved))
+        if self.policy.approver is None:  # no one to ask: a model repeating refused calls gets nowhere
+            self._stop_for_denials = self._stop_for_denials or self.denials.saw(call, approved)
         return ToolMessage(tool_call_id=call.id, name=call.name, content=self.context.tool_content(call, result),
                            is_error=result.is_error, images=result.images)
 

@@ -25,7 +25,7 @@ from swecli.config import Settings
 from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.context.meter import counter_for
 from swecli.context.todo import TodoState, todo_tool
-from swecli.events import Event, Notice, TurnFinished
+from swecli.events import ContextOverflow, Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
 from swecli.memory.playbook import Playbook
 from swecli.memory.reflector import Reflector
@@ -342,6 +342,35 @@ class Subagents(Subsystem):
 
 
 @dataclass
+class ModelServer(Subsystem):
+    """What the model's server said about itself (`swecli.llm.window`): a chat template that leaves the tool
+    schemas out of the prompt is said once (and the schemas are not counted: the meter matches the
+    server's count); a window learnt from the server's context-length error is remembered for the next
+    start."""
+
+    @classmethod
+    def open(cls, opening: Opening) -> ModelServer | None:
+        from swecli.llm.window import worth_asking
+
+        return cls() if worth_asking(opening.settings) else None  # a server that may say (OpenAI's API does not)
+
+    def attach(self, session: AgentSession) -> None:
+        from swecli.llm.window import template_without_tools
+
+        note = template_without_tools(session.settings.server_window)
+        if note:
+            session.agent.context.counter.tools_in_prompt = False
+            session.bus(Notice("warning", note))
+        session.bus.listeners.append(lambda event: self._learn(session, event))
+
+    def _learn(self, session: AgentSession, event: Event) -> None:
+        if isinstance(event, ContextOverflow) and event.adopted and event.server_window:
+            from swecli.llm.window import remember_learnt
+
+            remember_learnt(session.settings, event.server_window)
+
+
+@dataclass
 class McpServers(Subsystem):
     """MCP servers (`mcp.servers`): started in the background when the session opens (never waited for);
     their tools reach the loop through the registry's source, loaded or deferred within `mcp.schema_budget`.
@@ -405,6 +434,7 @@ class McpServers(Subsystem):
 
 SUBSYSTEMS: tuple[Callable[[Opening], Subsystem | None], ...] = (
     SessionNotes.open, LearnedPlaybook.open, RepositoryMap.open, Skills.open, Subagents.open, McpServers.open,
+    ModelServer.open,
 )
 """Every subsystem, in the order of their memory sections (and tools). Each decides from the settings
 whether it takes part."""

@@ -227,6 +227,11 @@ class ServerWindow:
     """Where it came from, for /context and the log: "llama.cpp /props", "vLLM /v1/models max_model_len"."""
     base_url: str
     model: str
+    tools: bool | None = None
+    """Whether the server's chat template renders tool schemas into the prompt (llama.cpp `/props`
+    `chat_template_caps.supports_tools`); None when the server does not say."""
+    learnt: bool = False
+    """Learnt from the server's context-length error (cached for the next start), not reported."""
 
 
 class Settings(Section):

@@ -41,6 +41,9 @@ class ModelCallStarted:
     kind: Literal["model_call_started"] = field(default="model_call_started", init=False, repr=False)
     iteration: int
     context_tokens: int
+    window: int = 0
+    """The context window the request was planned for (a window adopted from the server's error shows
+    here from the next request on); 0: not known to the sender."""
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,46 @@ class ReplyVerdict:
     """Ids of tool calls cut short by the output limit: answered with an error, never run."""
 
 
-def read_reply(done: ResponseDone, max_tokens: int) -> ReplyVerdict:
+@dataclass(frozen=True)
+class OutputLimit:
+    """The `max_tokens` a request sent, and what set it: the configured reply size, or the window (a
+    quarter of it at most, and never more than the prompt left). A warning about a cut answer names the
+    number that was sent, and the fix for what limited it: raising a setting that was not the limit
+    would not help."""
+
+    sent: int
+    configured: int = 0
+    """`Settings.max_tokens` (0: unknown, taken as the limit)."""
+    window: int = 0
+    """The context window planned with (0: unknown)."""
+
+    @property
+    def by_window(self) -> bool:
+        return 0 < self.sent < self.configured and self.window > 0
+
+    def describe(self) -> str:
+        if not self.by_window:
+            return f"max_tokens {self.sent:,}"
+        if self.sent == self.window // 4:
+            return (f"max_tokens {self.sent:,}: the configured {self.configured:,} is capped at a quarter of the "
+                    f"{self.window:,}-token context window")
+        return f"max_tokens {self.sent:,}: all the {self.window:,}-token context window had left after the prompt"
+
+    def advice(self) -> str:
+        if not self.by_window:
+            return "raise max_tokens"
+        return ("give the model a larger context window (llama-server -c, Ollama num_ctx, LM Studio's context "
+                "length; then context_limit if swecli does not learn it) or /compact")
+
+
+def read_reply(done: ResponseDone, limit: OutputLimit | int) -> ReplyVerdict:
+    """`limit`: the output limit the request was sent with (a bare number: max_tokens as configured)."""
+    limit = limit if isinstance(limit, OutputLimit) else OutputLimit(limit)
     message, finish = done.message, done.finish_reason
     if finish == "pause_turn":
         return ReplyVerdict("continue")
     if message.tool_calls:
-        return _with_calls(message, finish, max_tokens)
+        return _with_calls(message, finish, limit)
     if finish == "refusal":
         return ReplyVerdict("finish", "refused", "the model refused this request"
                             + ("" if message.content.strip() else " (it gave no explanation)"))
@@ -51,26 +85,26 @@ def read_reply(done: ResponseDone, max_tokens: int) -> ReplyVerdict:
     if finish == "length":
         if message.content.strip():
             return ReplyVerdict("finish", "output_limit",
-                                f"the answer was cut at the output limit (max_tokens {max_tokens:,}); "
-                                "ask it to continue, or raise max_tokens")
+                                f"the answer was cut at the output limit ({limit.describe()}); "
+                                f"ask it to continue, or {limit.advice()}")
         what = "reasoning" if message.reasoning.strip() else "nothing visible"
         return ReplyVerdict("finish", "output_limit",
-                            f"the model reached the output limit (max_tokens {max_tokens:,}) before answering "
-                            f"({what}); raise max_tokens or ask a narrower question")
+                            f"the model reached the output limit ({limit.describe()}) before answering "
+                            f"({what}); {limit.advice()}, or ask a narrower question")
     if not message.content.strip():
         said = "only reasoning, no text" if message.reasoning.strip() else "no text"
         return ReplyVerdict("finish", "empty", f"the model returned an empty answer ({said} and no tool call)")
     return ReplyVerdict("finish")
 
 
-def _with_calls(message: AssistantMessage, finish: str, max_tokens: int) -> ReplyVerdict:
+def _with_calls(message: AssistantMessage, finish: str, limit: OutputLimit) -> ReplyVerdict:
     if finish != "length":
         return ReplyVerdict("run_tools")
     cut = frozenset(call.id for call in message.tool_calls if not arguments_complete(call))
     if not cut:
         return ReplyVerdict("run_tools")
     names = ", ".join(sorted({c.name for c in message.tool_calls if c.id in cut}))
-    return ReplyVerdict("run_tools", notice=f"a {names} call was cut at the output limit (max_tokens {max_tokens:,}) "
+    return ReplyVerdict("run_tools", notice=f"a {names} call was cut at the output limit ({limit.describe()}) "
                                             "and not run; the model was asked to retry with smaller arguments",
                         cut_calls=cut)
 

@@ -544,7 +544,7 @@ def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: 
            "truncate": _TRUNCATED,
            "importance": "reduced to the turns that mattered most"}[strategy]
     parts = [f"{SUMMARY_MARKER} {replaced} earlier messages were {how} to free context. "
-             f"The user's own messages from that span are kept verbatim above. {where}"]
+             f"{_prompts_note(work, head)}{where}"]
     if body:
         parts.append(f"{SUMMARY_HEADING}\n{demote_headings(body)}")
     rendered = _bounded_facts(facts, _facts_budget(work.params), work.text_count)
@@ -552,6 +552,17 @@ def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: 
         parts.append(rendered)
     parts.extend(_extra_sections(work, head))
     return "\n\n".join(parts)
+
+
+def _prompts_note(work: _Work, head: Sequence[Message]) -> str:
+    """What became of the user's own messages of the span, as it is (nothing is claimed for a span with none)."""
+    prompts = [m for m in head if is_prompt(m)]
+    if not prompts:
+        return ""
+    if any(work.count(m) > work.params.prompt_head_tokens + 60 for m in prompts):
+        return ("The user's own messages from that span are kept above; a long one keeps only its beginning and "
+                "ends with the path of its whole text. ")
+    return "The user's own messages from that span are kept above, word for word. "
 
 
 def _extra_sections(work: _Work, head: Sequence[Message]) -> list[str]:
@@ -660,12 +671,19 @@ def _fit_prompts(work: _Work, history: list[Message], over: int, head_tokens: in
 
 
 def _fit_summary(work: _Work, history: list[Message], summary: UserMessage, over: int) -> int:
-    """The summary loses its end first; its first paragraph, which names the archive and the index of saved
-    outputs (where everything it replaced is), stays whole."""
+    """The summary loses its end first, at a line's end so no sentence stops in the middle; its first
+    paragraph, which names the archive and the index of saved outputs (where everything it replaced is),
+    stays whole."""
     index = next(i for i, m in enumerate(history) if m is summary)
     pointers, _, rest = summary.content.partition("\n\n")
-    keep = max(50, work.count(summary) - over - 20 - work.text_count(pointers))
-    text = f"{pointers}\n\n{head_by_tokens(rest, keep, work.text_count)}\n[swecli: summary cut to fit the window]"
+    keep = max(0, work.count(summary) - over - 20 - work.text_count(pointers))
+    body = head_by_tokens(rest, keep, work.text_count)
+    if body == rest:  # nothing to cut (a truncation's note alone): no mark for a cut that did not happen
+        return over
+    if "\n" in body:
+        body = body[:body.rindex("\n")]
+    kept = "\n\n".join(p for p in (pointers, body.rstrip()) if p)
+    text = kept + "\n\n[swecli: the summary cut to fit the window ends here]"
     shortened = replace_content(summary, text)
     work.notes.append("the summary was cut to fit the window")
     history[index] = shortened

@@ -301,6 +301,8 @@ class ContextManager:
         meter = self.meter
         planned, server = meter.window, error.server_window
         adopted = server is not None and server < planned
+        if error.prompt_tokens:
+            meter.learn_prompt_size(error.prompt_tokens)
         self.report.emit(ContextOverflow(planned, server, error.requested, error.reason, adopted))
         if server is None or not adopted:
             return

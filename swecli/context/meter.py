@@ -205,6 +205,16 @@ class Meter:
         if local > 0 and room > 0:
             self.calibration.at_least(room / local)
 
+    def learn_prompt_size(self, server_tokens: int) -> None:
+        """The server named the rejected prompt's size in its own tokens (llama.cpp, llama-cpp-python,
+        Anthropic, Mistral): its ratio to our count holds for what is sent next (a summary request
+        included), even when no response ever reports usage (llama-cpp-python)."""
+        if self.last_request is None:
+            return
+        local = self.counter.request(self.last_request)
+        if local > 0:
+            self.calibration.at_least(server_tokens / local)
+
 
 def split_reply(room: int, thinking: Thinking, max_tokens: int) -> tuple[Thinking, int]:
     """(thinking, max_tokens) for a reply that may use `room` tokens in all: a wire that thinks adds the

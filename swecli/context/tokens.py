@@ -426,6 +426,9 @@ class TokenCounter:
         self._messages = IdentityCache[int]()
         self._tools_key: tuple[ToolSchema, ...] | None = None
         self._tools_count = 0
+        self.tools_in_prompt = True
+        """False when the server leaves the tool schemas out of the prompt (a llama.cpp chat template
+        without a tools section): counting them would put the meter far above the server's own count."""
         self._tools_generation = 1
 
     @property
@@ -482,6 +485,8 @@ class TokenCounter:
         return sum(self.message(b) for b in blocks)
 
     def tools(self, schemas: Sequence[ToolSchema]) -> int:
+        if not self.tools_in_prompt:
+            return 0
         # ToolSchema holds a dict, so it cannot be weak-keyed by value; the tuple is stable per session.
         schemas = tuple(schemas)
         if self._tools_key is not schemas or self._tools_generation != self.generation:

@@ -66,6 +66,8 @@ STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_c
 
 class AnthropicProvider(HttpProvider):
     default_name = "anthropic"
+    thinking_budget_sent = True
+    """Extended thinking asks for `max_tokens + budget`: the budget shares the reply's room in the window."""
     images: bool | None = None
     """Send images (True), their one-line stand-ins (False), or decide from the model's name (None);
     set by the factory from `images.accept`."""

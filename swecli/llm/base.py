@@ -115,6 +115,13 @@ class Provider(Protocol):
     def close(self) -> None: ...
 
 
+def sends_thinking_budget(provider: Provider) -> bool:
+    """Whether `provider` asks for a thinking budget on top of `max_tokens` (Anthropic's wire): only then
+    does the budget take a share of the reply's room in the window. The OpenAI wire sends an effort
+    word, which costs no room of its own (the reasoning comes out of max_tokens)."""
+    return bool(getattr(provider, "thinking_budget_sent", False))
+
+
 class ProviderError(SwecliError):
     """A provider failed in a way the user should read about. `str()` is one clear sentence."""
 
@@ -153,12 +160,16 @@ class TransientError(ProviderError):
 class ContextOverflowError(ProviderError):
     """The request did not fit the model's context window: the context engine compacts and retries."""
 
-    def __init__(self, message: str, *, server_window: int | None = None, requested: int | None = None) -> None:
+    def __init__(self, message: str, *, server_window: int | None = None, requested: int | None = None,
+                 prompt_tokens: int | None = None) -> None:
         super().__init__(message)
         self.server_window = server_window
         """The window the server said it has, when its error message names it."""
         self.requested = requested
         """The request's size in the server's tokens, when its error message names it."""
+        self.prompt_tokens = prompt_tokens
+        """The prompt alone in the server's tokens, when the message says so (llama.cpp, llama-cpp-python,
+        Anthropic, Mistral): the exact ratio of the server's count to swecli's for that request."""
 
 
 class StreamingToolsUnsupported(ProviderError):

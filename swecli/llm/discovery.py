@@ -8,12 +8,21 @@ A preset pointed at another server (`OPENAI_API_KEY=dummy OPENAI_BASE_URL=http:/
 usual way to reach a local server with tools written for OpenAI) and no model configured does not get
 the preset's model (`gpt-4.1`, which that server does not have): the server's `/models` picks it, the
 preset's own model when listed, else the first one.
+
+A configured server is waited for: a local server busy with another request on a loaded machine can take
+seconds to list its models, and start-up must not fail for that. After `QUIET_WAIT` seconds swecli says
+what it waits for, and it waits up to `request_timeout` (the silence it accepts from a server anyway);
+only then does it give up, with a sentence naming the wait and how to skip it (`--model`). An unconfigured
+port probed during auto-detection gets `PROBE_TIMEOUT`; one that accepted the connection but did not
+answer in time is named in the "nothing found" message.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import sys
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from swecli.config import ConfigError, Settings
@@ -21,6 +30,8 @@ from swecli.llm.transport import is_loopback_url, ssl_context
 from swecli.models.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
 
 PROBE_TIMEOUT = 0.5
+QUIET_WAIT = 2.0
+"""Seconds a configured server may take to list its models before swecli says what it is waiting for."""
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
@@ -35,36 +46,56 @@ def default_local_servers() -> list[LocalServer]:
     return [LocalServer(name, PRESETS[name].base_url) for name in LOCAL_ORDER]
 
 
+@dataclass(frozen=True)
+class Listing:
+    """What `GET {base}/models` gave: the model ids (None: nothing usable answered), and whether the
+    question timed out (a busy server: no answer is not "no models")."""
+
+    models: list[str] | None
+    timed_out: bool = False
+
+
 def discover(settings: Settings, env: Mapping[str, str] | None = None,
-             local_servers: Sequence[LocalServer] | None = None, timeout: float = PROBE_TIMEOUT) -> Settings:
-    """Settings with provider, base_url, api_key and model resolved; raises ConfigError when impossible."""
+             local_servers: Sequence[LocalServer] | None = None, timeout: float = PROBE_TIMEOUT,
+             on_wait: Callable[[str], None] | None = None, quiet_wait: float = QUIET_WAIT) -> Settings:
+    """Settings with provider, base_url, api_key and model resolved; raises ConfigError when impossible.
+    `on_wait` hears what swecli waits for when a configured server is slow to list its models (default:
+    a line on stderr)."""
     env = os.environ if env is None else env
+    waiting = _Waiting(on_wait or _say, quiet_wait)
     if settings.provider:
-        return _with_model(settings, timeout)
+        return _with_model(settings, timeout, waiting)
     if settings.base_url:  # a base URL alone means an OpenAI-compatible server
-        return _with_model(settings.model_copy(update={"provider": "openai-compatible"}), timeout)
+        return _with_model(settings.model_copy(update={"provider": "openai-compatible"}), timeout, waiting)
     for name in KEY_ORDER:
         preset = PRESETS[name]
         key = env.get(preset.key_env or "", "")
         if key:
             base_url = env.get(_BASE_URL_ENV.get(name, ""), "") or preset.base_url
             found = settings.model_copy(update={"provider": name, "api_key": key, "base_url": base_url})
-            return found.model_copy(update={"model": settings.model or served_model(found, timeout)})
+            return found.model_copy(update={"model": settings.model or served_model(found, timeout, waiting)})
     notes: list[str] = []
     for server in default_local_servers() if local_servers is None else local_servers:
-        models = list_models(server.base_url, settings.api_key, timeout)
-        if models is None:
+        listing = ask_models(server.base_url, settings.api_key, timeout)
+        if listing.timed_out:
+            notes.append(f"{server.provider} at {server.base_url} accepted the connection but did not list its models "
+                         f"within {timeout:g} s (busy?); to wait for it: swecli --base-url {server.base_url}")
+        if listing.models is None:
             continue
-        if not models and not settings.model:
+        if not listing.models and not settings.model:
             notes.append(f"{server.provider} at {server.base_url} is running but serves no model: load one.")
             continue
         return settings.model_copy(update={"provider": server.provider, "base_url": server.base_url,
-                                           "model": settings.model or models[0]})
+                                           "model": settings.model or listing.models[0]})
     raise ConfigError(_nothing_found(notes, local_servers))
 
 
 def list_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT) -> list[str] | None:
     """Model ids served at an OpenAI-compatible base URL; None when nothing usable answers there."""
+    return ask_models(base_url, api_key, timeout).models
+
+
+def ask_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT) -> Listing:
     import httpx
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -72,21 +103,36 @@ def list_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT
         response = httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=timeout,
                              trust_env=not is_loopback_url(base_url), verify=ssl_context())
         if response.status_code != 200:
-            return None
+            return Listing(None)
         data = response.json().get("data")
+    except httpx.TimeoutException:
+        return Listing(None, timed_out=True)
     except (httpx.HTTPError, ValueError, AttributeError):
-        return None
+        return Listing(None)
     if not isinstance(data, list):
-        return None
-    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+        return Listing(None)
+    return Listing([str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")])
 
 
-def _with_model(settings: Settings, timeout: float) -> Settings:
+@dataclass(frozen=True)
+class _Waiting:
+    """How a slow model listing is announced: `say` after `quiet` seconds."""
+
+    say: Callable[[str], None]
+    quiet: float = QUIET_WAIT
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"swecli: {text}\n")
+    sys.stderr.flush()
+
+
+def _with_model(settings: Settings, timeout: float, waiting: _Waiting) -> Settings:
     """A configured OpenAI-compatible server without a model name: use one it serves."""
     preset = PRESETS.get(settings.provider)
     if settings.model or preset is None or preset.wire != "openai" or not settings.base_url:
         return settings
-    model = served_model(settings, timeout)
+    model = served_model(settings, timeout, waiting)
     if not model:
         raise ConfigError(
             f"provider '{settings.provider}' has no model configured and {settings.base_url}/models "
@@ -95,16 +141,36 @@ def _with_model(settings: Settings, timeout: float) -> Settings:
     return settings.model_copy(update={"model": model})
 
 
-def served_model(settings: Settings, timeout: float = PROBE_TIMEOUT) -> str:
+def served_model(settings: Settings, timeout: float = PROBE_TIMEOUT, waiting: _Waiting | None = None) -> str:
     """The model to use when none is configured: the preset's own at the preset's URL; elsewhere one the
-    server lists (the preset's when listed, else the first), or the preset's when the server lists none."""
+    server lists (the preset's when listed, else the first), or the preset's when the server lists none.
+    A server slow to answer is waited for (see the module's docstring)."""
     preset = PRESETS[settings.provider]
-    if preset.wire != "openai" or settings.base_url.rstrip("/") == preset.base_url:
+    if preset.wire != "openai" or (preset.default_model and settings.base_url.rstrip("/") == preset.base_url):
         return preset.default_model
-    models = list_models(settings.base_url, settings.api_key, max(timeout, 2.0))
+    models = _patient_listing(settings, waiting or _Waiting(_say), max(timeout, settings.request_timeout))
     if not models:
         return preset.default_model
     return preset.default_model if preset.default_model in models else models[0]
+
+
+def _patient_listing(settings: Settings, waiting: _Waiting, limit: float) -> list[str] | None:
+    """The server's models, waiting up to `limit` seconds; after `waiting.quiet` seconds it says so."""
+    url = f"{settings.base_url.rstrip('/')}/models"
+    note = threading.Timer(waiting.quiet, waiting.say, [
+        f"waiting for {url} to list the models it serves (no answer after {waiting.quiet:g} s: the server may be "
+        f"busy; swecli waits up to {limit:g} s, request_timeout; --model NAME skips this question)"])
+    note.daemon = True
+    note.start()
+    try:
+        listing = ask_models(settings.base_url, settings.api_key, limit)
+    finally:
+        note.cancel()
+    if listing.timed_out:
+        raise ConfigError(f"{url} did not answer within {limit:g} s (request_timeout): the server is busy or stuck. "
+                          "Name the model with --model NAME (or SWECLI_MODEL, or model in .swecli/config.toml) and "
+                          "swecli need not ask, or wait for the server and try again.")
+    return listing.models
 
 
 def _nothing_found(notes: list[str], local_servers: Sequence[LocalServer] | None) -> str:

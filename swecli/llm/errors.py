@@ -66,6 +66,10 @@ _REQUESTED = [re.compile(p, re.IGNORECASE) for p in (
     r"prompt contains (\d[\d,]*) tokens",
     r"your request has (\d[\d,]*) input tokens",
 )]
+_PROMPT_SIZE = [re.compile(r"\((\d[\d,]*) in (?:the messages|your prompt)", re.IGNORECASE), *_REQUESTED[1:]]
+"""The sizes that count the prompt alone (OpenAI's and llama-cpp-python's "N in the messages", and every
+size above but "you requested", which adds the completion): the server's own count of what swecli sent,
+which calibrates the local count exactly."""
 _HTML = re.compile(r"^\s*(?:<!doctype html|<html|<head|<body)|</html>|<title>", re.IGNORECASE)
 _HTML_TITLE = re.compile(r"<(title|h1)[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
 _OUTAGE = re.compile(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|temporarily unavailable|"
@@ -126,7 +130,8 @@ def overflow_error(provider: str, message: str, raw: str) -> ContextOverflowErro
     window, requested = overflow_numbers(raw)
     said = f"{provider}: {message}" if message else provider
     return ContextOverflowError(f"the request does not fit the model's context window ({said})",
-                                server_window=window, requested=requested)
+                                server_window=window, requested=requested,
+                                prompt_tokens=_first_number(_PROMPT_SIZE, raw))
 
 
 def is_context_overflow(info: ErrorInfo, status: int = 400) -> bool:

@@ -14,10 +14,20 @@ gemma model with 4,096 tokens although the family supports 131,072. When the use
 
 (`{root}` is the base URL without its `/v1`.) The official OpenAI and Anthropic APIs are not asked: their
 model lists carry no window and the known-models table is right for them. Asking is time-boxed
-(`PROBE_BUDGET` seconds in all) and cached per base URL and model in
-`$XDG_CACHE_HOME/swecli/context-windows.json`: a day for a remote server, ten minutes for one on this
-machine, whose window changes whenever it is restarted with another `-c`. A server that answers none of
-these is cached as such, so it costs nothing on the next start.
+(`PROBE_BUDGET` seconds in all). A server on this machine is asked at every start (a few milliseconds on
+loopback), because its window changes whenever it is restarted with another `-c`; a remote one's answer
+is cached per base URL and model in `$XDG_CACHE_HOME/swecli/context-windows.json` for a day. A server
+that answered every question but reports no window is cached as such (remote: it costs nothing on the
+next start); a question that timed out or found no server proves nothing and is never cached as "no
+window" (an earlier answer stands in, if the cache holds one).
+
+A window learnt from a server's context-length error (llama-cpp-python reports its window nowhere else)
+is cached too (`remember_learnt`, for a day): the next start plans with it instead of the model family's
+131,072 and a failed request. llama.cpp's `/props` also says whether the chat template renders tool
+schemas (`chat_template_caps.supports_tools`); `ServerWindow.tools` carries it, and a session on a
+template without tools says so once (`template_without_tools`) and does not count the schemas. With
+`context_limit` set, only a server on this machine is asked, and only llama.cpp's `/props` (for the
+template's capabilities: the user's window stands).
 """
 
 from __future__ import annotations
@@ -39,7 +49,11 @@ if TYPE_CHECKING:
 PROBE_BUDGET = 3.0
 """Seconds all the questions to one server may take together."""
 LOCAL_TTL = 600.0
+"""How long a local server's answer may stand in when asking it again fails (it is asked at every start)."""
 REMOTE_TTL = 86_400.0
+LEARNT_TTL = 86_400.0
+"""A window learnt from a context-length error: there is no cheaper way to learn it again."""
+LEARNT_SOURCE = "its context-length error"
 DEFAULT_LOAD_CONTEXT = 4_096
 """What Ollama and LM Studio give a model nobody configured (Ollama: on less than 24 GiB of VRAM; set
 `OLLAMA_CONTEXT_LENGTH` / `num_ctx` or LM Studio's context length for more)."""
@@ -51,14 +65,47 @@ Probe = Callable[["_Asker", str], "tuple[int, str] | None"]
 
 def resolve_window(settings: Settings, cache: WindowCache | None = None, budget: float = PROBE_BUDGET) -> Settings:
     """`settings` planning with the server's own window when it reports one (and the user set none)."""
-    if settings.context_limit or not settings.probe_context_window or not worth_asking(settings):
+    if not settings.probe_context_window or not worth_asking(settings):
         return settings
+    local = is_loopback_url(settings.base_url)
+    if settings.context_limit:  # the user's window stands; a local llama.cpp still says what its template does
+        return settings.with_server_window(ask_server(settings, budget, [_llamacpp])[0]) if local else settings
     cache = cache if cache is not None else WindowCache.default()
-    hit, window = cache.get(settings.base_url, settings.model)
-    if not hit:
-        window = probe_window(settings, budget)
+    if not local:
+        hit, window = cache.get(settings.base_url, settings.model)
+        if hit:
+            return settings.with_server_window(window)
+    window, settled = ask_server(settings, budget)
+    if window is not None:
         cache.put(settings.base_url, settings.model, window)
-    return settings.with_server_window(window)
+        return settings.with_server_window(window)
+    _, earlier = cache.get(settings.base_url, settings.model)
+    if settled and not (earlier is not None and earlier.learnt):
+        cache.put(settings.base_url, settings.model, None)  # it reports none (a learnt window stays)
+        earlier = None
+    return settings.with_server_window(earlier)
+
+
+def remember_learnt(settings: Settings, tokens: int, cache: WindowCache | None = None) -> None:
+    """Cache the window a server's context-length error named, for the next start (`LEARNT_TTL`)."""
+    if not settings.base_url or not settings.model:
+        return
+    cache = cache if cache is not None else WindowCache.default()
+    known = settings.server_window
+    cache.put(settings.base_url, settings.model,
+              ServerWindow(tokens, LEARNT_SOURCE, settings.base_url, settings.model,
+                           tools=known.tools if known is not None else None))
+
+
+def template_without_tools(window: ServerWindow | None) -> str:
+    """What to tell the user when the server's chat template drops the tool schemas ("" when it does not)."""
+    if window is None or window.tools is not False:
+        return ""
+    return ("the server's chat template has no tools section (llama.cpp /props: chat_template_caps.supports_tools "
+            "is false), so it leaves swecli's tool schemas out of the prompt: the model cannot call a tool (read, "
+            "edit or run anything) and can only answer in text. To fix it, start llama-server with --jinja and a "
+            "chat template that supports tools (--chat-template-file FILE.jinja, e.g. one of llama.cpp's "
+            "models/templates/), or serve a model whose own template does.")
 
 
 def worth_asking(settings: Settings) -> bool:
@@ -69,17 +116,24 @@ def worth_asking(settings: Settings) -> bool:
 
 def probe_window(settings: Settings, budget: float = PROBE_BUDGET) -> ServerWindow | None:
     """Ask the server at `settings.base_url` for the window it runs `settings.model` with."""
+    return ask_server(settings, budget)[0]
+
+
+def ask_server(settings: Settings, budget: float = PROBE_BUDGET,
+               probes: list[Probe] | None = None) -> tuple[ServerWindow | None, bool]:
+    """(the window, settled): `settled` is False when a question timed out or reached no server, so a
+    None proves nothing about the server (it must not be cached as "reports no window")."""
     asker = _Asker(settings.base_url, settings.api_key, time.monotonic() + budget)
     try:
-        for probe in _probes_for(settings.provider):
+        for probe in probes or _probes_for(settings.provider):
             found = probe(asker, settings.model)
             if found is not None:
-                return ServerWindow(found[0], found[1], settings.base_url, settings.model)
+                return ServerWindow(found[0], found[1], settings.base_url, settings.model, tools=asker.tools), True
             if asker.out_of_time:
                 break
     finally:
         asker.close()
-    return None
+    return None, not asker.unsettled
 
 
 def _probes_for(provider: str) -> list[Probe]:
@@ -94,6 +148,9 @@ def _llamacpp(ask: _Asker, model: str) -> tuple[int, str] | None:
     props = ask.get_json(ask.root + "/props")
     if not isinstance(props, dict):
         return None
+    caps = props.get("chat_template_caps")
+    if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool):
+        ask.tools = caps["supports_tools"]
     settings = props.get("default_generation_settings")
     per_slot = settings.get("n_ctx") if isinstance(settings, dict) else None
     for value, where in ((per_slot, "default_generation_settings.n_ctx"), (props.get("n_ctx"), "n_ctx")):
@@ -182,10 +239,16 @@ class _Asker:
         self.until = until
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client: httpx.Client | None = None
+        self.unsettled = False
+        """A question went unanswered (a timeout, no server, the budget spent): a None proves nothing."""
+        self.tools: bool | None = None
+        """llama.cpp's `chat_template_caps.supports_tools`, when `/props` said."""
 
     @property
     def out_of_time(self) -> bool:
-        return time.monotonic() >= self.until
+        out = time.monotonic() >= self.until
+        self.unsettled = self.unsettled or out
+        return out
 
     def get_json(self, url: str) -> Any:
         return self._send("GET", url, None)
@@ -198,14 +261,21 @@ class _Asker:
 
         left = self.until - time.monotonic()
         if left <= 0.05:
+            self.unsettled = True
             return None
         if self._client is None:
             self._client = httpx.Client(trust_env=not is_loopback_url(self.base), follow_redirects=True,
                                         verify=ssl_context())
         try:
             response = self._client.request(method, url, json=body, headers=self._headers, timeout=left)
+        except httpx.HTTPError:  # timed out, refused, reset: the server did not answer this question
+            self.unsettled = True
+            return None
+        if response.status_code >= 500 or response.status_code in (408, 429):  # busy, loading: ask again later
+            self.unsettled = True
+        try:
             return response.json() if response.status_code == 200 else None
-        except (httpx.HTTPError, ValueError):
+        except ValueError:
             return None
 
     def close(self) -> None:
@@ -231,22 +301,29 @@ class WindowCache:
         entry = self._read().get(_key(base_url, model))
         if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)):
             return False, None
-        ttl = LOCAL_TTL if is_loopback_url(base_url) else REMOTE_TTL
+        source = str(entry.get("source") or "server")
+        learnt = source == LEARNT_SOURCE
+        ttl = LEARNT_TTL if learnt else LOCAL_TTL if is_loopback_url(base_url) else REMOTE_TTL
         if not 0 <= self.clock() - entry["at"] <= ttl:
             return False, None
         tokens = entry.get("tokens")
         if not isinstance(tokens, int) or tokens <= 0:
             return True, None
-        return True, ServerWindow(tokens, f"{entry.get('source', 'server')}, cached", base_url, model)
+        tools = entry.get("tools")
+        return True, ServerWindow(tokens, f"{source}, cached", base_url, model,
+                                  tools=tools if isinstance(tools, bool) else None, learnt=learnt)
 
     def put(self, base_url: str, model: str, window: ServerWindow | None) -> None:
         """Remember the answer; a cache that cannot be written only means asking again next time."""
         entries = self._read()
         now = self.clock()
-        ttl = max(LOCAL_TTL, REMOTE_TTL)
+        ttl = max(LOCAL_TTL, REMOTE_TTL, LEARNT_TTL)
         entries = {k: v for k, v in entries.items() if isinstance(v, dict) and now - v.get("at", 0) <= ttl}
-        entries[_key(base_url, model)] = {"tokens": window.tokens if window else 0,
-                                          "source": window.source if window else "", "at": now}
+        entry: dict[str, Any] = {"tokens": window.tokens if window else 0,
+                                 "source": window.source.removesuffix(", cached") if window else "", "at": now}
+        if window is not None and window.tools is not None:
+            entry["tools"] = window.tools
+        entries[_key(base_url, model)] = entry
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             partial = self.path.with_suffix(f".{os.getpid()}.tmp")

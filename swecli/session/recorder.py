@@ -143,7 +143,8 @@ class SessionRecorder:
                 self._guard("log", lambda: log.history_replaced(event.reason, len(event.history)))
             case ModelCallStarted():
                 if event.context_tokens:
-                    self._guard("log", lambda: log.context(event.context_tokens, self.settings.context_window))
+                    self._guard("log", lambda: log.context(event.context_tokens,
+                                                           event.window or self.settings.context_window))
             case ModelCallFinished():
                 self._guard("log", lambda: log.llm_call(event.usage, event.duration, event.model, event.finish_reason,
                                                         event.reported))

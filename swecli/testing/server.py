@@ -23,6 +23,7 @@ context-window probe is tested over real HTTP; `metadata_requests` records what 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -100,16 +101,20 @@ class Fail:
         return Fail(status, {"error": {"message": "The server had an error", "type": "server_error"}})
 
     @staticmethod
-    def context_overflow(wire: Wire = "openai", requested: int = 12018, limit: int = 8192) -> Fail:
+    def context_overflow(wire: Wire = "openai", requested: int = 12018, limit: int = 8192,
+                         completion: int | None = None) -> Fail:
+        """The server's context-length error. With `completion` (OpenAI's and llama-cpp-python's wording), the
+        sizes are split: `requested` is the prompt and the completion (max_tokens) together, and the prompt's
+        size calibrates swecli's count, so give real numbers. Anthropic names the prompt alone."""
         if wire == "anthropic":
             return Fail(400, {"type": "error", "error": {
                 "type": "invalid_request_error",
                 "message": f"prompt is too long: {requested} tokens > {limit} maximum"}})
+        split = f" ({requested - completion} in the messages, {completion} in the completion)" if completion else ""
         return Fail(400, {"error": {
             "code": "context_length_exceeded", "type": "invalid_request_error",
             "message": f"This model's maximum context length is {limit} tokens. However, you requested "
-                       f"{requested} tokens ({requested - 1000} in the messages, 1000 in the completion). "
-                       "Please reduce the length of the messages or completion."}})
+                       f"{requested} tokens{split}. Please reduce the length of the messages or completion."}})
 
     @staticmethod
     def unauthorized() -> Fail:
@@ -181,6 +186,12 @@ class ServerInfo:
     """Ollama / LM Studio: the model is loaded (only then is `window` reported as its loaded size)."""
     num_ctx: int = 0
     """Ollama: `num_ctx` in the model's parameters (0: none set)."""
+    supports_tools: bool | None = None
+    """llama.cpp: `chat_template_caps.supports_tools` in `/props` (False: the chat template has no tools
+    section, as gemma's, so the server leaves the tool schemas out of the prompt); None: no caps sent."""
+    metadata_delay: float = 0.0
+    """Seconds every metadata answer (`/v1/models`, `/props`, ...) waits first: a busy server on a loaded
+    machine."""
 
 
 class ScriptedLLM:
@@ -274,6 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path = self.path.rstrip("/")
         self.llm.metadata_requests.append(f"GET {path}")
+        if self.llm.info.metadata_delay and self.llm._stopping.wait(self.llm.info.metadata_delay):
+            return  # the server is stopping: no answer
         answer = _metadata(self.llm, "GET", path)
         if answer is None:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -294,6 +307,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, answer) if answer is not None else self._json(404, {"error": f"no route {path}"})
             return
         step = self.llm._next(body, {k.lower(): v for k, v in self.headers.items()})
+        if self.llm.info.supports_tools is False:  # the template drops them: the prompt count has no tools
+            body = {k: v for k, v in body.items() if k != "tools"}
         if isinstance(step, Fail):
             self._fail(step)
         elif isinstance(step, Raw):
@@ -341,7 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
-        self.wfile.write(raw)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up waiting (a timeout)
+            self.wfile.write(raw)
 
     def _raw(self, step: Raw) -> None:
         self.send_response(step.status)
@@ -463,8 +479,13 @@ def _metadata(llm: ScriptedLLM, method: str, path: str) -> dict[str, Any] | None
         return {"object": "list", "data": [_listed_model(info, model)]}
     routes: dict[str, dict[str, Any]] = {}
     if info.kind == "llamacpp":
-        routes["GET /props"] = {"default_generation_settings": {"n_ctx": info.window, "n_predict": -1},
-                                "total_slots": 1, "model_path": f"/models/{model}.gguf"}
+        props: dict[str, Any] = {"default_generation_settings": {"n_ctx": info.window, "n_predict": -1},
+                                 "total_slots": 1, "model_path": f"/models/{model}.gguf"}
+        if info.supports_tools is not None:  # as llama-server b6000+ reports its Jinja template's abilities
+            props["chat_template_caps"] = {"supports_tools": info.supports_tools,
+                                           "supports_tool_calls": info.supports_tools,
+                                           "supports_system_role": True, "supports_parallel_tool_calls": False}
+        routes["GET /props"] = props
     elif info.kind == "ollama":
         running = [{"name": model, "model": model, "context_length": info.window}] if info.loaded else []
         parameters = f"num_ctx                        {info.num_ctx}\nstop \"<end_of_turn>\"" if info.num_ctx \

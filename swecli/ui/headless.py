@@ -16,7 +16,9 @@ Output formats:
 Exit status: 0 when the model finished, 1 on a provider error, 2 at the iteration limit, 130 when
 interrupted (Ctrl-C, as a shell reports it: the first one stops the turn as Esc does in the REPL, a
 second one at once), 3 when the model finished but tool calls were refused because no one was there to
-approve them (the last line says how many and how to allow them). In text mode stdout holds only the
+approve them (the last line says how many and how to allow them), or was stopped for asking again and
+again for such calls (stop reason `denied`: the same call refused 3 times, or 5 refused in a row; see
+`swecli.denials`). In text mode stdout holds only the
 model's answer: why a turn ended otherwise (interrupted, the iteration limit) is said on stderr.
 
 Input piped to stdin is attached to the task (`attach_piped`): whole up to
@@ -69,16 +71,17 @@ if TYPE_CHECKING:
     from swecli.tools.spool import FullOutput
 
 OutputFormat = Literal["text", "json", "stream-json"]
+EXIT_REFUSED = 3
+"""The model finished, but tool calls were refused for want of someone to approve them (or the turn was
+stopped because the model kept asking for such calls: stop reason `denied`)."""
 EXIT_INTERRUPTED = 130
 """128 + SIGINT, as a shell reports a command stopped by Ctrl-C."""
 EXIT_CODES = {"done": 0, "output_limit": 0, "refused": 0, "empty": 0, "error": 1, "iteration_limit": 2,
-              "interrupted": EXIT_INTERRUPTED}
+              "interrupted": EXIT_INTERRUPTED, "denied": EXIT_REFUSED}
 ANSWERED = frozenset({"done", "output_limit", "refused", "empty"})
 """The model ended the turn itself (a warning on stderr explains the last three)."""
 RESULT_SUBTYPES = {**dict.fromkeys(ANSWERED, "success"), "iteration_limit": "error_max_turns"}
 """Claude Code's result subtypes; anything else is `error_during_execution`."""
-EXIT_REFUSED = 3
-"""The model finished, but tool calls were refused for want of someone to approve them."""
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
@@ -421,26 +424,52 @@ def load_named_skill(session: AgentSession, prompt: str, printing: bool) -> str:
 
 def attach_piped(session: AgentSession, piped: FullOutput) -> None:
     """Input piped to stdin goes into the history before the task, as context the task refers to: whole
-    when it fits `context.offload_threshold_tokens`, else saved under `.swecli/tool_results/` with a
-    head+tail preview and the path (nothing piped in is lost)."""
+    when it fits `context.offload_threshold_tokens` and half the room the window leaves (a 4,096-token local
+    server has far less than 8,000 to spare), else saved under `.swecli/tool_results/` with a head+tail
+    preview sized to the room and the path (nothing piped in is lost; the model reads the file in pieces)."""
     from swecli.context.offload import EXACT_COUNT_BYTES, offload_full
     from swecli.messages import UserMessage
 
     config = session.settings.context
-    count = session.agent.context.counter.text
+    context = session.agent.context
+    count = context.counter.text
     text = piped.text(EXACT_COUNT_BYTES)
     size = f"{piped.lines:,} line{'s' if piped.lines != 1 else ''}, {piped.size:,} bytes"
-    if text is not None and count(text) <= config.offload_threshold_tokens:
+    state = context.state(session.agent.history)
+    room = context.calibration.to_local(max(0, state.budget.hard_limit - state.total))
+    limit = max(1, min(config.offload_threshold_tokens, room // 2))
+    if text is not None and count(text) <= limit:
         content = f"Input piped to swecli on stdin ({size}):\n<stdin>\n{text.rstrip()}\n</stdin>"
         note = f"attached the input piped to stdin ({size})"
     else:
-        saved = offload_full(session.root, f"stdin-{session.session_id}", "stdin", "", piped, count,
-                             config.offload_threshold_tokens, config.offload_preview_lines, max_lines=0)
+        lines = preview_lines(piped, config.offload_preview_lines, room // 4, count)
+        saved = offload_full(session.root, f"stdin-{session.session_id}", "stdin", "", piped, count, limit, lines,
+                             max_lines=0)
         content = f"Input piped to swecli on stdin, too large to include whole ({size}):\n{saved.content}"
-        note = (f"the input piped to stdin is {size}, over the {config.offload_threshold_tokens:,}-token limit: the "
-                f"model gets its first and last lines, and the whole of it is in {saved.path}")
+        why = "" if limit == config.offload_threshold_tokens else \
+            f", half of what the {context.window:,}-token context window leaves"
+        note = (f"the input piped to stdin is {size}, over the {limit:,}-token limit{why}: the model gets its first "
+                f"and last lines, and the whole of it is in {saved.path}")
     session.agent.append(UserMessage(content=content, kind="context"))
     session.bus(Notice("info", note))
+
+
+PREVIEW_OVERHEAD = 200
+"""Tokens of a saved input's preview that are not its lines (the header, the note on the lines left out)."""
+
+
+def preview_lines(piped: FullOutput, most: int, budget: int, count: Callable[[str], int]) -> int:
+    """The most preview lines (head and tail, up to `most`) whose text fits `budget` tokens; at least 2."""
+    from swecli.context.offload import PREVIEW_LINE_CHARS
+
+    lines = most
+    while lines > 2:
+        head = piped.head_lines((lines + 1) // 2)
+        tail = piped.tail_lines(lines // 2)
+        if sum(count(line[:PREVIEW_LINE_CHARS]) + 1 for line in head + tail) + PREVIEW_OVERHEAD <= budget:
+            break
+        lines //= 2
+    return max(2, lines)
 
 
 def tty_approver() -> Approver | None:

@@ -429,6 +429,40 @@ def test_a_real_session_keeps_its_saved_outputs_one_read_away(tmp_path: Path) ->
     assert_one_read_away(last[-1], tmp_path)
 
 
+# --- what the summary message says --------------------------------------------------------------
+
+def summary_of(result: object) -> str:
+    return next(m.content for m in result.history  # type: ignore[attr-defined]
+                if isinstance(m, UserMessage) and m.kind == "summary")
+
+
+def test_the_summary_says_what_became_of_the_users_messages_as_it_is() -> None:
+    """Kept word for word, kept shortened (with the path of the whole text), or no sentence when the span had
+    none: never "kept verbatim above" for a message that was clipped or never there."""
+    plain = summary_of(run(long_session(), ScriptedModel([say("s")]), force=True))
+    assert "kept above, word for word" in plain and "verbatim" not in plain
+    paste = "analyze this:\n" + "\n".join(f"log line {i}: something happened" for i in range(3_000))
+    clipped = summary_of(run([UserMessage(content=paste), *long_session(turns=2)], ScriptedModel([say("s")]),
+                             prompt_head_tokens=300, limit=6_000, force=True))
+    assert "a long one keeps only its beginning" in clipped and "word for word" not in clipped
+    context_only: list[Message] = [UserMessage(content="notes " * 300, kind="context"),
+                                   *[m for m in long_session(turns=1) if not (isinstance(m, UserMessage))]]
+    context_only += [UserMessage(content="now the next task"), *tool_round("z", "ok " * 50)]
+    none = summary_of(run(context_only, ScriptedModel([say("s")]), force=True, keep_recent=100))
+    assert "user's own messages" not in none
+
+
+def test_a_summary_cut_to_fit_keeps_its_first_paragraph_whole_and_stops_at_a_line_end() -> None:
+    body = "\n".join(f"- finding {i}: the parser drops a token at line {i} of src/parse.py" for i in range(400))
+    result = run(long_session(), ScriptedModel([say(body)]), force=True, limit=2_200, summary_tokens=300)
+    summary = summary_of(result)
+    first, _, rest = summary.partition("\n\n")
+    assert first.startswith(SUMMARY_MARKER) and first.rstrip().endswith("read or grep it for anything not kept here.")
+    assert summary.endswith("[swecli: the summary cut to fit the window ends here]")
+    kept_lines = rest.removesuffix("[swecli: the summary cut to fit the window ends here]").strip().splitlines()
+    assert all(line.endswith("src/parse.py") or not line.startswith("- finding") for line in kept_lines)
+
+
 # --- a summary made ahead, applied over a span folded meanwhile; a summary cut to fit ---------------------
 
 def test_a_summary_applied_over_a_span_folded_meanwhile_lists_the_files_the_fold_wrote() -> None:

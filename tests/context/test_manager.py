@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,9 @@ from swecli.context.engineering import Mechanisms
 from swecli.context.extract import parse_facts
 from swecli.context.hooks import PreCompactCallback, PreCompactDecision
 from swecli.context.manager import ContextManager, Limits, Prompt, Wiring, current_turn_start, has_open_calls
+from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, ContextOverflow, Event, Notice
-from swecli.llm.base import ContextOverflowError, ModelRequest
+from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, StreamEvent
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.models.thinking import Thinking
 from swecli.testing.model import ScriptedModel, calls, say
@@ -404,6 +407,42 @@ def test_an_overflow_naming_a_smaller_window_is_logged_adopted_and_explained() -
     notice = next(e for e in events if isinstance(e, Notice))
     assert "4,096 tokens, smaller than the 131,072 swecli planned for" in notice.text
     assert "context_limit = 4096" in notice.text and "llama-server -c" in notice.text
+
+
+@dataclass
+class TokenizerOfItsOwn(ScriptedModel):
+    """A server whose tokenizer counts `ratio` times swecli's count: a request that does not fit its window
+    in its own tokens is rejected naming the prompt's size, as llama.cpp (n_prompt_tokens) and
+    llama-cpp-python ("N in the messages") do."""
+
+    window: int = 8_000
+    ratio: float = 1.6
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    rejected: list[int] = field(default_factory=list)
+
+    def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        size = math.ceil(self.counter.request(request) * self.ratio)
+        if size + request.max_tokens > self.window:
+            self.requests.append(request)
+            self.rejected.append(len(self.requests) - 1)
+            raise ContextOverflowError("too long", server_window=self.window, prompt_tokens=size)
+        yield from super().stream(request, cancel)
+
+
+def test_an_overflow_naming_the_prompts_size_calibrates_the_count_so_the_summary_request_fits(
+        project: Path) -> None:
+    """The server's count of the rejected prompt is the exact ratio to ours: taken at once, so the summary
+    request and every request after it fit the server's window in its own tokens (before: a summary request
+    of 4,585 tokens for a window of 4,096)."""
+    context = manager(window=8_000)
+    model = TokenizerOfItsOwn([dump_call(), dump_call(), dump_call(), say("summary after overflow"),
+                               say("recovered")], counter=context.counter)
+    turn = agent(model, context, project, []).run("go")
+    model.assert_done()
+    assert turn.answer == "recovered" and len(model.rejected) == 1
+    assert context.calibration.ratio == pytest.approx(model.ratio, rel=0.02)
+    after = model.requests[model.rejected[0] + 1:]
+    assert is_summary_request(after[0]) and len(after) == 2
 
 
 def test_an_overflow_without_numbers_or_with_a_larger_window_changes_nothing() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from swecli.config import ConfigError, Settings, load_settings
 from swecli.llm.discovery import LocalServer, discover, list_models
-from swecli.testing.server import ScriptedLLM
+from swecli.testing.server import ScriptedLLM, ServerInfo
 
 NOWHERE = [LocalServer("ollama", "http://127.0.0.1:9/v1")]  # port 9 (discard): refused at once
 
@@ -87,3 +87,30 @@ def test_configured_preset_at_another_url_asks_the_server(project: Path) -> None
         assert loaded.model == ""
         assert discover(loaded, env={}).model == "served"
     assert load_settings(project, {"provider": "openai"}, env={"OPENAI_API_KEY": "k"}).model == "gpt-4.1"
+
+
+def test_a_configured_server_slow_to_list_its_models_is_waited_for_and_the_wait_is_said() -> None:
+    """A busy llama-server answering `/v1/models` after the quiet wait (2 s by default; 0.1 s here): start-up
+    waits (up to request_timeout) and says what for, instead of failing with "named none"."""
+    said: list[str] = []
+    with ScriptedLLM(model="gemma-3-270m", info=ServerInfo("llamacpp", window=4096, metadata_delay=0.4)) as llm:
+        found = discover(Settings(base_url=llm.base_url), env={}, local_servers=NOWHERE, on_wait=said.append,
+                         quiet_wait=0.1)
+        waited_for = f"waiting for {llm.base_url}/models"
+    assert found.model == "gemma-3-270m"
+    assert len(said) == 1 and waited_for in said[0] and "--model NAME" in said[0]
+
+
+def test_a_listing_slower_than_request_timeout_fails_with_what_to_do() -> None:
+    with ScriptedLLM(info=ServerInfo(metadata_delay=0.8)) as llm, pytest.raises(ConfigError) as info:
+        discover(Settings(base_url=llm.base_url, request_timeout=0.2), env={}, local_servers=NOWHERE,
+                 on_wait=lambda text: None)
+    message = str(info.value)
+    assert "did not answer within 0.5 s" in message and "--model NAME" in message and "named none" not in message
+
+
+def test_an_auto_detected_server_too_busy_to_answer_is_named() -> None:
+    with ScriptedLLM(info=ServerInfo(metadata_delay=0.5)) as llm, pytest.raises(ConfigError) as info:
+        base_url = llm.base_url
+        discover(Settings(), env={}, local_servers=[LocalServer("llamacpp", base_url)], timeout=0.1)
+    assert f"llamacpp at {base_url} accepted the connection but did not list its models" in str(info.value)

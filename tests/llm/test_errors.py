@@ -133,3 +133,23 @@ def test_overflow_errors_carry_the_servers_window() -> None:
                                             "message": "prompt is too long: 9000 tokens > 8192 maximum"}}
     streamed, retry = classify_stream_error("anthropic", anthropic)
     assert isinstance(streamed, ContextOverflowError) and not retry and streamed.server_window == 8192
+
+
+@pytest.mark.parametrize(("text", "prompt"), [
+    # llama-cpp-python's server and OpenAI: the messages alone, not "you requested" (which adds the completion)
+    ("This model's maximum context length is 4096 tokens. However, you requested 4585 tokens (4585 in the "
+     "messages, None in the completion). Please reduce the length of the messages or completion.", 4585),
+    ("This model's maximum context length is 8192 tokens. However, you requested 12018 tokens (11018 in the "
+     "messages, 1000 in the completion).", 11_018),
+    ('{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", '
+     '"type": "exceed_context_size_error", "n_prompt_tokens": 4500, "n_ctx": 4096}}', 4500),
+    ("prompt is too long: 9000 tokens > 8192 maximum", 9000),
+    ("Requested tokens (5000) exceed context window of 4096", 5000),
+    ("This endpoint's maximum context length is 131072 tokens. However, you requested about 140000 tokens", None),
+    ("input is too long", None),
+])
+def test_overflow_errors_keep_the_servers_count_of_the_prompt(text: str, prompt: int | None) -> None:
+    """The server's own count of what was sent calibrates swecli's count exactly; a size that includes the
+    completion is not taken for it."""
+    error = classify_status("llamacpp", None, 400, json.dumps({"error": {"message": text}}))
+    assert isinstance(error, ContextOverflowError) and error.prompt_tokens == prompt

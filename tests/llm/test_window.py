@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from swecli.config import ServerWindow, Settings
-from swecli.llm.window import LOCAL_TTL, WindowCache, probe_window, resolve_window, worth_asking
+from swecli.llm.window import REMOTE_TTL, WindowCache, probe_window, remember_learnt, resolve_window, worth_asking
 from swecli.testing.server import ScriptedLLM, ServerInfo
 
 
@@ -51,14 +51,17 @@ def test_the_server_beats_the_name_and_the_default(tmp_path: Path) -> None:
     assert asked.context_window == 128_000
 
 
-def test_the_users_setting_wins_and_nothing_is_asked(tmp_path: Path) -> None:
-    with ScriptedLLM(info=ServerInfo("llamacpp", window=4096)) as llm:
+def test_the_users_setting_wins_and_only_a_local_llamacpp_is_asked_about_its_template(tmp_path: Path) -> None:
+    with ScriptedLLM(info=ServerInfo("llamacpp", window=4096, supports_tools=False)) as llm:
         settings = resolve_window(settings_for(llm, "llamacpp", context_limit=16_000), WindowCache(tmp_path / "w"))
-        assert llm.metadata_requests == []
+        assert llm.metadata_requests == ["GET /props"]
     assert settings.context_window == 16_000 and settings.window_source == "user setting (context_limit)"
+    assert settings.server_window is not None and settings.server_window.tools is False
     with ScriptedLLM(info=ServerInfo("llamacpp", window=4096)) as llm:
         resolve_window(settings_for(llm, "llamacpp", probe_context_window=False), WindowCache(tmp_path / "w"))
         assert llm.metadata_requests == []
+    remote = Settings(provider="vllm", base_url="http://10.1.2.3:8000/v1", model="m", context_limit=16_000)
+    assert resolve_window(remote, WindowCache(tmp_path / "w")) is remote  # nothing asked (no connection allowed)
 
 
 def test_official_apis_are_not_asked() -> None:
@@ -68,34 +71,76 @@ def test_official_apis_are_not_asked() -> None:
     assert worth_asking(Settings(provider="openai", model="gpt-4.1", base_url="http://127.0.0.1:8080/v1"))
 
 
-def test_cached_per_base_url_and_model_with_an_expiry(tmp_path: Path) -> None:
-    now = [1_000_000.0]
-    cache = WindowCache(tmp_path / "cache" / "windows.json", clock=lambda: now[0])
+def test_a_local_server_is_asked_at_every_start_so_a_restart_with_another_c_is_seen(tmp_path: Path) -> None:
+    """llama-server restarted with a larger -c: the next start plans with the new window, not a cached one."""
+    cache = WindowCache(tmp_path / "cache" / "windows.json")
     with ScriptedLLM(info=ServerInfo("llamacpp", window=4096)) as llm:
         first = resolve_window(settings_for(llm, "llamacpp"), cache)
-        asked = len(llm.metadata_requests)
+        llm.info.window = 16_384
         again = resolve_window(settings_for(llm, "llamacpp"), cache)
-        assert len(llm.metadata_requests) == asked  # answered from the cache
-        other_model = resolve_window(settings_for(llm, "llamacpp").model_copy(update={"model": "other"}), cache)
-        assert len(llm.metadata_requests) > asked  # another model is asked about
-        now[0] += LOCAL_TTL + 1
-        asked = len(llm.metadata_requests)
-        resolve_window(settings_for(llm, "llamacpp"), cache)
-        assert len(llm.metadata_requests) > asked  # a local server's answer expires
-    assert first.context_window == again.context_window == 4096 and again.window_source.endswith("cached)")
-    assert other_model.model == "other"
+        assert llm.metadata_requests == ["GET /props", "GET /props"]
+    assert first.context_window == 4096 and again.context_window == 16_384
     saved = json.loads((tmp_path / "cache" / "windows.json").read_text())
-    assert any(entry["tokens"] == 4096 for entry in saved.values())
+    assert [entry["tokens"] for entry in saved.values()] == [16_384]
+
+
+def test_a_remote_servers_answer_is_cached_per_base_url_and_model_for_a_day(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    cache = WindowCache(tmp_path / "windows.json", clock=lambda: now[0])
+    remote = Settings(provider="vllm", base_url="http://10.1.2.3:8000/v1", model="m")
+    cache.put(remote.base_url, remote.model, ServerWindow(65_536, "/models max_model_len", remote.base_url, "m"))
+    asked = resolve_window(remote, cache)  # from the cache: the test allows no connection
+    assert asked.context_window == 65_536 and asked.window_source == "server (/models max_model_len, cached)"
+    assert cache.get(remote.base_url, "other") == (False, None)
+    now[0] += REMOTE_TTL + 1
+    assert cache.get(remote.base_url, remote.model) == (False, None)
 
 
 def test_a_server_without_metadata_is_remembered_as_such(tmp_path: Path) -> None:
+    """Every question answered, no window: cached as "none" (a remote server is then not asked again)."""
     cache = WindowCache(tmp_path / "windows.json")
     with ScriptedLLM(model="mystery") as llm:
         first = resolve_window(settings_for(llm), cache)
-        asked = len(llm.metadata_requests)
-        resolve_window(settings_for(llm), cache)
-        assert asked > 0 and len(llm.metadata_requests) == asked
+        assert len(llm.metadata_requests) == 5
+        assert cache.get(llm.base_url, "mystery") == (True, None)
     assert first.context_window == 32_768 and first.window_source == "default for unknown models"
+
+
+def test_a_question_that_timed_out_is_not_cached_and_an_earlier_answer_stands_in(tmp_path: Path) -> None:
+    """A busy server answering its metadata slower than the time box proves nothing about its window."""
+    cache = WindowCache(tmp_path / "windows.json")
+    with ScriptedLLM(model="gemma", info=ServerInfo("llamacpp", window=4096, metadata_delay=0.5)) as llm:
+        busy = resolve_window(settings_for(llm), cache, budget=0.2)
+        assert busy.context_window == 131_072 and cache.get(llm.base_url, "gemma") == (False, None)
+        cache.put(llm.base_url, "gemma", ServerWindow(4096, "llama.cpp /props", llm.base_url, "gemma"))
+        again = resolve_window(settings_for(llm), cache, budget=0.2)
+    assert again.context_window == 4096 and again.window_source == "server (llama.cpp /props, cached)"
+
+
+def test_a_window_learnt_from_an_overflow_is_used_at_the_next_start(tmp_path: Path) -> None:
+    """llama-cpp-python reports no window: the one its context-length error named is remembered, and a
+    server that does report one is believed over it."""
+    cache = WindowCache(tmp_path / "windows.json")
+    with ScriptedLLM(model="gemma3-270m") as llm:  # no metadata, like llama-cpp-python
+        remember_learnt(settings_for(llm), 4096, cache)
+        start = resolve_window(settings_for(llm), cache)
+        assert cache.get(llm.base_url, "gemma3-270m")[1] is not None  # still there after a "reports none" start
+    assert start.context_window == 4096 and start.window_source == "server (its context-length error, cached)"
+    with ScriptedLLM(model="gemma3-270m", info=ServerInfo("llamacpp", window=8192)) as llm:
+        remember_learnt(settings_for(llm), 4096, cache)
+        assert resolve_window(settings_for(llm), cache).context_window == 8192
+
+
+def test_the_chat_templates_tool_support_is_read_and_cached(tmp_path: Path) -> None:
+    cache = WindowCache(tmp_path / "windows.json")
+    with ScriptedLLM(info=ServerInfo("llamacpp", window=4096, supports_tools=False)) as llm:
+        asked = resolve_window(settings_for(llm), cache)
+        hit, cached = cache.get(llm.base_url, llm.model)
+    assert asked.server_window is not None and asked.server_window.tools is False
+    assert hit and cached is not None and cached.tools is False
+    with ScriptedLLM(info=ServerInfo("llamacpp", window=4096)) as llm:  # an older llama-server: no caps
+        window = probe_window(settings_for(llm))
+    assert window is not None and window.tools is None
 
 
 def test_an_unwritable_cache_only_means_asking_again(tmp_path: Path) -> None:
