@@ -16,7 +16,8 @@ Each class lives beside the code that raises it; this is the map (tests/test_err
     │   ├── TransientError          5xx, timeouts, dropped connections
     │   ├── StreamingToolsUnsupported
     │   └── ContextOverflowError    the request did not fit: compaction retries it
-    │       └── EmptyStream         swecli.llm.openai
+    │       ├── EmptyStream         swecli.llm.openai
+    │       └── InputTooLarge       swecli.context.admission  the turn's own input cannot fit: refused
     ├── SessionError                swecli.session.store      nothing to resume, an ambiguous id
     ├── InitError                   swecli.memory.init        /init could not write OPENCLI.md
     ├── PlaybookError               swecli.memory.playbook

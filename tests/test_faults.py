@@ -85,6 +85,26 @@ def resent_after_cut_call(project: Path, llm: ScriptedLLM) -> None:
     assert (project / "notes.txt").read_text() == "hello"
 
 
+def honest_overflow(limit: int) -> Callable[[dict[str, object]], Step]:
+    """Anthropic's context-length error for the request it answers, its size estimated from the request's
+    text (about 4 characters a token), as the real API names the prompt's own size."""
+    def answer(body: dict[str, object]) -> Step:
+        size = len(json.dumps({"system": body.get("system"), "messages": body.get("messages"),
+                               "tools": body.get("tools")})) // 4
+        assert size > limit, f"the request ({size}) fits {limit}: the server would not refuse it"
+        return Fail.context_overflow("anthropic", requested=size, limit=limit)
+    return answer
+
+
+def overflow_steps(wire: Wire) -> list[Step]:
+    if wire == "openai":
+        return [Fail.context_overflow(wire, requested=9000, limit=8192), Reply("done")]
+    # Four outputs of ~2k tokens each kept in the history (each under the offload threshold), then the prompt
+    # is too long for the server.
+    reads = [Call("bash", {"command": f"seq -s ' ' {start} {start + 900}"}) for start in range(100000, 500000, 100000)]
+    return [Reply(calls=reads), honest_overflow(limit=8192), Reply("done")]
+
+
 def overflow_logged(project: Path, llm: ScriptedLLM) -> None:
     record = next(r for r in _records(project, "logs") if r["event"] == "context_overflow")
     assert record["server_window"] == 8192 and record["planned_window"] == 32_768 and record["adopted"] is True
@@ -135,16 +155,25 @@ FAULTS = [
                      Reply(calls=[Call("write_file", {"path": "notes.txt", "content": "hello"})]), Reply("done")],
           r"  x The arguments for write_file end before the JSON object is complete", requests=3,
           check=resent_after_cut_call),
-    Fault("context-overflow", lambda w: [Fail.context_overflow(w, requested=9000, limit=8192), Reply("done")],
+    # Anthropic's error names the prompt's own size, which calibrates swecli's count: its numbers must be
+    # honest, so there the prompt really is over 8,192 tokens (a command's output read just before).
+    Fault("context-overflow", overflow_steps,
           r"warning: the server's context window is 8,192 tokens, smaller than the 32,768 swecli planned for; "
           r"using 8,192 from now on\. Set context_limit = 8192",
+          requests={"openai": 2, "anthropic": 3},
           env={"SWECLI_CONTEXT__STRATEGY": "truncate", "SWECLI_MAX_TOKENS": "1000"}, log_event="context_overflow",
           check=overflow_logged),
+    # OpenAI's error names prompt and completion together (no calibration): the request stays too large.
+    # Anthropic's names the prompt: a window that cannot hold even the system prompt and the task is refused
+    # before anything more is sent.
     Fault("context-overflow-after-compacting",
-          lambda w: [Fail.context_overflow(w, requested=40_000, limit=8192)] * 2,
-          r"error: the request does not fit the model's context window even after compacting \(2 requests sent\): "
-          r"the server's window is 8,192 tokens and the request 40,000; give the server a larger context",
-          exit_code=1, requests=2,
+          lambda w: ([Fail.context_overflow(w, requested=40_000, limit=8192)] * 2 if w == "openai"
+                     else [honest_overflow(limit=2000)]),
+          r"(error: the request does not fit the model's context window even after compacting \(2 requests sent\): "
+          r"the server's window is 8,192 tokens and the request 40,000; give the server a larger context"
+          r"|error: the task is ~\d+ tokens: with swecli's system prompt and tool schemas \(~[\d,]+\) and room for a "
+          r"reply it does not fit the model's 2,000-token context window)",
+          exit_code=1, requests={"openai": 2, "anthropic": 1},
           env={"SWECLI_CONTEXT__STRATEGY": "truncate", "SWECLI_MAX_TOKENS": "1000"}, log_event="context_overflow"),
     Fault("empty-200", lambda w: [EmptyStream(), Reply("done")],
           r"(returned an empty stream|sent an empty stream).*; retrying in"),

@@ -2,6 +2,7 @@
 
     manager.py       `ContextManager`: what the agent loop asks of the engine (assemble, count, compact, observe)
     wiring.py        what the engine talks to (events, cancel token, summary provider, pin, todo, counter)
+    admission.py     a turn whose own input cannot fit the window is refused before sending
     meter.py         what a request carries, counted and calibrated against the window (`Prompt`, `Limits`)
     budget.py        the window, the compaction threshold and where the tokens go (`ContextState`)
     ledger.py        what the engine knows about a history, kept up to date in O(appended)
