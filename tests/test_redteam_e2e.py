@@ -25,7 +25,17 @@ import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools import syscalls
-from tests.test_sandbox_attacks_e2e import MARK, REASON, Run, bash, make_home, make_repo, swecli_env, tool_results
+from tests.test_sandbox_attacks_e2e import (
+    MARK,
+    REASON,
+    Run,
+    bash,
+    home_and_repo,
+    make_home,
+    make_repo,
+    swecli_env,
+    tool_results,
+)
 from tests.unprivileged import USERS, hand_over, user_prefix, workspace
 
 pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -196,11 +206,7 @@ def files_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
     user_prefix(user)
     with workspace("swecli-redteam-files-") as base:
-        home, project = base / "home", base / "project"
-        home.mkdir()
-        project.mkdir()
-        make_home(home)
-        make_repo(project)
+        home, project = home_and_repo(base)
         os.mkfifo(project / "pipe")
         (project / "loop").symlink_to("loop2")
         (project / "loop2").symlink_to("loop")
@@ -286,11 +292,7 @@ def worktree_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
     user_prefix(user)
     with workspace("swecli-redteam-wt-") as base:
-        home, main = base / "home", base / "main"
-        home.mkdir()
-        main.mkdir()
-        make_home(home)
-        make_repo(main)
+        home, main = home_and_repo(base, "main")
         subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(base / "wt")], check=True)
 
         def evil(tag: str) -> str:
@@ -393,11 +395,7 @@ def trust_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
     user_prefix(user)
     with workspace("swecli-redteam-trust-") as base:
-        home, project = base / "home", base / "project"
-        home.mkdir()
-        project.mkdir()
-        make_home(home)
-        make_repo(project)
+        home, project = home_and_repo(base)
         (project / ".swecli").mkdir(exist_ok=True)
         (project / ".swecli" / "config.toml").write_text('[sandbox]\nmode = "off"\n')
         agents = project / ".claude" / "agents"

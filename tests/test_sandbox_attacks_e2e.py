@@ -86,6 +86,16 @@ def make_repo(project: Path) -> None:
     (project / ".swecli").mkdir()
 
 
+def home_and_repo(base: Path, repo: str = "project") -> tuple[Path, Path]:
+    """A home holding the usual credentials and, beside it, a committed git repository."""
+    home, project = base / "home", base / repo
+    home.mkdir()
+    project.mkdir()
+    make_home(home)
+    make_repo(project)
+    return home, project
+
+
 def swecli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     keep = ("PATH", "LANG", "PYTHONPATH")  # PYTHONPATH: the swecli under test, when it is not the installed one
     env = {k: v for k, v in os.environ.items() if k in keep}
@@ -227,11 +237,7 @@ def protected_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
     user_prefix(user)
     with workspace("swecli-protected-") as base:
-        home, project = base / "home", base / "project"
-        home.mkdir()
-        project.mkdir()
-        make_home(home)
-        make_repo(project)
+        home, project = home_and_repo(base)
         ran = base / "hook-ran"
         steps: list[Step] = [
             bash(f"mkdir -p .git/hooks; printf '#!/bin/sh\\ntouch {ran}\\n' > .git/hooks/pre-commit; "

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,28 +27,6 @@ METER = re.compile(r"ctx \d+% · [\d.]+k?/32\.8k")
 def meter_tokens(label: str) -> float:
     used = label.split(" · ")[1].split("/")[0]
     return float(used[:-1]) * 1000 if used.endswith("k") else float(used)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def start(project: Path, home: Path) -> Iterator[Any]:
-    terminals: list[Terminal] = []
-
-    def _start(llm: ScriptedLLM, *extra: str) -> Terminal:
-        term = spawn_swecli(llm.base_url, project, home, *extra)
-        terminals.append(term)
-        term.prompt()
-        return term
-
-    yield _start
-    for term in terminals:
-        term.close()
 
 
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +14,12 @@ import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools.sandbox import unavailable_reason
-from tests.ui.harness import Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
 
 APPROVAL = "Allow? [y]es / [n]o / [a]lways this session"
 LIFT = re.compile(r"run it again\s+outside\s+the\s+sandbox\?")  # the preview wraps long lines
-
-
-@pytest.fixture
-def start(project: Path, tmp_path: Path) -> Iterator[Any]:
-    terminals: list[Terminal] = []
-    home = tmp_path / "home"
-    home.mkdir()
-
-    def _start(llm: ScriptedLLM) -> Terminal:
-        term = spawn_swecli(llm.base_url, project, home)
-        terminals.append(term)
-        term.prompt()
-        return term
-
-    yield _start
-    for term in terminals:
-        term.close()
 
 
 def test_read_only_commands_do_not_ask_and_a_write_does(start: Any, project: Path) -> None:

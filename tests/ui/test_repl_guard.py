@@ -4,14 +4,12 @@ does nothing there); a command the guard does not flag still asks in default mod
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -29,21 +27,11 @@ def home(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def start(project: Path, home: Path) -> Iterator[Any]:
-    terminals: list[Terminal] = []
-
-    def _start(llm: ScriptedLLM, *extra: str) -> Terminal:
-        # No sandbox, so that only the guard stands between the model and the files.
-        (home / ".config" / "swecli").mkdir(parents=True, exist_ok=True)
-        (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nmode = "off"\n')
-        term = spawn_swecli(llm.base_url, project, home, *extra)
-        terminals.append(term)
-        term.prompt()
-        return term
-
-    yield _start
-    for term in terminals:
-        term.close()
+def start(start: Any, home: Path) -> Any:
+    """The shared `start`, with no sandbox: only the guard stands between the model and the files."""
+    (home / ".config" / "swecli").mkdir(parents=True, exist_ok=True)
+    (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nmode = "off"\n')
+    return start
 
 
 def test_default_mode_asks_for_everything_but_never_offers_always_for_a_flagged_command(

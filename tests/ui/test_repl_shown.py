@@ -4,34 +4,14 @@ instead of obeyed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
-
-
-@pytest.fixture
-def start(project: Path, tmp_path: Path) -> Iterator[Any]:
-    terminals: list[Terminal] = []
-    home = tmp_path / "home"
-    home.mkdir()
-
-    def _start(llm: ScriptedLLM, *extra: str) -> Terminal:
-        term = spawn_swecli(llm.base_url, project, home, *extra)
-        terminals.append(term)
-        term.prompt()
-        return term
-
-    yield _start
-    for term in terminals:
-        term.close()
 
 
 def test_an_answer_with_angle_brackets_is_shown_as_written(start: Any) -> None:
