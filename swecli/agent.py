@@ -173,6 +173,7 @@ class Agent:
         request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
+        self._ready_tools()
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:
@@ -186,6 +187,11 @@ class Agent:
             except ContextOverflowError as again:
                 self.context.note_overflow(again)
                 raise self.context.overflow_failure(overflow, again) from None
+
+    def _ready_tools(self) -> None:
+        """Let the tools start what their next call would wait for (a sandbox, a parser) while the model
+        thinks."""
+        self.tools.ready(replace(self.tool_ctx, sandbox=self.policy.confinement))
 
     def _admit(self, message: UserMessage | None = None) -> None:
         """Refuse a turn whose input (the task, and what was attached to it) cannot fit the window: compaction
