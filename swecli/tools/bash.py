@@ -31,7 +31,7 @@ from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
-from swecli.tools.spare import SPARES
+from swecli.tools.spare import SPARES, Spares
 from swecli.tools.spool import FullOutput, Spool
 from swecli.tools.visible import without_colours
 
@@ -150,12 +150,13 @@ def warm_parser() -> None:
     threading.Thread(target=load, name="swecli-shell-parser", daemon=True).start()
 
 
-def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None) -> _Outcome:
+def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None,
+                spares: Spares = SPARES) -> _Outcome:
     outcome = _Outcome(output=OutputBuffer(ctx.max_output_chars))
     start = time.monotonic()
     argv = ["/bin/bash", "-c", command]
     env = command_environment(ctx)
-    started = SPARES.take(sandbox, env, argv) if sandbox is not None else None
+    started = spares.take(sandbox, env, argv) if sandbox is not None else None
     launch = started[0] if started else sandbox.launch(argv, env) if sandbox is not None else None
     try:
         proc = started[1] if started else _start(launch.argv if launch else argv, launch.env if launch else env,

@@ -95,7 +95,12 @@ class _Order:
 class Spares:
     """At most one spare sandbox, started on a long-lived thread of its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, take_wait: float = TAKE_WAIT) -> None:
+        self.take_wait = take_wait
+        self.used = 0
+        """Commands that ran in a spare."""
+        self.refused = 0
+        """Spares that did not fit their command (the layout or the environment changed) and were discarded."""
         self._lock = threading.Lock()
         self._next: _Order | None = None
         self._jobs: queue.SimpleQueue[_Order | Spare] = queue.SimpleQueue()
@@ -118,6 +123,12 @@ class Spares:
             self._jobs.put(current)  # discarded once started
         self._jobs.put(order)
 
+    def wait_started(self, timeout: float) -> bool:
+        """Wait until the prepared spare has been started (or failed to); False if none is prepared."""
+        with self._lock:
+            order = self._next
+        return order is not None and order.done.wait(timeout) and order.spare is not None
+
     def take(self, sandbox: Sandbox, env: Mapping[str, str],
              argv: list[str]) -> tuple[Launch, subprocess.Popen[bytes]] | None:
         """The prepared spare running `argv` (`["/bin/bash", "-c", COMMAND]`), when it is exactly what
@@ -128,7 +139,7 @@ class Spares:
                 order.claimed = True
         if order is None:
             return None
-        if not order.done.wait(TAKE_WAIT) or order.spare is None:
+        if not order.done.wait(self.take_wait) or order.spare is None:
             self._jobs.put(order)  # discarded once started
             return None
         spare = order.spare
@@ -137,8 +148,10 @@ class Spares:
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
                 and spare.env == dict(env) and spare.shape == _shape(sandbox, layout) and spare.proc.poll() is None)
         if not fits:
+            self.refused += 1
             self._jobs.put(spare)
             return None
+        self.used += 1
         spare.release(argv[2])
         return Launch(argv, inner, (), sandbox.root, layout.checks), spare.proc
 
