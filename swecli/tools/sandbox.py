@@ -522,15 +522,15 @@ def unavailable_reason() -> str:
 def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
     """The strongest capability and user-namespace flags this bwrap accepts here: no capabilities in a user
     namespace of its own without nested ones, or (a setuid bwrap) `--cap-drop ALL` alone."""
-    path = _which(bwrap)
+    path = _which(bwrap, os.environ.get("PATH", ""))
     found = _probe(path)[1] if path else ()
     return found or _ISOLATION_CHOICES[0]
 
 
 @functools.lru_cache(maxsize=8)
-def _which(bwrap: str) -> str | None:
-    """Where `bwrap` is (looked up once: every command's command line names it)."""
-    return shutil.which(bwrap)
+def _which(bwrap: str, search: str) -> str | None:
+    """Where `bwrap` is on the `search` path (looked up once per PATH: every command line names it)."""
+    return shutil.which(bwrap, path=search)
 
 
 @functools.lru_cache(maxsize=8)
