@@ -3,9 +3,11 @@ that no longer fits its command is not used, and a spare that is let go without 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -141,3 +143,32 @@ def _waiting_spares(project: Path) -> list[int]:
         if argv and argv[0].endswith(b"bwrap") and os.fsencode(str(project)) in argv:
             found.append(int(entry.name))
     return found
+
+
+AS_USER = r"""
+import json, sys
+from pathlib import Path
+from tests.tools.test_spare import SAME, both
+project, home = Path(sys.argv[1]), Path(sys.argv[2])
+print(json.dumps([command for command in SAME if len(set(map(str, both(project, home, command)))) != 1]))
+"""
+
+
+def test_a_spare_gives_what_a_fresh_launch_gives_to_an_unprivileged_user() -> None:
+    # bwrap without privileges maps a user namespace of its own: the spare must be the same there too.
+    from tests.unprivileged import hand_over, user_prefix, workspace
+
+    prefix = user_prefix("nobody")
+    with workspace("swecli-spare-nobody-") as base:
+        home, project = base / "home", base / "project"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+        project.mkdir()
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        hand_over(base, "nobody")
+        repo = Path(__file__).resolve().parents[2]
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(repo), "LANG": "C.UTF-8"}
+        out = subprocess.run([*prefix, sys.executable, "-c", AS_USER, str(project), str(home)], env=env, cwd=base,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert json.loads(out.stdout) == []
