@@ -159,6 +159,7 @@ class Agent:
                     self.append(message)
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
+        self._ready_tools()  # the next request is built from here on: the next call's sandbox starts meanwhile
         if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
             reason, self._stop_for_denials = self._stop_for_denials, ""
             raise Finished(reason, "denied")
