@@ -169,7 +169,8 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
     return outcome
 
 
-def _start(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], ctx: ToolContext) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...],
+           ctx: ToolContext) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True, env=env, pass_fds=pass_fds,

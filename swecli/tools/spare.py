@@ -24,6 +24,7 @@ Nothing is weakened:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import queue
 import signal
@@ -67,10 +68,8 @@ class Spare:
     def discard(self) -> None:
         """Stop it without running anything (the go pipe sees end-of-file; the group is killed)."""
         self._close_fds()
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.proc.wait()
