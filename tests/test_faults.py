@@ -36,6 +36,10 @@ from swecli.testing.server import (
 )
 
 WIRES: list[Wire] = ["openai", "anthropic"]
+QUICK_RETRIES = {"SWECLI_RETRY_BASE_DELAY": "0.05"}
+"""Every run retries after 25-50 ms instead of 0.5-1 s (what is checked is that it retries, how often and
+what it says; a server's Retry-After is still waited in full). Faults whose outcome depends on the real
+backoff set their own value."""
 FAULTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "faults.md"
 
 
@@ -137,7 +141,7 @@ FAULTS = [
           r"(.|\n)*^error: (?=.*the 4\.0s limit set by request_deadline; raise it if the server needs longer)"
           r"(?=.*gave up after [23] attempts).*$",
           exit_code=1, requests=frozenset({2, 3}), strict=False,
-          env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "4"}),
+          env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "4", "SWECLI_RETRY_BASE_DELAY": "1"}),
     Fault("headers-then-silence", lambda w: [Silent(30, headers=True), Reply("done")],
           r"waiting for \S+: no reply for(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying",
           env={"SWECLI_REQUEST_TIMEOUT": "1"}),
@@ -193,7 +197,8 @@ FAULTS = [
 
 def run_swecli(project: Path, llm: ScriptedLLM, wire: Wire, *args: str, extra_env: dict[str, str] | None = None,
                popen: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **QUICK_RETRIES,
+           **(extra_env or {})}
     provider = "openai-compatible" if wire == "openai" else "anthropic"
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
