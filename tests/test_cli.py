@@ -7,13 +7,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import swecli_in_process
+
 HEAVY = ("httpx", "prompt_toolkit", "rich", "tiktoken", "pydantic", "swecli.agent", "swecli.llm.openai")
 
 
-def swecli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def swecli(*args: str, cwd: Path, env: dict[str, str] | None = None,
+           process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`swecli ARGS` in this process (`tests.helpers.swecli_in_process`: the same parsing, messages and exit
+    status), or with `process` a real one (what start-up itself does)."""
     import os
 
     full_env = {**os.environ, **(env or {})}
+    if not process:
+        return swecli_in_process(list(args), cwd, full_env)
     return subprocess.run([sys.executable, "-m", "swecli", *args], cwd=cwd, env=full_env, text=True,
                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
 
@@ -33,7 +40,7 @@ def test_version_and_help_do_not_load_provider_or_ui_stacks() -> None:
 
 
 def test_version_prints(project: Path) -> None:
-    out = swecli("--version", cwd=project)
+    out = swecli("--version", cwd=project, process=True)
     assert out.returncode == 0 and out.stdout.strip().startswith("swecli ")
 
 
