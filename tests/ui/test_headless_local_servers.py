@@ -13,21 +13,17 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, ServerInfo
-from tests.helpers import swecli_in_process
 from tests.ui.test_headless import run_swecli
 
 
 def run_local(project: Path, llm: ScriptedLLM, *args: str, stdin: str | None = None,
               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`swecli` pointed at a local OpenAI-compatible server by its base URL alone, with the model the server
-    serves (its name picks the known-models window, as gemma's 131,072). In this process unless `stdin` is
-    piped (`tests.helpers.swecli_in_process`)."""
+    serves (its name picks the known-models window, as gemma's 131,072)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
-    argv = ["--base-url", llm.base_url, "--model", llm.model, *args]
-    if stdin is None:
-        return swecli_in_process(argv, project, env)
-    return subprocess.run([sys.executable, "-m", "swecli", *argv], cwd=project, env=env, text=True,
-                          capture_output=True, timeout=120, input=stdin)
+    command = [sys.executable, "-m", "swecli", "--base-url", llm.base_url, "--model", llm.model, *args]
+    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120,
+                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
 def test_a_model_repeating_a_refused_call_is_stopped_after_three_tries(project: Path) -> None:
