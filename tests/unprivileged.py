@@ -45,15 +45,19 @@ def hand_over(path: Path, user: str) -> None:
     os.chown(path, nobody.pw_uid, nobody.pw_gid)
 
 
+WARM_VOCABULARIES: list[Path] = []
+"""The run's decoded vocabularies, filled by `tests/conftest.py` `_warm_vocabularies` (a session fixture,
+so set up before any module-scoped fixture of a test that calls `seed_vocabularies`)."""
+
+
 def seed_vocabularies(home: Path) -> None:
     """Copy the run's decoded vocabularies (`tests/conftest.py` links them into every test's cache) into
     `home`'s `~/.cache`, so a swecli started with that home does not decode o200k again (seconds under
     load). A copy, not a link: the shared files live in the run's temp folder, private to root, and
     `hand_over` gives the copy to `nobody` with the rest of the home."""
-    source = Path(os.environ["XDG_CACHE_HOME"]) / "swecli" / "tokenizers"
     target = home / ".cache" / "swecli" / "tokenizers"
     target.mkdir(parents=True, exist_ok=True)
-    for path in source.glob("*"):
+    for path in WARM_VOCABULARIES:
         shutil.copyfile(path, target / path.name)
 
 
