@@ -39,7 +39,7 @@ from swecli.context.compaction import (
     summary_body,
     with_model_summary,
 )
-from swecli.context.decay import DecayScan, fold_older, room_policy, saving_reference
+from swecli.context.decay import DecayScan, fold_older, room_policy
 from swecli.context.engineering import NoMechanisms
 from swecli.context.foldahead import FoldsAhead
 from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
@@ -203,8 +203,7 @@ class Compactor:
         if self._ahead is None or self._ahead.counter is not self.meter.counter:
             if self._ahead is not None:
                 self._ahead.close()
-            reference = saving_reference(self.root or Path.cwd(), self.mechanisms.redactor)
-            self._ahead = FoldsAhead(self.meter.counter, reference)
+            self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor)
         return self._ahead
 
     # --- parts -----------------------------------------------------------------------------------------
