@@ -13,6 +13,11 @@ Nothing is weakened:
   environment's toolchains); any difference discards the spare and the command starts fresh. The checks
   that run after the command (a protected file it created, new dot entries of the home, submodules) are
   the fresh layout's, taken just before the command runs.
+- The files and directories the command line mounts are compared too (device and inode of each bind's
+  source and target, each tmpfs's target): a protected file replaced by a rename after the spare started
+  (an approved `write_file` writes that way) would otherwise have its read-only mount detached in the
+  spare's namespace (the kernel drops a mount whose mount point is renamed over elsewhere), leaving the
+  new file writable there.
 - The command reaches the sandbox through a memfd and a one-byte "go" on a pipe (both closed by the
   waiting shell before it exec's `bash -c COMMAND`, so the command gets exactly the argv, environment,
   descriptors and process group a fresh launch gives it). A spare that is discarded, or whose swecli
@@ -53,6 +58,8 @@ class Spare:
     env: dict[str, str]
     shape: list[str]
     """Its bwrap command line without descriptor numbers, to compare with a fresh launch's."""
+    mounted: list[tuple[int, int] | None]
+    """What each path the command line mounts was when the spare started (`_identities`)."""
     proc: subprocess.Popen[bytes]
     text_fd: int
     go_fd: int
@@ -145,7 +152,8 @@ class Spares:
         inner = sandbox.environment(env)
         layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
-                and spare.env == dict(env) and spare.shape == _shape(sandbox, layout) and spare.proc.poll() is None)
+                and spare.env == dict(env) and spare.shape == _shape(sandbox, layout)
+                and spare.mounted == _identities(spare.shape) and spare.proc.poll() is None)
         if not fits:
             self.refused += 1
             self._jobs.put(spare)
@@ -199,9 +207,30 @@ def _shape(sandbox: Sandbox, layout: Layout) -> list[str]:
     return sandbox.wrap(["/bin/bash", "-c", "<command>"], layout, None)
 
 
+_MOUNTS_TWO = frozenset({"--bind", "--ro-bind", "--ro-bind-try", "--bind-try", "--dev-bind", "--dev-bind-try"})
+_MOUNTS_ONE = frozenset({"--tmpfs", "--remount-ro"})
+
+
+def _identities(shape: list[str]) -> list[tuple[int, int] | None]:
+    """(device, inode) of every path a bind or tmpfs in `shape` names, None where there is none."""
+    paths = [path for i, arg in enumerate(shape) if arg in _MOUNTS_TWO for path in shape[i + 1:i + 3]]
+    paths += [shape[i + 1] for i, arg in enumerate(shape) if arg in _MOUNTS_ONE]
+    return [_identity(path) for path in paths]
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     inner = sandbox.environment(env)
     layout = sandbox.layout(inner)
+    shape = _shape(sandbox, layout)
+    mounted = _identities(shape)  # before bwrap mounts anything: what a fresh launch would mount now
     seccomp = syscalls.filter_fd(network=sandbox.network)
     text_fd = os.memfd_create("swecli-command")
     go_read, go_write = os.pipe()
@@ -219,7 +248,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
         os.close(go_read)
         if seccomp is not None:
             os.close(seccomp)
-    return Spare(sandbox, env, _shape(sandbox, layout), proc, text_fd, go_write)
+    return Spare(sandbox, env, shape, mounted, proc, text_fd, go_write)
 
 
 SPARES = Spares()

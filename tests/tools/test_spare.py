@@ -91,6 +91,24 @@ def test_a_spare_whose_layout_changed_is_not_used(place: tuple[Path, Path]) -> N
     assert (project / ".envrc").read_text() == "approved\n" and not outcome.notes
 
 
+def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_read_only(
+        place: tuple[Path, Path]) -> None:
+    """The command line is the same, but the kernel detached the spare's read-only mount of the old file."""
+    project, home = place
+    (project / ".envrc").write_text("old\n")
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120)
+    spares.prepare(box, command_environment(ctx))
+    assert spares.wait_started(120)
+    (project / ".envrc.new").write_text("approved\n")  # how write_file writes: a new file renamed over
+    os.replace(project / ".envrc.new", project / ".envrc")
+    outcome = run_command("echo evil >> .envrc", ctx, 60, box, spares)
+    assert spares.used == 0 and spares.refused == 1
+    assert outcome.exit_code != 0 and "Read-only file system" in outcome.output.text()
+    assert (project / ".envrc").read_text() == "approved\n"
+
+
 def test_a_spare_for_another_sandbox_or_environment_is_not_used(place: tuple[Path, Path]) -> None:
     project, home = place
     box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
