@@ -65,10 +65,45 @@ class Kind:
         if self.name == "llama-server":
             command = [self.program, "-m", model, "-c", str(n_ctx), "--host", "127.0.0.1", "--port", str(port),
                        "-t", "2", "--parallel", "1"]
-            return command + (["--chat-template", chat_format] if chat_format else [])
+            return command + template_flags(self.program, chat_format)
         command = [self.program, "-m", "llama_cpp.server", "--model", model, "--n_ctx", str(n_ctx),
                    "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"]
         return command + (["--chat_format", chat_format] if chat_format else [])
+
+
+TOOLS_TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"
+"""A chat template with a tools branch, from llama.cpp's models/templates/ (for the `jinja-tools` variant)."""
+
+
+def template_flags(program: str, variant: str | None) -> list[str]:
+    """llama-server's flags for a chat-template variant: `no-jinja` (the legacy templates, which refuse
+    requests with tools), `jinja` (the model's own Jinja template: gemma's has no tools branch),
+    `jinja-tools` (`TOOLS_TEMPLATE`, which has one), anything else a `--chat-template` name."""
+    if variant is None:
+        return []
+    if variant in ("no-jinja", "jinja"):
+        return [f"--{variant}"]
+    if variant == "jinja-tools":
+        template = source_dir(program) / "models" / "templates" / TOOLS_TEMPLATE
+        if not template.exists():
+            raise SystemExit(f"{template} not found: pass other --formats")
+        return ["--jinja", "--chat-template-file", str(template)]
+    return ["--chat-template", variant]
+
+
+def source_dir(program: str) -> Path:
+    """The llama.cpp sources `program` was built from (its CMake cache, one level above bin/, names them)."""
+    cache = Path(program).resolve().parent.parent / "CMakeCache.txt"
+    for line in cache.read_text().splitlines() if cache.exists() else []:
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.partition("=")[2])
+    raise SystemExit(f"{cache} does not name llama.cpp's sources: pass other --formats")
+
+
+def build_of(program: str) -> str:
+    """What `llama-server --version` says (the build number and commit)."""
+    out = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=60)
+    return " ".join((out.stdout + out.stderr).split())[-200:]
 
 
 def model_path(python: str) -> str:
@@ -120,8 +155,20 @@ def events(raw: bytes) -> list[dict[str, Any]]:
     return out
 
 
+def props(base: str) -> list[tuple[str, str]]:
+    """llama.cpp's /props: the window per slot and what the chat template can do (none elsewhere)."""
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        response = client.get(base.removesuffix("/v1") + "/props")
+    if response.status_code != 200:
+        return [("GET /props", f"HTTP {response.status_code}")]
+    data = response.json()
+    slot = (data.get("default_generation_settings") or {}).get("n_ctx")
+    return [("GET /props", f"n_ctx {slot}, chat_template_caps {data.get('chat_template_caps')}, "
+                           f"build {data.get('build_info')}")]
+
+
 def probe(base: str, n_ctx: int) -> list[tuple[str, str]]:
-    rows = []
+    rows = props(base)
     status, raw = post(base, {"messages": [{"role": "user", "content": "Say hi"}], "stream": True,
                               "stream_options": {"include_usage": True}})
     chunks = events(raw)
@@ -325,16 +372,20 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=4_096)
     parser.add_argument("--tries", type=int, default=3, help="attempts at the tool task (the model is tiny)")
     parser.add_argument("--formats", default=None,
-                        help="chat formats (llama-cpp-python) or --chat-template names (llama-server) to check, "
-                             "comma-separated; 'default': the server's own choice")
+                        help="chat formats (llama-cpp-python) or chat-template variants (llama-server: no-jinja, "
+                             "jinja, jinja-tools, or a --chat-template name) to check, comma-separated; 'default': "
+                             "the server's own choice")
     args = parser.parse_args()
     if not Path(args.python).exists():
         raise SystemExit(f"{args.python} not found: build llama-cpp-python as the docstring says, or pass --python")
     kind = Kind(args.server, args.llama_server if args.server == "llama-server" else args.python)
     if not Path(kind.program).exists():
         raise SystemExit(f"{kind.program} not found: build llama-server as the docstring says, or pass --llama-server")
-    formats = args.formats or ("default,chatml" if kind.name == "llama-server" else "chatml-function-calling,default")
+    formats = args.formats or ("no-jinja,jinja,jinja-tools" if kind.name == "llama-server"
+                               else "chatml-function-calling,default")
     model = model_path(args.python)
+    if kind.name == "llama-server":
+        print(f"llama-server: {build_of(kind.program)}; model {model}")
     for name in formats.split(","):
         chat_format = None if name == "default" else name
         with server(kind, model, args.port, args.n_ctx, chat_format) as base:
