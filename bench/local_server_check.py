@@ -370,12 +370,16 @@ def main() -> None:
                         help="llama.cpp's llama-server binary (with --server llama-server)")
     parser.add_argument("--port", type=int, default=18_090)
     parser.add_argument("--n-ctx", type=int, default=4_096)
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                        help="each answer's bound (lower it on a loaded machine: 0.4 tokens/s was seen here)")
     parser.add_argument("--tries", type=int, default=3, help="attempts at the tool task (the model is tiny)")
     parser.add_argument("--formats", default=None,
                         help="chat formats (llama-cpp-python) or chat-template variants (llama-server: no-jinja, "
                              "jinja, jinja-tools, or a --chat-template name) to check, comma-separated; 'default': "
                              "the server's own choice")
     args = parser.parse_args()
+    global MAX_TOKENS
+    MAX_TOKENS = args.max_tokens
     if not Path(args.python).exists():
         raise SystemExit(f"{args.python} not found: build llama-cpp-python as the docstring says, or pass --python")
     kind = Kind(args.server, args.llama_server if args.server == "llama-server" else args.python)
@@ -386,14 +390,14 @@ def main() -> None:
     model = model_path(args.python)
     if kind.name == "llama-server":
         print(f"llama-server: {build_of(kind.program)}; model {model}")
-    for name in formats.split(","):
+    for index, name in enumerate(formats.split(",")):
         chat_format = None if name == "default" else name
         with server(kind, model, args.port, args.n_ctx, chat_format) as base:
             rows = probe(base, args.n_ctx) + end_to_end(base, args.n_ctx, chat_format is not None, args.tries, kind)
         print_table(f"{kind.name}, chat {'template' if kind.name == 'llama-server' else 'format'} "
                     f"{chat_format or '(its default)'}, n_ctx {args.n_ctx}", rows)
-    if kind.name == "llama-server":
-        print_table(f"{kind.name} restarted", restarted_with_another_window(kind, model, args.port, args.n_ctx))
+        if kind.name == "llama-server" and index == 0:  # the same server, just stopped, back with a larger -c
+            print_table(f"{kind.name} restarted", restarted_with_another_window(kind, model, args.port, args.n_ctx))
 
 
 if __name__ == "__main__":
