@@ -361,6 +361,7 @@ def print_table(title: str, rows: list[tuple[str, str]]) -> None:
 
 
 def main() -> None:
+    global MAX_TOKENS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", choices=("llama-cpp-python", "llama-server"), default="llama-cpp-python")
     parser.add_argument("--python", default=os.environ.get("LLAMA_PYTHON", "/work/llama-venv/bin/python"),
@@ -378,7 +379,6 @@ def main() -> None:
                              "jinja, jinja-tools, or a --chat-template name) to check, comma-separated; 'default': "
                              "the server's own choice")
     args = parser.parse_args()
-    global MAX_TOKENS
     MAX_TOKENS = args.max_tokens
     if not Path(args.python).exists():
         raise SystemExit(f"{args.python} not found: build llama-cpp-python as the docstring says, or pass --python")

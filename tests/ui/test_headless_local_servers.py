@@ -214,7 +214,8 @@ def test_piped_input_too_large_for_a_small_window_is_saved_and_previewed_to_fit(
 
 
 NO_JINJA = Fail(500, {"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}})
-"""What llama-server --no-jinja answers any request that offers tools (seen against a real one)."""
+"""What llama-server --no-jinja (build 0c1e570) answered every request that offered tools: /props still said
+supports_tools false, and the streamed and unstreamed requests alike got this 500."""
 
 
 def test_a_llama_server_without_jinja_fails_at_once_with_the_flag_to_change(project: Path) -> None:
