@@ -142,8 +142,16 @@ def server(kind: Kind, model: str, port: int, n_ctx: int, chat_format: str | Non
 
 def post(base: str, body: dict[str, Any]) -> tuple[int, bytes]:
     with httpx.Client(timeout=300, trust_env=False) as client:
-        response = client.post(f"{base}/chat/completions", json={"model": "local", "max_tokens": 48, **body})
+        response = client.post(f"{base}/chat/completions",
+                               json={"model": "local", "max_tokens": min(48, MAX_TOKENS), **body})
+        progress(f"POST stream={body.get('stream')} tools={'tools' in body}: HTTP {response.status_code} "
+                 f"{response.content[:300]!r}")
         return response.status_code, response.content
+
+
+def progress(line: str) -> None:
+    """What each step got, on stderr as it happens (a run cut short on a loaded machine keeps its data)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
 
 def events(raw: bytes) -> list[dict[str, Any]]:
@@ -260,6 +268,9 @@ def run_json(project: Path, base: str, *args: str, stdin: str | None = None,
     start = time.monotonic()
     out = swecli(project, base, *args, "--output-format", "stream-json", stdin=stdin, env_extra=env_extra)
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    notices = [e.get("text", "")[:160] for e in lines if e.get("type") == "notice"]
+    progress(f"swecli {' '.join(args)[:80]!r}: {json.dumps(result_of(out))[:400]}; notices {notices}; "
+             f"{time.monotonic() - start:.0f}s")
     return result_of(out), lines, time.monotonic() - start
 
 
