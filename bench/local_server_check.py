@@ -65,10 +65,45 @@ class Kind:
         if self.name == "llama-server":
             command = [self.program, "-m", model, "-c", str(n_ctx), "--host", "127.0.0.1", "--port", str(port),
                        "-t", "2", "--parallel", "1"]
-            return command + (["--chat-template", chat_format] if chat_format else [])
+            return command + template_flags(self.program, chat_format)
         command = [self.program, "-m", "llama_cpp.server", "--model", model, "--n_ctx", str(n_ctx),
                    "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2"]
         return command + (["--chat_format", chat_format] if chat_format else [])
+
+
+TOOLS_TEMPLATE = "Qwen-Qwen2.5-7B-Instruct.jinja"
+"""A chat template with a tools branch, from llama.cpp's models/templates/ (for the `jinja-tools` variant)."""
+
+
+def template_flags(program: str, variant: str | None) -> list[str]:
+    """llama-server's flags for a chat-template variant: `no-jinja` (the legacy templates, which refuse
+    requests with tools), `jinja` (the model's own Jinja template: gemma's has no tools branch),
+    `jinja-tools` (`TOOLS_TEMPLATE`, which has one), anything else a `--chat-template` name."""
+    if variant is None:
+        return []
+    if variant in ("no-jinja", "jinja"):
+        return [f"--{variant}"]
+    if variant == "jinja-tools":
+        template = source_dir(program) / "models" / "templates" / TOOLS_TEMPLATE
+        if not template.exists():
+            raise SystemExit(f"{template} not found: pass other --formats")
+        return ["--jinja", "--chat-template-file", str(template)]
+    return ["--chat-template", variant]
+
+
+def source_dir(program: str) -> Path:
+    """The llama.cpp sources `program` was built from (its CMake cache, one level above bin/, names them)."""
+    cache = Path(program).resolve().parent.parent / "CMakeCache.txt"
+    for line in cache.read_text().splitlines() if cache.exists() else []:
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.partition("=")[2])
+    raise SystemExit(f"{cache} does not name llama.cpp's sources: pass other --formats")
+
+
+def build_of(program: str) -> str:
+    """What `llama-server --version` says (the build number and commit)."""
+    out = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=60)
+    return " ".join((out.stdout + out.stderr).split())[-200:]
 
 
 def model_path(python: str) -> str:
@@ -107,8 +142,16 @@ def server(kind: Kind, model: str, port: int, n_ctx: int, chat_format: str | Non
 
 def post(base: str, body: dict[str, Any]) -> tuple[int, bytes]:
     with httpx.Client(timeout=300, trust_env=False) as client:
-        response = client.post(f"{base}/chat/completions", json={"model": "local", "max_tokens": 48, **body})
+        response = client.post(f"{base}/chat/completions",
+                               json={"model": "local", "max_tokens": min(48, MAX_TOKENS), **body})
+        progress(f"POST stream={body.get('stream')} tools={'tools' in body}: HTTP {response.status_code} "
+                 f"{response.content[:300]!r}")
         return response.status_code, response.content
+
+
+def progress(line: str) -> None:
+    """What each step got, on stderr as it happens (a run cut short on a loaded machine keeps its data)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
 
 
 def events(raw: bytes) -> list[dict[str, Any]]:
@@ -120,8 +163,20 @@ def events(raw: bytes) -> list[dict[str, Any]]:
     return out
 
 
+def props(base: str) -> list[tuple[str, str]]:
+    """llama.cpp's /props: the window per slot and what the chat template can do (none elsewhere)."""
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        response = client.get(base.removesuffix("/v1") + "/props")
+    if response.status_code != 200:
+        return [("GET /props", f"HTTP {response.status_code}")]
+    data = response.json()
+    slot = (data.get("default_generation_settings") or {}).get("n_ctx")
+    return [("GET /props", f"n_ctx {slot}, chat_template_caps {data.get('chat_template_caps')}, "
+                           f"build {data.get('build_info')}")]
+
+
 def probe(base: str, n_ctx: int) -> list[tuple[str, str]]:
-    rows = []
+    rows = props(base)
     status, raw = post(base, {"messages": [{"role": "user", "content": "Say hi"}], "stream": True,
                               "stream_options": {"include_usage": True}})
     chunks = events(raw)
@@ -213,6 +268,9 @@ def run_json(project: Path, base: str, *args: str, stdin: str | None = None,
     start = time.monotonic()
     out = swecli(project, base, *args, "--output-format", "stream-json", stdin=stdin, env_extra=env_extra)
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    notices = [e.get("text", "")[:160] for e in lines if e.get("type") == "notice"]
+    progress(f"swecli {' '.join(args)[:80]!r}: {json.dumps(result_of(out))[:400]}; notices {notices}; "
+             f"{time.monotonic() - start:.0f}s")
     return result_of(out), lines, time.monotonic() - start
 
 
@@ -314,6 +372,7 @@ def print_table(title: str, rows: list[tuple[str, str]]) -> None:
 
 
 def main() -> None:
+    global MAX_TOKENS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--server", choices=("llama-cpp-python", "llama-server"), default="llama-cpp-python")
     parser.add_argument("--python", default=os.environ.get("LLAMA_PYTHON", "/work/llama-venv/bin/python"),
@@ -323,26 +382,33 @@ def main() -> None:
                         help="llama.cpp's llama-server binary (with --server llama-server)")
     parser.add_argument("--port", type=int, default=18_090)
     parser.add_argument("--n-ctx", type=int, default=4_096)
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                        help="each answer's bound (lower it on a loaded machine: 0.4 tokens/s was seen here)")
     parser.add_argument("--tries", type=int, default=3, help="attempts at the tool task (the model is tiny)")
     parser.add_argument("--formats", default=None,
-                        help="chat formats (llama-cpp-python) or --chat-template names (llama-server) to check, "
-                             "comma-separated; 'default': the server's own choice")
+                        help="chat formats (llama-cpp-python) or chat-template variants (llama-server: no-jinja, "
+                             "jinja, jinja-tools, or a --chat-template name) to check, comma-separated; 'default': "
+                             "the server's own choice")
     args = parser.parse_args()
+    MAX_TOKENS = args.max_tokens
     if not Path(args.python).exists():
         raise SystemExit(f"{args.python} not found: build llama-cpp-python as the docstring says, or pass --python")
     kind = Kind(args.server, args.llama_server if args.server == "llama-server" else args.python)
     if not Path(kind.program).exists():
         raise SystemExit(f"{kind.program} not found: build llama-server as the docstring says, or pass --llama-server")
-    formats = args.formats or ("default,chatml" if kind.name == "llama-server" else "chatml-function-calling,default")
+    formats = args.formats or ("no-jinja,jinja,jinja-tools" if kind.name == "llama-server"
+                               else "chatml-function-calling,default")
     model = model_path(args.python)
-    for name in formats.split(","):
+    if kind.name == "llama-server":
+        print(f"llama-server: {build_of(kind.program)}; model {model}")
+    for index, name in enumerate(formats.split(",")):
         chat_format = None if name == "default" else name
         with server(kind, model, args.port, args.n_ctx, chat_format) as base:
             rows = probe(base, args.n_ctx) + end_to_end(base, args.n_ctx, chat_format is not None, args.tries, kind)
         print_table(f"{kind.name}, chat {'template' if kind.name == 'llama-server' else 'format'} "
                     f"{chat_format or '(its default)'}, n_ctx {args.n_ctx}", rows)
-    if kind.name == "llama-server":
-        print_table(f"{kind.name} restarted", restarted_with_another_window(kind, model, args.port, args.n_ctx))
+        if kind.name == "llama-server" and index == 0:  # the same server, just stopped, back with a larger -c
+            print_table(f"{kind.name} restarted", restarted_with_another_window(kind, model, args.port, args.n_ctx))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,13 @@ _NO_STREAMED_TOOLS = re.compile(
     re.IGNORECASE,
 )
 """llama-cpp-python: "Automatic streaming tool choice is not supported"; other servers word it alike."""
+_NEEDS_JINJA = re.compile(r"\b(?:tools|tool_choice) param requires --jinja", re.IGNORECASE)
+"""llama-server started with `--no-jinja` (its legacy chat templates) answers every request that offers
+tools with HTTP 500 "tools param requires --jinja flag": not an outage, so it is not retried."""
+NEEDS_JINJA_FIX = ("llama-server is running without Jinja chat templates (--no-jinja), which take no tools, and "
+                   "every swecli request offers them: restart it without --no-jinja (--jinja is the default) and "
+                   "with a chat template that supports tools (--chat-template-file FILE.jinja, e.g. one of "
+                   "llama.cpp's models/templates/)")
 _MAX_MESSAGE = 500
 
 # What servers write in their context-length errors, window first, then the request's size:
@@ -160,6 +167,8 @@ def classify_status(provider: str, key_env: str | None, status: int, body: bytes
     if is_context_overflow(info, status):
         raw = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else str(body)
         return overflow_error(provider, info.message, raw)
+    if _NEEDS_JINJA.search(info.message):
+        return ProviderError(f"{provider} refused the request ({label}){said}: {NEEDS_JINJA_FIX}")
     if status == 429:
         return RateLimitError(f"rate limited by {provider} (HTTP 429){said}")
     if is_retryable_status(status):

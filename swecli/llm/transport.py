@@ -32,10 +32,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from swecli.llm.base import (
     Cancelled,
     CancelToken,
-    ContextOverflowError,
     ProviderError,
+    RateLimitError,
     StreamEvent,
-    StreamingToolsUnsupported,
     TransientError,
     Waiting,
 )
@@ -295,8 +294,9 @@ class _Channel:
 
 def _http_error(endpoint: Endpoint, head: _Head) -> Exception:
     error = classify_status(endpoint.provider, endpoint.key_env, head.status, head.body, head.reason)
-    # An overflow or a server that cannot stream tools answers the same way every time: not retried.
-    if is_retryable_status(head.status) and not isinstance(error, (ContextOverflowError, StreamingToolsUnsupported)):
+    # An overflow, a server that cannot stream tools or one that takes no tools (llama-server --no-jinja)
+    # answers the same way every time: only what classify_status calls transient is retried.
+    if is_retryable_status(head.status) and isinstance(error, (TransientError, RateLimitError)):
         return Retryable(error, retry_after=parse_retry_after(head.headers))
     return error
 

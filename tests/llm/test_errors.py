@@ -153,3 +153,14 @@ def test_overflow_errors_keep_the_servers_count_of_the_prompt(text: str, prompt:
     completion is not taken for it."""
     error = classify_status("llamacpp", None, 400, json.dumps({"error": {"message": text}}))
     assert isinstance(error, ContextOverflowError) and error.prompt_tokens == prompt
+
+
+def test_a_llama_server_without_jinja_is_not_retried_and_says_how_to_start_it() -> None:
+    """llama-server --no-jinja answers any request with tools with HTTP 500 (seen against build 0c1e570): an
+    outage by its status, but retrying cannot help; the error says which flag to change."""
+    body = json.dumps({"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}})
+    error = classify_status("llamacpp", None, 500, body, "Internal Server Error")
+    assert type(error) is ProviderError  # not TransientError: not retried
+    assert str(error).startswith("llamacpp refused the request (HTTP 500 Internal Server Error): tools param "
+                                 "requires --jinja flag: llama-server is running without Jinja chat templates")
+    assert "restart it without --no-jinja" in str(error)

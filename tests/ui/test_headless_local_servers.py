@@ -211,3 +211,20 @@ def test_piped_input_too_large_for_a_small_window_is_saved_and_previewed_to_fit(
     saved = project / next(w.strip("`") for w in attached.split() if "tool_results/stdin-" in w).rstrip("`];,")
     assert saved.read_text() == piped
     assert len(json.dumps(messages)) // 4 < 4096 - 1024  # the whole request fits with the reply's room
+
+
+NO_JINJA = Fail(500, {"error": {"code": 500, "message": "tools param requires --jinja flag", "type": "server_error"}})
+"""What llama-server --no-jinja (build 0c1e570) answered every request that offered tools: /props still said
+supports_tools false, and the streamed and unstreamed requests alike got this 500."""
+
+
+def test_a_llama_server_without_jinja_fails_at_once_with_the_flag_to_change(project: Path) -> None:
+    """Not retried as an outage (five retries, ~25 s, then "unavailable"): one request, one sentence naming
+    --no-jinja and what to start the server with."""
+    with llama_server([NO_JINJA], supports_tools=False) as llm:  # a second request would find no step
+        out = run_swecli(project, llm, "-p", "read a.py")
+    assert out.returncode == 1, out.stderr
+    assert len(llm.requests) == 1
+    last = out.stderr.strip().splitlines()[-1]
+    assert "tools param requires --jinja flag: llama-server is running without Jinja chat templates" in last
+    assert "restart it without --no-jinja" in last and "unavailable" not in out.stderr
