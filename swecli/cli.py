@@ -8,8 +8,10 @@ stacks."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,14 +293,17 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callab
     """`_settings`, with the server's window asked for on a thread while the caller imports the session's
     modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
     settings (it raises what `_settings` would)."""
-    import threading
-
     from swecli.config import load_settings
     from swecli.llm.window import resolve_window
 
     settings = load_settings(root, flags, trust_project=trusted)
+    probes = _sandbox_probes_beside(settings)
     if not (settings.provider and settings.model):
-        return lambda: _settings(root, flags, trusted)  # discovery first: nothing to overlap
+        def discovered() -> Settings:  # discovery first: nothing to overlap but the probes
+            probes.join()
+            return _settings(root, flags, trusted)
+
+        return discovered
     outcome: list[Settings | BaseException] = []
 
     def ask() -> None:
@@ -312,11 +317,33 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callab
 
     def ready() -> Settings:
         thread.join()
+        probes.join()  # done by now: the session's imports took longer; the session then finds them cached
         if isinstance(outcome[0], BaseException):
             raise outcome[0]
         return outcome[0]
 
     return ready
+
+
+def _sandbox_probes_beside(settings: Settings) -> threading.Thread:
+    """Start, on a thread, what opening a session asks of the sandbox (`tools.sandbox.from_settings`): a
+    trivial command in bwrap (does it work here, with which isolation flags) and the seccomp filter's build
+    (pyseccomp, which runs `ldconfig -p` twice to find libseccomp). Two subprocesses and a library load,
+    waited for beside the session's imports instead of on the way to the first request; both are cached
+    per process, so the session's own calls find them done. Errors are left for those calls to report."""
+
+    def probe() -> None:
+        if settings.sandbox.mode == "off":
+            return
+        from swecli.tools import sandbox, syscalls
+
+        with contextlib.suppress(Exception):
+            if not sandbox.unavailable_reason() and not settings.sandbox.network:
+                syscalls.unavailable()
+
+    thread = threading.Thread(target=probe, name="swecli-sandbox-probe", daemon=True)
+    thread.start()
+    return thread
 
 
 def _project_trust(root: Path, *, flag: bool, ask: bool, to_stderr: bool,
