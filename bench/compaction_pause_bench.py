@@ -17,7 +17,9 @@ Every session of a window makes the same number of steps, old or new: enough for
 Each configuration runs in its own process, once with this checkout and once with `--old` (another
 checkout of swecli, imported instead through PYTHONPATH), interleaved. Printed per configuration, OLD and
 NEW: the longest and the median pause between two requests of the loop (the end of one answer to the
-arrival of the next request at the server: tool run, context work, compaction), how long the loop waited
+arrival of the next request at the server: tool run, context work, compaction), the loop thread's own CPU
+time in the longest pause and the most it spent in any pause (`time.thread_time` from the answer to the next
+request being built: the work the loop does there, which a loaded machine stretches), how long the loop waited
 for compactions (`compaction_wait`, as `-p --output-format json` reports it), the compactions by kind
 (summary / fold without a model call), and what the prompt cache kept: how many requests did not reuse
 the whole previous prompt (prefix breaks) and the effective input (uncached + 0.1 x cached tokens). The
@@ -48,7 +50,7 @@ from swecli.agent import Agent
 from swecli.config import ContextConfig, Settings
 from swecli.context.compaction import SUMMARY_SYSTEM
 from swecli.context.tokens import TokenCounter, load_encoding
-from swecli.events import CompactionDone, Event, ModelCallFinished, Notice
+from swecli.events import CompactionDone, Event, ModelCallFinished, ModelCallStarted, Notice
 from swecli.llm.openai import OpenAIProvider
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, close_dangling_tool_calls
 from swecli.permissions import Policy
@@ -131,6 +133,10 @@ class Timeline:
     """When each of the loop's requests reached the server."""
     answers: list[float] = field(default_factory=list)
     """When the loop had each answer."""
+    answer_cpu: list[float] = field(default_factory=list)
+    """The loop thread's CPU time then (`time.thread_time`)."""
+    request_cpu: list[float] = field(default_factory=list)
+    """The loop thread's CPU time as each request was about to be sent (`ModelCallStarted`)."""
     compactions: list[CompactionDone] = field(default_factory=list)
     waited_at_hard_limit: bool = False
     summaries_asked: int = 0
@@ -139,6 +145,9 @@ class Timeline:
     def __call__(self, event: Event) -> None:
         if isinstance(event, ModelCallFinished):
             self.answers.append(time.monotonic())
+            self.answer_cpu.append(time.thread_time())
+        elif isinstance(event, ModelCallStarted):
+            self.request_cpu.append(time.thread_time())
         elif isinstance(event, CompactionDone) and event.trigger != "decay":
             self.compactions.append(event)
         elif isinstance(event, Notice) and "waiting for the background summary" in event.text:
@@ -146,6 +155,11 @@ class Timeline:
 
     def pauses(self) -> list[float]:
         return [arrival - answer for answer, arrival in zip(self.answers, self.arrivals[1:], strict=False)]
+
+    def pause_cpu(self) -> list[float]:
+        """The loop thread's own CPU time in each pause, up to the request being built and sent (what the
+        loop computes there, whatever the machine's load; the wall time adds waiting for a core)."""
+        return [started - answered for answered, started in zip(self.answer_cpu, self.request_cpu[1:], strict=False)]
 
     def summaries_applied(self) -> int:
         """Compactions with a model's summary (not a fold or a truncation, which make room without one)."""
@@ -159,6 +173,10 @@ class Result:
     model_seconds: float
     requests: int
     longest: float
+    longest_cpu: float
+    """The loop's CPU time in the longest pause."""
+    most_cpu: float
+    """The loop's largest CPU time in any pause."""
     median: float
     waited: float
     waited_at_hard_limit: bool
@@ -226,9 +244,11 @@ def run(config: Config, steps: RealSteps, history: list[Message]) -> Result:
         finally:
             context.close()
             main.close()
-    pauses, stats = timeline.pauses(), context.mechanisms.prefix.stats
-    return Result(config.window, config.summary_seconds, config.model_seconds, len(timeline.arrivals), max(pauses),
-                  statistics.median(pauses), sum(c.waited for c in timeline.compactions),
+    pauses, cpu, stats = timeline.pauses(), timeline.pause_cpu(), context.mechanisms.prefix.stats
+    longest = max(range(len(pauses)), key=pauses.__getitem__)
+    return Result(config.window, config.summary_seconds, config.model_seconds, len(timeline.arrivals), pauses[longest],
+                  cpu[longest] if longest < len(cpu) else math.nan, max(cpu), statistics.median(pauses),
+                  sum(c.waited for c in timeline.compactions),
                   timeline.waited_at_hard_limit, timeline.summaries_applied(),
                   sum(c.strategy == "fold" for c in timeline.compactions),
                   sum(c.strategy == "truncate" for c in timeline.compactions), timeline.summaries_asked, stats.breaks,
@@ -272,7 +292,8 @@ def pair(old: Result | None, new: Result, cell: str) -> str:
 
 def row(config: Config, old: Result | None, new: Result) -> list[str]:
     return [f"{config.window // 1000}k", f"{config.summary_seconds:g}", f"{config.model_seconds:g}",
-            pair(old, new, "{longest:.2f}"), pair(old, new, "{median:.3f}"), pair(old, new, "{waited:.1f}"),
+            pair(old, new, "{longest:.2f}"), pair(old, new, "{longest_cpu:.3f}"), pair(old, new, "{most_cpu:.3f}"),
+            pair(old, new, "{median:.3f}"), pair(old, new, "{waited:.1f}"),
             pair(old, new, "{summaries}+{folds}+{truncations}"), pair(old, new, "{summaries_asked}"),
             pair(old, new, "{requests}"), pair(old, new, "{prefix_breaks}"), pair(old, new, "{reuse:.0%}"),
             pair(old, new, "{effective_input:,.0f}")]
@@ -295,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = [Config(int(w) * 1000, float(s), float(m)) for w in args.windows.split(",")
                for s in args.summary_seconds.split(",") for m in args.model_seconds.split(",")]
     sources = ([args.old.resolve()] if args.old else []) + [REPO]
+    load = os.getloadavg()
     # Interleaved: each configuration's OLD and NEW sessions run one after the other (or side by side).
     with ThreadPoolExecutor(args.jobs) as pool:
         futures = [[pool.submit(in_process, config, source) for source in sources] for config in configs]
@@ -307,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     what = "OLD / NEW" if args.old else "this checkout"
     print(f"\n## Pauses between the loop's requests ({what}); real steps from ../shared/trajectories files "
           f"{', '.join(STEP_SOURCES)} after an earlier real task filling {PRELOAD:.0%} of the window; decay off\n")
-    table(rows, ["window", "summary s", "model s", "longest pause s", "median pause s", "compaction_wait s",
+    print(f"Load average (1, 5, 15 min) at the start: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; at the end: "
+          + " ".join(f"{v:.1f}" for v in os.getloadavg()) + f" ({os.cpu_count()} cores)\n")
+    table(rows, ["window", "summary s", "model s", "longest pause s", "its loop CPU s", "most loop CPU s",
+                 "median pause s", "compaction_wait s",
                  "summaries+folds+truncations", "summary requests", "requests", "prefix breaks", "prefix reuse",
                  "effective input"])
     return 0

@@ -6,8 +6,14 @@ Each run starts `/bin/bash -c true` three ways, in a shuffled order so machine l
 - `unsandboxed`: bash alone;
 - `bwrap before`: the command line swecli used before issue 22 (namespaces, read-only root, private /tmp,
   the project, the hidden credentials; no capability drop, user namespace, seccomp filter or protected paths);
+- `bwrap alone`: `bwrap --ro-bind / / bash -c true`, bubblewrap's own floor on this machine (no namespace
+  but the mount one);
 - `bwrap now`: `Sandbox.launch` (the allowlisted environment, the per-command layout: protected paths,
-  placeholders, toolchains under /tmp; the seccomp filter through a pipe) and `Launch.close`.
+  placeholders, toolchains under /tmp; the seccomp filter through a pipe) and `Launch.close`;
+- `spare now`: what a command waits for when its sandbox was started while the model thought
+  (`swecli/tools/spare.py`): the layout checked again, the command handed over, bash exec'd, the checks
+  after it. The spare is started `THINKING` seconds before the timing; its CPU (set-up included) is counted,
+  as it is reaped.
 The project is a git repository with a .vscode folder and a fake home with credentials, as a real one has.
 Printed: wall-clock median and 90th percentile in milliseconds and the overhead over bash alone, and the
 CPU time of the processes each call starts (bwrap, its init, bash), which machine load does not inflate.
@@ -33,8 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from swecli.tools.environment import CommandEnvironment
 from swecli.tools.sandbox import Sandbox, unavailable_reason
+from swecli.tools.spare import Spares
 
 ARGV = ["/bin/bash", "-c", "true"]
+THINKING = 1.0
+"""Seconds between a spare's start and its command (a model's answer takes longer than that)."""
 
 
 def make_place(base: Path) -> tuple[Path, Path]:
@@ -95,14 +104,40 @@ def main() -> None:
             finally:
                 launch.close()
 
+        def bwrap_alone() -> None:
+            subprocess.run([box.bwrap, "--ro-bind", "/", "/", "/bin/bash", "-c", "true"], check=True)
+
+        spares = Spares(take_wait=600)
+
+        def spare() -> None:
+            started = spares.take(box, env, ARGV)
+            assert started is not None, "the spare was not used"
+            launch, proc = started
+            try:
+                assert proc.stdout is not None
+                proc.stdout.read()
+                proc.stdout.close()
+                assert proc.wait() == 0
+            finally:
+                launch.close()
+
+        def ahead(run: Callable[[], None]) -> Callable[[], None]:
+            """The spare is started (as while the model thinks) before the timing starts."""
+            if run is spare:
+                spares.prepare(box, env)
+                assert spares.wait_started(600)
+                time.sleep(THINKING)
+            return run
+
         layout: list[float] = []
-        times: dict[str, list[tuple[float, float]]] = {"unsandboxed": [], "bwrap before": [], "bwrap now": []}
+        order = [("unsandboxed", plain), ("bwrap alone", bwrap_alone), ("bwrap before", old_bwrap),
+                 ("bwrap now", new_bwrap), ("spare now", spare)]
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in order}
         new_bwrap()  # the first call builds the seccomp filter and probes bwrap (once per process)
-        order = [("unsandboxed", plain), ("bwrap before", old_bwrap), ("bwrap now", new_bwrap)]
         for _ in range(runs):
             random.shuffle(order)  # no configuration always runs right after another
             for name, run in order:
-                times[name].append(timed(run))
+                times[name].append(timed(ahead(run)))
             start = time.perf_counter()
             box.launch(ARGV, env).close()
             layout.append((time.perf_counter() - start) * 1000)

@@ -159,6 +159,7 @@ class Agent:
                     self.append(message)
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
+        self._ready_tools()  # the next request is built from here on: the next call's sandbox starts meanwhile
         if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
             reason, self._stop_for_denials = self._stop_for_denials, ""
             raise Finished(reason, "denied")
@@ -173,6 +174,7 @@ class Agent:
         request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
+        self._ready_tools()
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:
@@ -186,6 +188,11 @@ class Agent:
             except ContextOverflowError as again:
                 self.context.note_overflow(again)
                 raise self.context.overflow_failure(overflow, again) from None
+
+    def _ready_tools(self) -> None:
+        """Let the tools start what their next call would wait for (a sandbox, a parser) while the model
+        thinks."""
+        self.tools.ready(replace(self.tool_ctx, sandbox=self.policy.confinement))
 
     def _admit(self, message: UserMessage | None = None) -> None:
         """Refuse a turn whose input (the task, and what was attached to it) cannot fit the window: compaction

@@ -251,6 +251,10 @@ class Settings(Section):
     request_deadline: float = Field(1200.0, gt=0)
     """Give up on a model call whose answer has not begun after this many seconds, retries included."""
     max_retries: int = Field(5, ge=0)
+    retry_base_delay: float = Field(1.0, ge=0)
+    """Seconds before the first retry of a failed model call; each further retry waits twice as long (at
+    most 30 s), half of it random. A server's own `Retry-After` wins. Lower it for a local server that
+    recovers at once (the tests set it small: they run every fault through a real process)."""
     thinking: str = "off"
     """Extended thinking / reasoning effort: off, on, low, medium, high, or a token budget (>= 1024).
     Anthropic gets a thinking budget, OpenAI reasoning models a `reasoning_effort` (`/thinking` in

@@ -72,6 +72,7 @@ RULES: dict[str, Rule] = {
     "request_timeout": "free",
     "request_deadline": "free",
     "max_retries": "free",
+    "retry_base_delay": "free",
     "probe_context_window": "free",
     "context": "free",
     "tools": "free",

@@ -59,7 +59,10 @@ def _warm_vocabularies(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
                 del os.environ["XDG_CACHE_HOME"]
             else:
                 os.environ["XDG_CACHE_HOME"] = saved
-    return [path for path in paths if path.is_file()]
+    from tests import unprivileged
+
+    unprivileged.WARM_VOCABULARIES[:] = [path for path in paths if path.is_file()]
+    return unprivileged.WARM_VOCABULARIES
 
 
 @pytest.fixture(autouse=True)

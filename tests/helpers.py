@@ -3,8 +3,11 @@ model, the texts of a request body, whether a process is alive."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -67,3 +70,30 @@ def alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/status")
     return not (status.exists() and "\nState:\tZ" in status.read_text())
+
+
+def swecli_in_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """`swecli ARGV` run in this process (its stdin /dev/null, its stdout and stderr captured, its exit
+    status from `SystemExit`), for tests of what `-p` does and says rather than of the process itself:
+    a `swecli` process costs its interpreter's start, the imports and the vocabulary, seconds on a loaded
+    machine. The environment and working directory are the run's own and restored after. Tests of piped
+    stdin, signals, start-up and the process boundary keep starting a real process."""
+    from swecli.cli import run_app
+
+    saved_env, saved_cwd, saved_streams = dict(os.environ), os.getcwd(), (sys.stdin, sys.stdout, sys.stderr)
+    out, err, status = io.StringIO(), io.StringIO(), 0
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    with open(os.devnull) as devnull:
+        sys.stdin, sys.stdout, sys.stderr = devnull, out, err
+        try:
+            run_app(argv)
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved_streams
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())

@@ -169,3 +169,25 @@ def test_tools_that_join_between_requests_are_appended_as_a_planned_prefix_chang
     assert agent.history[-2].content == "late: b"  # type: ignore[union-attr]
     stats = context.mechanisms.prefix.stats  # type: ignore[union-attr]
     assert stats.rewrites == 1 and stats.violations == 0
+
+
+def test_tools_get_ready_with_the_next_call_s_sandbox_when_a_request_goes_out(project: Path) -> None:
+    from swecli.tools.sandbox import Sandbox
+
+    seen: list[tuple[str, object]] = []
+    tools = registry([])
+    ready = Tool("ready", "Gets ready.", Nothing, lambda args, ctx: ToolResult("ok"),
+                 ready=lambda ctx: seen.append(("ready", ctx.sandbox)))
+    tools = ToolRegistry([*(tools.get(name) for name in tools.names()), ready])  # type: ignore[misc]
+    model = ScriptedModel([calls(("echo", '{"text": "a"}')), say("done"), say("done again")])
+    agent = loop_agent(model, tools, project, on_event=lambda e: seen.append((type(e).__name__, None)))
+    box = Sandbox.for_project(project)
+    agent.policy.sandbox = box
+    agent.run("go")
+    order = [name for name, _ in seen if name in ("ready", "ModelCallStarted", "ToolFinished")]
+    # each request: the tools get ready as it goes out; after a call, again, while the next one is built
+    assert order == ["ModelCallStarted", "ready", "ToolFinished", "ready", "ModelCallStarted", "ready"]
+    assert all(sandbox == box for name, sandbox in seen if name == "ready")
+    agent.policy.mode = "plan"
+    agent.run("again")
+    assert [s for name, s in seen if name == "ready"][-1] == box.read_only()  # plan mode: bash's read-only sandbox

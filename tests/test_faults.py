@@ -34,8 +34,13 @@ from swecli.testing.server import (
     Step,
     Wire,
 )
+from tests.helpers import swecli_in_process
 
 WIRES: list[Wire] = ["openai", "anthropic"]
+QUICK_RETRIES = {"SWECLI_RETRY_BASE_DELAY": "0.05"}
+"""Every run retries after 25-50 ms instead of 0.5-1 s (what is checked is that it retries, how often and
+what it says; a server's Retry-After is still waited in full). Faults whose outcome depends on the real
+backoff set their own value."""
 FAULTS_DOC = Path(__file__).resolve().parent.parent / "docs" / "faults.md"
 
 
@@ -137,7 +142,7 @@ FAULTS = [
           r"(.|\n)*^error: (?=.*the 4\.0s limit set by request_deadline; raise it if the server needs longer)"
           r"(?=.*gave up after [23] attempts).*$",
           exit_code=1, requests=frozenset({2, 3}), strict=False,
-          env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "4"}),
+          env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "4", "SWECLI_RETRY_BASE_DELAY": "1"}),
     Fault("headers-then-silence", lambda w: [Silent(30, headers=True), Reply("done")],
           r"waiting for \S+: no reply for(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying",
           env={"SWECLI_REQUEST_TIMEOUT": "1"}),
@@ -192,15 +197,24 @@ FAULTS = [
 
 
 def run_swecli(project: Path, llm: ScriptedLLM, wire: Wire, *args: str, extra_env: dict[str, str] | None = None,
-               popen: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
+               process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`swecli ARGS` against the scripted server: in this process (`tests.helpers.swecli_in_process`; the
+    fault's handling, what it prints and its exit status are the same), or with `process` a real one."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **QUICK_RETRIES,
+           **(extra_env or {})}
     provider = "openai-compatible" if wire == "openai" else "anthropic"
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
-    command = [sys.executable, "-m", "swecli", "--provider", provider, "--base-url", llm.base_url,
-               "--model", "scripted-model", *args]
-    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=180,
-                          stdin=subprocess.DEVNULL)
+    argv = ["--provider", provider, "--base-url", llm.base_url, "--model", "scripted-model", *args]
+    if not process:
+        return swecli_in_process(argv, project, env)
+    return subprocess.run([sys.executable, "-m", "swecli", *argv], cwd=project, env=env, text=True,
+                          capture_output=True, timeout=180, stdin=subprocess.DEVNULL)
+
+
+IN_A_PROCESS = {"server-error-every-time", "unauthorized-401", "rate-limit-429"}
+"""Faults run through a real `swecli` process: a failure's exit status and single `error:` line, and a
+retry, as the shell sees them. The others run in the test's process (the same code, without the start)."""
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -208,7 +222,7 @@ def run_swecli(project: Path, llm: ScriptedLLM, wire: Wire, *args: str, extra_en
 def test_fault(project: Path, fault: Fault, wire: Wire) -> None:
     with ScriptedLLM(fault.steps(wire), wire=wire, strict=fault.strict) as llm:
         out = run_swecli(project, llm, wire, "-p", "write notes.txt, then say done", "--mode", "auto",
-                         extra_env=fault.env)
+                         extra_env=fault.env, process=fault.id in IN_A_PROCESS)
         requests = len(llm.requests)
     assert "Traceback" not in out.stderr + out.stdout
     assert out.returncode == fault.exit_code, out.stderr
@@ -275,7 +289,7 @@ def test_sigkill_mid_turn_then_continue_loses_nothing(project: Path, wire: Wire)
     assert any("hello" in json.dumps(r) for r in written)  # the tool result was written before the kill
 
     with ScriptedLLM([Reply("Picked up where we left off.")], wire=wire) as llm:
-        out = run_swecli(project, llm, wire, "--continue", "-p", "go on", "--mode", "auto")
+        out = run_swecli(project, llm, wire, "--continue", "-p", "go on", "--mode", "auto", process=True)
     assert out.returncode == 0, out.stderr
     for path, old in before.items():
         assert path.read_bytes().startswith(old)  # nothing written was lost or rewritten

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM
+from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 SECRET = "sk-test-OWNPROC-0123456789abcdef"
-USERS = ["self", pytest.param("nobody", marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch"))]
 HOOKS = ("post-index-change", "pre-commit", "post-checkout", "reference-transaction", "fsmonitor-watchman",
          "pre-auto-gc", "post-rewrite")
 
@@ -121,12 +121,12 @@ def hostile_project(place: Path, through_include: bool) -> tuple[Path, Path]:
 
 
 def as_user(user: str, paths: list[Path]) -> list[str]:
-    if user == "self":
+    if user == "invoking":
         return []
     for path in paths:
         for entry in [path, *path.rglob("*")]:
             os.lchown(entry, 65534, 65534)
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    return user_prefix(user)
 
 
 def run_session(project: Path, llm: ScriptedLLM, home: Path, user: str,
@@ -153,6 +153,7 @@ def test_a_hostile_repository_runs_nothing_of_its_own_in_swecli(place: Path, use
     project, markers = hostile_project(place, through_include)
     home = place / "home"
     home.mkdir()
+    seed_vocabularies(home)
     steps = [
         Reply(calls=[Call("bash", {"command": "sed -i 's/helo/hello/' greet.py && touch mod_001.py && echo new > "
                                               "added.txt"})]),

@@ -36,7 +36,7 @@ from tests.test_sandbox_attacks_e2e import (
     swecli_env,
     tool_results,
 )
-from tests.unprivileged import USERS, hand_over, user_prefix, workspace
+from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
 pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
 needs_seccomp = pytest.mark.skipif(bool(syscalls.unavailable()), reason=syscalls.unavailable())
@@ -104,7 +104,6 @@ def planted(base: Path) -> list[str]:
 @pytest.fixture(scope="module", params=USERS)
 def escape(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-redteam-") as base:
         home, project, elsewhere = base / "home", base / "project", base / "elsewhere"
         for path in (home, project, elsewhere):
@@ -204,7 +203,6 @@ def test_credentials_named_by_variables_and_more_tools_are_hidden(escape: Run) -
 @pytest.fixture(scope="module", params=USERS)
 def files_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-redteam-files-") as base:
         home, project = home_and_repo(base)
         os.mkfifo(project / "pipe")
@@ -259,11 +257,11 @@ def test_a_huge_one_line_file_is_read_in_part(files_run: Run) -> None:
 @pytest.fixture(scope="module", params=USERS)
 def home_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-redteam-home-") as base:
         home = base / "home"
         home.mkdir()
         (home / ".bashrc").write_text("alias ll='ls -l'\n")
+        seed_vocabularies(home)
         steps: list[Step] = [
             script("mkdir -p .ssh .config/git .config/autostart .local/bin && echo 'ssh-ed25519 AAAA attacker' > "
                    ".ssh/authorized_keys && printf '[core]\\n\\tfsmonitor = evil\\n' > .config/git/config && "
@@ -290,7 +288,6 @@ def test_new_dot_entries_of_the_home_are_moved_aside(home_run: Run) -> None:
 @pytest.fixture(scope="module", params=USERS)
 def worktree_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-redteam-wt-") as base:
         home, main = home_and_repo(base, "main")
         subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(base / "wt")], check=True)
@@ -340,6 +337,7 @@ def test_a_command_cannot_type_into_the_user_s_terminal(user: str) -> None:
         home, project = base / "home", base / "project"
         home.mkdir()
         project.mkdir()
+        seed_vocabularies(home)
         hand_over(base, user)
         primary, secondary = pty.openpty()
         os.chown(os.ttyname(secondary), *_owner(user))
@@ -363,7 +361,7 @@ def test_a_command_cannot_type_into_the_user_s_terminal(user: str) -> None:
 def _owner(user: str) -> tuple[int, int]:
     import pwd
 
-    entry = pwd.getpwnam(user) if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
+    entry = pwd.getpwnam("nobody") if user == "nobody" else pwd.getpwuid(os.geteuid())
     return entry.pw_uid, entry.pw_gid
 
 
@@ -393,7 +391,6 @@ def _drain(primary: int, proc: subprocess.Popen[bytes]) -> str:
 @pytest.fixture(scope="module", params=USERS)
 def trust_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-redteam-trust-") as base:
         home, project = home_and_repo(base)
         (project / ".swecli").mkdir(exist_ok=True)

@@ -27,7 +27,7 @@ import pytest
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools import syscalls
 from swecli.tools.sandbox import unavailable_reason
-from tests.unprivileged import USERS, hand_over, user_prefix, workspace
+from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
 REASON = unavailable_reason()
 pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -75,6 +75,7 @@ def make_home(home: Path) -> None:
         (home / rel).parent.mkdir(parents=True, exist_ok=True)
         (home / rel).write_text(f"{MARK}-file {rel}\n")
     (home / ".bashrc").write_text("alias ll='ls -l'\n")
+    seed_vocabularies(home)
 
 
 def make_repo(project: Path) -> None:
@@ -127,7 +128,6 @@ def bash(command: str) -> Reply:
 @pytest.fixture(scope="module", params=USERS)
 def escape_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)  # skips early where this user cannot be had
     with workspace("swecli-escape-") as base, tempfile.TemporaryDirectory(prefix="swecli-venv-", dir="/tmp") as venv:
         home, project, outside = base / "home", base / "project", base / "outside"
         for path in (home, project, outside):
@@ -235,7 +235,6 @@ def test_a_toolchain_under_tmp_on_path_answers_in_the_sandbox(escape_run: Run) -
 @pytest.fixture(scope="module", params=USERS)
 def protected_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-protected-") as base:
         home, project = home_and_repo(base)
         ran = base / "hook-ran"
@@ -306,7 +305,6 @@ def test_file_tools_writing_protected_paths_ask_and_p_refuses(protected_run: Run
 @pytest.fixture(scope="module", params=USERS)
 def home_run(request: pytest.FixtureRequest) -> Iterator[Run]:
     user: str = request.param
-    user_prefix(user)
     with workspace("swecli-inhome-") as base:
         home = base / "home"
         home.mkdir()
@@ -356,11 +354,11 @@ def test_commands_cannot_change_home_dotfiles(home_run: Run) -> None:
 
 @pytest.mark.parametrize("user", USERS)
 def test_sandbox_off_still_withholds_secrets(user: str) -> None:
-    user_prefix(user)
     with workspace("swecli-off-") as base:
         home, project = base / "home", base / "project"
         home.mkdir()
         project.mkdir()
+        seed_vocabularies(home)
         hand_over(base, user)
         results, out = run_session(user, project, [bash("env"), Reply("done")], swecli_env(home), "--sandbox", "off")
     assert out.returncode == 0, out.stderr
@@ -371,8 +369,8 @@ def test_sandbox_off_still_withholds_secrets(user: str) -> None:
 
 
 def test_a_setuid_bwrap_still_runs_commands_without_capabilities() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("making a setuid copy of bwrap needs root")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("making a setuid copy of bwrap needs root, and running it as nobody setpriv")
     prefix = user_prefix("nobody")
     with workspace("swecli-suid-bin-") as tools, workspace("swecli-suid-") as base:
         setuid = tools / "bwrap"

@@ -194,3 +194,29 @@ def test_pass_env_lets_named_secrets_into_commands_and_no_others(project: Path,
     seen = tool_results(llm.requests[1])[-1]
     assert "GITHUB_TOKEN=ghp_456" in seen and "NPM_AUTH_TOKEN=npm_789" in seen  # by name and by pattern
     assert "s3cr3t" not in seen  # every other secret stays out
+
+
+@needs_bwrap
+def test_a_session_s_commands_run_in_sandboxes_started_while_the_model_thinks(project: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from swecli.tools.spare import SPARES
+
+    monkeypatch.setattr(SPARES, "take_wait", 600.0)  # however loaded the machine, the spare is waited for
+    used = SPARES.used
+    init = "tr '\\0' ' ' < /proc/1/cmdline | grep -c 'read -r -n 1 go'"  # pid 1 is bwrap: its command line
+    steps: list[Step] = [
+        Reply(calls=[Call("bash", {"command": f"{init}; echo one > one.txt"})]),
+        Reply(calls=[Call("bash", {"command": f"{init}; echo two >> one.txt"})]),
+        Reply(calls=[Call("bash", {"command": f"{init}; cat one.txt"})]),
+        Reply("done"),
+    ]
+    with ScriptedLLM(steps) as llm:
+        session = open_session(project, settings(llm, "auto"), listeners=[])
+        turn = session.run("use the shell")
+        session.close()
+    assert turn.stop_reason == "done"
+    first, second, third = (tool_results(llm.requests[i])[-1] for i in (1, 2, 3))
+    assert first.startswith("1\n")
+    assert second.startswith("1\n")
+    assert third.startswith("1\none\ntwo\n") and (project / "one.txt").read_text() == "one\ntwo\n"
+    assert SPARES.used - used == 3

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM
+from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -183,8 +184,6 @@ def shared_place() -> Iterator[Path]:
     shutil.rmtree(place, ignore_errors=True)
 
 
-USERS = ["self", pytest.param("nobody", marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch"))]
-
 
 @pytest.mark.parametrize("user", USERS)
 def test_a_printed_key_is_masked_in_saved_outputs_and_every_record_is_private(shared_place: Path, user: str) -> None:
@@ -211,9 +210,10 @@ def test_a_printed_key_is_masked_in_saved_outputs_and_every_record_is_private(sh
         home = {"HOME": str(shared_place / "home"), "XDG_CONFIG_HOME": str(shared_place / "home" / ".config"),
                 "XDG_CACHE_HOME": str(shared_place / "home" / ".cache")}
         os.mkdir(home["HOME"])
+        seed_vocabularies(Path(home["HOME"]))
         for entry in [shared_place, *shared_place.rglob("*")]:
             os.lchown(entry, 65534, 65534)
-        prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        prefix = user_prefix(user)
     with ScriptedLLM(steps) as llm:
         out = subprocess.run([*prefix, *swecli_cmd(llm, "-p", "print the rows", "--mode", "auto", "--sandbox", "off")],
                              cwd=project, env={**env(), **home}, text=True, capture_output=True, timeout=180,

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
+from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
-USERS = ["invoking", "nobody"]
 KEY = {"openai": "sk-user-secret-0123456789", "anthropic": "sk-ant-user-secret-0123456789"}
 QUIET = ("[context]\noffload = false\ndecay = false\nrecitation = false\nfailure_evidence = false\n"
          "playbook = false\njust_in_time = false\n[memory]\nsession_notes = false\n")
@@ -57,8 +57,7 @@ class Place:
                     XDG_CACHE_HOME=str(self.home / ".cache"), **(env or {}))
         argv = [sys.executable, "-m", "swecli", *args]
         if self.user == "nobody":
-            entry = pwd.getpwnam("nobody")
-            argv = ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", *argv]
+            argv = [*user_prefix(self.user), *argv]
             full["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])  # the source tree, readable by all
         self._own()
         return subprocess.run(argv, cwd=self.project, env=full, text=True, capture_output=True, timeout=180,
@@ -68,13 +67,12 @@ class Place:
 @pytest.fixture(params=USERS)
 def place(request: pytest.FixtureRequest) -> Iterator[Place]:
     user = str(request.param)
-    if user == "nobody" and (os.geteuid() != 0 or shutil.which("setpriv") is None):
-        pytest.skip("running as another user needs root and setpriv (the invoking user is unprivileged already)")
     base = Path(tempfile.mkdtemp(prefix="swecli-trust-", dir="/var/tmp"))  # outside /tmp: the sandbox hides it
     base.chmod(0o755)
     place = Place(user, base / "home", base / "project", base / "outside")
     for path in (place.home, place.project, place.outside):
         path.mkdir()
+    seed_vocabularies(place.home)
     place._own()
     yield place
     shutil.rmtree(base, ignore_errors=True)
@@ -153,7 +151,7 @@ def test_the_users_own_flags_still_apply_in_an_untrusted_project(place: Place) -
 
 def test_a_project_mcp_server_does_not_start_untrusted_not_even_in_plan_mode(place: Place) -> None:
     marker = place.outside / "mcp-ran"
-    place.config(f'[mcp.servers.helper]\ncommand = "sh"\nargs = ["-c", "echo ran > {marker}; sleep 30"]\n{QUIET}')
+    place.config(f'[mcp.servers.helper]\ncommand = "sh"\nargs = ["-c", "echo ran > {marker}"]\n{QUIET}')
     with ScriptedLLM([Reply("planned")]) as llm:
         run = place.swecli("-p", "plan it", "--mode", "plan", "--provider", "openai-compatible", "--base-url",
                            llm.base_url, "--model", "scripted-model")

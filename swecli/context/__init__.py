@@ -18,6 +18,7 @@
     hooks.py         the PreCompact hook (a shell command or a Python callback)
     engineering.py   the per-request mechanisms as the loop meets them through the manager
     decay.py         old tool outputs folded into one-line digests, in rare batches
+    foldahead.py     the digests a fold at the hard limit would write, made ahead on a worker thread
     offload.py       large tool outputs saved to a file, a preview in the context
     images.py        old images become one-line stand-ins
     recitation.py    the goal, todo progress and next step, restated in the dynamic tail
@@ -27,7 +28,7 @@
     todo.py          the model's own task list (the `todo` tool)
 
 Internal (used only inside the package, may change without notice): `archive`, `background`, `compaction`,
-`compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `hooks`, `images`, `ledger`, `prefix`,
+`compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `foldahead`, `hooks`, `images`, `ledger`, `prefix`,
 `recitation`, `references`, `runway`, `scheduler`.
 
 What other packages may use is re-exported here (`from swecli.context import ...`); each name is imported from

@@ -39,8 +39,9 @@ from swecli.context.compaction import (
     summary_body,
     with_model_summary,
 )
-from swecli.context.decay import DecayScan, fold_older, room_policy, saving_reference
+from swecli.context.decay import DecayScan, fold_older, room_policy
 from swecli.context.engineering import NoMechanisms
+from swecli.context.foldahead import FoldsAhead
 from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.meter import Meter
 from swecli.context.wiring import Reporter, Wiring
@@ -66,6 +67,7 @@ class Compactor:
         """Tokens spent by summary requests (not part of the loop's own usage)."""
         self.tool_meta: dict[str, dict[str, Any]] = {}
         self._room: DecayScan | None = None
+        self._ahead: FoldsAhead | None = None
 
     @property
     def config(self) -> ContextConfig:
@@ -133,8 +135,9 @@ class Compactor:
         meter = self.meter
         keep = meter.calibration.to_local(decay_recent_for(meter.window, self.config.keep_recent_tokens))
         needed = before.raw_total - meter.calibration.to_local(target)
-        reference = saving_reference(self.root or Path.cwd())
-        folded = fold_older(history, meter.sync(history), self._room_scan(), keep, reference, needed)
+        ahead = self._folds_ahead()
+        folded = fold_older(history, meter.sync(history), self._room_scan(), keep, ahead.reference_for, needed,
+                            made=ahead.made)
         if not folded.changed:
             return history
         note = (f"folded {folded.folded} older tool outputs to their saved files; the summary being made is "
@@ -172,18 +175,36 @@ class Compactor:
                                                                         "place of the truncation's",))
         return self.record("auto", before, result, 0.0, waited=waited, background=True)
 
-    def look_ahead(self, history: list[Message]) -> None:
+    def look_ahead(self, history: list[Message], make_digests: bool = False) -> None:
         """Work out now, for the messages that left the newest zone since the last step, what folding them
-        would save: a fold that comes later then only writes its digests."""
+        would save; with `make_digests` (a summary is on its way: a fold may come), hand them to the worker
+        that saves them and makes their digests (`foldahead.py`): a fold that comes later only swaps them."""
         meter = self.meter
         keep = meter.calibration.to_local(decay_recent_for(meter.window, self.config.keep_recent_tokens))
-        self._room_scan().saving(meter.sync(history), keep)
+        ledger = meter.sync(history)
+        scan = self._room_scan()
+        scan.saving(ledger, keep)
+        if make_digests:
+            self._folds_ahead().submit(scan.candidates(ledger))
+
+    def close(self) -> None:
+        """Stop the worker that makes digests ahead (what it has not made yet is dropped)."""
+        if self._ahead is not None:
+            self._ahead.close()
 
     def _room_scan(self) -> DecayScan:
         """The scan folds use, kept while the counter is the same (`fold_older`)."""
         if self._room is None or self._room.counter is not self.meter.counter:
             self._room = DecayScan(self.meter.counter, default=room_policy)
         return self._room
+
+    def _folds_ahead(self) -> FoldsAhead:
+        """The digests made ahead, kept while the counter is the same (a digest names its size in tokens)."""
+        if self._ahead is None or self._ahead.counter is not self.meter.counter:
+            if self._ahead is not None:
+                self._ahead.close()
+            self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor)
+        return self._ahead
 
     # --- parts -----------------------------------------------------------------------------------------
 

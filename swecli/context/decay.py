@@ -49,6 +49,7 @@ from swecli.context.offload import OffloadError, offload_path_in, save_output
 from swecli.context.tokens import MESSAGE_OVERHEAD, IdentityCache, TokenCounter
 from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from swecli.session.secrets import Redactor
 from swecli.tools.facts import facts_for
 
 DIGEST_MARKER = "[swecli: decayed]"
@@ -63,6 +64,8 @@ that does not happen."""
 NO_REFERENCE = "not saved; run the call again to see it"
 
 ReferenceFor = Callable[[ToolMessage], str]
+MadeAhead = Callable[[ToolMessage], "ToolMessage | None"]
+"""The digest already made for an output (`foldahead.FoldsAhead.made`), or None: then it is made now."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class DecayResult:
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class Candidate:
     index: int
     message: ToolMessage
     call: ToolCall | None
@@ -129,16 +132,16 @@ whatever the zone)."""
 
 
 def fold_older(history: list[Message], ledger: Ledger, scan: DecayScan, keep_recent_tokens: int,
-               reference_for: ReferenceFor, needed: int = 0) -> DecayResult:
+               reference_for: ReferenceFor, needed: int = 0, made: MadeAhead | None = None) -> DecayResult:
     """Every tool output before the newest `keep_recent_tokens` folded at once, whatever it saves: the
     no-model-call compaction ("observation masking"), for when room is needed before a summary is ready.
     When that saves less than `needed` tokens, the newest zone halves (down to `MIN_ZONE`) until it saves
     enough. `ledger` must be synced to `history`; `scan` (with `room_policy`) is kept from one fold to the
-    next, so what folding a message saves is worked out once."""
+    next, so what folding a message saves is worked out once. `made` gives the digests made ahead."""
     keep = keep_recent_tokens
     while scan.saving(ledger, keep) < needed and keep // 2 >= MIN_ZONE:
         keep //= 2  # the scan goes on from where it was: each message is still looked at once
-    return scan.run(history, ledger, keep, 0, reference_for)
+    return scan.run(history, ledger, keep, 0, reference_for, made)
 
 
 class DecayScan:
@@ -175,14 +178,17 @@ class DecayScan:
         return self.pending
 
     def run(self, history: list[Message], ledger: Ledger, keep_recent_tokens: int, min_savings_tokens: int,
-            reference_for: ReferenceFor | None = None) -> DecayResult:
+            reference_for: ReferenceFor | None = None, made: MadeAhead | None = None) -> DecayResult:
         """`ledger` must be synced to `history`."""
         self._advance(ledger, keep_recent_tokens)
         if not (self._ready or self._thoughts) or self.pending < min_savings_tokens:
             return DecayResult(history, 0, 0, self.pending)
-        candidates = [self._candidate(ledger, index) for index in sorted(self._ready)]
         # The folded history is a rewrite: the ledger restarts on it, and so will this scan.
-        return _fold_all(history, candidates, self._thoughts, self.counter, reference_for)
+        return _fold_all(history, self.candidates(ledger), self._thoughts, self.counter, reference_for, made)
+
+    def candidates(self, ledger: Ledger) -> list[Candidate]:
+        """The results a run would fold now (as of the last `saving` or `run`), oldest first."""
+        return [self._candidate(ledger, index) for index in sorted(self._ready)]
 
     def _advance(self, ledger: Ledger, keep_recent_tokens: int) -> None:
         zone = ledger.zone_start(keep_recent_tokens)
@@ -227,10 +233,10 @@ class DecayScan:
             self._savings.put(msg, saving)
         return saving
 
-    def _candidate(self, ledger: Ledger, index: int) -> _Candidate:
+    def _candidate(self, ledger: Ledger, index: int) -> Candidate:
         msg = ledger.messages[index]
         assert isinstance(msg, ToolMessage)
-        return _Candidate(index, msg, _call_for(ledger, index), self._saving(ledger, index))
+        return Candidate(index, msg, _call_for(ledger, index), self._saving(ledger, index))
 
 
 def _call_for(ledger: Ledger, index: int) -> ToolCall | None:
@@ -243,16 +249,19 @@ def _call_for(ledger: Ledger, index: int) -> ToolCall | None:
     return next((c for c in assistant.tool_calls if c.id == msg.tool_call_id), None)
 
 
-def _fold_all(history: list[Message], candidates: Sequence[_Candidate], thoughts: Sequence[tuple[int, int]],
-              counter: TokenCounter, reference_for: ReferenceFor | None) -> DecayResult:
+def _fold_all(history: list[Message], candidates: Sequence[Candidate], thoughts: Sequence[tuple[int, int]],
+              counter: TokenCounter, reference_for: ReferenceFor | None,
+              made: MadeAhead | None = None) -> DecayResult:
     out = list(history)
     saved = 0
     for index, saving in thoughts:
         out[index] = history[index].model_copy(update={"thinking": ()})
         saved += saving
     for cand in candidates:
-        reference = reference_for(cand.message) if reference_for is not None else default_reference(cand.message)
-        folded = fold(cand.message, cand.call, reference, counter)
+        folded = made(cand.message) if made is not None else None
+        if folded is None:
+            reference = reference_for(cand.message) if reference_for is not None else default_reference(cand.message)
+            folded = fold(cand.message, cand.call, reference, counter)
         saved += counter.message(cand.message) - counter.message(folded)
         out[cand.index] = folded
     return DecayResult(out, saved, len(candidates) + len(thoughts))
@@ -354,16 +363,18 @@ def default_reference(msg: ToolMessage) -> str:
     return offload_path_in(msg.content) or NO_REFERENCE
 
 
-def saving_reference(root: Path) -> ReferenceFor:
+def saving_reference(root: Path, redactor: Redactor | None = None) -> ReferenceFor:
     """A `reference_for` that makes every folded output reachable: the offload file when there is one,
-    else the output is saved now under `.swecli/tool_results/` (only results actually folded are)."""
+    else the output is saved now under `.swecli/tool_results/` (only results actually folded are), its
+    secrets masked by `redactor` (the environment's when None, read once here, not once per output)."""
+    redactor = redactor if redactor is not None else Redactor.from_environment()
 
     def reference(msg: ToolMessage) -> str:
         existing = offload_path_in(msg.content)
         if existing:
             return existing
         try:
-            return save_output(root, msg.tool_call_id, msg.content)
+            return save_output(root, msg.tool_call_id, msg.content, redactor)
         except OffloadError:
             return NO_REFERENCE
 

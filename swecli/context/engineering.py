@@ -66,6 +66,8 @@ class NoMechanisms:
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+        self.redactor: Redactor | None = None
+        """Masks secrets in saved outputs (None: those of the environment)."""
         self.offloaded = self.decays = self.decay_saved = self.warnings = self.images_replaced = 0
         self.findings: list[str] = []
         """Top references from the latest compaction, kept in view by the recitation."""
@@ -115,7 +117,6 @@ class Mechanisms(NoMechanisms):
         super().__init__(counter)
         self.config, self.root = config, root
         self.redactor = redactor
-        """Masks secrets in saved outputs (None: those of the environment, looked up at each save)."""
         self.todo = todo or TodoState()
         self.on_event: Callable[[Event], None] = on_event or _ignore
         self.images = images or ImagesConfig()
@@ -168,7 +169,7 @@ class Mechanisms(NoMechanisms):
         if not self.config.decay:
             return self.age_images(history)
         result = self._decay.run(history, ledger, keep_recent_tokens, self.config.decay_min_savings_tokens,
-                                 reference_for=saving_reference(self.root))
+                                 reference_for=saving_reference(self.root, self.redactor))
         if not result.changed:
             return self.age_images(history)
         before = ledger.tokens()

@@ -196,13 +196,15 @@ class ContextManager:
         if not history:
             return history
         meter = self.meter
-        if meter.counter.generation == 0 and any(isinstance(m, AssistantMessage) for m in history):
-            # Decay and compaction change the history: never on an estimate. Only a fresh session's first
-            # request (nothing to fold or compact yet) goes out while the vocabulary still loads.
+        keep = meter.calibration.to_local(decay_recent_for(meter.window, meter.config.keep_recent_tokens))
+        if (meter.counter.generation == 0 and any(isinstance(m, AssistantMessage) for m in history)
+                and meter.sync(history).tokens() > keep):
+            # Decay and compaction change the history: never on an estimate. A history decay keeps whole
+            # (estimated, it is all newer than what decay keeps: nothing is folded whatever the exact count)
+            # goes out while the vocabulary still loads; compaction waits below when it is near a limit.
             meter.counter.text.wait()
         open_calls = has_open_calls(history)
         if not open_calls and not self.scheduler.holds_decay(meter.prompt_tokens(history)):
-            keep = meter.calibration.to_local(decay_recent_for(meter.window, meter.config.keep_recent_tokens))
             history = self.mechanisms.decay(history, meter.sync(history), keep)
         state = meter.state(history, self._tail_for(history))
         if meter.counter.generation == 0 and self._near_a_limit(state):

@@ -225,6 +225,14 @@ def save_output(root: Path, call_id: str, content: str, redactor: Redactor | Non
     Call ids repeat across sessions (and some providers reuse them within one), so an existing file
     with different content is never overwritten: the new one gets a content-hash suffix.
     """
+    data, target = _target(root, call_id, content, redactor)
+    if not (target.exists() and _same_bytes(target, data)):
+        _write(target, data)
+    return f"{OFFLOAD_DIR}/{target.name}"
+
+
+def _target(root: Path, call_id: str, content: str, redactor: Redactor | None) -> tuple[bytes, Path]:
+    """The bytes `save_output` writes for `content` and the file they go to."""
     content = (redactor if redactor is not None else Redactor.from_environment()).redact(content)
     data = content.replace("\0", "\u2400").encode("utf-8", errors="replace")
     name = safe_name(call_id)
@@ -232,9 +240,50 @@ def save_output(root: Path, call_id: str, content: str, redactor: Redactor | Non
     target = folder / f"{name}.txt"
     if target.exists() and not _same_bytes(target, data):
         target = folder / f"{name}-{hashlib.sha256(data).hexdigest()[:10]}.txt"
-    if not (target.exists() and _same_bytes(target, data)):
-        _write(target, data)
-    return f"{OFFLOAD_DIR}/{target.name}"
+    return data, target
+
+
+@dataclass(frozen=True)
+class StagedOutput:
+    """An output written ahead where nothing names it (`stage_output`), moved to the file it will be read
+    from only when a digest names that file (`publish`)."""
+
+    reference: str
+    """The root-relative path `save_output` would return (what a digest names)."""
+    target: Path
+    staged: Path | None
+    """Where the bytes wait; None when `target` already holds them."""
+
+    def publish(self) -> None:
+        """Move the staged bytes to their file (one rename). Raises OffloadError when that fails."""
+        if self.staged is None:
+            return
+        try:
+            os.replace(self.staged, self.target)
+        except OSError as exc:
+            raise OffloadError(f"could not move a saved tool output to {self.target} ({exc.strerror or exc})") from None
+
+    def discard(self) -> None:
+        """Remove the staged bytes if they were never published."""
+        if self.staged is not None:
+            self.staged.unlink(missing_ok=True)
+
+
+STAGING_DIR = ".staged"
+"""Under the offload folder: outputs written ahead of a fold that may not come (never listed as saved)."""
+
+
+def stage_output(root: Path, call_id: str, content: str, redactor: Redactor | None = None,
+                 unique: str = "") -> StagedOutput:
+    """`save_output`'s bytes written now under `STAGING_DIR` (`unique` tells apart outputs staged at once for
+    the same file), so that saving them later is one rename (`StagedOutput.publish`). Raises OffloadError."""
+    data, target = _target(root, call_id, content, redactor)
+    reference = f"{OFFLOAD_DIR}/{target.name}"
+    if target.exists() and _same_bytes(target, data):
+        return StagedOutput(reference, target, None)
+    staged = target.parent / STAGING_DIR / f"{unique}{target.name}"
+    _write(staged, data)
+    return StagedOutput(reference, target, staged)
 
 
 def _same_bytes(path: Path, data: bytes) -> bool:

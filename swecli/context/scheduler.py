@@ -59,9 +59,10 @@ class CompactionScheduler:
         ledger = self.meter.ledger
         self.runway.observe(state.total, time.monotonic(), (ledger.generation, ledger.turn_start()))
         if self.in_background():
-            self.compactor.look_ahead(history)  # a step at a time, for a fold that may be needed
             if self.job is None:
                 self._maybe_start(history, provider, state)
+            # A step at a time, for a fold that may be needed (only while a summary is on its way can one be).
+            self.compactor.look_ahead(history, make_digests=self.job is not None)
             if self.job is not None:
                 return self._with_job(history, provider, state)
         # Nothing in the background (off, another strategy, nothing worth summarizing): on the spot.
@@ -93,6 +94,7 @@ class CompactionScheduler:
         fraction of a second of the cancel, unless a PreCompact hook command is still running)."""
         job = self.job
         self.cancel("the session closed")
+        self.compactor.close()
         if job is not None:
             job.done.wait(wait)
 

@@ -36,7 +36,7 @@ def make_provider(settings: Settings, *, sleep: Callable[[float], None] | None =
         anthropic = AnthropicProvider(model=settings.model, base_url=base_url, api_key=settings.api_key,
                                       name=preset.name, key_env=preset.key_env, timeout=settings.request_timeout,
                                       max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry,
-                                      deadline=settings.request_deadline)
+                                      deadline=settings.request_deadline, retry_base_delay=settings.retry_base_delay)
         anthropic.images = images
         return anthropic
     from swecli.llm.openai import OpenAIProvider
@@ -44,6 +44,6 @@ def make_provider(settings: Settings, *, sleep: Callable[[float], None] | None =
     openai = OpenAIProvider(model=settings.model, base_url=base_url, api_key=settings.api_key, name=preset.name,
                             key_env=preset.key_env, timeout=settings.request_timeout,
                             max_retries=settings.max_retries, sleep=sleep, on_retry=on_retry,
-                            deadline=settings.request_deadline)
+                            deadline=settings.request_deadline, retry_base_delay=settings.retry_base_delay)
     openai.images = images
     return openai

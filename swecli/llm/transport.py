@@ -335,13 +335,14 @@ class HttpProvider:
             self, *, model: str, base_url: str = "", api_key: str = "", name: str = "", key_env: str | None = "",
             timeout: float = 600.0, max_retries: int = 5, sleep: Callable[[float], None] | None = None,
             on_retry: Callable[[RetryNotice], None] | None = None, client: httpx.Client | None = None,
-            deadline: float | None = None) -> None:
+            deadline: float | None = None, retry_base_delay: float = 1.0) -> None:
         self.name = name or self.default_name
         self.model = model
         self.base_url = (base_url or self.default_base_url).rstrip("/")
         self.key_env = self.default_key_env if key_env == "" else key_env
         self._api_key = api_key
-        self.retry = RetryPolicy(max_retries=max_retries, sleep=sleep, on_retry=on_retry)
+        self.retry = RetryPolicy(max_retries=max_retries, base_delay=retry_base_delay, sleep=sleep,
+                                 on_retry=on_retry)
         self.timeout = timeout
         self.deadline = deadline
         """Seconds one model call may wait for an answer to begin, retries included (None: no limit)."""

@@ -8,6 +8,7 @@
     own_process.py helper programs swecli runs itself (ripgrep): found off the project, run with a clean environment
     bash.py        a shell command, bounded in time and output, killable at any moment
     sandbox.py     bubblewrap confinement for bash (`sandbox.from_settings`)
+    spare.py       a sandbox started while the model thinks, handed the next command if it still fits
     syscalls.py    the seccomp filter of a sandboxed command without network (no unix sockets out)
     environment.py the environment a command gets: an allowlist, secrets left out by name and by value
     guard.py       the dangerous-command guard
@@ -27,7 +28,7 @@
     spool.py       a tool's whole output, kept when the model sees a cut of it
 
 Internal (used only inside the package, may change without notice): `bashtree`, `files`, `gitguard`, `grep`,
-`inline`, `shell`, `syscalls`, `targets`.
+`inline`, `shell`, `spare`, `syscalls`, `targets`.
 
 What other packages may use is re-exported here (`from swecli.tools import ...`); each name is imported from
 its module the first time it is used, so importing the package costs nothing.

@@ -93,6 +93,10 @@ class Tool(Generic[A]):
     state with the other calls. Only non-mutating tools run concurrently."""
     facts: ToolFacts = OTHER
     """What the rest of swecli knows about it (a shell? how a call is shown, folded...: `tools.facts`)."""
+    ready: Callable[[ToolContext], None] | None = None
+    """Called on the loop's thread when a request goes out (with the sandbox the tool's next call would
+    run in): work the next call would otherwise wait for starts now, while the model thinks (bash starts
+    its sandbox and the shell parser)."""
 
     def schema(self) -> ToolSchema:
         if self.parameters is not None:
@@ -179,6 +183,12 @@ class ToolRegistry:
 
     def names(self) -> list[str]:
         return sorted(self._tools)
+
+    def ready(self, ctx: ToolContext) -> None:
+        """Call every tool's `ready` hook (a request went out; `ctx` carries the sandbox of the next call)."""
+        for tool in list(self._tools.values()):
+            if tool.ready is not None:
+                tool.ready(ctx)
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         """In a stable order: the initial tools by name, then the ones that joined, as they joined."""

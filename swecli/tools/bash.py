@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
+from swecli.tools.spare import SPARES, Spares
 from swecli.tools.spool import FullOutput, Spool
 from swecli.tools.visible import without_colours
 
@@ -115,15 +117,51 @@ class _Outcome:
     """What the sandbox did after the command (a protected file it created was moved aside)."""
 
 
-def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None) -> _Outcome:
+def command_environment(ctx: ToolContext) -> dict[str, str]:
+    """The environment a command gets: the allowlist, sandboxed or not, without pagers or prompts."""
+    return {**ctx.environment.build(os.environ), **_ENV_OVERRIDES}
+
+
+def get_ready(ctx: ToolContext) -> None:
+    """While the model thinks: start the sandbox the next command will run in (`swecli/tools/spare.py`),
+    and, once, the shell parser the approval policy reads the command with."""
+    warm_parser()
+    if ctx.sandbox is not None:
+        SPARES.prepare(ctx.sandbox, command_environment(ctx))
+
+
+_parser_warmed = threading.Event()
+
+
+def warm_parser() -> None:
+    """Load tree-sitter-bash and the guard's modules on a thread of their own, once (~0.1 s of imports and
+    grammar load that the first command would otherwise wait for; parsing takes the parser's lock)."""
+    if _parser_warmed.is_set():
+        return
+    _parser_warmed.set()
+
+    def load() -> None:
+        from swecli.tools.guard import dangerous_reason
+        from swecli.tools.readonly import is_read_only
+
+        dangerous_reason("true")
+        is_read_only("true")
+
+    threading.Thread(target=load, name="swecli-shell-parser", daemon=True).start()
+
+
+def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox | None = None,
+                spares: Spares = SPARES) -> _Outcome:
     outcome = _Outcome(output=OutputBuffer(ctx.max_output_chars))
     start = time.monotonic()
     argv = ["/bin/bash", "-c", command]
-    env = {**ctx.environment.build(os.environ), **_ENV_OVERRIDES}  # the allowlist, sandboxed or not
-    launch = sandbox.launch(argv, env) if sandbox is not None else None
+    env = command_environment(ctx)
+    started = spares.take(sandbox, env, argv) if sandbox is not None else None
+    launch = started[0] if started else sandbox.launch(argv, env) if sandbox is not None else None
     try:
-        _run(launch.argv if launch else argv, launch.env if launch else env, launch.pass_fds if launch else (),
-             ctx, outcome, start + timeout)
+        proc = started[1] if started else _start(launch.argv if launch else argv, launch.env if launch else env,
+                                                 launch.pass_fds if launch else (), ctx)
+        _run(proc, ctx, outcome, start + timeout)
     finally:
         if launch is not None:
             outcome.notes = launch.close()
@@ -131,12 +169,15 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
     return outcome
 
 
-def _run(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], ctx: ToolContext, outcome: _Outcome,
-         deadline: float) -> None:
-    proc = subprocess.Popen(
+def _start(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...],
+           ctx: ToolContext) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True, env=env, pass_fds=pass_fds,
     )
+
+
+def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, deadline: float) -> None:
     assert proc.stdout is not None
     stream = _Stream(proc, proc.stdout.fileno(), outcome.output, _live_listener(ctx.on_output))
     try:
@@ -317,5 +358,6 @@ BASH = Tool(
     mutating=True,
     preview=preview_bash,
     facts=BASH_FACTS,
+    ready=get_ready,
 )
 declare(BASH.name, BASH.facts)

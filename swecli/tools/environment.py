@@ -25,6 +25,7 @@ not this), since it protects secrets without any sandbox.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -115,8 +116,13 @@ class CommandEnvironment:
         return cls(inherit=inherit, pass_env=tuple(pass_env))
 
     def build(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The variables of `env` a command gets."""
-        return {name: value for name, value in env.items() if self.passes(name, value)}
+        """The variables of `env` a command gets (the same environment is judged once: the value checks
+        cost a few milliseconds, and every bash call asks)."""
+        return dict(self._build(tuple(env.items())))
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (a frozen, hashable settings object: a handful per process)
+    def _build(self, items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        return tuple((name, value) for name, value in items if self.passes(name, value))
 
     def passes(self, name: str, value: str) -> bool:
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in self.pass_env):

@@ -242,11 +242,15 @@ def result_object(turn: TurnFinished | None, session_id: str, error: str = "",
 
 
 def finish(  # noqa: PLR0913 (the outcome; tests pass their own streams)
-        fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str, out: TextIO = sys.stdout,
-        err: TextIO = sys.stderr, refused: str = "", denials: list[dict[str, Any]] | None = None,
+        fmt: OutputFormat, turn: TurnFinished | None, session_id: str, error: str, out: TextIO | None = None,
+        err: TextIO | None = None, refused: str = "", denials: list[dict[str, Any]] | None = None,
         api_seconds: float = 0.0) -> int:
     """Print the outcome in the chosen format and return the exit status. `refused` is the closing line
-    about calls refused for want of approval (their count and how to allow them), or ""."""
+    about calls refused for want of approval (their count and how to allow them), or "". The streams
+    default to `sys.stdout`/`sys.stderr` as they are at the call (a default bound at import would miss a
+    redirection, as the in-process test runner's)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     summary = result_object(turn, session_id, error, denials, api_seconds)
     if fmt == "json" or fmt == "stream-json":
         out.write(json.dumps(summary) + "\n")

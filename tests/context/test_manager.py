@@ -536,9 +536,12 @@ context = ContextManager(Prompt((SystemBlock(text="system"),)),
 first = [UserMessage(content="a fresh session's task")]
 context.prepare(first, None)
 fresh = context.counter.generation
-resumed = first + [AssistantMessage(content="an earlier answer"), UserMessage(content="go on")]
-context.prepare(resumed, None)
-print(json.dumps([fresh, context.counter.generation, tokens.loading("o200k_base")]))
+short = first + [AssistantMessage(content="an earlier answer"), UserMessage(content="go on")]
+context.prepare(short, None)
+kept_whole = context.counter.generation
+long = short + [AssistantMessage(content="a long answer " * 20_000), UserMessage(content="go on")]
+context.prepare(long, None)
+print(json.dumps([fresh, kept_whole, context.counter.generation, tokens.loading("o200k_base")]))
 """
 
 
@@ -546,9 +549,10 @@ def test_a_history_with_answers_is_never_decayed_or_compacted_on_estimates() -> 
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", WAIT_SCRIPT], capture_output=True, text=True, timeout=120, check=True)
-    fresh, resumed, still_loading = json.loads(out.stdout)
+    fresh, kept_whole, resumed, still_loading = json.loads(out.stdout)
     assert fresh == 0  # the first request of a fresh session does not wait for the vocabulary
-    assert resumed == 1 and not still_loading  # a resumed history waits for it (started at once)
+    assert kept_whole == 0  # nor a history decay keeps whole anyway (the first tool call's next request)
+    assert resumed == 1 and not still_loading  # one decay could fold waits for it (started at once)
 
 
 NEAR_LIMIT_SCRIPT = r"""

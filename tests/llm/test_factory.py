@@ -33,9 +33,10 @@ def test_settings_reach_the_provider(wire: str) -> None:
     slept: list[float] = []
     provider_name = "llamacpp" if wire == "openai" else "anthropic"
     with ScriptedLLM([Fail.overloaded(502), Reply("ok")], wire=wire) as llm:  # type: ignore[arg-type]
-        settings = Settings(provider=provider_name, model="m", base_url=llm.base_url, max_retries=1)
+        settings = Settings(provider=provider_name, model="m", base_url=llm.base_url, max_retries=1,
+                            retry_base_delay=0.25)
         provider = make_provider(settings, sleep=slept.append)
         events = list(provider.stream(ModelRequest(system=(), messages=(UserMessage(content="hi"),))))
         provider.close()
     assert isinstance(events[-1], ResponseDone) and events[-1].message.content == "ok"
-    assert len(slept) == 1
+    assert len(slept) == 1 and 0.125 <= slept[0] <= 0.25  # the first retry waits half to all of the base delay

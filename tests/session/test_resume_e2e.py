@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Wire, unpaired_tool_results
+from tests.helpers import swecli_in_process
 
 Mangle = Callable[[list[bytes]], list[bytes]]
 """The transcript's lines (meta, prompt, call, result, answer, ...) -> the file's new lines."""
@@ -48,13 +48,14 @@ def _index(lines: list[bytes], marker: bytes) -> int:
 
 
 def run(project: Path, llm: ScriptedLLM, *args: str) -> subprocess.CompletedProcess[str]:
+    """`swecli -p` in this process (`tests.helpers.swecli_in_process`): what is tested is what `--continue`
+    makes of the file, the same in a process of its own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
     wire = ["--provider", "openai-compatible"]
     if llm.wire == "anthropic":
         wire, env["ANTHROPIC_API_KEY"] = ["--provider", "anthropic"], "sk-ant-test-0000000000"
-    return subprocess.run([sys.executable, "-m", "swecli", *wire, "--base-url", llm.base_url, "--model",
-                           "scripted-model", "--mode", "auto", *args], cwd=project, env=env, text=True,
-                          capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    return swecli_in_process([*wire, "--base-url", llm.base_url, "--model", "scripted-model", "--mode", "auto",
+                              *args], project, env)
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

@@ -14,22 +14,23 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, Step
+from tests.helpers import swecli_in_process
 
 
 def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai",
                extra_env: dict[str, str] | None = None, stdin: str | None = None,
                base_url: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`swecli` as a subprocess; `stdin` is piped into it (else stdin is /dev/null)."""
+    """`swecli` with its stdin at /dev/null, run in this process (`tests.helpers.swecli_in_process`:
+    what `-p` does and prints is the same); with `stdin`, a real subprocess that reads it from a pipe."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
     provider = ["--provider", "openai-compatible"] if wire == "openai" else ["--provider", "anthropic"]
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
-    command = [sys.executable, "-m", "swecli", *provider, "--base-url", base_url or llm.base_url, "--model",
-               "scripted-model", *args]
+    argv = [*provider, "--base-url", base_url or llm.base_url, "--model", "scripted-model", *args]
     if stdin is None:
-        return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120,
-                              stdin=subprocess.DEVNULL)
-    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120, input=stdin)
+        return swecli_in_process(argv, project, env)
+    return subprocess.run([sys.executable, "-m", "swecli", *argv], cwd=project, env=env, text=True,
+                          capture_output=True, timeout=120, input=stdin)
 
 
 @pytest.fixture

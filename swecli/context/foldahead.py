@@ -1,0 +1,105 @@
+"""The digests a fold at the hard limit would write, made ahead on a worker thread.
+
+When the prompt reaches the hard limit before the background summary is ready, `Compactor.fold` replaces
+every tool output older than the newest zone with a one-line digest naming a file that holds it. Made
+there and then, that is one file written (secrets masked, atomically) and one digest counted per output:
+75 outputs at a 128k window, a quarter of a second of the loop's CPU at the very step the user would
+otherwise not wait at all. So while a summary is on its way (the only time a fold can happen), each output
+that leaves the newest zone is handed to one worker thread as it does: the worker writes its bytes to a
+staging folder (`offload.stage_output`) and builds its digest, and the fold then only swaps messages and
+renames each staged file to the file its digest names. An output the worker has not reached (or one from
+the newer zone that a fold reaches when it must halve the zone) is folded on the spot, as before.
+
+What is staged is not saved: nothing names it, so it is not listed among the saved outputs a compaction's
+index must keep one read away, and `close` removes what was never published (the summary came first).
+The digests are keyed on the message object (messages are frozen, `IdentityCache`): a digest made for an
+output is the digest of that very text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from swecli.context.decay import Candidate, ReferenceFor, fold, saving_reference
+from swecli.context.offload import OffloadError, StagedOutput, offload_path_in, stage_output
+from swecli.context.tokens import IdentityCache, TokenCounter
+from swecli.messages import ToolMessage
+from swecli.session.secrets import Redactor
+
+
+class FoldsAhead:
+    """Digests made ahead for the outputs a fold would replace (`made`), by one worker thread."""
+
+    def __init__(self, counter: TokenCounter, root: Path, redactor: Redactor | None = None) -> None:
+        self.counter, self.root = counter, root
+        self.redactor = redactor if redactor is not None else Redactor.from_environment()
+        self.reference_for: ReferenceFor = saving_reference(root, self.redactor)
+        """What a fold on the spot names (and saves) for an output that was not made ahead."""
+        self._made = IdentityCache[tuple[ToolMessage, StagedOutput | None]]()
+        self._queued = IdentityCache[bool]()
+        self._staged: list[StagedOutput] = []
+        self._unique = itertools.count()
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, candidates: Sequence[Candidate]) -> int:
+        """Queue the candidates not queued yet (each output is looked at once); returns how many were."""
+        fresh = [c for c in candidates if self._queued.get(c.message) is None]
+        if not fresh:
+            return 0
+        with self._lock:
+            if self._closed:
+                return 0
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swecli-fold")
+            for candidate in fresh:
+                self._queued.put(candidate.message, True)
+                self._pool.submit(self._make, candidate)
+        return len(fresh)
+
+    def made(self, message: ToolMessage) -> ToolMessage | None:
+        """The digest made ahead for `message`, its file saved now (a rename); None when there is none yet,
+        or its file could not be moved (the fold then makes it on the spot)."""
+        entry = self._made.get(message)
+        if entry is None:
+            return None
+        digest, staged = entry
+        if staged is not None:
+            try:
+                staged.publish()
+            except OffloadError:
+                return None
+        return digest
+
+    def close(self) -> None:
+        """Stop the worker (an output it is writing is finished first) and remove what was staged but never
+        published."""
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for staged in self._staged:
+            staged.discard()
+        self._staged.clear()
+
+    def _make(self, candidate: Candidate) -> None:
+        message = candidate.message
+        staged: StagedOutput | None = None
+        reference = offload_path_in(message.content)  # an offloaded output's file already holds it
+        if not reference:
+            try:
+                staged = stage_output(self.root, message.tool_call_id, message.content, self.redactor,
+                                      unique=f"{next(self._unique)}-")
+            except OffloadError:
+                return  # the fold tries again on the spot, and says so in the digest if it fails there too
+            reference = staged.reference
+            self._staged.append(staged)
+        digest = fold(message, candidate.call, reference, self.counter)
+        self.counter.message(digest)  # counted here, so the fold's own count is a cache hit
+        self._made.put(message, (digest, staged))

@@ -1,0 +1,226 @@
+"""A sandbox started before its command: bubblewrap's start-up off the loop's path.
+
+Starting bwrap costs tens of milliseconds of wall time that are mostly the kernel's (new user, PID, IPC,
+network and mount namespaces; detaching the old root waits for an RCU grace period), more on a loaded
+machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
+out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
+command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
+command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`.
+
+Nothing is weakened:
+- The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
+  use now (the per-command layout is computed again: protected files come and go, placeholders, the
+  environment's toolchains); any difference discards the spare and the command starts fresh. The checks
+  that run after the command (a protected file it created, new dot entries of the home, submodules) are
+  the fresh layout's, taken just before the command runs.
+- The command reaches the sandbox through a memfd and a one-byte "go" on a pipe (both closed by the
+  waiting shell before it exec's `bash -c COMMAND`, so the command gets exactly the argv, environment,
+  descriptors and process group a fresh launch gives it). A spare that is discarded, or whose swecli
+  dies, reads end-of-file on the pipe and exits without running anything; its process group is killed.
+- bwrap's `--die-with-parent` is tied to the thread that started it: spares are started by one
+  long-lived daemon thread, never by a short-lived one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from swecli.tools import syscalls
+from swecli.tools.sandbox import Launch, Layout, Sandbox
+
+_WAITER = ('read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
+           'exec /bin/bash -c "$command"')
+"""The shell waiting in a spare: one byte on the go pipe (end-of-file: exit, nothing runs), then the
+command from the memfd (seekable, so bash reads it in blocks), both descriptors closed, and `bash -c`
+exec'd as a fresh launch runs it (bash's `exec` gives back the level SHLVL counted for the waiting shell)."""
+TAKE_WAIT = 1.0
+"""Seconds `take` waits for a spare still being started before it starts the command fresh."""
+
+
+@dataclass
+class Spare:
+    """A started sandbox, waiting for its command."""
+
+    sandbox: Sandbox
+    env: dict[str, str]
+    shape: list[str]
+    """Its bwrap command line without descriptor numbers, to compare with a fresh launch's."""
+    proc: subprocess.Popen[bytes]
+    text_fd: int
+    go_fd: int
+
+    def release(self, command: str) -> None:
+        """Hand the command over and let the shell go."""
+        data = os.fsencode(command)
+        os.write(self.text_fd, data)
+        os.lseek(self.text_fd, 0, os.SEEK_SET)  # the shell shares this descriptor's offset
+        os.write(self.go_fd, b"g")
+        self._close_fds()
+
+    def discard(self) -> None:
+        """Stop it without running anything (the go pipe sees end-of-file; the group is killed)."""
+        self._close_fds()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self.proc.wait()
+
+    def _close_fds(self) -> None:
+        for fd in (self.text_fd, self.go_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.text_fd = self.go_fd = -1
+
+
+@dataclass
+class _Order:
+    sandbox: Sandbox
+    env: dict[str, str]
+    done: threading.Event = field(default_factory=threading.Event)
+    spare: Spare | None = None
+    claimed: bool = False
+    """Taken by a command (set under the lock): the worker no longer discards it as stale."""
+
+
+class Spares:
+    """At most one spare sandbox, started on a long-lived thread of its own."""
+
+    def __init__(self, take_wait: float = TAKE_WAIT) -> None:
+        self.take_wait = take_wait
+        self.used = 0
+        """Commands that ran in a spare."""
+        self.refused = 0
+        """Spares that did not fit their command (the layout or the environment changed) and were discarded."""
+        self._lock = threading.Lock()
+        self._next: _Order | None = None
+        self._jobs: queue.SimpleQueue[_Order | Spare] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+
+    def prepare(self, sandbox: Sandbox, env: Mapping[str, str]) -> None:
+        """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
+        changes) unless one is there or on its way."""
+        order = _Order(sandbox, dict(env))
+        with self._lock:
+            current = self._next
+            if current is not None and current.sandbox == order.sandbox and current.env == order.env:
+                return
+            self._next = order
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="swecli-spare-sandbox", daemon=True)
+                self._worker.start()
+                atexit.register(self.close)
+        if current is not None:
+            self._jobs.put(current)  # discarded once started
+        self._jobs.put(order)
+
+    def wait_started(self, timeout: float) -> bool:
+        """Wait until the prepared spare has been started (or failed to); False if none is prepared."""
+        with self._lock:
+            order = self._next
+        return order is not None and order.done.wait(timeout) and order.spare is not None
+
+    def take(self, sandbox: Sandbox, env: Mapping[str, str],
+             argv: list[str]) -> tuple[Launch, subprocess.Popen[bytes]] | None:
+        """The prepared spare running `argv` (`["/bin/bash", "-c", COMMAND]`), when it is exactly what
+        `sandbox.launch(argv, env)` would start now; None otherwise (then launch fresh)."""
+        with self._lock:
+            order, self._next = self._next, None
+            if order is not None:
+                order.claimed = True
+        if order is None:
+            return None
+        if not order.done.wait(self.take_wait) or order.spare is None:
+            self._jobs.put(order)  # discarded once started
+            return None
+        spare = order.spare
+        inner = sandbox.environment(env)
+        layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
+        fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
+                and spare.env == dict(env) and spare.shape == _shape(sandbox, layout) and spare.proc.poll() is None)
+        if not fits:
+            self.refused += 1
+            self._jobs.put(spare)
+            return None
+        self.used += 1
+        spare.release(argv[2])
+        return Launch(argv, inner, (), sandbox.root, layout.checks), spare.proc
+
+    def close(self) -> None:
+        """Discard the spare (at exit: here and now, so nothing is left behind)."""
+        with self._lock:
+            order, self._next = self._next, None
+        if order is not None and order.done.is_set() and order.spare is not None:
+            order.spare.discard()
+        elif order is not None:
+            self._jobs.put(order)
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if isinstance(job, Spare):
+                job.discard()
+            elif job.done.is_set():
+                if job.spare is not None:
+                    job.spare.discard()
+                    job.spare = None
+            else:
+                self._start(job)
+
+    def _stale(self, order: _Order) -> bool:
+        with self._lock:
+            return self._next is not order and not order.claimed
+
+    def _start(self, order: _Order) -> None:
+        if self._stale(order):
+            order.done.set()
+            return
+        try:
+            order.spare = _start(order.sandbox, order.env)
+        except OSError:
+            order.spare = None  # take() launches fresh, which reports what goes wrong
+        finally:
+            order.done.set()
+        if order.spare is not None and self._stale(order):
+            order.spare.discard()
+            order.spare = None
+
+
+def _shape(sandbox: Sandbox, layout: Layout) -> list[str]:
+    """The bwrap command line without the parts that differ by construction (descriptors, the command)."""
+    return sandbox.wrap(["/bin/bash", "-c", "<command>"], layout, None)
+
+
+def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
+    inner = sandbox.environment(env)
+    layout = sandbox.layout(inner)
+    seccomp = syscalls.filter_fd(network=sandbox.network)
+    text_fd = os.memfd_create("swecli-command")
+    go_read, go_write = os.pipe()
+    try:
+        waiter = ["/bin/bash", "-c", _WAITER.format(go=go_read, text=text_fd)]
+        fds = (go_read, text_fd) + (() if seccomp is None else (seccomp,))
+        proc = subprocess.Popen(sandbox.wrap(waiter, layout, seccomp), cwd=sandbox.root, env=inner,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True, pass_fds=fds)
+    except OSError:
+        os.close(text_fd)
+        os.close(go_write)
+        raise
+    finally:
+        os.close(go_read)
+        if seccomp is not None:
+            os.close(seccomp)
+    return Spare(sandbox, env, _shape(sandbox, layout), proc, text_fd, go_write)
+
+
+SPARES = Spares()
+"""The process's spare: one loop runs bash at a time (a sub-agent's command may simply start fresh)."""

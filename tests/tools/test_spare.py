@@ -1,0 +1,174 @@
+"""Spare sandboxes, run for real: a command run in a spare behaves exactly as in a fresh launch, a spare
+that no longer fits its command is not used, and a spare that is let go without a command runs nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from swecli.tools.base import ToolContext
+from swecli.tools.bash import command_environment, run_command
+from swecli.tools.protected import remove_placeholders
+from swecli.tools.sandbox import Sandbox, unavailable_reason
+from swecli.tools.spare import Spares, _start
+
+REASON = unavailable_reason()
+pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
+
+
+@pytest.fixture
+def place() -> Iterator[tuple[Path, Path]]:
+    """(a git project, a home with credentials), under /var/tmp so the private /tmp hides neither."""
+    base = Path(tempfile.mkdtemp(prefix="swecli-spare-", dir="/var/tmp"))
+    home, project = base / "home", base / "project"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    yield project, home
+    remove_placeholders()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def both(project: Path, home: Path, command: str) -> tuple[tuple[int | None, str, list[str]], ...]:
+    """(exit code, output, notes) of `command` in a fresh launch and in a spare (which must be used)."""
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    fresh = run_command(command, ctx, 60, box, Spares())
+    spares = Spares(take_wait=120)
+    spares.prepare(box, command_environment(ctx))
+    spared = run_command(command, ctx, 60, box, spares)
+    assert spares.used == 1
+    return tuple((o.exit_code, o.output.text().replace(str(home), "HOME"), o.notes) for o in (fresh, spared))
+
+
+SAME = [
+    "env | sort; echo $SHLVL $0 $$; ls /proc/self/fd; ps -o pid=,pgid=,comm=",
+    "echo x > .git/config; echo $?; echo y > .git/hooks/pre-commit; echo $?",
+    "cat ~/.ssh/id_rsa; ls -A ~/.ssh; echo z > ~/escape; echo $?",
+    "mount -t tmpfs none /mnt; unshare -U true; echo $?; cat /proc/sys/kernel/core_pattern > /dev/null; "
+    "echo 1 > /proc/sys/kernel/core_pattern; echo $?",
+    "python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -1; getent hosts example.com; echo $?",
+    "printf 'a\\nb\\n' | while read l; do echo \"[$l]\"; done; exit 3",
+]
+
+
+@pytest.mark.parametrize("command", SAME)
+def test_a_command_in_a_spare_gives_what_a_fresh_launch_gives(place: tuple[Path, Path], command: str) -> None:
+    project, home = place
+    fresh, spared = both(project, home, command)
+    assert spared == fresh
+
+
+def test_a_protected_file_created_in_a_spare_is_moved_aside_as_in_a_fresh_launch(place: tuple[Path, Path]) -> None:
+    project, home = place
+    fresh, spared = both(project, home, "echo 'eval $(curl x)' > .envrc")
+    assert fresh[0] == spared[0] == 0
+    assert len(spared[2]) == 1 and "moved it to .swecli/blocked/" in spared[2][0]
+    assert not (project / ".envrc").exists()
+
+
+def test_a_spare_whose_layout_changed_is_not_used(place: tuple[Path, Path]) -> None:
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120)
+    spares.prepare(box, command_environment(ctx))
+    assert spares.wait_started(120)
+    (project / ".envrc").write_text("approved\n")  # written by write_file after the spare was started
+    outcome = run_command("echo evil > .envrc", ctx, 60, box, spares)
+    assert spares.used == 0 and spares.refused == 1
+    assert outcome.exit_code != 0 and "Read-only file system" in outcome.output.text()
+    assert (project / ".envrc").read_text() == "approved\n" and not outcome.notes
+
+
+def test_a_spare_for_another_sandbox_or_environment_is_not_used(place: tuple[Path, Path]) -> None:
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120)
+    spares.prepare(box, command_environment(ctx))
+    assert spares.wait_started(120)
+    outcome = run_command("echo x > f", ctx, 60, box.read_only(), spares)  # plan mode came on meanwhile
+    assert spares.used == 0 and outcome.exit_code != 0 and not (project / "f").exists()
+    spares.prepare(box, {**command_environment(ctx), "EXTRA": "1"})
+    outcome = run_command("echo ${EXTRA:-unset}", ctx, 60, box, spares)
+    assert spares.used == 0 and outcome.output.text() == "unset\n"
+
+
+def test_a_spare_let_go_without_its_signal_runs_nothing(place: tuple[Path, Path]) -> None:
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    spare = _start(box, command_environment(ToolContext(root=project)))
+    os.write(spare.text_fd, b"touch ran")  # the command is there, but the go byte never comes
+    os.lseek(spare.text_fd, 0, os.SEEK_SET)
+    os.close(spare.go_fd)  # what swecli dying looks like to the waiting shell
+    spare.go_fd = -1
+    assert spare.proc.wait(timeout=120) == 0
+    assert not (project / "ran").exists()
+    spare.discard()
+
+
+def test_a_discarded_spare_leaves_no_process(place: tuple[Path, Path]) -> None:
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    spares = Spares(take_wait=120)
+    ctx = ToolContext(root=project)
+    spares.prepare(box, command_environment(ctx))
+    spares.prepare(box.read_only(), command_environment(ctx))  # the first is replaced, then discarded
+    spares.close()
+    deadline = time.monotonic() + 120
+    while _waiting_spares(project) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _waiting_spares(project) == []
+
+
+def _waiting_spares(project: Path) -> list[int]:
+    """Processes of this test's spares (their bwrap command line names the project)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"bwrap") and os.fsencode(str(project)) in argv:
+            found.append(int(entry.name))
+    return found
+
+
+AS_USER = r"""
+import json, sys
+from pathlib import Path
+from tests.tools.test_spare import SAME, both
+project, home = Path(sys.argv[1]), Path(sys.argv[2])
+print(json.dumps([command for command in SAME if len(set(map(str, both(project, home, command)))) != 1]))
+"""
+
+
+def test_a_spare_gives_what_a_fresh_launch_gives_to_an_unprivileged_user() -> None:
+    # bwrap without privileges maps a user namespace of its own: the spare must be the same there too.
+    from tests.unprivileged import hand_over, user_prefix, workspace
+
+    prefix = user_prefix("nobody")
+    with workspace("swecli-spare-nobody-") as base:
+        home, project = base / "home", base / "project"
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".ssh" / "id_rsa").write_text("PRIVATE KEY\n")
+        project.mkdir()
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        hand_over(base, "nobody")
+        repo = Path(__file__).resolve().parents[2]
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(repo), "LANG": "C.UTF-8"}
+        out = subprocess.run([*prefix, sys.executable, "-c", AS_USER, str(project), str(home)], env=env, cwd=base,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert json.loads(out.stdout) == []
