@@ -61,11 +61,11 @@ print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules
 """
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
-    "rich", "tiktoken", "prompt_toolkit", "tree_sitter", "tree_sitter_language_pack", "pathspec", "tomlkit", "yaml",
-    "PIL", "json5", "regex", "numpy", "bm25s", "mcp", "click", "markdown_it", "pygments",
-    "swecli.ui.repl", "swecli.ui.render", "swecli.tools.shell", "swecli.tools.bashtree", "swecli.tools.guard",
-    "swecli.mcp.manager",
+    "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
+    "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager",
 )
+# Not listed: the shell parser (guard, tree-sitter) and tiktoken, which `tools.bash.get_ready` and the vocabulary's
+# prefetch load on threads started as the first request starts: they may be in by the time it connects.
 """What a -p run's first request never waits for: the terminal UI and its drawing (rich: only to ask about
 trust or draw Markdown), the vocabulary (loaded while the request is in flight), the shell parser (the first
 command), the map's parsers (its builder), MCP (a configured server), numpy and bm25s (building an index).
