@@ -11,8 +11,11 @@ module at every start). The model is the scripted server on loopback (`swecli.te
 at once, so every number is swecli's own time.
 
 Rows:
-- `--version`: the floor every other start-up row is compared with.
-- first request, -p: process start to the first chat request's arrival at the server (a 2-file project).
+- `--version`: the floor every other start-up row is compared with; its CPU time (user + system, `os.wait4`).
+- first request, -p: process start to the first chat request's arrival at the server (a 2-file project); the
+  CPU time the process had used when it connected to send it, and how many modules it had imported
+  (`bench/first_request_probe.py`, an audit hook). On a loaded machine wall time grows with the load; CPU
+  time much less, so compare the CPU rows with `--version`'s CPU.
 - first request, REPL, from Enter: the prompt shown and settled, the task typed, then Enter to arrival.
 - cold / warm -p in a ~2,000-file repository (sympy 1.12's source, `pip download --no-binary :all:`; `--sympy`
   gives a directory instead): process start to exit for a one-reply task, from a copy with no `.swecli/`,
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import shutil
 import statistics
@@ -45,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 from swecli.testing.server import Call, Reply, ScriptedLLM  # noqa: E402
 
 TASK = "fix the greeting typo in greet"
+PROBE = ROOT / "bench" / "first_request_probe.py"
 BASH_CALLS = 12
 
 
@@ -122,11 +127,16 @@ def wait_for_builders(project: Path) -> None:
 # --- measurements --------------------------------------------------------------------------------
 
 
-def version_time(tree: Tree) -> float:
+def version_time(tree: Tree) -> dict[str, float]:
+    """Wall time of `swecli --version`, and its CPU time (user + system, from `os.wait4`)."""
     start = time.monotonic()
-    subprocess.run([tree.python, "-m", "swecli", "--version"], env=tree.env(), check=True,
-                   stdout=subprocess.DEVNULL)
-    return time.monotonic() - start
+    child = subprocess.Popen([tree.python, "-m", "swecli", "--version"], env=tree.env(), stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise RuntimeError(f"{tree.label}: swecli --version failed ({child.returncode})")
+    return {"version": wall, "version_cpu": usage.ru_utime + usage.ru_stime}
 
 
 def headless(tree: Tree, project: Path, steps: list[Reply], *extra: str) -> tuple[float, ScriptedLLM, float]:
@@ -141,8 +151,21 @@ def headless(tree: Tree, project: Path, steps: list[Reply], *extra: str) -> tupl
     return llm.times[0] - start, llm, ended
 
 
-def first_request_p(tree: Tree, project: Path) -> float:
-    return headless(tree, project, [Reply("done")])[0]
+def first_request_p(tree: Tree, project: Path) -> dict[str, float]:
+    """Wall time to the first chat request, and the CPU time the process had used when it connected to send
+    it (`first_request_probe.py`; every thread's, so the window probe's and any background work's count)."""
+    with tempfile.NamedTemporaryFile(prefix="probe-", suffix=".jsonl") as log:
+        with ScriptedLLM([Reply("done")]) as llm:
+            argv = tree.argv(llm, "-p", TASK)
+            argv[1:3] = [str(PROBE)]  # `python -m swecli` -> `python first_request_probe.py`
+            start = time.monotonic()
+            done = subprocess.run(argv, cwd=project, env=tree.env(PROBE_LOG=log.name), text=True,
+                                  capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
+            if done.returncode != 0 or not llm.times:
+                raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
+        connects = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
+    before = [c for c in connects if c["t"] <= llm.times[0]]
+    return {"p": llm.times[0] - start, "p_cpu": before[-1]["cpu"], "p_modules": before[-1]["modules"]}
 
 
 def first_request_repl(tree: Tree, project: Path) -> float:
@@ -209,7 +232,9 @@ class Row:
 
     def cell(self, label: str) -> str:
         values = self.samples.get(label)
-        return fmt(statistics.median(values)) if values else "-"
+        if not values:
+            return "-"
+        return f"{statistics.median(values):.0f}" if "modules" in self.name else fmt(statistics.median(values))
 
 
 def fmt(seconds: float) -> str:
@@ -227,7 +252,10 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
     big = sympy_source(base, sympy) if only & {"cold", "calls"} else None
     rows = {key: Row(name) for key, name in [
         ("version", "`swecli --version`"),
+        ("version_cpu", "`swecli --version`, CPU"),
         ("p", "first request, `-p`"),
+        ("p_cpu", "first request, `-p`, CPU when it is sent"),
+        ("p_modules", "first request, `-p`, modules imported when it is sent"),
         ("repl", "first request, REPL, from Enter"),
         ("cold", "cold `-p`, ~2,000 files: start to exit"),
         ("warm", "warm `-p`, ~2,000 files: start to exit"),
@@ -252,8 +280,8 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
 def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
            base: Path) -> dict[str, Callable[[], dict[str, float]]]:
     steps: dict[str, Callable[[], dict[str, float]]] = {
-        "version": lambda: {"version": version_time(tree)},
-        "p": lambda: {"p": first_request_p(tree, small)},
+        "version": lambda: version_time(tree),
+        "p": lambda: first_request_p(tree, small),
         "repl": lambda: {"repl": first_request_repl(tree, small)},
         "calls": lambda: dict(zip(("first100", "call100"), tool_calls(tree, hundred), strict=True)),
     }
@@ -299,8 +327,6 @@ print(json.dumps(out))
 def tokenizer(runs: int) -> None:
     """Wall time, and CPU time of the loading thread: on a loaded machine the CPU time is what the part costs
     on an idle one."""
-    import json
-
     home = Path(tempfile.mkdtemp(prefix="latency-tok-"))
     env = {**os.environ, "XDG_CACHE_HOME": str(home)}
     parts: dict[str, list[tuple[float, float]]] = {}

@@ -8,7 +8,10 @@ stacks."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +106,7 @@ def main_command(  # noqa: PLR0913 (a typer command: one parameter per flag)
                                  help="Show the version and exit."),
 ) -> None:
     if ctx.invoked_subcommand:
+        gc.enable()  # off since `entry` (start-up): only -p keeps it off, until its first request
         return
     if output_format not in ("text", "json", "stream-json"):
         _fail(f"--output-format must be text, json or stream-json, not {output_format!r}.")
@@ -263,6 +267,8 @@ class Invocation:
 def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
     """A REPL session, or a -p run, as `asked`."""
     try:
+        if asked.prompt is None:
+            gc.enable()  # off since `entry`; -p keeps it off until its first request is out (`ui.headless`)
         interactive = asked.prompt is None and sys.stdin.isatty()
         trusted = _project_trust(root, flag=asked.trust_project, ask=interactive, to_stderr=not interactive)
         settings_ready = _settings_beside(root, flags, trusted)
@@ -271,8 +277,11 @@ def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
             import swecli.assembly
             import swecli.ui.headless  # noqa: F401  (imported while the window is asked for)
 
-            return _run_print(root, settings_ready(), asked.prompt, asked.task, asked.output_format, resume,
-                              asked.continue_latest)
+            try:
+                return _run_print(root, settings_ready(), asked.prompt, asked.task, asked.output_format, resume,
+                                  asked.continue_latest)
+            finally:
+                gc.enable()  # if no request went out (headless switches it on when the first one does)
         from swecli.ui.repl import run_repl
 
         return run_repl(root, settings_ready(), resume=resume, continue_latest=asked.continue_latest, task=asked.task)
@@ -284,14 +293,17 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callab
     """`_settings`, with the server's window asked for on a thread while the caller imports the session's
     modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
     settings (it raises what `_settings` would)."""
-    import threading
-
     from swecli.config import load_settings
     from swecli.llm.window import resolve_window
 
     settings = load_settings(root, flags, trust_project=trusted)
+    probes = _sandbox_probes_beside(settings)
     if not (settings.provider and settings.model):
-        return lambda: _settings(root, flags, trusted)  # discovery first: nothing to overlap
+        def discovered() -> Settings:  # discovery first: nothing to overlap but the probes
+            probes.join()
+            return _settings(root, flags, trusted)
+
+        return discovered
     outcome: list[Settings | BaseException] = []
 
     def ask() -> None:
@@ -305,6 +317,7 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callab
 
     def ready() -> Settings:
         thread.join()
+        probes.join()  # done by now: the session's imports took longer; the session then finds them cached
         if isinstance(outcome[0], BaseException):
             raise outcome[0]
         return outcome[0]
@@ -312,18 +325,43 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callab
     return ready
 
 
+def _sandbox_probes_beside(settings: Settings) -> threading.Thread:
+    """Start, on a thread, what opening a session asks of the sandbox (`tools.sandbox.from_settings`): a
+    trivial command in bwrap (does it work here, with which isolation flags) and the seccomp filter's build
+    (pyseccomp, which runs `ldconfig -p` twice to find libseccomp). Two subprocesses and a library load,
+    waited for beside the session's imports instead of on the way to the first request; both are cached
+    per process, so the session's own calls find them done. Errors are left for those calls to report."""
+
+    def probe() -> None:
+        if settings.sandbox.mode == "off":
+            return
+        from swecli.tools import sandbox, syscalls
+
+        with contextlib.suppress(Exception):
+            if not sandbox.unavailable_reason() and not settings.sandbox.network:
+                syscalls.unavailable()
+
+    thread = threading.Thread(target=probe, name="swecli-sandbox-probe", daemon=True)
+    thread.start()
+    return thread
+
+
 def _project_trust(root: Path, *, flag: bool, ask: bool, to_stderr: bool,
                    flag_name: str | None = "--trust-project") -> bool:
     """The project's trust for this run (`swecli.ui.trust`): asked on a terminal, else the remembered
-    answer or the flag; what stays ignored is named in one line."""
+    answer or the flag; what stays ignored is named in one line. rich is imported only for a project
+    whose configuration needs trust (~0.06 s, on every start's path before)."""
     import os
 
+    from swecli.ui.trust import decide_trust, review_project
+
+    env = dict(os.environ)
+    if not review_project(root, env).needs_trust:  # the common case: nothing to ask or to say
+        return False
     from rich.console import Console
 
-    from swecli.ui.trust import decide_trust
-
     console = Console(stderr=to_stderr, highlight=False, soft_wrap=True)
-    return decide_trust(root, dict(os.environ), console, flag=flag, ask=ask, flag_name=flag_name)
+    return decide_trust(root, env, console, flag=flag, ask=ask, flag_name=flag_name)
 
 
 MAX_PIPED_TASK_BYTES = 100_000

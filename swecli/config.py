@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,11 +24,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from swecli.errors import SwecliError
+from swecli.lazy import regex
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
 from swecli.trust import Split, guarded, lookup, split_untrusted
 
 Mode = Literal["default", "auto", "plan"]
-SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
+SERVER_NAME = regex(r"[A-Za-z0-9_-]+")
 
 
 class Section(BaseModel):

@@ -35,6 +35,7 @@ from swecli.context.archive import Archive, ArchiveError, MemoryArchive
 from swecli.context.decay import key_arguments
 from swecli.context.extract import Facts, extract_facts, render_facts
 from swecli.context.tokens import head_by_tokens, tail_by_tokens
+from swecli.lazy import regex
 from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, complete
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 
@@ -385,11 +386,11 @@ def _archive_history(work: _Work) -> None:
         work.notes.append(f"the pre-compaction history could not be archived ({exc})")
 
 
-SAVED_PATH = re.compile(r"(?:\.swecli/(?:tool_results|compactions)/|memory://)[\w.-]+")
+SAVED_PATH = regex(r"(?:\.swecli/(?:tool_results|compactions)/|memory://)[\w.-]+")
 """A file a message names that holds saved text: an offloaded or decayed output, a shortened message,
 an earlier compaction's transcript or index."""
 INDEX_HEADING = "# Saved outputs of the compacted history"
-_INDEX_ENTRY = re.compile(r"^- `([^`]+)`")
+_INDEX_ENTRY = regex(r"^- `([^`]+)`")
 
 
 def _write_index(work: _Work, head: Sequence[Message]) -> str:

@@ -40,7 +40,6 @@ are actually folded.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from pathlib import Path
 from swecli.context.ledger import Ledger
 from swecli.context.offload import OffloadError, offload_path_in, save_output
 from swecli.context.tokens import MESSAGE_OVERHEAD, IdentityCache, TokenCounter
+from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from swecli.session.secrets import Redactor
 from swecli.tools.facts import facts_for
@@ -296,7 +296,7 @@ def _where(reference: str) -> str:
     return reference or NO_REFERENCE
 
 
-_OFFLOAD_SIZE = re.compile(r"returned ([\d,]+) lines, [\d,]+ characters, ([\d,]+) tokens")
+_OFFLOAD_SIZE = regex(r"returned ([\d,]+) lines, [\d,]+ characters, ([\d,]+) tokens")
 
 
 def _size(msg: ToolMessage, counter: TokenCounter) -> tuple[int, int]:
@@ -338,7 +338,7 @@ def _clip(text: str) -> str:
     return text if len(text) <= ARG_CHARS else text[:ARG_CHARS] + "…"
 
 
-_EXIT = re.compile(r"^exit code (-?\d+|None)$")
+_EXIT = regex(r"^exit code (-?\d+|None)$")
 
 
 def outcome(msg: ToolMessage) -> str:

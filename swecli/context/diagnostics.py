@@ -24,6 +24,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from swecli.lazy import regex
+
 MAX_LINE_CHARS = 1_200
 """Longer lines (minified code, data dumps) are not messages: skipped."""
 
@@ -114,29 +116,29 @@ _ERRORS = (
 )
 
 # --- locations ----------------------------------------------------------------------------------------
-_LOCATIONS = re.compile(
+_LOCATIONS = regex(
     r"File \"(?P<py>[^\"\n]+)\", line (?P<py_line>\d+)"  # Python tracebacks
     r"|(?P<paren>[\w./\\-]+\.\w{1,8})\((?P<paren_line>\d+),\d+\)"  # tsc, the C# compiler
     r"|(?P<mvn>[\w./-]+\.\w{1,8}):\[(?P<mvn_line>\d+),\d+\]"  # Maven's compiler plugin
     r"|in (?P<cs>\S+\.\w{1,8}):line (?P<cs_line>\d+)"  # .NET stack frames
     r"|(?P<path>/?(?:[\w.@+-]+/)*[\w.+-]+\.[a-z][a-z0-9]{0,7}):(?P<line>\d+)\b"  # path:line[:col]
 )
-_LIBRARY_FRAME = re.compile(r"\s*at (?:java|javax|jdk|sun|kotlin|org\.junit|org\.opentest4j|org\.apache\.maven|"
+_LIBRARY_FRAME = regex(r"\s*at (?:java|javax|jdk|sun|kotlin|org\.junit|org\.opentest4j|org\.apache\.maven|"
                             r"org\.gradle|System)\.")
 """Stack frames inside the runtime or the test framework: their locations say nothing about the project."""
-_ESLINT_FILE = re.compile(r"^(?:/|\.{1,2}/)?[\w./@-]+\.(?:[cm]?[jt]sx?|vue|svelte)\s*$")
-_ESLINT_PROBLEM = re.compile(r"^\s+(\d+):\d+\s+(?:error|warning)\s+\S")
+_ESLINT_FILE = regex(r"^(?:/|\.{1,2}/)?[\w./@-]+\.(?:[cm]?[jt]sx?|vue|svelte)\s*$")
+_ESLINT_PROBLEM = regex(r"^\s+(\d+):\d+\s+(?:error|warning)\s+\S")
 
 
 def _join(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns))
+    return regex("|".join(f"(?:{p})" for p in patterns))
 
 
 VERDICT = _join(_VERDICTS)
 FAILED_TEST = _join(_FAILED_TESTS)
 FAILED_TEST_IN_A_RUN = _join(_FAILED_TESTS_IN_A_RUN)
 ERROR = _join(_ERRORS)
-_ANY_VERDICT = re.compile("|".join(f"(?:^{p})" for p in _VERDICTS), re.MULTILINE)
+_ANY_VERDICT = regex("|".join(f"(?:^{p})" for p in _VERDICTS), re.MULTILINE)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from swecli.context.diagnostics import scan
+from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.tools.facts import facts_for
 
@@ -83,16 +84,16 @@ _EDITOR_COMMANDS = {"create": "files_created", "str_replace": "files_modified", 
                     "edit": "files_modified", "undo_edit": "files_modified", "view": "files_read"}
 
 _EXIT_PATTERNS = [
-    re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>"),
-    re.compile(r"\bexit(?:ed with)?(?: code|_code| status)?[:=]?\s*(-?\d+)\b", re.IGNORECASE),
-    re.compile(r"\breturn ?code[:=]?\s*(-?\d+)\b", re.IGNORECASE),
+    regex(r"<returncode>\s*(-?\d+)\s*</returncode>"),
+    regex(r"\bexit(?:ed with)?(?: code|_code| status)?[:=]?\s*(-?\d+)\b", re.IGNORECASE),
+    regex(r"\breturn ?code[:=]?\s*(-?\d+)\b", re.IGNORECASE),
 ]
 # `> file` / `>> file`, not `2>&1`, `>=1.0` (a version pin) or `->` (an arrow in inline code).
-_REDIRECT = re.compile(r"(?<![0-9&>=<-])>>?\s*(['\"]?)([\w./~][\w./~+-]*)\1(?![=\w])")
+_REDIRECT = regex(r"(?<![0-9&>=<-])>>?\s*(['\"]?)([\w./~][\w./~+-]*)\1(?![=\w])")
 # Frames in installed libraries and pseudo-files say little about the project being worked on.
-_THIRD_PARTY = re.compile(r"site-packages|dist-packages|node_modules/|/lib/python\d|^<|^/usr/|^/rustc/|^/nix/")
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)\w+\1")
-_SED_INPLACE = re.compile(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
+_THIRD_PARTY = regex(r"site-packages|dist-packages|node_modules/|/lib/python\d|^<|^/usr/|^/rustc/|^/nix/")
+_HEREDOC = regex(r"<<-?\s*(['\"]?)\w+\1")
+_SED_INPLACE = regex(r"\bsed\s+(?:-\w*i\w*|--in-place)\b")
 
 
 def extract_facts(history: Iterable[Message], meta: Mapping[str, Mapping[str, Any]] | None = None) -> Facts:

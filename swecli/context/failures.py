@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from swecli.context.diagnostics import FAILED_TEST
+from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 from swecli.tools.facts import facts_for
 
@@ -29,43 +30,43 @@ FailureKind = Literal[
 # swecli itself and are unambiguous; a test run's output mentions every other kind of error inside
 # its tracebacks, so test failures are recognized before syntax/type/not-found.
 _PATTERNS: tuple[tuple[FailureKind, re.Pattern[str]], ...] = (
-    ("refused", re.compile(
+    ("refused", regex(
         r"not available in plan mode|needs the user's approval|user declined|interrupted by user|"
         r"refused by (?:the )?(?:user|policy|guard)|blocked by (?:the )?(?:policy|guard)", re.IGNORECASE)),
-    ("invalid_args", re.compile(
+    ("invalid_args", regex(
         r"Invalid (?:JSON )?arguments for|Arguments for \S+ must be|Unknown tool\b|"
         r"missing (?:required )?argument|unexpected keyword argument|required property", re.IGNORECASE)),
-    ("timeout", re.compile(
+    ("timeout", regex(
         r"timed? ?out|TimeoutError|deadline exceeded|\bexit(?: code)?[: ]+124\b|took longer than", re.IGNORECASE)),
-    ("test_failure", re.compile(
+    ("test_failure", regex(
         r"^(?:FAILED|ERROR) \S+::|\b\d+ failed\b|^FAIL:|^FAILED \(|AssertionError|assert .* ==|"
         r"test result: FAILED|Tests run: \d+, Failures: [1-9]|^not ok \d+|\d+ failing\b|"
         r"^\s*--- FAIL: |^\s*Failed!\s+- Failed:|^FAILURES!$|\b[1-9]\d* failures?\b", re.MULTILINE)),
-    ("syntax", re.compile(
+    ("syntax", regex(
         r"SyntaxError|IndentationError|TabError|syntax error|unexpected token|parse error|"
         r"unterminated|unexpected EOF|expected an indented block", re.IGNORECASE)),
-    ("type", re.compile(
+    ("type", regex(
         r"TypeError|AttributeError|Incompatible types|has no attribute|is not assignable|"
         r"type mismatch|mismatched types|cannot be applied to|error TS\d+", re.IGNORECASE)),
-    ("compile", re.compile(
+    ("compile", regex(
         r"^\S+:\d+:\d+: (?:fatal )?error: |^\S+\(\d+,\d+\): error [A-Z]+\d+|^error(?:\[E\d+\])?: |"
         r"\*\* \(CompileError\)|^\S+\.java:\d+: error: |^\[ERROR\] \S+:\[\d+,\d+\] |^\s+\d+:\d+\s+error\s|"
         r"^✖ \d+ problems? \([1-9]|^\.{0,2}/?[\w./-]+\.go:\d+:\d+: |: undefined reference to ", re.MULTILINE)),
-    ("permission", re.compile(
+    ("permission", regex(
         r"Permission denied|PermissionError|(?-i:EACCES|EPERM)|Operation not permitted|access denied|"
         r"read-only file system|outside the project root", re.IGNORECASE)),
-    ("network", re.compile(
+    ("network", regex(
         r"Connection refused|ConnectionError|Could not resolve host|Name or service not known|"
         r"Temporary failure in name resolution|Network is unreachable|getaddrinfo|(?-i:ECONNREFUSED|ENOTFOUND)|"
         r"SSL(?:Error|: )|No route to host|Connection reset", re.IGNORECASE)),
-    ("not_found", re.compile(
+    ("not_found", regex(
         r"No such file or directory|FileNotFoundError|ModuleNotFoundError|ImportError|command not found|"
         r"\bnot found\b|does not exist|no matches|cannot find|could not find|unknown command|(?-i:ENOENT)",
         re.IGNORECASE)),
 )
 
-_EXIT_NONZERO = re.compile(r"\bexit(?:ed with)?(?: code| status)?[: =]+([1-9]\d*)\b", re.IGNORECASE)
-_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
+_EXIT_NONZERO = regex(r"\bexit(?:ed with)?(?: code| status)?[: =]+([1-9]\d*)\b", re.IGNORECASE)
+_VOLATILE = regex(r"0x[0-9a-fA-F]+|\d+(?:\.\d+)?")
 
 MAX_EVIDENCE_CHARS = 160
 
@@ -87,7 +88,7 @@ def classify(tool: str, text: str) -> FailureKind:
 
 
 # For a test run, the per-test summary line names the test and the error; prefer it to `assert` lines.
-_BEST_TEST_LINE = re.compile(r"^(?:FAILED|ERROR) \S+::|^FAIL: |^test result: FAILED|^not ok \d+|"
+_BEST_TEST_LINE = regex(r"^(?:FAILED|ERROR) \S+::|^FAIL: |^test result: FAILED|^not ok \d+|"
                              r"^\d+\) test .+ \(\S+\)$|^\d+\) \S+::\S+$|" + FAILED_TEST.pattern)
 """The line naming a failing test, in any runner's words (see `diagnostics`)."""
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.errors import SwecliError
+from swecli.lazy import regex
 from swecli.session.private import make_private_dir, open_private, write_private
 from swecli.session.secrets import Redactor
 from swecli.tools.facts import facts_for
@@ -63,8 +63,8 @@ READ_LINE_CHARS = 2_000
 PAGE_LINES = 200
 """The `limit` suggested for paging through an offload file: a page stays well under the threshold."""
 OFFLOAD_MARKER = "[swecli: output offloaded"
-_PATH_IN_PREVIEW = re.compile(r"full text: `([^`]+)`")
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_PATH_IN_PREVIEW = regex(r"full text: `([^`]+)`")
+_UNSAFE = regex(r"[^A-Za-z0-9_.-]+")
 
 CountTokens = Callable[[str], int]
 
@@ -387,7 +387,7 @@ def _offload_file_read(root: Path, tool_name: str, arguments: str) -> str | None
     return f"{OFFLOAD_DIR}/{rel.as_posix()}"
 
 
-_NUMBERED = re.compile(r"^\s*(\d+)\t")
+_NUMBERED = regex(r"^\s*(\d+)\t")
 
 
 def clip_page(path: str, content: str, count_tokens: CountTokens, threshold_tokens: int) -> Offloaded | None:

@@ -17,12 +17,12 @@ the decision can be logged and shown in `/context`.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from swecli.context.todo import TodoState
 from swecli.context.tokens import IdentityCache
+from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolMessage, UserMessage
 
 GOAL_CHARS = 400
@@ -41,8 +41,8 @@ _STOPWORD_TEXT = """
     add change changes check fix get got help look new run show sure tell thing things try work
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_CAMEL = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_WORD = regex(r"[A-Za-z][A-Za-z0-9_]*")
+_CAMEL = regex(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
 def terms(text: str) -> set[str]:

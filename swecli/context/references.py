@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from swecli.context.extract import Facts, extract_facts
+from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
 RefKind = Literal["error", "test", "location", "file", "command", "url", "symbol"]
@@ -36,13 +37,13 @@ MAX_TEXT_CHARS = 200
 REFERENCES_HEADING = "## References to compacted history"
 ARROW = " ← "
 
-_OFFLOAD = re.compile(r"\.swecli/tool_results/[\w.-]+")
-_URL = re.compile(r"\bhttps?://[^\s<>()\[\]{}\"'`]+")
-_DEFINITION = re.compile(
+_OFFLOAD = regex(r"\.swecli/tool_results/[\w.-]+")
+_URL = regex(r"\bhttps?://[^\s<>()\[\]{}\"'`]+")
+_DEFINITION = regex(
     r"^[ \t]*(?:\d+[ \t:|│]+)?(?:export\s+)?(?:async\s+)?(?:def|class|function|func|fn|struct|interface|trait|enum)\s+"
     r"(?:\([^)]*\)\s*)?([A-Za-z_]\w{2,})", re.MULTILINE)
-_TRACE_FRAME = re.compile(r"^\s*File \"[^\"]+\", line \d+, in ([A-Za-z_]\w{2,})", re.MULTILINE)
-_BACKTICKED_CALL = re.compile(r"`([A-Za-z_][\w.]*[A-Za-z_0-9])(?:\(\))?`")
+_TRACE_FRAME = regex(r"^\s*File \"[^\"]+\", line \d+, in ([A-Za-z_]\w{2,})", re.MULTILINE)
+_BACKTICKED_CALL = regex(r"`([A-Za-z_][\w.]*[A-Za-z_0-9])(?:\(\))?`")
 _NOISE = frozenset({"Traceback (most recent call last):"})
 """Lines extract keeps as error markers that say nothing on their own."""
 _FILE_KINDS = (("files_modified", "modified", 1.5), ("files_created", "created", 1.5), ("files_read", "read", 0.0))
@@ -198,7 +199,7 @@ def render_references(refs: Sequence[Reference], transcript: str = "") -> str:
 
 
 _TITLE_KIND = {title: kind for kind, title in KIND_TITLE.items()}
-_TRANSCRIPT_LINE = re.compile(r"^`#N` = message N \(0-based line\) of `([^`]+)`")
+_TRANSCRIPT_LINE = regex(r"^`#N` = message N \(0-based line\) of `([^`]+)`")
 
 
 def parse_references(text: str, transcript: str = "") -> list[Reference]:

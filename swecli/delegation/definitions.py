@@ -23,15 +23,15 @@ like OPENCLI.md, and loads regardless.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swecli.errors import SwecliError
+from swecli.lazy import regex
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+NAME = regex(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 DEFAULT_AGENT = "explore"
 
 EXPLORE_PROMPT = """You are a sub-agent of swecli, a coding agent. The main agent handed you one \

@@ -17,7 +17,9 @@ import math
 import re
 from typing import Any
 
-_FENCE = re.compile(r"\A\s*```[\w+-]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
+from swecli.lazy import regex
+
+_FENCE = regex(r"\A\s*```[\w+-]*[ \t]*\n(?P<body>.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
 
 
 def repair_arguments(text: str) -> str | None:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from swecli.lazy import regex
 from swecli.llm.base import (
     AuthError,
     ContextOverflowError,
@@ -29,14 +30,14 @@ from swecli.llm.base import (
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 529})
 """Plus every 5xx: timeouts, lock conflicts, rate limits, overloaded."""
 
-_OVERFLOW = re.compile(
+_OVERFLOW = regex(
     r"context_length_exceeded|context[ _-]?window|maximum context length|context length|context size|"
     r"exceed_context_size|prompt is too long|prompt too long|exceeds? (?:the )?context|context limit|"
     r"too many tokens in (?:the )?(?:prompt|input)|input is too long|request_too_large",
     re.IGNORECASE,
 )
 _UNSUPPORTED = r"(?:is |are )?(?:not supported|unsupported|not implemented)"
-_NO_STREAMED_TOOLS = re.compile(
+_NO_STREAMED_TOOLS = regex(
     rf"stream\w*(?: \w+){{0,3}} (?:tool|function)[\w ]{{0,20}} {_UNSUPPORTED}|"
     rf"(?:tool|function)[\w ]{{0,30}} (?:with|and|in) stream\w* {_UNSUPPORTED}",
     re.IGNORECASE,
@@ -77,9 +78,9 @@ _PROMPT_SIZE = [re.compile(r"\((\d[\d,]*) in (?:the messages|your prompt)", re.I
 """The sizes that count the prompt alone (OpenAI's and llama-cpp-python's "N in the messages", and every
 size above but "you requested", which adds the completion): the server's own count of what swecli sent,
 which calibrates the local count exactly."""
-_HTML = re.compile(r"^\s*(?:<!doctype html|<html|<head|<body)|</html>|<title>", re.IGNORECASE)
-_HTML_TITLE = re.compile(r"<(title|h1)[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
-_OUTAGE = re.compile(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|temporarily unavailable|"
+_HTML = regex(r"^\s*(?:<!doctype html|<html|<head|<body)|</html>|<title>", re.IGNORECASE)
+_HTML_TITLE = regex(r"<(title|h1)[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
+_OUTAGE = regex(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|temporarily unavailable|"
                      r"overloaded|origin is unreachable|web server is down", re.IGNORECASE)
 
 

@@ -13,10 +13,11 @@ with status 200: an error, or a whole answer from a server that ignores `stream`
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-_LINE_BREAK = re.compile(rb"[\r\n]")
+from swecli.lazy import regex
+
+_LINE_BREAK = regex(rb"[\r\n]")
 _STRAY_LIMIT = 4_000_000  # a whole non-streamed JSON answer must fit; SSE streams never fill it
 
 

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from swecli.context.failures import FailureKind, FailureTracker, classify, evidence_line
+from swecli.lazy import regex
 from swecli.llm.base import CancelToken, ModelRequest, Provider, complete
 from swecli.memory.playbook import MAX_CONTENT_CHARS, Change, Playbook, PlaybookError, normalize_section, similarity
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, UserMessage
 from swecli.tools.facts import ToolFacts, facts_for
 
-TEST_COMMAND = re.compile(
+TEST_COMMAND = regex(
     r"\b(?:pytest|py\.test|unittest|tox|nox|(?:npm|yarn|pnpm|bun)(?: run)? test|go test|cargo test|make (?:test|check)|"
     r"mvn test|gradle(?:w)? test|jest|vitest|mocha|rspec|phpunit|ctest|dotnet test|mix test)\b"
 )
@@ -231,7 +232,7 @@ def _edit_mismatches(steps: Sequence[Step]) -> list[Delta]:
     return []
 
 
-_BACKTICKED = re.compile(r"`([^`\n]{2,200})`")
+_BACKTICKED = regex(r"`([^`\n]{2,200})`")
 
 
 def _bullet_evidence(steps: Sequence[Step], playbook: Playbook) -> list[Delta]:
@@ -301,7 +302,7 @@ def _listing(playbook: Playbook) -> str:
                      + b.content for b in playbook.ranked()[:80])
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
+_FENCE = regex(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 
 
 def parse_deltas(text: str) -> tuple[list[Delta], list[str]]:

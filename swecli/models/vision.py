@@ -16,12 +16,13 @@ image is sent, and a provider that refuses it says so).
 from __future__ import annotations
 
 import math
-import re
 
-TEXT_ONLY = re.compile(r"deepseek|gpt-3\.5|o1-mini|o3-mini|gpt-oss|coder|codestral|codellama|starcoder|mixtral"
+from swecli.lazy import regex
+
+TEXT_ONLY = regex(r"deepseek|gpt-3\.5|o1-mini|o3-mini|gpt-oss|coder|codestral|codellama|starcoder|mixtral"
                        r"|mistral-7b|kimi-k2|glm-4\.5|llama-?3")
 """Checked after VISION, so `llama-3.2-11b-vision` or `deepseek-vl2` still count as vision models."""
-VISION = re.compile(
+VISION = regex(
     r"claude|gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-4-vision|gpt-5|(?:^|/)o1(?!-mini)|(?:^|/)o3(?!-mini)|o4-mini|gemini"
     r"|llava|vision|-vl|vl-|pixtral|llama-?4|gemma-?3|qwen[\d.]*-?vl|glm-4\.5v|grok-4|moondream|minicpm-v")
 PATCH_MULTIPLIERS = {"gpt-4.1-mini": 1.62, "gpt-4.1-nano": 2.46, "o4-mini": 1.72}

@@ -11,10 +11,10 @@ Ruby `require`/`require_relative`, Elixir `alias`/`import`/`use` to the file tha
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
+from swecli.lazy import regex
 from swecli.repomap.parse import Facts
 
 IMPORT_WEIGHT = 1.0
@@ -25,10 +25,10 @@ DAMPING = 0.85
 ROLE_WEIGHT = {"source": 1.0, "entry": 2.0, "config": 1.0, "test": 0.25, "docs": 0.4, "example": 0.4}
 
 _JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
-_TEST = re.compile(r"(^|/)(tests?|__tests__|spec|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|"
+_TEST = regex(r"(^|/)(tests?|__tests__|spec|testing)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|"
                    r"(^|/)conftest\.py$|Test\.java$|_spec\.rb$")
-_DOCS = re.compile(r"(^|/)(docs?|doc_src|documentation)/")
-_EXAMPLE = re.compile(r"(^|/)(examples?|samples?|demos?|bench|benchmarks?)/")
+_DOCS = regex(r"(^|/)(docs?|doc_src|documentation)/")
+_EXAMPLE = regex(r"(^|/)(examples?|samples?|demos?|bench|benchmarks?)/")
 ENTRY_NAMES = frozenset({"__main__.py", "manage.py", "main.py", "app.py", "wsgi.py", "asgi.py", "cli.py", "main.go",
                          "main.rs", "lib.rs", "index.js", "index.ts", "server.js", "server.ts", "main.ts", "main.js",
                          "main.c", "main.cpp", "Main.java", "Application.java", "mix.exs", "Rakefile", "config.ru"})

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 import shutil
 import sys
 from array import array
@@ -26,6 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from swecli.lazy import regex
 from swecli.repomap.builds import BuildFailed, Builds, Pending
 from swecli.repomap.index import CACHE_DIR, read_json, write_json
 
@@ -40,7 +40,7 @@ MAX_READ = 400_000
 MAX_TF = 4
 """Occurrences of a term counted per file: BM25's saturation makes more nearly worthless, and the cap
 keeps the corpus (and the index build after an edit) small."""
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Za-z][a-z0-9]*|[0-9]+")
+_WORD = regex(r"[A-Z]+(?![a-z])|[A-Za-z][a-z0-9]*|[0-9]+")
 STOP_WORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "he", "how", "i", "if",
     "in", "into", "is", "it", "its", "itself", "me", "my", "no", "not", "of", "on", "or", "our", "so", "than",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from swecli.lazy import regex
 from swecli.repomap.languages import QUERIES, language_for, split_query
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ _ELIXIR_DEFS = {"def": "function", "defp": "function", "defmacro": "macro", "def
                 "defmodule": "module", "defprotocol": "module", "defimpl": "module", "defstruct": "struct"}
 _ELIXIR_IMPORTS = frozenset({"alias", "import", "use", "require"})
 _RUBY_REQUIRES = {"require": "", "require_relative": "./", "load": ""}
-_NAME_TAIL = re.compile(r"[~A-Za-z_][\w]*(?:[=!?]|[^\w\s]{1,3})?$")
+_NAME_TAIL = regex(r"[~A-Za-z_][\w]*(?:[=!?]|[^\w\s]{1,3})?$")
 
 
 class Symbol(NamedTuple):

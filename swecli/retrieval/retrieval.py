@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from swecli.lazy import regex
 from swecli.messages import UserMessage
 from swecli.retrieval.attach import AttachError, FileText, read, render_ranges, render_whole, resolve
 from swecli.retrieval.signals import SOURCE_WEIGHT, PathMention, Signals, extract
@@ -609,9 +610,9 @@ def _shrink(span: tuple[int, int], scale: float) -> tuple[int, int]:
 
 
 _ROLE_PATTERNS = (
-    ("test", re.compile(r"(^|/)(tests?|testing|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|(^|/)conftest\.py$")),
-    ("docs", re.compile(r"(^|/)(docs?|doc_src)/")),
-    ("example", re.compile(r"(^|/)(examples?|bench|benchmarks?)/")),
+    ("test", regex(r"(^|/)(tests?|testing|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|(^|/)conftest\.py$")),
+    ("docs", regex(r"(^|/)(docs?|doc_src)/")),
+    ("example", regex(r"(^|/)(examples?|bench|benchmarks?)/")),
 )
 
 

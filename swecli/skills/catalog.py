@@ -18,16 +18,16 @@ missing name or description, a duplicate name) is skipped with one warning namin
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swecli.errors import SwecliError
+from swecli.lazy import regex
 
 SKILL_FILE = "SKILL.md"
-NAME_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+NAME_PATTERN = regex(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 """The Agent Skills rule: lowercase letters, digits and single hyphens."""
 MAX_NAME = 64
 MAX_DESCRIPTION = 1024

@@ -15,12 +15,12 @@ Compaction keeps the newest load of each skill verbatim (a tool result becomes a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from swecli.lazy import regex
 from swecli.messages import Message, ToolMessage, UserMessage
 from swecli.skills.catalog import Skill, SkillCatalog, SkillError
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
@@ -31,7 +31,7 @@ FACTS = ToolFacts(kind="skill", icon="📘", verb="skill", describe=lambda args:
                   key_args=("name",), fold_after=None)
 """A loaded skill's instructions stay in force: never folded (compaction keeps the newest load too)."""
 declare(TOOL_NAME, FACTS)
-_HEADER = re.compile(r'^<skill name="([a-z0-9-]+)"')
+_HEADER = regex(r'^<skill name="([a-z0-9-]+)"')
 LIST_LIMIT = 200
 
 

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from swecli.lazy import regex
+
 Inherit = Literal["core", "all", "none"]
 
 CORE_NAMES = frozenset({
@@ -74,24 +76,24 @@ CORE_PATTERNS = ("LC_*", "XDG_*", "*_HOME", "CONDA_*", "PYTHON*", "PYENV_*", "UV
                  "MAMBA_*", "MICROMAMBA_*", "PYTEST_*", "HYPOTHESIS_*", "COVERAGE_*", "TOX_*", "NOX_*")
 """Shell patterns of names every command gets (when not secret-looking by name or value)."""
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD_|_PWD$|CREDENTIAL|AUTH(?!OR)|JWT|COOKIE|SESSION|"
+SECRET_NAME = regex(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD_|_PWD$|CREDENTIAL|AUTH(?!OR)|JWT|COOKIE|SESSION|"
                          r"PRIVATE|WEBHOOK|DSN|SIGNATURE|CERT_PASS|SSH_AUTH_SOCK", re.IGNORECASE)
 """Names that say a secret (Codex's default excludes `*KEY*`, `*SECRET*`, `*TOKEN*`, and more)."""
 
 _SECRET_VALUES = (
-    re.compile(r"[a-z][a-z0-9+.-]*://[^/\s@]+@", re.IGNORECASE),  # a URL with a user (and password): DSNs
-    re.compile(r"\beyJ[\w-]{6,}\.[\w-]{6,}\.[\w-]*"),  # a JWT
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    re.compile(r"\b(?:gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|sk_live_|rk_live_|pk_live_|hf_|npm_|pypi-|"
+    regex(r"[a-z][a-z0-9+.-]*://[^/\s@]+@", re.IGNORECASE),  # a URL with a user (and password): DSNs
+    regex(r"\beyJ[\w-]{6,}\.[\w-]{6,}\.[\w-]*"),  # a JWT
+    regex(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    regex(r"\b(?:gh[pousr]_|github_pat_|glpat-|xox[abposr]-|sk-|sk_live_|rk_live_|pk_live_|hf_|npm_|pypi-|"
                r"AKIA|ASIA|AIza|ya29\.|dop_v1_|SG\.)[A-Za-z0-9_\-.]{16,}"),  # well-known token formats
-    re.compile(r"hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/|\.webhook\.office\.com/", re.IGNORECASE),
-    re.compile(r"(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=", re.IGNORECASE),  # connection strings
-    re.compile(r"\"auths?\"\s*:"),  # docker / registry auth JSON
+    regex(r"hooks\.slack\.com/|discord(?:app)?\.com/api/webhooks/|\.webhook\.office\.com/", re.IGNORECASE),
+    regex(r"(?:^|;)\s*(?:password|pwd|accountkey|sharedaccesskey)\s*=", re.IGNORECASE),  # connection strings
+    regex(r"\"auths?\"\s*:"),  # docker / registry auth JSON
     # a secret passed as an option inside an allowed variable: JAVA_OPTS="-Djavax.net.ssl.keyStorePassword=..",
     # GRADLE_OPTS="-Dorg.gradle.project.sonatypePassword=..", MAVEN_OPTS="-Dpassword=..", "--token=.."
-    re.compile(r"(?:^|[\s;,.\-_])[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|credentials?)"
+    regex(r"(?:^|[\s;,.\-_])[\w.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|credentials?)"
                r"\s*[=:]\s*[^\s;,]", re.IGNORECASE),
-    re.compile(r"\b(?:Basic|Bearer)\s+[A-Za-z0-9+/=._~-]{8,}"),  # an HTTP Authorization value
+    regex(r"\b(?:Basic|Bearer)\s+[A-Za-z0-9+/=._~-]{8,}"),  # an HTTP Authorization value
 )
 """Values that are secrets whatever the variable is called."""
 

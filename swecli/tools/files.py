@@ -12,6 +12,7 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field
 
+from swecli.lazy import regex
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare
 from swecli.tools.images import is_image_path, load_image
@@ -481,7 +482,7 @@ class EditFileArgs(BaseModel):
     replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
 
 
-_LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+\t", re.MULTILINE)
+_LINE_NUMBER_PREFIX = regex(r"^\s*\d+\t", re.MULTILINE)
 
 
 def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:

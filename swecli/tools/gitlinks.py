@@ -29,22 +29,23 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from pathlib import Path
+
+from swecli.lazy import regex
 
 GITLINK = 0o160000
 _GITLINK_BYTES = GITLINK.to_bytes(4, "big")
 _FIXED = 40
 """Bytes of an index entry before its object name: ctime, mtime, dev, ino, mode, uid, gid, size."""
-SAFE_KEYS = re.compile(
+SAFE_KEYS = regex(
     r"core\.(?:repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|"
     r"worktree|autocrlf|eol)|remote\.[^\n]+\.(?:url|pushurl|fetch|tagopt|prune)|branch\.[^\n]+\.(?:remote|merge|"
     r"rebase)|extensions\.objectformat|submodule\.[^\n]+\.(?:url|active)|user\.(?:name|email)|init\.defaultbranch|"
     r"fetch\.prune|pull\.rebase|gc\.auto")
 """Config keys a submodule's clone or `git init` writes, which make git run nothing. Any other key (fsmonitor,
 hooksPath, pager, editor, sshCommand, aliases, filters, include.path, ...) counts as planted."""
-_SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(?:[#;].*)?')
-_KEY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=.*)?")
+_SECTION = regex(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(?:[#;].*)?')
+_KEY = regex(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=.*)?")
 
 
 def gitlinks(index: Path) -> frozenset[str]:

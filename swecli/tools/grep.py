@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, Literal
 from pydantic import BaseModel, Field
 
 from swecli.errors import SwecliError
+from swecli.lazy import regex
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
@@ -155,7 +156,7 @@ def compile_pattern(args: GrepArgs, flags: int = 0) -> re.Pattern[str]:
 # ------------------------------------------------------------------------------------------------ engines
 
 # Constructs whose meaning changes when the pattern runs over a whole file instead of one line.
-_LINE_SENSITIVE = re.compile(r"\\[AZz]|\(\?<?[=!]")
+_LINE_SENSITIVE = regex(r"\\[AZz]|\(\?<?[=!]")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.lazy import regex
 from swecli.messages import ImagePart
 from swecli.tools.base import ToolError
 
@@ -108,8 +109,8 @@ def _reencode(image: object, max_edge: int, max_bytes: int) -> tuple[int, int, s
 # --- images named in a prompt -------------------------------------------------------------------
 
 _SUFFIX = r"\.(?:png|jpe?g|gif|webp|bmp|tiff?)"
-_MENTION = re.compile(r"(?:^|(?<=\s))@(\"[^\"]+\"|'[^']+'|\S+)")
-_PASTED = re.compile(
+_MENTION = regex(r"(?:^|(?<=\s))@(\"[^\"]+\"|'[^']+'|\S+)")
+_PASTED = regex(
     rf"""(?:^|(?<=\s))(?:"((?:~|/)[^"]+?{_SUFFIX})"|'((?:~|/)[^']+?{_SUFFIX})'|((?:~|/)(?:[^\s"'\\]|\\.)+?{_SUFFIX}))"""
     r"""(?=$|\s|[.,;:!?)])""", re.IGNORECASE)
 """A path pasted or dropped into the terminal: absolute or ~/..., quoted, or with backslash-escaped spaces."""

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.lazy import regex
 from swecli.tools.gitlinks import runs_later
 
 SECRET_PATHS: tuple[str, ...] = (
@@ -105,9 +106,9 @@ SYSTEM_DIRS = frozenset({"etc", "usr", "bin", "sbin", "boot", "var", "lib", "lib
 directories are not listed: projects live there."""
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
 """Scratch directories: deleting them whole is dangerous, deleting in them is not."""
-_HARMLESS_DEVICES = re.compile(r"^/dev/(?:null|zero|full|u?random|stdin|stdout|stderr|tty|fd/\d+)$")
-_DISKS = re.compile(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop|sr)")
-_UNSET_PREFIX = re.compile(r"^\$\{?(\w+)\}?(/\*?|/\.\*?)?$")
+_HARMLESS_DEVICES = regex(r"^/dev/(?:null|zero|full|u?random|stdin|stdout|stderr|tty|fd/\d+)$")
+_DISKS = regex(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop|sr)")
+_UNSET_PREFIX = regex(r"^\$\{?(\w+)\}?(/\*?|/\.\*?)?$")
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Literal
 
 from swecli.config import SandboxConfig
+from swecli.lazy import regex
 from swecli.tools import gitlinks, syscalls
 from swecli.tools.protected import (
     HOME_PROFILES,
@@ -77,13 +78,13 @@ PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", 
 _ISOLATION_CHOICES = (("--unshare-user", "--disable-userns", "--cap-drop", "ALL"), ("--cap-drop", "ALL"))
 """Tried in order by `isolation_flags`: the first bwrap accepts here is used."""
 _TOOLCHAIN_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "GOROOT", "GOPATH")
-_EROFS = re.compile(r"[^\n]*Read-only file system[^\n]*")
-_EBUSY = re.compile(r"[^\n]*Device or resource busy[^\n]*")  # a rename over a protected file (git config)
-_PROTECTED_MENTION = re.compile(
+_EROFS = regex(r"[^\n]*Read-only file system[^\n]*")
+_EBUSY = regex(r"[^\n]*Device or resource busy[^\n]*")  # a rename over a protected file (git config)
+_PROTECTED_MENTION = regex(
     "|".join(re.escape(p) for p in (*PROTECTED_DIRS, *PROTECTED_FILES, *HOME_PROFILES, ".git/modules")))
-_EACCES = re.compile(r"[^\n]*Permission denied[^\n]*")
-_PATH = re.compile(r"(/[^\s'\"`:,)]+)")
-_NETWORK = re.compile(
+_EACCES = regex(r"[^\n]*Permission denied[^\n]*")
+_PATH = regex(r"(/[^\s'\"`:,)]+)")
+_NETWORK = regex(
     r"[^\n]*(?:Network is unreachable|Temporary failure in name resolution|Could not resolve host|"
     r"Name or service not known|nodename nor servname|getaddrinfo|Failed to establish a new connection|"
     r"Couldn't connect to server|Failed to connect to|Connection refused|No route to host|EAI_AGAIN|ENOTFOUND|"

@@ -19,16 +19,16 @@ import codecs
 import difflib
 import functools
 import os
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from swecli.lazy import regex
 from swecli.tools.base import ToolError
 
 BINARY_SNIFF_BYTES = 8192
 LEGACY = "cp1252"
-_CP1252_UNDEFINED = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")
+_CP1252_UNDEFINED = regex(rb"[\x81\x8d\x8f\x90\x9d]")
 BOMS = (
     (codecs.BOM_UTF8, "utf-8"),
     (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: it starts with the same two bytes

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 
-_SGR = re.compile(r"\x1b\[[0-9;:]*m")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from swecli.lazy import regex
+
+_SGR = regex(r"\x1b\[[0-9;:]*m")
+_CONTROL = regex(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -35,7 +37,7 @@ def without_colours(text: str) -> str:
     return _SGR.sub("", text) if "\x1b[" in text else text
 
 
-_ESCAPED = re.compile(r"\\x([0-9a-f]{2})|\\r")
+_ESCAPED = regex(r"\\x([0-9a-f]{2})|\\r")
 
 
 def invisible(text: str) -> str:

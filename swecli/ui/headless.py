@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import json
 import sys
 import threading
@@ -368,7 +369,8 @@ def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
     """A listener that lets the tokenizer's vocabulary load while a request is in flight (-p and the REPL):
     until then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request
     or the person's typing, and a run whose model answers at once never waits at exit for a load it did
-    not need."""
+    not need. The first request's start also switches the cyclic collector back on (`entry` switched it
+    off for start-up), after freezing what start-up built: later passes skip those objects."""
     from swecli.context.tokens import encoding_for_model, prefetch
 
     in_flight = threading.Event()
@@ -376,6 +378,9 @@ def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
 
     def listener(event: Event) -> None:
         if isinstance(event, ModelCallStarted):
+            if not gc.isenabled():
+                gc.freeze()
+                gc.enable()
             in_flight.set()
         elif isinstance(event, ModelCallFinished):
             in_flight.clear()

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rich.console import Console
-from rich.text import Text
-
 from swecli.config import trust_store_path, untrusted_layers
 from swecli.delegation.definitions import AgentDefinition, load_agents
 from swecli.trust import SECRET_KEYS, WHY, TrustStore, TrustStoreError, fingerprint, report_name, rule_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from rich.console import Console
+    from rich.text import Text
 
 T = TypeVar("T")
 
@@ -85,6 +85,8 @@ def decide_trust(root: Path, env: dict[str, str], console: Console, *, flag: boo
     """Whether the project's settings that need trust apply to this run (see the module docstring).
     `ask`: a person is at the terminal (the REPL); `flag_name`: the flag that trusts, for the line that
     says what was ignored (None where the command has none)."""
+    from rich.text import Text  # rich only when there is something to say (not on a -p run's path)
+
     review = review_project(root, env)
     if not review.needs_trust:
         return False
@@ -131,6 +133,8 @@ def ask_trust(review: ProjectReview, console: Console, read_key: Callable[[], st
               changed: bool = False) -> bool:
     """The trust question (Claude Code's trust dialog, Gemini CLI's trusted folders): what would apply,
     then one key. y trusts; n, Enter, Esc or Ctrl-C do not."""
+    from rich.text import Text
+
     head = ("This project's settings changed since you trusted it" if changed
             else "This project's configuration asks for settings that need your trust") + \
         f" ({printable(str(review.root))}):"
@@ -147,6 +151,8 @@ def ask_trust(review: ProjectReview, console: Console, read_key: Callable[[], st
 
 def ignored_line(review: ProjectReview, flag_name: str | None, declined: bool = False) -> Text:
     """The one line at start naming what the untrusted project's configuration did not get to do."""
+    from rich.text import Text
+
     why = "you did not trust this project" if declined else "this project is not trusted"
     how = f"pass {flag_name} to apply them for this run, or run `swecli trust`" if flag_name else \
         "run `swecli trust`"

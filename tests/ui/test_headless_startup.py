@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from swecli.repomap.builder import build_lock
 from swecli.repomap.index import PARALLEL_FROM, cache_path
@@ -44,6 +45,11 @@ def test_p_exits_while_a_cold_map_builds_and_the_next_run_finds_it_saved(project
 
 MODULES_SCRIPT = r"""
 import json, runpy, sys
+at_connect = []
+def note(event, args):  # what was imported when each connection opened; the last one sends the task
+    if event == "socket.connect":
+        at_connect.append(sorted(m for m, module in sys.modules.items() if module is not None))
+sys.addaudithook(note)
 sys.argv = ["swecli", *sys.argv[1:]]
 try:
     runpy.run_module("swecli", run_name="__main__")
@@ -51,8 +57,26 @@ except SystemExit as done:
     code = done.code
 heavy = ("numpy", "bm25s", "mcp", "starlette", "uvicorn", "click", "markdown_it", "pygments")
 print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules.items() if module is not None and (
-    m.split(".")[0] in heavy or m == "httpx._main")})}))
+    m.split(".")[0] in heavy or m == "httpx._main")}), "at_request": at_connect[-1] if at_connect else None}))
 """
+
+NOT_BEFORE_THE_FIRST_REQUEST = (
+    "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
+    "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager",
+)
+# Not listed: the shell parser (guard, tree-sitter) and tiktoken, which `tools.bash.get_ready` and the vocabulary's
+# prefetch load on threads started as the first request starts: they may be in by the time it connects.
+"""What a -p run's first request never waits for: the terminal UI and its drawing (rich: only to ask about
+trust or draw Markdown), the vocabulary (loaded while the request is in flight), the shell parser (the first
+command), the map's parsers (its builder), MCP (a configured server), numpy and bm25s (building an index).
+Each was on the path once and cost 0.03-3 s of CPU; docs/latency.md measures the path."""
+
+
+def early_imports(found: dict[str, Any]) -> list[str]:
+    """The modules of NOT_BEFORE_THE_FIRST_REQUEST that were imported when the first request was sent."""
+    assert found["at_request"], "no connection was opened"
+    return [m for m in found["at_request"] if any(m == name or m.startswith(name + ".")
+                                                  for name in NOT_BEFORE_THE_FIRST_REQUEST)]
 
 
 def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
@@ -65,6 +89,7 @@ def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["code"] == 0, out.stderr
     assert found["loaded"] == []  # no MCP server, no retrieval, no answer drawn as Markdown
+    assert early_imports(found) == []
 
 
 def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
@@ -83,6 +108,7 @@ def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
         loaded.append(found["loaded"])
         assert "src/greet.py" in llm.requests[0]["messages"][1]["content"]  # retrieval found it both times
     assert "numpy" in loaded[0] and loaded[1] == []
+    assert early_imports(found) == []  # with retrieval on, warm: the map and the index read, nothing heavy
 
 
 def _mcp_config(servers: dict[str, list[str]], startup_timeout: float) -> None:
