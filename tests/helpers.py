@@ -6,11 +6,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from swecli.agent import Agent
 from swecli.config import ContextConfig, MemoryConfig, Settings
@@ -97,3 +100,15 @@ def swecli_in_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> sub
             os.environ.clear()
             os.environ.update(saved_env)
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+
+
+needs_sandbox = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="needs bubblewrap: without it, commands that are not read-only ask first even in auto mode "
+           "(what tests/test_sandbox_e2e.py checks on such a machine)")
+"""For tests of something else that let the model run a changing command unattended."""
+
+
+def not_about_the_sandbox(lines: list[str]) -> list[str]:
+    """`lines` without the warning a machine without bubblewrap gives at every start."""
+    return [line for line in lines if "bubblewrap is not installed" not in line]

@@ -37,8 +37,12 @@ def test_the_table_covers_every_event_and_all_exports_each() -> None:
 
 def test_stream_json_type_is_the_kind_and_the_kind_is_not_repeated_as_a_field() -> None:
     out = io.StringIO()
-    StreamJsonPrinter(out)(SummarySpent(Usage(input_tokens=10, requests=1), "auto"))
-    data = json.loads(out.getvalue())
+    printer = StreamJsonPrinter(out)
+    printer(SummarySpent(Usage(input_tokens=10, requests=1), "auto"))  # said while the session opened
+    assert out.getvalue() == ""  # held: the init object comes first
+    printer.start({"type": "system", "subtype": "init"})
+    init, data = (json.loads(line) for line in out.getvalue().splitlines())
+    assert init["subtype"] == "init"
     assert data["type"] == "summary_spent" and "kind" not in data and data["trigger"] == "auto"
 
 

@@ -20,7 +20,7 @@ from swecli.config import SandboxConfig, Settings
 from swecli.events import Event, Notice, ToolFinished
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from swecli.tools.sandbox import MISSING, unavailable_reason
-from tests.helpers import scripted_settings
+from tests.helpers import needs_sandbox, scripted_settings
 
 REASON = unavailable_reason()
 needs_bwrap = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -112,6 +112,7 @@ def run_swecli(project: Path, llm: ScriptedLLM, *args: str, env: dict[str, str] 
         stdin=subprocess.DEVNULL)
 
 
+@needs_sandbox
 @pytest.mark.parametrize("wire", WIRES)
 def test_default_mode_runs_read_only_commands_without_approval(project: Path, wire: Wire) -> None:
     # Without a terminal nobody can approve: the read-only command runs, the write is refused.

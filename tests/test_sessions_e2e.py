@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM
+from tests.helpers import needs_sandbox
 from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
@@ -149,6 +150,7 @@ def run_plain(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@needs_sandbox
 def test_notes_are_per_session_and_shell_edits_reach_files_modified(project: Path) -> None:
     (project / "greet.py").write_text("print('helo')\n")
     for command in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):

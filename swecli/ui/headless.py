@@ -171,10 +171,24 @@ def progress_line(event: Event) -> str:
 
 
 class StreamJsonPrinter:
+    """Events as JSON lines. The init object comes first, as in Claude Code: what the session said while it
+    opened (a missing bubblewrap, a trust notice) is held until `start` has written it."""
+
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.held: list[Event] | None = []
+
+    def start(self, init: dict[str, Any]) -> None:
+        self.out.write(json.dumps(init) + "\n")
+        held, self.held = self.held or [], None
+        for event in held:
+            self(event)
+        self.out.flush()
 
     def __call__(self, event: Event) -> None:
+        if self.held is not None:
+            self.held.append(event)
+            return
         # The final TurnFinished is reported once, as the closing "result" object; a running command's
         # live output is for eyes (its result carries the output).
         live = event.event if isinstance(event, ChildEvent) else event
@@ -312,9 +326,8 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
                            continue_latest=continue_latest, first_prompt=prompt)
     # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
     session.mcp_wait = settings.mcp.startup_timeout
-    if output_format == "stream-json":
-        sys.stdout.write(json.dumps(init_event(session)) + "\n")
-        sys.stdout.flush()
+    if isinstance(printer, StreamJsonPrinter):
+        printer.start(init_event(session))
     error = ""
     try:
         if piped is not None:

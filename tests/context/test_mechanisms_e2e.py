@@ -17,7 +17,7 @@ from swecli.context.decay import DIGEST_MARKER
 from swecli.context.references import REFERENCES_HEADING
 from swecli.events import CompactionDone, Event, Notice
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.helpers import scripted_settings
+from tests.helpers import needs_sandbox, scripted_settings
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, memory: dict[str, Any] | None = None,
@@ -143,6 +143,7 @@ def test_llm_reflection_grows_the_playbook_and_the_next_session_sees_it(project:
     assert "pytest -q -x" in llm.requests[0]["messages"][0]["content"]  # in the stable system prefix
 
 
+@needs_sandbox
 def test_compaction_lists_the_references_it_drops(project: Path) -> None:
     (project / "app.py").write_text(NOISY_APP)
     steps: list[Step] = [
@@ -177,6 +178,7 @@ def test_anthropic_cache_breakpoints_and_cache_usage(project: Path) -> None:
     assert turn.usage.cache_read_tokens == 1600 and turn.usage.cache_write_tokens == 100
 
 
+@needs_sandbox
 def test_compaction_references_reach_the_session_notes(project: Path) -> None:
     (project / "app.py").write_text(NOISY_APP)
     steps: list[Step] = [Reply(calls=[Call("bash", {"command": "python3 app.py"})]), Reply("It raises."),

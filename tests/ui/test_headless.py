@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, Step
-from tests.helpers import swecli_in_process
+from tests.helpers import needs_sandbox, swecli_in_process
 
 
 def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai",
@@ -54,6 +54,7 @@ def coding_task(wire: str = "openai") -> list[Reply]:
     ]
 
 
+@needs_sandbox
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_auto_mode_completes_a_coding_task(sample: Path, wire: str) -> None:
     with ScriptedLLM(coding_task(), wire=wire) as llm:  # type: ignore[arg-type]
@@ -79,6 +80,7 @@ def test_plan_mode_refuses_edits(sample: Path) -> None:
     assert tool_msg["role"] == "tool" and "plan mode" in tool_msg["content"]
 
 
+@needs_sandbox
 def test_default_mode_without_tty_refuses_instead_of_hanging(sample: Path) -> None:
     steps = [Reply(calls=[Call("bash", {"command": "touch made-it"})]), Reply("I could not run it.")]
     with ScriptedLLM(steps) as llm:
@@ -306,6 +308,7 @@ def user_messages(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "user"]
 
 
+@needs_sandbox
 def test_the_task_piped_into_p_without_a_value_and_before_other_options(sample: Path) -> None:
     steps = [Reply(calls=[Call("bash", {"command": "touch made-it"})]), Reply("Made it.")]
     with ScriptedLLM(steps) as llm:
@@ -467,6 +470,7 @@ def test_a_base_url_without_v1_that_fails_gets_a_hint(sample: Path) -> None:
     assert f"try --base-url {without_v1}/v1" in out.stderr
 
 
+@needs_sandbox
 def test_the_playbook_bookkeeping_stays_out_of_the_output(sample: Path) -> None:
     with ScriptedLLM(coding_task()) as llm:
         out = run_swecli(sample, llm, "-p", "fix the greeting typo", "--mode", "auto")
