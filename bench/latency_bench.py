@@ -24,6 +24,8 @@ Rows:
 - per-tool-call overhead: a run of light `bash` calls (`true`); the gap between the arrival of request
   i and of request i+1, less the command's own time (measured alone), median over the calls after the first;
   first-bash-call overhead: the first such gap less that median. On 100 files and on the 2,000-file copy.
+  `calls_thinking`: the same with a model that takes 0.5 s to answer each request (less those 0.5 s), as a
+  real one does: what swecli starts while the model thinks (the next command's sandbox) is then off the path.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from swecli.testing.server import Call, Reply, ScriptedLLM  # noqa: E402
+from swecli.testing.server import Call, Reply, ScriptedLLM, Step  # noqa: E402
 
 TASK = "fix the greeting typo in greet"
 PROBE = ROOT / "bench" / "first_request_probe.py"
@@ -139,7 +141,7 @@ def version_time(tree: Tree) -> dict[str, float]:
     return {"version": wall, "version_cpu": usage.ru_utime + usage.ru_stime}
 
 
-def headless(tree: Tree, project: Path, steps: list[Reply], *extra: str) -> tuple[float, ScriptedLLM, float]:
+def headless(tree: Tree, project: Path, steps: list[Step], *extra: str) -> tuple[float, ScriptedLLM, float]:
     """(seconds to the first request, the server, seconds to exit) of one `-p` run."""
     with ScriptedLLM(list(steps)) as llm:
         start = time.monotonic()
@@ -209,11 +211,19 @@ def command_alone(project: Path) -> float:
     return statistics.median(samples)
 
 
-def tool_calls(tree: Tree, project: Path) -> tuple[float, float]:
-    """(first-bash-call overhead, median per-call overhead) in seconds."""
-    steps = [Reply(calls=[Call("bash", {"command": "true"})]) for _ in range(BASH_CALLS)] + [Reply("done")]
-    _, llm, _ = headless(tree, project, steps, "--mode", "auto")
-    gaps = [b - a for a, b in zip(llm.times, llm.times[1:], strict=False)][:BASH_CALLS]
+THINKING = 0.5
+"""Seconds the `calls_thinking` model takes to answer each request."""
+
+
+def tool_calls(tree: Tree, project: Path, thinking: float = 0.0) -> tuple[float, float]:
+    """(first-bash-call overhead, median per-call overhead) in seconds, the model's own `thinking` left out."""
+    def think(body: dict[str, object]) -> Reply:
+        time.sleep(thinking)  # before the first byte, as a model reading its prompt
+        return Reply(calls=[Call("bash", {"command": "true"})])
+
+    steps: list[Step] = [think for _ in range(BASH_CALLS)]
+    _, llm, _ = headless(tree, project, [*steps, Reply("done")], "--mode", "auto")
+    gaps = [b - a - thinking for a, b in zip(llm.times, llm.times[1:], strict=False)][:BASH_CALLS]
     alone = command_alone(project)
     per_call = statistics.median(gaps[1:]) - alone
     return gaps[0] - alone - per_call, per_call
@@ -261,6 +271,7 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
         ("warm", "warm `-p`, ~2,000 files: start to exit"),
         ("first100", "first-bash-call overhead, 100 files"),
         ("call100", "per-tool-call overhead, 100 files"),
+        ("call100t", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s"),
         ("first2k", "first-bash-call overhead, ~2,000 files"),
         ("call2k", "per-tool-call overhead, ~2,000 files"),
     ]}
@@ -284,6 +295,7 @@ def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
         "p": lambda: first_request_p(tree, small),
         "repl": lambda: {"repl": first_request_repl(tree, small)},
         "calls": lambda: dict(zip(("first100", "call100"), tool_calls(tree, hundred), strict=True)),
+        "calls_thinking": lambda: {"call100t": tool_calls(tree, hundred, THINKING)[1]},
     }
     if big is not None:
         steps["cold"] = lambda: dict(zip(("cold", "warm"), cold_warm(tree, big, base), strict=True))
@@ -352,7 +364,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sympy", help="an unpacked ~2,000-file source tree (default: download sympy 1.12)")
     parser.add_argument("--only", default="version,p,repl,cold,calls,calls2k",
-                        help="comma-separated: version, p, repl, cold, calls, calls2k")
+                        help="comma-separated: version, p, repl, cold, calls, calls_thinking, calls2k")
     parser.add_argument("--tokenizer", action="store_true", help="time the vocabulary's load, part by part")
     args = parser.parse_args()
     if args.tokenizer:
