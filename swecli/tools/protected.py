@@ -33,8 +33,10 @@ SECRET_PATHS: tuple[str, ...] = (
     # git and code hosts
     ".git-credentials", ".config/git/credentials", ".gitcookies", ".config/gh", ".config/hub", ".config/glab-cli",
     ".config/github-copilot", ".config/tea", ".subversion/auth",
-    # AI tools, swecli itself included
-    ".config/swecli", ".codex/auth.json", ".claude/.credentials.json", ".claude.json", ".cache/huggingface/token",
+    # AI tools, swecli itself included (its cache too: `sandbox.writable_paths = ["~/.cache"]` is a common
+    # setting, and what swecli reads back from there must not be a command's to write)
+    ".config/swecli", ".cache/swecli", ".codex/auth.json", ".claude/.credentials.json", ".claude.json",
+    ".cache/huggingface/token",
     ".huggingface/token", ".kaggle", ".gemini/oauth_creds.json", ".config/io.datasette.llm/keys.json",
     ".local/share/opencode/auth.json", ".continue/config.json", ".continue/config.yaml",
     # clouds, cluster and deploy tools

@@ -150,9 +150,15 @@ def test_writable_paths_and_a_worktree_git_directory_are_writable(project: Path,
     subprocess.run([*git, "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "init"], check=True)
     worktree = tmp_path / "wt"
     subprocess.run([*git, "-C", str(repo), "worktree", "add", "-q", str(worktree)], check=True)
+    (cache / "swecli" / "tokenizers").mkdir(parents=True)
+    (cache / "swecli" / "tokenizers" / "o200k").write_bytes(b"kept")
     box = sandbox_for(worktree, home, writable_paths=["~/.cache"])
     assert run(worktree, box, f"echo c > {cache}/entry").meta["exit_code"] == 0
     assert (cache / "entry").read_text() == "c\n"
+    # ... but not swecli's own cache, which swecli reads back outside the sandbox
+    run(worktree, box, f"echo x > {cache}/swecli/tokenizers/o200k; echo y > {cache}/swecli/planted")
+    assert (cache / "swecli" / "tokenizers" / "o200k").read_bytes() == b"kept"
+    assert not (cache / "swecli" / "planted").exists()
     committed = run(worktree, box, "echo a > a.txt && git add a.txt && git -c user.name=t -c user.email=t@e "
                                    "commit -q -m 'from the sandbox' && git log --oneline -1")
     assert committed.meta["exit_code"] == 0, committed.content
