@@ -39,8 +39,10 @@ def write_file(args: WriteArgs, ctx: ToolContext) -> ToolResult:
 
 def with_notes(recorder: SessionRecorder) -> SessionRecorder:
     """The session notes writer, attached as `swecli.assembly.open_session` attaches it."""
-    recorder.attach("notes", NotesUpdater(recorder.root, recorder.session_id, resumed=recorder.resumed,
-                                          redactor=recorder.redactor).handle)
+    updater = NotesUpdater(recorder.root, recorder.session_id, resumed=recorder.resumed, redactor=recorder.redactor)
+    # with its close, as the session attaches it: closing waits for the notes' writer thread, so no
+    # half-written temporary file is left for the test to find (CI once listed one mid-rename)
+    recorder.attach("notes", updater.handle, close=updater.close)
     return recorder
 
 
