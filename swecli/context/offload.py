@@ -255,13 +255,20 @@ class StagedOutput:
     """Where the bytes wait; None when `target` already holds them."""
 
     def publish(self) -> None:
-        """Move the staged bytes to their file (one rename). Raises OffloadError when that fails."""
+        """Move the staged bytes to their file: a link, never over a file that holds other bytes (two
+        outputs of one call id staged before either was saved would otherwise overwrite each other's
+        file; the second then fails here and is saved as `save_output` saves it, under a hash suffix).
+        Raises OffloadError when that fails."""
         if self.staged is None:
             return
         try:
-            os.replace(self.staged, self.target)
+            os.link(self.staged, self.target)
+        except FileExistsError:
+            if not _same_bytes(self.target, self.staged.read_bytes()):
+                raise OffloadError(f"{self.target} holds another output") from None
         except OSError as exc:
             raise OffloadError(f"could not move a saved tool output to {self.target} ({exc.strerror or exc})") from None
+        self.staged.unlink(missing_ok=True)
 
     def discard(self) -> None:
         """Remove the staged bytes if they were never published."""

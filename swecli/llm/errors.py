@@ -43,7 +43,7 @@ _NO_STREAMED_TOOLS = regex(
     re.IGNORECASE,
 )
 """llama-cpp-python: "Automatic streaming tool choice is not supported"; other servers word it alike."""
-_NEEDS_JINJA = re.compile(r"\b(?:tools|tool_choice) param requires --jinja", re.IGNORECASE)
+_NEEDS_JINJA = regex(r"\b(?:tools|tool_choice) param requires --jinja", re.IGNORECASE)
 """llama-server started with `--no-jinja` (its legacy chat templates) answers every request that offers
 tools with HTTP 500 "tools param requires --jinja flag": not an outage, so it is not retried."""
 NEEDS_JINJA_FIX = ("llama-server is running without Jinja chat templates (--no-jinja), which take no tools, and "

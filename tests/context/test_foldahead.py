@@ -92,3 +92,18 @@ def test_a_fold_that_reaches_outputs_not_made_ahead_makes_them_on_the_spot(tmp_p
     digests = [m for m in result.history if isinstance(m, ToolMessage) and is_digest(m)]
     assert len(digests) == result.folded == len(saved(tmp_path)) > 0
     assert all((tmp_path / OFFLOAD_DIR / name).is_file() for name in saved(tmp_path))
+
+
+def test_outputs_of_one_call_id_made_ahead_keep_a_file_each(tmp_path: Path) -> None:
+    """Some providers reuse call ids: two outputs staged for the same file before either was saved must
+    not overwrite each other (the second is saved beside the first, as `save_output` saves it)."""
+    history = [m.model_copy(update={"tool_call_id": "same"}) if isinstance(m, ToolMessage) else
+               m.model_copy(update={"tool_calls": tuple(c.model_copy(update={"id": "same"}) for c in m.tool_calls)})
+               if isinstance(m, AssistantMessage) else m for m in session(12)]
+    ahead, ledger, scan = made_ahead(history, tmp_path, 8_000)
+    result = fold_older(history, ledger, scan, 8_000, ahead.reference_for, made=ahead.made)
+    firsts = {text.splitlines()[0] for text in saved(tmp_path).values()}
+    assert result.folded > 1 and len(saved(tmp_path)) == len(firsts) == result.folded
+    folded = " ".join(m.content for m in result.history)
+    assert all(f"`{OFFLOAD_DIR}/{name}`" in folded for name in saved(tmp_path))
+    ahead.close()

@@ -51,6 +51,16 @@ def both(project: Path, home: Path, command: str) -> tuple[tuple[int | None, str
     return tuple((o.exit_code, o.output.text().replace(str(home), "HOME"), o.notes) for o in (fresh, spared))
 
 
+def started_spare(project: Path, home: Path) -> tuple[Sandbox, ToolContext, Spares]:
+    """The project's sandbox, a context for it, and a spare for its next command, started."""
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120)
+    spares.prepare(box, command_environment(ctx))
+    assert spares.wait_started(120)
+    return box, ctx, spares
+
+
 SAME = [
     "env | sort; echo $SHLVL $0 $$; ls /proc/self/fd; ps -o pid=,pgid=,comm=",
     "echo x > .git/config; echo $?; echo y > .git/hooks/pre-commit; echo $?",
@@ -79,11 +89,7 @@ def test_a_protected_file_created_in_a_spare_is_moved_aside_as_in_a_fresh_launch
 
 def test_a_spare_whose_layout_changed_is_not_used(place: tuple[Path, Path]) -> None:
     project, home = place
-    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
-    ctx = ToolContext(root=project, sandbox=box)
-    spares = Spares(take_wait=120)
-    spares.prepare(box, command_environment(ctx))
-    assert spares.wait_started(120)
+    box, ctx, spares = started_spare(project, home)
     (project / ".envrc").write_text("approved\n")  # written by write_file after the spare was started
     outcome = run_command("echo evil > .envrc", ctx, 60, box, spares)
     assert spares.used == 0 and spares.refused == 1
@@ -96,11 +102,7 @@ def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_rea
     """The command line is the same, but the kernel detached the spare's read-only mount of the old file."""
     project, home = place
     (project / ".envrc").write_text("old\n")
-    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
-    ctx = ToolContext(root=project, sandbox=box)
-    spares = Spares(take_wait=120)
-    spares.prepare(box, command_environment(ctx))
-    assert spares.wait_started(120)
+    box, ctx, spares = started_spare(project, home)
     (project / ".envrc.new").write_text("approved\n")  # how write_file writes: a new file renamed over
     os.replace(project / ".envrc.new", project / ".envrc")
     outcome = run_command("echo evil >> .envrc", ctx, 60, box, spares)
@@ -111,11 +113,7 @@ def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_rea
 
 def test_a_spare_for_another_sandbox_or_environment_is_not_used(place: tuple[Path, Path]) -> None:
     project, home = place
-    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
-    ctx = ToolContext(root=project, sandbox=box)
-    spares = Spares(take_wait=120)
-    spares.prepare(box, command_environment(ctx))
-    assert spares.wait_started(120)
+    box, ctx, spares = started_spare(project, home)
     outcome = run_command("echo x > f", ctx, 60, box.read_only(), spares)  # plan mode came on meanwhile
     assert spares.used == 0 and outcome.exit_code != 0 and not (project / "f").exists()
     spares.prepare(box, {**command_environment(ctx), "EXTRA": "1"})
