@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from swecli.tools.ignorecheck import plan_ripgrep
 from swecli.tools.own_process import helper_environment, trusted_program
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules, walk
 
@@ -34,9 +35,11 @@ class Listing:
         self._process: subprocess.Popen[bytes] | None = None
         self._done: list[str] | None = None
         rg = trusted_program("rg", self.root) if engine != "python" else None
-        if rg is not None:
+        # An ignore file that is a FIFO or a link to /dev/zero would hang ripgrep: walk.py lists instead.
+        plan = plan_ripgrep(self.root, self.root) if rg is not None else None
+        if rg is not None and plan is not None and not plan.unsafe:
             command = [rg, *RG_FLAGS, *(arg for name in sorted(ALWAYS_SKIP) for arg in ("--glob", f"!{name}/")),
-                       "--null"]
+                       *plan.glob_args(), "--null"]
             try:
                 self._process = subprocess.Popen(command, cwd=self.root, stdin=subprocess.DEVNULL,
                                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

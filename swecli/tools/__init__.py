@@ -22,6 +22,7 @@
     gitlinks.py    what git runs later from inside the project (submodules, a named hooks directory, includes)
     paths.py       confinement: every path a file tool touches resolves inside the root
     walk.py        walking the project as git sees it (.gitignore honoured)
+    ignorecheck.py the ignore files ripgrep would open, checked first (a FIFO or /dev/zero link must not hang it)
     text.py        encodings, line endings, binary detection and diffs
     visible.py     control characters made visible (what a tool read must not drive the terminal)
     images.py      image files as message parts, capped in size

@@ -30,6 +30,7 @@ from swecli.lazy import regex
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
+from swecli.tools.ignorecheck import RipgrepPlan, plan_ripgrep
 from swecli.tools.own_process import helper_environment, trusted_program
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
@@ -90,6 +91,8 @@ class Matches:
     output when the model is shown only part of it."""
     cut_files: list[tuple[str, int]] = field(default_factory=list)
     """(path, size) of files the Python engine searched only the first MAX_FILE_BYTES of."""
+    unsafe_ignore_files: list[str] = field(default_factory=list)
+    """Ignore files that would have stopped ripgrep (ignorecheck.py), so the Python engine searched instead."""
     _last_path: str = ""
 
     @property
@@ -136,12 +139,18 @@ def search(args: GrepArgs, ctx: ToolContext, engine: Engine = "auto") -> Matches
     rg = find_ripgrep(root) if engine == "rg" or (engine == "auto" and args.pattern.isascii()) else None
     if engine == "rg" and rg is None:
         raise ToolError("ripgrep (rg) is not installed.")
+    # A FIFO or a link to /dev/zero among the ignore files ripgrep reads would hang it or eat all memory.
+    plan = plan_ripgrep(root, target) if rg is not None and target.is_dir() else RipgrepPlan()
+    if plan.unsafe:
+        rg = None
     if rg is not None:
         try:
-            return _search_rg(rg, root, target, args, ctx.cancel)
+            return _search_rg(rg, root, target, args, ctx.cancel, plan)
         except RegexError:
             pass  # fall through: Python reports the error, or handles what ripgrep's engine lacks
-    return _search_python(root, target, args, ctx.cancel)
+    matches = _search_python(root, target, args, ctx.cancel)
+    matches.unsafe_ignore_files = plan.unsafe
+    return matches
 
 
 def compile_pattern(args: GrepArgs, flags: int = 0) -> re.Pattern[str]:
@@ -292,13 +301,15 @@ _RG_FLAGS = [
 ]
 
 
-def _search_rg(rg: str, root: Path, target: Path, args: GrepArgs, cancel: CancelToken) -> Matches:
+def _search_rg(rg: str, root: Path, target: Path, args: GrepArgs, cancel: CancelToken,
+               plan: RipgrepPlan) -> Matches:
     # Search a directory from inside it so `glob` is relative to it, as in the Python engine.
     cwd, where = (target, ".") if target.is_dir() else (target.parent, target.name)
     command = [rg, *_RG_FLAGS, *(["-i"] if args.case_insensitive else [])]
     if args.glob:
         command += ["--glob", args.glob]
     command += [arg for name in sorted(ALWAYS_SKIP) for arg in ("--glob", f"!{name}/")]
+    command += plan.glob_args()  # the directories whose ignore files were not checked: never entered
     command += ["-e", args.pattern, "--", where]
     # In ripgrep a glob whitelists files even when they are gitignored; drop those so both engines agree.
     rules = IgnoreRules(root) if args.glob and target.is_dir() else None
@@ -399,8 +410,10 @@ def grep(args: GrepArgs, ctx: ToolContext) -> ToolResult:
     summary = summarize(matches)
     meta = {"pattern": args.pattern, "path": args.path, "matches": matches.total, "files": matches.files,
             "engine": matches.engine, "complete": matches.complete}
-    cut = _cut_files_note(matches)
-    if cut:
+    cut = _cut_files_note(matches) + _unsafe_ignore_note(matches)
+    if matches.unsafe_ignore_files:
+        meta["unsafe_ignore_files"] = matches.unsafe_ignore_files
+    if matches.cut_files:
         meta["cut_files"] = [path for path, _ in matches.cut_files]
     if matches.total == 0:
         matches.listing.discard()
@@ -432,6 +445,16 @@ def _cut_files_note(matches: Matches) -> str:
     return (f"\n\n(Only the first {MAX_FILE_BYTES >> 20} MiB of {shown}{more} were searched: without ripgrep, grep "
             "reads at most that much of a file. Search the rest with bash (`grep -n PATTERN FILE`) or page it with "
             "read_file.)")
+
+
+def _unsafe_ignore_note(matches: Matches) -> str:
+    """Says which ignore files were read as empty (not plain files), "" when none were."""
+    if not matches.unsafe_ignore_files:
+        return ""
+    shown = ", ".join(matches.unsafe_ignore_files[:5])
+    more = f" and {len(matches.unsafe_ignore_files) - 5} more" if len(matches.unsafe_ignore_files) > 5 else ""
+    return (f"\n\n(Ignore files that are not plain files were read as empty: {shown}{more}. ripgrep would wait "
+            "on them forever or read them until memory ran out, so the slower built-in search ran instead.)")
 
 
 def describe_grep(args: Mapping[str, Any]) -> str:

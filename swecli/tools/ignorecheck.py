@@ -1,0 +1,144 @@
+"""The ignore files ripgrep would open, checked before it runs: a repository must not be able to hang it.
+
+ripgrep opens and reads whole every `.gitignore` and `.rgignore` in each directory it enters and in each
+parent of the directory it starts in, and `.git/info/exclude` wherever a `.git` is, with no check of what
+the file is (ripgrep 13; `--no-ignore-parent` did not stop the parents' being read, and only `--no-ignore`
+stops `.rgignore`). A FIFO there (`mkfifo .gitignore`, one command of the model's) makes it wait for a
+writer forever; a link to `/dev/zero` (a `git clone` of a hostile repository makes one) makes it read until
+memory runs out (951 MB in 2 s, measured). `--no-ignore` would close both, but then ripgrep walks every
+ignored directory (`node_modules`, `.venv`) and swecli would have to filter its output: many times slower.
+
+So before ripgrep starts, `plan_ripgrep` walks the directories it will enter (swecli's own rules, walk.py,
+decide which: a gitignored directory is not entered) and looks at, never opens, each ignore file there and
+in the parents. Any that is not a plain file of at most `IGNORE_FILE_LIMIT` bytes (or a link to one inside
+the project) is named in `unsafe`, and the caller does not run ripgrep (grep searches with its Python
+engine, which reads ignore files without blocking; the map lists with walk.py). Every directory the walk
+did not enter is passed to ripgrep as an exclusion (`excludes`), so ripgrep cannot enter a directory whose
+ignore files were not looked at, even where its reading of a .gitignore differs from walk.py's.
+
+Left open: a file swapped for a FIFO between the check and ripgrep's reading it (milliseconds; the
+model's commands do not run while a tool does).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from swecli.tools.walk import ALWAYS_SKIP, IGNORE_FILE_LIMIT, IgnoreRules
+
+RIPGREP_IGNORE_FILES = (".gitignore", ".rgignore")
+"""Read by ripgrep in every directory it enters and every parent (`.ignore` is off: `--no-ignore-dot`)."""
+EXCLUDE_FILE = (".git", "info", "exclude")
+
+
+@dataclass
+class RipgrepPlan:
+    unsafe: list[str] = field(default_factory=list)
+    """Ignore files ripgrep must not open, each as `path (what it is)`, paths relative to the project."""
+    excludes: list[str] = field(default_factory=list)
+    """`--glob` exclusions (relative to the start directory) of the directories ripgrep must not enter."""
+
+    def glob_args(self) -> list[str]:
+        return [arg for glob in self.excludes for arg in ("--glob", glob)]
+
+
+def plan_ripgrep(root: Path, start: Path) -> RipgrepPlan:
+    """What ripgrep started in `start` (a directory under `root`) may be run with; see the module docstring."""
+    root, start = root.resolve(), start.resolve()
+    plan = RipgrepPlan()
+    for parent in start.parents:
+        _check_directory(parent, root, plan, has_git=True)
+    rules = IgnoreRules(root)
+    stack = [start]
+    while stack:
+        directory = stack.pop()
+        entered = _scan(directory, root, start, rules, plan)
+        stack.extend(reversed(entered))
+    return plan
+
+
+def _scan(directory: Path, root: Path, start: Path, rules: IgnoreRules, plan: RipgrepPlan) -> list[Path]:
+    """Check `directory`'s ignore files; its subdirectories ripgrep will enter (the others are excluded)."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []  # ripgrep cannot read it either
+    names = {entry.name for entry in entries}
+    _check_directory(directory, root, plan, has_git=".git" in names)
+    entered = []
+    for entry in entries:
+        if not _is_real_dir(entry) or entry.name in ALWAYS_SKIP:
+            continue  # ALWAYS_SKIP has its own exclusions; symlinks are not followed
+        path = directory / entry.name
+        if rules.ignored(path, is_dir=True):
+            plan.excludes.append(f"!/{_glob_escape(path.relative_to(start).as_posix())}/")
+        else:
+            entered.append(path)
+    return entered
+
+
+def _check_directory(directory: Path, root: Path, plan: RipgrepPlan, has_git: bool) -> None:
+    candidates = [directory / name for name in RIPGREP_IGNORE_FILES]
+    if has_git:
+        candidates.append(directory.joinpath(*EXCLUDE_FILE))
+    for path in candidates:
+        what = _unsafe_kind(path, root)
+        if what:
+            plan.unsafe.append(f"{_shown(path, root)} ({what})")
+
+
+def _unsafe_kind(path: Path, root: Path) -> str:
+    """"" when ripgrep may read `path` (missing, unreadable, a directory, or a plain file of bounded size, or
+    a link to one inside the project); otherwise what it is, for the message."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return ""
+    if stat.S_ISLNK(info.st_mode):
+        target = os.path.realpath(path)
+        try:
+            info = os.stat(target)
+        except OSError:
+            return ""  # a dangling link: ripgrep's open fails
+        if not Path(target).is_relative_to(root) and not stat.S_ISDIR(info.st_mode):
+            return f"a link to {target} outside the project"
+    if stat.S_ISDIR(info.st_mode):
+        return ""  # opening a directory fails at once
+    if not stat.S_ISREG(info.st_mode):
+        return _kind(info.st_mode)
+    if info.st_size > IGNORE_FILE_LIMIT:
+        return f"{info.st_size:,} bytes, over {IGNORE_FILE_LIMIT:,}"
+    return ""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+def _shown(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+def _is_real_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+_GLOB_SPECIAL = frozenset("\\*?[]{}!")
+
+
+def _glob_escape(text: str) -> str:
+    """A path as a literal ripgrep glob (`\\` escapes a special character)."""
+    return "".join(f"\\{char}" if char in _GLOB_SPECIAL else char for char in text)
