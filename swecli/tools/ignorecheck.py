@@ -1,8 +1,9 @@
 """The ignore files ripgrep would open, checked before it runs: a repository must not be able to hang it.
 
-ripgrep opens and reads whole every `.gitignore` and `.rgignore` in each directory it enters and in each
-parent of the directory it starts in, and `.git/info/exclude` wherever a `.git` is, with no check of what
-the file is (ripgrep 13; `--no-ignore-parent` did not stop the parents' being read, and only `--no-ignore`
+ripgrep opens and reads whole every `.gitignore` and `.rgignore` in each directory it enters, in each
+directory it then skips (it reads a directory's ignore files before deciding to skip it: a gitignored
+`vendor/`, even `.git/` itself) and in each parent of the directory it starts in, and `.git/info/exclude`
+wherever a `.git` is, with no check of what the file is (ripgrep 13; `--no-ignore-parent` did not stop the parents' being read, and only `--no-ignore`
 stops `.rgignore`). A FIFO there (`mkfifo .gitignore`, one command of the model's) makes it wait for a
 writer forever; a link to `/dev/zero` (a `git clone` of a hostile repository makes one) makes it read until
 memory runs out (951 MB in 2 s, measured). `--no-ignore` would close both, but then ripgrep walks every
@@ -71,11 +72,14 @@ def _scan(directory: Path, root: Path, start: Path, rules: IgnoreRules, plan: Ri
     _check_directory(directory, root, plan, has_git=".git" in names)
     entered = []
     for entry in entries:
-        if not _is_real_dir(entry) or entry.name in ALWAYS_SKIP:
-            continue  # ALWAYS_SKIP has its own exclusions; symlinks are not followed
+        if not _is_real_dir(entry):
+            continue  # symlinks are not followed
         path = directory / entry.name
-        if rules.ignored(path, is_dir=True):
-            plan.excludes.append(f"!/{_glob_escape(path.relative_to(start).as_posix())}/")
+        if entry.name in ALWAYS_SKIP or rules.ignored(path, is_dir=True):
+            # Skipped, but ripgrep reads its ignore files first. ALWAYS_SKIP has its own exclusions.
+            _check_directory(path, root, plan, has_git=os.path.lexists(path / ".git"))
+            if entry.name not in ALWAYS_SKIP:
+                plan.excludes.append(f"!/{_glob_escape(path.relative_to(start).as_posix())}/")
         else:
             entered.append(path)
     return entered

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from swecli.repomap.discover import project_files
+from swecli.repomap.discover import Listing, project_files
 from tests.repomap.conftest import write
 
 
@@ -29,3 +29,32 @@ def test_ripgrep_and_walk_agree(pyproject: Path) -> None:
     write(pyproject, ".hidden/conf.py", "")
     write(pyproject, ".swecli/x", "")
     assert project_files(pyproject, engine="auto") == project_files(pyproject, engine="python")
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed")
+@pytest.mark.parametrize("hostile", ["fifo", "zero"])
+def test_a_hostile_ignore_file_is_listed_without_ripgrep(pyproject: Path, hostile: str) -> None:
+    # ripgrep reads ignore files with no check of what they are: a FIFO held the listing for RG_TIMEOUT (60 s),
+    # a link to /dev/zero made it read until memory ran out. It is not started on such a tree.
+    target = pyproject / "src/shop/.gitignore"
+    if hostile == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+    listing = Listing(pyproject, engine="auto")
+    process = listing._process
+    if process is not None:
+        process.kill()  # the code before the fix: stop it before it fills the memory
+    assert process is None
+    assert listing.files() == project_files(pyproject, engine="python")
+    assert "src/shop/money.py" in listing.files() and "build/lib/shop/money.py" not in listing.files()
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed")
+def test_ripgrep_never_enters_a_directory_walk_skips(pyproject: Path) -> None:
+    write(pyproject, "vendor/.gitignore", "")
+    write(pyproject, "vendor/lib.py", "")
+    write(pyproject, ".gitignore", "build/\nvendor/\n")
+    listing = Listing(pyproject, engine="auto")
+    assert listing._process is not None and "!/vendor/" in listing._process.args
+    assert listing.files() == project_files(pyproject, engine="python")

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -16,6 +22,7 @@ from swecli.tools import grep as grep_module
 from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import MAX_MATCHES, GrepArgs, search
+from tests.unprivileged import USERS, hand_over, user_prefix, workspace
 
 HAVE_RG = grep_module.find_ripgrep(Path.cwd()) is not None
 ENGINES = [pytest.param("rg", marks=pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")),
@@ -306,3 +313,163 @@ def test_a_nul_byte_ends_a_files_search_as_in_ripgrep(project: Path, engine: str
     (project / "early.bin").write_bytes(b"needle early\n\0")
     result = run_grep(ToolContext(root=project), pattern="needle")
     assert result.meta["matches"] == 1 and "late.bin" in result.content and "needle two" not in result.content
+
+
+# ------------------------------------------------------------------- hostile ignore files (ignorecheck.py)
+
+BOUNDED_SEARCH = """
+import json, resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # inherited by ripgrep: /dev/zero cannot fill the machine
+from swecli.tools.base import ToolContext
+from swecli.tools.grep import GrepArgs, grep
+result = grep(GrepArgs(pattern="needle", path=sys.argv[2]), ToolContext(root=Path(sys.argv[1])))
+print(json.dumps({"content": result.content, "meta": result.meta}))
+"""
+
+
+def bounded_grep(project: Path, path: str = ".", user: str = "invoking") -> dict[str, Any]:
+    """grep in a child process whose memory (and ripgrep's) is capped, killed with everything it started if it
+    has not answered in HANG_SECONDS: before the fix a FIFO hung ripgrep forever and /dev/zero ate the memory."""
+    proc = subprocess.Popen([*user_prefix(user), sys.executable, "-c", BOUNDED_SEARCH, str(project), path], cwd="/",
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=HANG_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"grep did not answer within {HANG_SECONDS} s (ripgrep waits on a FIFO?)")
+    assert proc.returncode == 0, err
+    found: dict[str, Any] = json.loads(out)
+    return found
+
+
+HANG_SECONDS = 40
+"""A hang guard, not a speed check: the search takes well under a second; a hang never ends."""
+
+
+def hostile_project(base: Path) -> Path:
+    project = base / "repo"
+    (project / "sub" / "deep").mkdir(parents=True)
+    (project / ".git" / "info").mkdir(parents=True)
+    (project / "top.txt").write_text("needle at the top\n")
+    (project / "sub" / "deep" / "low.txt").write_text("needle below\n")
+    (project / "sub" / "skipped.log").write_text("needle in an ignored file\n")
+    (project / "sub" / ".gitignore").write_text("*.log\n")
+    return project
+
+
+def plant(project: Path, where: str, kind: str) -> None:
+    path = project / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+
+
+HOSTILE = [(".gitignore", "fifo"), (".gitignore", "zero"), ("sub/.gitignore", "fifo"), ("sub/deep/.gitignore", "zero"),
+           (".rgignore", "fifo"), ("sub/.rgignore", "zero"), (".git/info/exclude", "fifo"),
+           ("sub/.git/info/exclude", "fifo")]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize(("where", "kind"), HOSTILE, ids=[f"{w}-{k}" for w, k in HOSTILE])
+def test_a_hostile_ignore_file_neither_hangs_grep_nor_fills_memory(tmp_path: Path, where: str, kind: str) -> None:
+    project = hostile_project(tmp_path)
+    plant(project, where, kind)
+    found = bounded_grep(project)
+    assert found["meta"]["engine"] == "python"
+    shown = f"{where} ({'a FIFO' if kind == 'fifo' else 'a link to /dev/zero'}"
+    assert any(entry.startswith(shown) for entry in found["meta"]["unsafe_ignore_files"])
+    assert "were read as empty" in found["content"] and where in found["content"]
+    hits = [line for line in found["content"].splitlines() if line.startswith("  ")]
+    if where != "sub/.gitignore":
+        assert hits == ["  1: needle below", "  1: needle at the top"]
+    else:  # a FIFO in place of the file that ignores *.log: nothing is ignored there
+        assert hits == ["  1: needle below", "  1: needle in an ignored file", "  1: needle at the top"]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize("user", USERS)
+def test_a_hostile_parent_ignore_file_does_not_hang_a_search_below_it(user: str) -> None:
+    # ripgrep started in sub/ reads every parent's .gitignore (--no-ignore-parent did not stop it, measured)
+    with workspace("swecli-rgsafe-") as base:
+        project = hostile_project(base)
+        plant(project, ".gitignore", "fifo")
+        plant(project, "sub/deep/.rgignore", "zero")
+        hand_over(base, user)
+        found = bounded_grep(project, "sub", user)
+    assert found["meta"]["unsafe_ignore_files"][0] == ".gitignore (a FIFO)"
+    assert found["meta"]["matches"] == 1 and "sub/deep/low.txt" in found["content"]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+def test_ignored_directories_are_checked_one_level_down(project: Path, ctx: ToolContext) -> None:
+    (project / ".gitignore").write_text("vendor/\n")
+    (project / "vendor" / "inner").mkdir(parents=True)
+    (project / "vendor" / "lib.txt").write_text("needle\n")
+    (project / "main.txt").write_text("needle\n")
+    os.mkfifo(project / "vendor" / "inner" / ".gitignore")  # ripgrep never reaches it: it may run
+    matches = search(GrepArgs(pattern="needle"), ctx)
+    assert matches.engine == "rg" and [hit.path for hit in matches.hits] == ["main.txt"]
+    # ripgrep reads a skipped directory's own ignore files before skipping it (.git's too)
+    for planted in ("vendor/.gitignore", ".git/.gitignore"):
+        (project / planted).parent.mkdir(exist_ok=True)
+        os.mkfifo(project / planted)
+        matches = search(GrepArgs(pattern="needle"), ctx)
+        assert matches.engine == "python" and matches.unsafe_ignore_files == [f"{planted} (a FIFO)"]
+        assert [hit.path for hit in matches.hits] == ["main.txt"]
+        (project / planted).unlink()
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+def test_the_users_global_excludes_file_is_never_read(project: Path, ctx: ToolContext,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # ripgrep reads git's core.excludesFile: swecli passes --no-ignore-global and no HOME or XDG_CONFIG_HOME.
+    home = project.parent / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    os.mkfifo(home / "excludes")
+    os.mkfifo(home / ".config" / "git" / "ignore")
+    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'excludes'}\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    (project / "main.txt").write_text("needle\n")
+    guard = threading.Timer(HANG_SECONDS, ctx.cancel.cancel)  # a hang guard: a search stopped by it is incomplete
+    guard.start()
+    try:
+        matches = search(GrepArgs(pattern="needle"), ctx)
+    finally:
+        guard.cancel()
+    assert matches.engine == "rg" and matches.complete and matches.total == 1
+
+
+NESTED_IGNORES = {
+    ".gitignore": "*.log\nbuild/\n/top-only.txt\n!keep.log\n",
+    "pkg/.gitignore": "generated/\n*.tmp\n!important.tmp\n/local.txt\n",
+    "pkg/sub/.gitignore": "!*.log\ncache\n",
+    "pkg/we[ird]*/.gitignore": "hidden.txt\n",
+    ".git/info/exclude": "excluded-by-info.txt\n",
+}
+NESTED_FILES = ["a.log", "keep.log", "top-only.txt", "pkg/top-only.txt", "build/x.txt", "pkg/build/y.txt",
+                "pkg/generated/g.txt", "pkg/a.tmp", "pkg/important.tmp", "pkg/local.txt", "pkg/sub/local.txt",
+                "pkg/sub/b.log", "pkg/sub/cache/c.txt", "pkg/sub/cache", "pkg/we[ird]*/hidden.txt",
+                "pkg/we[ird]*/shown.txt", "excluded-by-info.txt", "pkg/excluded-by-info.txt", "plain.txt"]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize("args", [{}, {"path": "pkg"}, {"path": "pkg/sub"}, {"glob": "*.log"}, {"glob": "!*.txt"}],
+                         ids=str)
+def test_both_engines_agree_under_nested_ignore_files(project: Path, ctx: ToolContext, args: dict[str, str]) -> None:
+    for name, text in NESTED_IGNORES.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    for name in NESTED_FILES:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        if not (project / name).is_dir():
+            (project / name).write_text(f"needle in {name}\n")
+    grep_args = GrepArgs(pattern="needle", **args)
+    rg, python = search(grep_args, ctx, engine="rg"), search(grep_args, ctx, engine="python")
+    assert rg.engine == "rg" and rg.total > 0
+    assert [(h.path, h.text) for h in rg.hits] == [(h.path, h.text) for h in python.hits]
