@@ -48,6 +48,32 @@ _SECTION = regex(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(?:
 _KEY = regex(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=.*)?")
 
 
+INDEX_LIMIT = 1 << 30
+"""An index larger than this is not read (a very large repository's is a few hundred MB)."""
+CONFIG_LIMIT = 4 << 20
+POINTER_LIMIT = 4096
+"""A `.git` file (`gitdir: ...`) or `commondir`: one path."""
+
+
+def _read(path: Path, limit: int, head: bool = False) -> bytes:
+    """`path`'s bytes, opened without blocking. The model can replace `.git/index` (it must stay writable for
+    `git add`) with a FIFO, which made the next command's check wait forever, or a link to /dev/zero, read
+    until memory ran out; a repository unpacked from an archive can ship either. Not a regular file, or over
+    `limit` (unless only its `head` is wanted): OSError."""
+    from swecli.frontmatter import read_regular
+
+    data = read_regular(path, limit)
+    if data is None:
+        raise OSError(f"{path} is not a regular file")
+    if len(data) > limit and not head:
+        raise OSError(f"{path} is over {limit:,} bytes")
+    return data[:limit]
+
+
+def _text(path: Path, limit: int = CONFIG_LIMIT, head: bool = False) -> str:
+    return _read(path, limit, head).decode("utf-8", errors="replace")
+
+
 def gitlinks(index: Path) -> frozenset[str]:
     """The paths (relative to the work tree) the index at `index` records as gitlinks; empty when it is missing
     or unreadable. Cached per version of the file."""
@@ -61,14 +87,14 @@ def gitlinks(index: Path) -> frozenset[str]:
 @functools.lru_cache(maxsize=16)
 def _gitlinks(index: str, _mtime: int, _size: int, _inode: int) -> frozenset[str]:
     try:
-        data = Path(index).read_bytes()
+        data = _read(Path(index), INDEX_LIMIT)
     except OSError:
         return frozenset()
     if data[:4] != b"DIRC" or _GITLINK_BYTES not in data:
         return frozenset()
     config = Path(index).parent / "config"
     try:
-        sha256 = "sha256" in config.read_text(encoding="utf-8", errors="replace").lower()
+        sha256 = "sha256" in _text(config).lower()
     except OSError:
         sha256 = False
     return frozenset(_entries(data, 32 if sha256 else 20))
@@ -126,7 +152,7 @@ def nested_git_dir(root: Path, rel: str) -> tuple[Path, Path] | None:
             return entry, entry
         if not entry.is_file():
             return None
-        text = entry.read_text(encoding="utf-8", errors="replace").strip()
+        text = _text(entry, POINTER_LIMIT).strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
@@ -170,7 +196,7 @@ def config_entries(config: Path) -> list[tuple[str, str]]:
     reader cannot follow (a continued value, no section) comes back whole as the name, with no value."""
     entries: list[tuple[str, str]] = []
     section = ""
-    for raw in config.read_text(encoding="utf-8", errors="replace").splitlines():
+    for raw in _text(config).splitlines():
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
@@ -236,7 +262,7 @@ def _under(base: Path, value: str) -> Path:
 
 def _manager_settings(hooks: Path, work_tree: Path) -> list[Path]:
     try:
-        texts = [p.read_text(encoding="utf-8", errors="replace")[:4096] for p in hooks.iterdir()
+        texts = [_text(p, 4096, head=True) for p in hooks.iterdir()
                  if p.is_file() and not p.name.endswith(".sample")] if hooks.is_dir() else []
     except OSError:
         return []
@@ -249,16 +275,21 @@ def linked_git_dirs(root: Path) -> list[Path]:
     marker = root / ".git"
     if not marker.is_file():
         return []
-    text = marker.read_text(encoding="utf-8", errors="replace").strip()
+    try:
+        text = _text(marker, POINTER_LIMIT).strip()
+    except OSError:
+        return []
     if not text.startswith("gitdir:"):
         return []
     gitdir = (root / text.split(":", 1)[1].strip()).resolve()
     dirs = [gitdir] if gitdir.is_dir() else []
     common = gitdir / "commondir"
-    if common.is_file():
-        shared = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
-        if shared.is_dir():
-            dirs.append(shared)
+    try:
+        shared = (gitdir / _text(common, POINTER_LIMIT).strip()).resolve() if common.is_file() else None
+    except OSError:
+        shared = None
+    if shared is not None and shared.is_dir():
+        dirs.append(shared)
     return dirs
 
 
