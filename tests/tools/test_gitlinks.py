@@ -141,4 +141,5 @@ def test_git_files_that_never_end_are_not_read(tmp_path: Path, kind: str) -> Non
     assert proc.returncode == 0, err
     index, hooks, linked, nested, why = out.strip().split("|")
     assert index == "[]" and hooks == "([], [])" and linked == f"[{(root / 'wtgit')!r}]"
+    assert nested == repr((root / "sub" / ".git", root / "sub" / ".git"))
     assert why == "its config sets an unreadable config"
