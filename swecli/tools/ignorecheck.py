@@ -6,8 +6,9 @@ directory it then skips (it reads a directory's ignore files before deciding to 
 wherever a `.git` is, with no check of what the file is (ripgrep 13; `--no-ignore-parent` did not stop the
 parents' being read, and only `--no-ignore` stops `.rgignore`). A FIFO there (`mkfifo .gitignore`, one
 command of the model's) makes it wait for a writer forever; a link to `/dev/zero` (a `git clone` of a
-hostile repository makes one) makes it read until memory runs out (951 MB in 2 s, measured). `--no-ignore` would close both, but then ripgrep walks every
-ignored directory (`node_modules`, `.venv`) and swecli would have to filter its output: many times slower.
+hostile repository makes one) makes it read until memory runs out (951 MB in 2 s, measured). `--no-ignore`
+would close both, but then ripgrep walks every ignored directory (`node_modules`, `.venv`) and swecli would
+have to filter its output: many times slower.
 
 So before ripgrep starts, `plan_ripgrep` walks the directories it will enter (swecli's own rules, walk.py,
 decide which: a gitignored directory is not entered) and looks at, never opens, each ignore file there and
