@@ -21,7 +21,7 @@ from swecli.messages import ToolCall
 from swecli.tools import grep as grep_module
 from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.builtin import default_registry
-from swecli.tools.grep import MAX_MATCHES, GrepArgs, search
+from swecli.tools.grep import MAX_MATCHES, GrepArgs, Matches, search
 from tests.unprivileged import USERS, hand_over, user_prefix, workspace
 
 HAVE_RG = grep_module.find_ripgrep(Path.cwd()) is not None
@@ -405,6 +405,17 @@ def test_a_hostile_parent_ignore_file_does_not_hang_a_search_below_it(user: str)
     assert found["meta"]["matches"] == 1 and "sub/deep/low.txt" in found["content"]
 
 
+def guarded_search(args: GrepArgs, ctx: ToolContext) -> Matches:
+    """`search` in this process, interrupted after HANG_SECONDS (a search stopped so is incomplete): for FIFOs,
+    whose hang an interrupt ends; /dev/zero needs `bounded_grep`'s memory cap."""
+    guard = threading.Timer(HANG_SECONDS, ctx.cancel.cancel)
+    guard.start()
+    try:
+        return search(args, ctx)
+    finally:
+        guard.cancel()
+
+
 @pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
 def test_ignored_directories_are_checked_one_level_down(project: Path, ctx: ToolContext) -> None:
     (project / ".gitignore").write_text("vendor/\n")
@@ -412,14 +423,15 @@ def test_ignored_directories_are_checked_one_level_down(project: Path, ctx: Tool
     (project / "vendor" / "lib.txt").write_text("needle\n")
     (project / "main.txt").write_text("needle\n")
     os.mkfifo(project / "vendor" / "inner" / ".gitignore")  # ripgrep never reaches it: it may run
-    matches = search(GrepArgs(pattern="needle"), ctx)
+    matches = guarded_search(GrepArgs(pattern="needle"), ctx)
     assert matches.engine == "rg" and [hit.path for hit in matches.hits] == ["main.txt"]
     # ripgrep reads a skipped directory's own ignore files before skipping it (.git's too)
     for planted in ("vendor/.gitignore", ".git/.gitignore"):
         (project / planted).parent.mkdir(exist_ok=True)
         os.mkfifo(project / planted)
-        matches = search(GrepArgs(pattern="needle"), ctx)
-        assert matches.engine == "python" and matches.unsafe_ignore_files == [f"{planted} (a FIFO)"]
+        matches = guarded_search(GrepArgs(pattern="needle"), ctx)
+        assert matches.complete and matches.engine == "python"
+        assert matches.unsafe_ignore_files == [f"{planted} (a FIFO)"]
         assert [hit.path for hit in matches.hits] == ["main.txt"]
         (project / planted).unlink()
 
@@ -436,12 +448,7 @@ def test_the_users_global_excludes_file_is_never_read(project: Path, ctx: ToolCo
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     (project / "main.txt").write_text("needle\n")
-    guard = threading.Timer(HANG_SECONDS, ctx.cancel.cancel)  # a hang guard: a search stopped by it is incomplete
-    guard.start()
-    try:
-        matches = search(GrepArgs(pattern="needle"), ctx)
-    finally:
-        guard.cancel()
+    matches = guarded_search(GrepArgs(pattern="needle"), ctx)
     assert matches.engine == "rg" and matches.complete and matches.total == 1
 
 
