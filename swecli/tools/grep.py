@@ -2,7 +2,9 @@
 
 Both engines see the same files (walk.py's rules, which mirror ripgrep's flags below), visit them in
 the same order (sorted by path) and feed the same collector, so the model gets identical output
-whichever one ran.
+whichever one ran. ripgrep runs only after ignorecheck.py has looked at every ignore file it would open: a
+FIFO or a link to /dev/zero among them (which would hang it or fill the memory) sends the search to the
+Python engine, and the output names the file.
 
 The Python engine reads each file in CHUNK_BYTES pieces, as ripgrep does (a NUL byte in a piece ends the
 file's search there, matches before it stand), so memory stays bounded whatever the file: it searches at
