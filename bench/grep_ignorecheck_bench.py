@@ -3,7 +3,7 @@
     python bench/grep_ignorecheck_bench.py [--rounds 15]
 
 The tree is real source: packages copied from this environment's site-packages (pygments, rich, pydantic,
-mypy without typeshed's third-party stubs, _pytest, hypothesis) into a temporary git work tree, about 2,500
+mypy without typeshed's third-party stubs, _pytest, hypothesis) into a temporary git work tree, about 1,600
 files searched, with nested .gitignore files and a gitignored `node_modules/` (a copy of the same
 packages) that neither engine enters. Old is grep's ripgrep engine without the check (the plan replaced by an
 empty one, as before the change); new is the shipped path. Old and new alternate in one process; the table
