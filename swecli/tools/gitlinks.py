@@ -263,7 +263,7 @@ def _under(base: Path, value: str) -> Path:
 def _manager_settings(hooks: Path, work_tree: Path) -> list[Path]:
     try:
         texts = [_text(p, 4096, head=True) for p in hooks.iterdir()
-                 if p.is_file() and not p.name.endswith(".sample")] if hooks.is_dir() else []
+                 if not p.name.endswith(".sample") and p.is_file()] if hooks.is_dir() else []
     except OSError:
         return []
     return [work_tree / name for marker, names in HOOK_MANAGERS if any(marker in t for t in texts) for name in names]
