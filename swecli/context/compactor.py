@@ -21,7 +21,10 @@ The ways to make room:
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,20 @@ class Compactor:
         self.tool_meta: dict[str, dict[str, Any]] = {}
         self._room: DecayScan | None = None
         self._ahead: FoldsAhead | None = None
+        self.loop_free = threading.Event()
+        """Cleared while the loop compacts (`loop_compacting`): the threads that work ahead for it (the digests
+        made ahead, the background summary) wait between two pieces of work instead of taking turns with the
+        loop for the GIL at the one step it is in a hurry."""
+        self.loop_free.set()
+
+    @contextmanager
+    def loop_compacting(self) -> Iterator[None]:
+        """Hold the work made ahead (`loop_free`) while the loop folds, truncates or applies a summary."""
+        self.loop_free.clear()
+        try:
+            yield
+        finally:
+            self.loop_free.set()
 
     @property
     def config(self) -> ContextConfig:
@@ -185,7 +202,7 @@ class Compactor:
         scan = self._room_scan()
         scan.saving(ledger, keep)
         if make_digests:
-            self._folds_ahead().submit(scan.candidates(ledger))
+            self._folds_ahead().submit(scan.candidates(ledger), ledger.messages[:ledger.zone_start(keep)])
 
     def close(self) -> None:
         """Stop the worker that makes digests ahead (what it has not made yet is dropped)."""
@@ -203,7 +220,8 @@ class Compactor:
         if self._ahead is None or self._ahead.counter is not self.meter.counter:
             if self._ahead is not None:
                 self._ahead.close()
-            self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor)
+            self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor,
+                                     self.loop_free)
         return self._ahead
 
     # --- parts -----------------------------------------------------------------------------------------

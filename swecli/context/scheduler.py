@@ -126,7 +126,8 @@ class CompactionScheduler:
         work = SummaryWork(hook=lambda: compactor.hook_decision("auto", "", state, len(history)),
                            provider=summary_provider, encoding=count.encoding_name,
                            include_reasoning=count.include_reasoning, archive=compactor.archive(),
-                           meta=dict(compactor.tool_meta), on_done=self.on_background_done)
+                           meta=dict(compactor.tool_meta), on_done=self.on_background_done, known=count.known,
+                           loop_free=compactor.loop_free)
         self.job = background.start(job, work)
         compactor.report.emit(BackgroundSummary("started", cut, state.total))
 
@@ -170,6 +171,10 @@ class CompactionScheduler:
         """Room below the hard limit without a model call, for a few steps at least (`room_target`): older
         tool outputs fold first; when that is not enough, the oldest turns are dropped too (the summary on its
         way then takes the place of the truncation's when it is ready)."""
+        with self.compactor.loop_compacting():
+            return self._fold_or_truncate(history, state)
+
+    def _fold_or_truncate(self, history: list[Message], state: ContextState) -> tuple[list[Message], ContextState]:
         compactor, meter = self.compactor, self.meter
         target = self.room_target()
         history = compactor.fold(history, state, target)
@@ -230,7 +235,8 @@ class CompactionScheduler:
     def _apply(self, history: list[Message], job: SummaryJob, before: ContextState, waited: float) -> list[Message]:
         start = time.monotonic()
         assert job.prepared is not None
-        result = self.compactor.apply(history, job.prepared, job.decision, before)
+        with self.compactor.loop_compacting():
+            result = self.compactor.apply(history, job.prepared, job.decision, before)
         if result is None:
             self._report(job, "dropped", "it would not have shrunk the conversation")
             return history
