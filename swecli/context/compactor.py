@@ -204,6 +204,11 @@ class Compactor:
         if make_digests:
             self._folds_ahead().submit(scan.candidates(ledger), ledger.messages[:ledger.zone_start(keep)])
 
+    @property
+    def folds_ahead(self) -> FoldsAhead | None:
+        """The worker making digests ahead, once a summary on its way started it."""
+        return self._ahead
+
     def close(self) -> None:
         """Stop the worker that makes digests ahead (what it has not made yet is dropped)."""
         if self._ahead is not None:

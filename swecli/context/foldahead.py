@@ -82,6 +82,20 @@ class FoldsAhead:
                 self._pool.submit(self._warm, cold)
         return len(fresh)
 
+    def settled(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for every piece of work queued so far to be done (one worker: a
+        marker queued now runs after them); True when it is. For whoever must see them made (a test)."""
+        with self._lock:
+            pool = self._pool
+            marker = pool.submit(lambda: None) if pool is not None and not self._closed else None
+        if marker is None:
+            return True
+        try:
+            marker.result(timeout)
+        except TimeoutError:
+            return False
+        return True
+
     def made(self, message: ToolMessage) -> ToolMessage | None:
         """The digest made ahead for `message`, its file saved now (a rename); None when there is none yet,
         or its file could not be moved (the fold then makes it on the spot)."""
