@@ -149,8 +149,8 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
         counter = TokenCounter(work.encoding, work.include_reasoning)
 
         def count(message: Message) -> int:
-            if work.loop_free is not None:
-                work.loop_free.wait()
+            while work.loop_free is not None and not work.loop_free.wait(0.05) and not job.cancel.cancelled:
+                pass
             known = work.known(message)
             return known if known is not None else counter.message(message)
 

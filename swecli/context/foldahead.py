@@ -122,12 +122,21 @@ class FoldsAhead:
             staged.discard()
         self._staged.clear()
 
+    def _my_turn(self) -> bool:
+        """Wait while the loop compacts; False once closed (a close from inside a compaction, when the counter
+        changed, must not wait for a worker that waits for the compaction)."""
+        while not self.loop_free.wait(0.05):
+            if self._closed:
+                return False
+        return not self._closed
+
     def _warm(self, messages: Sequence[Message]) -> None:
-        self.loop_free.wait()
-        warm_messages(messages)
+        if self._my_turn():
+            warm_messages(messages)
 
     def _make(self, candidate: Candidate) -> None:
-        self.loop_free.wait()
+        if not self._my_turn():
+            return
         digest = self._make_digest(candidate)
         warm(candidate)
         if digest is not None:

@@ -131,3 +131,17 @@ def test_the_worker_reads_older_messages_as_a_truncation_would_and_waits_while_t
     assert diagnostics._scanned.cache_info().misses == misses
     ahead.close()
     assert not staged(tmp_path)
+
+
+def test_closing_while_the_loop_compacts_does_not_wait_for_the_held_worker(tmp_path: Path) -> None:
+    history = session(4)
+    ledger = Ledger(counter.message).sync(history)
+    scan = DecayScan(counter, default=room_policy)
+    scan.saving(ledger, 1_000)
+    loop_free = threading.Event()  # cleared: the loop is compacting (and closes it from there, a new counter)
+    ahead = FoldsAhead(counter, tmp_path, Redactor([SECRET]), loop_free)
+    assert ahead.submit(scan.candidates(ledger)) > 0
+    closing = threading.Thread(target=ahead.close)
+    closing.start()
+    closing.join(30)
+    assert not closing.is_alive() and not staged(tmp_path) and not saved(tmp_path)
