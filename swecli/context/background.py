@@ -141,6 +141,7 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
     provider: Provider | None = None
     owned = False
     try:
+        _wait_turn(job, work)  # started in the loop's pause: the loop's context work goes first
         job.decision = work.hook()
         if job.decision.cancel or job.cancel.cancelled:
             return
@@ -149,8 +150,7 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
         counter = TokenCounter(work.encoding, work.include_reasoning)
 
         def count(message: Message) -> int:
-            while work.loop_free is not None and not work.loop_free.wait(0.05) and not job.cancel.cancelled:
-                pass
+            _wait_turn(job, work)
             known = work.known(message)
             return known if known is not None else counter.message(message)
 
@@ -165,6 +165,12 @@ def _run(job: SummaryJob, work: SummaryWork) -> None:
         job.done.set()
         if work.on_done is not None:
             work.on_done()
+
+
+def _wait_turn(job: SummaryJob, work: SummaryWork) -> None:
+    """While the loop does its context work (`loop_free` cleared), wait; a cancel ends the wait."""
+    while work.loop_free is not None and not work.loop_free.wait(0.05) and not job.cancel.cancelled:
+        pass
 
 
 def wait(job: SummaryJob, interrupt: CancelToken | None, poll: float = 0.1) -> float:

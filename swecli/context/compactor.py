@@ -72,19 +72,36 @@ class Compactor:
         self._room: DecayScan | None = None
         self._ahead: FoldsAhead | None = None
         self.loop_free = threading.Event()
-        """Cleared while the loop compacts (`loop_compacting`): the threads that work ahead for it (the digests
-        made ahead, the background summary) wait between two pieces of work instead of taking turns with the
-        loop for the GIL at the one step it is in a hurry."""
+        """Cleared while the loop does its context work (`loop_compacting`): the threads that work ahead for it
+        (the digests made ahead, the background summary) wait between two pieces of work instead of taking
+        turns with the loop for the GIL (and, on a loaded machine, for a core) in the pause between two
+        model calls; they run while the loop waits for the model or a tool."""
         self.loop_free.set()
+        self._compacting = 0
 
     @contextmanager
     def loop_compacting(self) -> Iterator[None]:
-        """Hold the work made ahead (`loop_free`) while the loop folds, truncates or applies a summary."""
+        """Hold the work made ahead (`loop_free`) while the loop prepares a request: folds, truncates, applies a
+        summary. Nests; `loop_waiting` lets it go on while the loop waits for it."""
+        self._compacting += 1
         self.loop_free.clear()
         try:
             yield
         finally:
-            self.loop_free.set()
+            self._compacting -= 1
+            if not self._compacting:
+                self.loop_free.set()
+
+    @contextmanager
+    def loop_waiting(self) -> Iterator[None]:
+        """The loop waits for the background summary: the work made ahead goes on meanwhile (held, it would
+        never end)."""
+        self.loop_free.set()
+        try:
+            yield
+        finally:
+            if self._compacting:
+                self.loop_free.clear()
 
     @property
     def config(self) -> ContextConfig:

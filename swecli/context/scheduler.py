@@ -59,12 +59,13 @@ class CompactionScheduler:
         ledger = self.meter.ledger
         self.runway.observe(state.total, time.monotonic(), (ledger.generation, ledger.turn_start()))
         if self.in_background():
-            if self.job is None:
-                self._maybe_start(history, provider, state)
-            # A step at a time, for a fold that may be needed (only while a summary is on its way can one be).
-            self.compactor.look_ahead(history, make_digests=self.job is not None)
-            if self.job is not None:
-                return self._with_job(history, provider, state)
+            with self.compactor.loop_compacting():  # what works ahead waits until the request is on its way
+                if self.job is None:
+                    self._maybe_start(history, provider, state)
+                # A step at a time, for a fold that may be needed (only while a summary is on its way can one be).
+                self.compactor.look_ahead(history, make_digests=self.job is not None)
+                if self.job is not None:
+                    return self._with_job(history, provider, state)
         # Nothing in the background (off, another strategy, nothing worth summarizing): on the spot.
         return self.compactor.compact(history, provider, "auto") if state.over_threshold else history
 
@@ -157,7 +158,8 @@ class CompactionScheduler:
                 "info", f"the context is at {state.percent:.0f}% of the window, the most a request can carry with "
                         f"room for the reply, and neither folding older outputs nor dropping older turns made room: "
                         f"waiting for the background summary (running for {job.duration:.0f}s)")
-            waited = background.wait(job, self.compactor.wiring.cancel)
+            with self.compactor.loop_waiting():
+                waited = background.wait(job, self.compactor.wiring.cancel)
         elif not state.over_threshold:
             return history
         history = self._finish(history, provider, state, waited)
