@@ -542,3 +542,36 @@ def test_outputs_staged_ahead_are_published_by_the_fold_and_nothing_staged_outli
     assert not staged_left & set(published)
     # ... and no needle is lost: each is in the last request or in a file it names (or one those name).
     assert needles and all(needle in final for needle in needles)
+
+
+def test_work_made_ahead_waits_while_the_loop_prepares_a_request_and_goes_on_while_the_loop_waits_for_it(
+        tmp_path: Path) -> None:
+    from swecli.context import background
+    from swecli.context.background import SummaryJob, SummaryWork
+    from swecli.context.hooks import PreCompactDecision
+    from swecli.messages import UserMessage
+
+    context = ContextManager.from_settings(Settings(model="scripted-model", context_limit=6_000),
+                                           Prompt(SYSTEM, TOOLS.schemas()), root=tmp_path)
+    compactor, hook_ran = context.compactor, threading.Event()
+
+    def hook() -> PreCompactDecision:
+        hook_ran.set()
+        return PreCompactDecision(cancel=True)  # the job ends there: no summary request
+
+    params = compactor.params("auto", "", PreCompactDecision())
+    job = SummaryJob((UserMessage(content="task"),), 1, params, 100)
+    work = SummaryWork(hook=hook, provider=lambda: (provider_for(ScriptedLLM([]), "openai"), True),
+                       encoding="o200k_base", include_reasoning=False, archive=compactor.archive(), meta={},
+                       loop_free=compactor.loop_free)
+    with compactor.loop_compacting():
+        background.start(job, work)
+        with compactor.loop_compacting():
+            pass
+        assert not compactor.loop_free.is_set()  # nested: still held
+        assert not hook_ran.wait(0.3)  # the job waits for the loop's context work
+        with compactor.loop_waiting():  # the loop waits for the summary: the job goes on meanwhile
+            assert hook_ran.wait(30) and job.done.wait(30)
+        assert not compactor.loop_free.is_set()
+    assert compactor.loop_free.is_set() and job.phase == "declined"
+    context.close()
