@@ -25,6 +25,7 @@ then only merges.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +35,14 @@ from swecli.context.decay import Candidate, ReferenceFor, fold, saving_reference
 from swecli.context.offload import OffloadError, StagedOutput, offload_path_in, stage_output
 from swecli.context.references import extract_references
 from swecli.context.tokens import IdentityCache, TokenCounter
+from swecli.lazy import compile_patterns
 from swecli.messages import AssistantMessage, Message, ToolMessage
 from swecli.session.secrets import Redactor
+
+PATTERN_MODULES = ("swecli.context.extract", "swecli.context.references", "swecli.context.diagnostics",
+                   "swecli.context.compaction", "swecli.context.engineering", "swecli.context.decay",
+                   "swecli.context.offload", "swecli.tools.facts")
+"""Whose patterns (compiled on first use) a fold or a truncation uses: compiled by the worker first."""
 
 
 class FoldsAhead:
@@ -76,6 +83,7 @@ class FoldsAhead:
                 return 0
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="swecli-fold")
+                self._pool.submit(self._compile)
             for candidate in fresh:
                 self._pool.submit(self._make, candidate)
             if cold:
@@ -130,6 +138,10 @@ class FoldsAhead:
                 return False
         return not self._closed
 
+    def _compile(self) -> None:
+        if self._my_turn():
+            compile_patterns_of(PATTERN_MODULES)
+
     def _warm(self, messages: Sequence[Message]) -> None:
         if self._my_turn():
             warm_messages(messages)
@@ -175,3 +187,8 @@ def warm_messages(messages: Sequence[Message]) -> None:
     references read a prompt or the assistant's text."""
     for message in messages:
         extract_references([message])
+
+
+def compile_patterns_of(modules: Sequence[str]) -> int:
+    """`lazy.compile_patterns` for each of `modules` that is imported (none is imported here)."""
+    return sum(compile_patterns(sys.modules[name]) for name in modules if name in sys.modules)
