@@ -120,18 +120,19 @@ def earlier_task(tokens: int, counter: TokenCounter) -> list[Message]:
 
 # --- one session (in a child process, with the swecli on its PYTHONPATH) --------------------------------
 
-def thread_times() -> dict[int, tuple[str, int, int]]:
-    """Every live thread of this process: its name, the nanoseconds it has run on a core and those it spent
-    ready to run but waiting for one (`/proc/self/task/<tid>/schedstat`: the machine's load)."""
+def thread_times() -> dict[int, tuple[str, int, int, int]]:
+    """Every live thread of this process: its name, the nanoseconds it has run on a core, those it spent
+    ready to run but waiting for one (`/proc/self/task/<tid>/schedstat`: the machine's load), and the times
+    it was put back in that queue (its third field: each wait for the GIL, a lock or I/O ends there)."""
     names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
     out = {}
     for task in Path("/proc/self/task").iterdir():
         try:
-            run_ns, queued_ns, _ = (task / "schedstat").read_text().split()
+            run_ns, queued_ns, slices = (task / "schedstat").read_text().split()
         except (OSError, ValueError):
             continue
         tid = int(task.name)
-        out[tid] = (names.get(tid, "?"), int(run_ns), int(queued_ns))
+        out[tid] = (names.get(tid, "?"), int(run_ns), int(queued_ns), int(slices))
     return out
 
 
@@ -144,18 +145,19 @@ def group(name: str) -> str:
     return name.split("_")[0].removeprefix("swecli-") if name.startswith("swecli-") else name.split(" ")[0]
 
 
-def breakdown(before: dict[int, tuple[str, int, int]], after: dict[int, tuple[str, int, int]],
+def breakdown(before: dict[int, tuple[str, int, int, int]], after: dict[int, tuple[str, int, int, int]],
               loop_tid: int, wall: float) -> dict[str, float]:
     """Where a pause went: the loop thread's time on a core (`loop_run`), waiting for a core (`loop_queued`,
     the load), and the rest (`loop_blocked`: the GIL, a lock, a join, the request's I/O); and every other
     thread's time on a core meanwhile, by role (who could have held the GIL)."""
     seconds: dict[str, float] = {}
-    for tid, (name, run_ns, queued_ns) in after.items():
-        _, run0, queued0 = before.get(tid, (name, 0, 0))
+    for tid, (name, run_ns, queued_ns, slices) in after.items():
+        _, run0, queued0, slices0 = before.get(tid, (name, 0, 0, 0))
         role = group(name)
         if tid == loop_tid:
             seconds["loop_run"] = (run_ns - run0) / 1e9
             seconds["loop_queued"] = (queued_ns - queued0) / 1e9
+            seconds["loop_slices"] = float(slices - slices0)
         else:
             seconds[role] = seconds.get(role, 0.0) + (run_ns - run0) / 1e9
     seconds["loop_blocked"] = wall - seconds.get("loop_run", 0.0) - seconds.get("loop_queued", 0.0)
@@ -178,9 +180,9 @@ class Timeline:
     """The loop thread's CPU time then (`time.thread_time`)."""
     request_cpu: list[float] = field(default_factory=list)
     """The loop thread's CPU time as each request was about to be sent (`ModelCallStarted`)."""
-    answer_threads: list[dict[int, tuple[str, int, int]]] = field(default_factory=list)
+    answer_threads: list[dict[int, tuple[str, int, int, int]]] = field(default_factory=list)
     """Every thread's times as each answer was had (`thread_times`)."""
-    arrival_threads: list[dict[int, tuple[str, int, int]]] = field(default_factory=list)
+    arrival_threads: list[dict[int, tuple[str, int, int, int]]] = field(default_factory=list)
     """... and as each request arrived."""
     compactions: list[CompactionDone] = field(default_factory=list)
     compaction_times: list[float] = field(default_factory=list)
@@ -414,10 +416,11 @@ def worst_table(pairs: list[tuple[Config, Result | None, Result]]) -> None:
             made = "+".join(f"{int(v)} {k[6:]}" for k, v in sorted(w.items()) if k.startswith("in_it:")) or "-"
             rows.append([f"{config.window // 1000}k", f"{config.summary_seconds:g}", f"{config.model_seconds:g}",
                          label, f"{result.longest:.2f}", f"{w.get('loop_run', math.nan):.3f}",
-                         f"{w.get('loop_queued', math.nan):.3f}", f"{w.get('loop_blocked', math.nan):.3f}",
+                         f"{w.get('loop_queued', math.nan):.3f}", f"{w.get('loop_slices', math.nan):.0f}",
+                         f"{w.get('loop_blocked', math.nan):.3f}",
                          *(f"{w.get(role, 0.0):.3f}" for role in roles), made])
     table(rows, ["window", "summary s", "model s", "build", "pause", "loop on a core", "loop waiting for a core",
-                 "loop blocked", *roles, "compactions in it"])
+                 "times it queued", "loop blocked", *roles, "compactions in it"])
 
 
 if __name__ == "__main__":
