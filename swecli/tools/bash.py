@@ -130,6 +130,11 @@ def get_ready(ctx: ToolContext) -> None:
         SPARES.prepare(ctx.sandbox, command_environment(ctx))
 
 
+def stand_down() -> None:
+    """The session is over (or its conversation cleared): no sandbox is left waiting for a command."""
+    SPARES.close()
+
+
 _parser_warmed = threading.Event()
 
 
@@ -359,5 +364,6 @@ BASH = Tool(
     preview=preview_bash,
     facts=BASH_FACTS,
     ready=get_ready,
+    stand_down=stand_down,
 )
 declare(BASH.name, BASH.facts)

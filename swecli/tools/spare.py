@@ -5,7 +5,10 @@ network and mount namespaces; detaching the old root waits for an RCU grace peri
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
 out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
 command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`.
+command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. Then
+it starts the next spare at once, so that it builds while this command runs and while the model answers
+(a model that answers at once leaves no time to start it from the next request). The session discards
+its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
 - The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
@@ -145,6 +148,15 @@ class Spares:
                 order.claimed = True
         if order is None:
             return None
+        try:
+            return self._use(order, sandbox, env, argv)
+        finally:
+            # The next command's sandbox starts now, while this one runs and the model answers: a model
+            # that answers at once leaves no time to start it from the next request.
+            self.prepare(sandbox, env)
+
+    def _use(self, order: _Order, sandbox: Sandbox, env: Mapping[str, str],
+             argv: list[str]) -> tuple[Launch, subprocess.Popen[bytes]] | None:
         if not order.done.wait(self.take_wait) or order.spare is None:
             self._jobs.put(order)  # discarded once started
             return None
@@ -163,7 +175,8 @@ class Spares:
         return Launch(argv, inner, (), sandbox.root, layout.checks), spare.proc
 
     def close(self) -> None:
-        """Discard the spare (at exit: here and now, so nothing is left behind)."""
+        """Discard the spare (at exit, or when the session that prepared it ends or clears its conversation:
+        here and now, so no sandbox is left waiting for a command that will not come)."""
         with self._lock:
             order, self._next = self._next, None
         if order is not None and order.done.is_set() and order.spare is not None:
