@@ -38,8 +38,8 @@ from swecli.testing.server import Call, Reply, ScriptedLLM, Step  # noqa: E402
 PROBE = ROOT / "bench" / "call_path_probe.py"
 
 
-def one_run(tree: Tree, project: Path, calls: int, thinking: float,
-            profile: Path | None = None) -> list[tuple[float, float, float, float]]:
+def one_run(tree: Tree, project: Path, calls: int, thinking: float,  # noqa: PLR0913
+            profile: Path | None = None, sections: list[str] | None = None) -> list[tuple[float, float, float, float]]:
     """(loop CPU, wall) of each gap between a reply with a bash call and the next request, then (loop CPU,
     wall less the model's thinking) of the request that follows; the first call left out."""
     def think(body: dict[str, object]) -> Reply:
@@ -54,11 +54,15 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
         extra = {"PROBE_LOG": log.name, "PROBE_CALLS": str(calls)}
         if profile is not None:
             extra["PROBE_PROFILE"] = str(profile)
+        if sections:
+            extra["PROBE_SECTIONS"] = ",".join(sections)
         done = subprocess.run(argv, cwd=project, env=tree.env(**extra), text=True, capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=900)
         if done.returncode != 0:
             raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
         marks = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
+    for mark in (m for m in marks if m["what"] == "section"):
+        print(f"  {mark['name']}: {mark['cpu'] / calls * 1000:.2f} ms a call ({mark['n']} runs in all)")
     backs = [m for m in marks if m["what"] == "back"]
     sends = [m for m in marks if m["what"] == "send"]
     gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking)
@@ -98,6 +102,28 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
               f"{rc * 1000:.1f} ms | {rw * 1000:.1f} ms |")
 
 
+SECTIONS = [
+    "swecli.agent:Agent.execute", "swecli.agent:Agent._finish", "swecli.agent:Agent._ready_tools",
+    "swecli.agent:Agent.sync_tools", "swecli.context.manager:ContextManager.prepare", "swecli.agent:Agent._request",
+    "swecli.agent:Agent.append", "swecli.assembly:EventBus.__call__", "swecli.permissions:Policy.check",
+    "swecli.tools.base:ToolRegistry.run", "swecli.tools.bash:run_command", "swecli.tools.spare:Spares.take",
+    "swecli.tools.spare:Spares.prepare", "swecli.tools.bash:command_environment",
+    "swecli.session.recorder:SessionRecorder.handle", "swecli.memory.notes:NotesUpdater.handle",
+    "swecli.tools.bash:_run", "swecli.tools.bash:_format", "swecli.context.manager:ContextManager.tool_content",
+]
+"""What `--sections` times on the loop thread."""
+
+
+def sections(calls: int, thinking: float) -> None:
+    base = Path(tempfile.mkdtemp(prefix="call-path-"))
+    project = sample_project(base, 100)
+    tree = Tree("new", ROOT)
+    one_run(tree, project, 2, 0.0)
+    gaps = one_run(tree, project, calls, thinking, sections=SECTIONS)
+    print(f"loop CPU per call, reply to request: median {statistics.median(g[0] for g in gaps) * 1000:.2f} ms; "
+          f"the request: {statistics.median(g[2] for g in gaps) * 1000:.2f} ms")
+
+
 def profile(calls: int, thinking: float, top: int) -> None:
     base = Path(tempfile.mkdtemp(prefix="call-path-"))
     project = sample_project(base, 100)
@@ -119,7 +145,11 @@ def main() -> None:
     parser.add_argument("--thinking", type=float, default=0.0)
     parser.add_argument("--profile", action="store_true", help="profile this tree's loop between calls")
     parser.add_argument("--top", type=int, default=60)
+    parser.add_argument("--sections", action="store_true", help="time named parts of this tree's loop")
     args = parser.parse_args()
+    if args.sections:
+        sections(args.calls, args.thinking)
+        return
     if args.profile:
         profile(args.calls, args.thinking, args.top)
         return

@@ -24,6 +24,9 @@ from typing import Any
 LOG = os.environ.pop("PROBE_LOG")
 PROFILE = os.environ.pop("PROBE_PROFILE", "")
 CALLS = int(os.environ.pop("PROBE_CALLS", "0"))
+SECTIONS = [name for name in os.environ.pop("PROBE_SECTIONS", "").split(",") if name]
+"""`module:Class.method` or `module:function` to time on the loop thread (CPU, summed, written to
+PROBE_LOG as {"what": "section", ...} lines): where a call's CPU goes without cProfile's inflation."""
 """How many replies carry tool calls: the gap after the last one (the answer, then exit) is not profiled."""
 
 
@@ -56,9 +59,41 @@ def main() -> None:
             log.writelines(json.dumps(mark) + "\n" for mark in marks)
 
     agent.Agent._stream = wrapped  # type: ignore[method-assign]
-    atexit.register(dump)
+    atexit.register(dump)  # registered first: runs last
+    spent = {name: [0.0, 0] for name in SECTIONS}
+    for name in SECTIONS:
+        _time_section(name, spent[name])
+    atexit.register(lambda: marks.extend({"what": "section", "name": n, "cpu": c, "n": k}
+                                         for n, (c, k) in spent.items()))
     sys.argv = ["swecli", *sys.argv[1:]]
     runpy.run_module("swecli", run_name="__main__", alter_sys=True)
+
+
+def _time_section(name: str, total: list[Any]) -> None:
+    import functools
+    import importlib
+    import threading
+
+    module_name, _, attr = name.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *path, last = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    original = getattr(owner, last)
+    main = threading.main_thread()
+
+    @functools.wraps(original)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is not main:
+            return original(*args, **kwargs)
+        start = time.thread_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            total[0] += time.thread_time() - start
+            total[1] += 1
+
+    setattr(owner, last, timed)
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ network and mount namespaces; detaching the old root waits for an RCU grace peri
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
 out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
 command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. Then
-it starts the next spare at once, so that it builds while this command runs and while the model answers
-(a model that answers at once leaves no time to start it from the next request). The session discards
+command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. When
+the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
+a spare from the request), the next spare is started at once, so that it builds while this command runs
+and while the model answers. The session discards
 its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
@@ -38,6 +39,7 @@ import queue
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -51,6 +53,12 @@ command from the memfd (seekable, so bash reads it in blocks), both descriptors 
 exec'd as a fresh launch runs it (bash's `exec` gives back the level SHLVL counted for the waiting shell)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
+QUICK_ANSWER = 0.2
+"""A command that comes within this many seconds of the last request going out (a local or cached model
+that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
+spare starts when the next request goes out. Started at once, a spare competes with the command and the
+loop for the CPU and the GIL (measured: +10-15 ms a call on a loaded machine when the model thinks 0.5 s);
+started from a request that is answered at once, it is not ready in time (bwrap's whole start on the path)."""
 
 
 @dataclass
@@ -104,8 +112,11 @@ class _Order:
 class Spares:
     """At most one spare sandbox, started on a long-lived thread of its own."""
 
-    def __init__(self, take_wait: float = TAKE_WAIT) -> None:
+    def __init__(self, take_wait: float = TAKE_WAIT, quick_answer: float = QUICK_ANSWER) -> None:
         self.take_wait = take_wait
+        self.quick_answer = quick_answer
+        self._asked = 0.0
+        """When `prepare` was last called (a request went out)."""
         self.used = 0
         """Commands that ran in a spare."""
         self.refused = 0
@@ -118,6 +129,7 @@ class Spares:
     def prepare(self, sandbox: Sandbox, env: Mapping[str, str]) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
         changes) unless one is there or on its way."""
+        self._asked = time.monotonic()
         order = _Order(sandbox, dict(env))
         with self._lock:
             current = self._next
@@ -148,12 +160,12 @@ class Spares:
                 order.claimed = True
         if order is None:
             return None
+        quick = time.monotonic() - self._asked < self.quick_answer
         try:
             return self._use(order, sandbox, env, argv)
         finally:
-            # The next command's sandbox starts now, while this one runs and the model answers: a model
-            # that answers at once leaves no time to start it from the next request.
-            self.prepare(sandbox, env)
+            if quick:  # the next command's sandbox starts now, while this one runs and the model answers
+                self.prepare(sandbox, env)
 
     def _use(self, order: _Order, sandbox: Sandbox, env: Mapping[str, str],
              argv: list[str]) -> tuple[Launch, subprocess.Popen[bytes]] | None:

@@ -52,11 +52,11 @@ def both(project: Path, home: Path, command: str) -> tuple[tuple[int | None, str
     return tuple((o.exit_code, o.output.text().replace(str(home), "HOME"), o.notes) for o in (fresh, spared))
 
 
-def started_spare(project: Path, home: Path) -> tuple[Sandbox, ToolContext, Spares]:
+def started_spare(project: Path, home: Path, quick_answer: float = 0) -> tuple[Sandbox, ToolContext, Spares]:
     """The project's sandbox, a context for it, and a spare for its next command, started."""
     box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
     ctx = ToolContext(root=project, sandbox=box)
-    spares = Spares(take_wait=120)
+    spares = Spares(take_wait=120, quick_answer=quick_answer)
     spares.prepare(box, command_environment(ctx))
     assert spares.wait_started(120)
     return box, ctx, spares
@@ -149,11 +149,11 @@ def test_a_discarded_spare_leaves_no_process(place: tuple[Path, Path]) -> None:
     assert _gone(project)
 
 
-def test_the_next_spare_starts_when_one_is_taken(place: tuple[Path, Path]) -> None:
+def test_after_a_quick_answer_the_next_spare_starts_when_one_is_taken(place: tuple[Path, Path]) -> None:
     """A model that answers at once leaves no time to start a spare from the request: the next one is
     started as the command is handed over, and runs the next command without another prepare."""
     project, home = place
-    box, ctx, spares = started_spare(project, home)
+    box, ctx, spares = started_spare(project, home, quick_answer=600)  # every command counts as quick
     first = run_command("echo one", ctx, 60, box, spares)
     assert spares.used == 1 and first.output.text() == "one\n"
     assert spares.wait_started(120)
@@ -163,11 +163,21 @@ def test_the_next_spare_starts_when_one_is_taken(place: tuple[Path, Path]) -> No
     assert _gone(project)
 
 
+def test_after_a_slow_answer_the_next_spare_waits_for_the_request(place: tuple[Path, Path]) -> None:
+    """A model that thinks gives the next request's spare time to start: none is started beside the command
+    (it would compete with the command and the loop)."""
+    project, home = place
+    box, ctx, spares = started_spare(project, home, quick_answer=0)
+    run_command("true", ctx, 60, box, spares)
+    assert spares.used == 1 and not spares.wait_started(0)
+    assert _gone(project)
+
+
 def test_a_spare_started_as_the_last_was_taken_is_checked_like_any(place: tuple[Path, Path]) -> None:
     """The next spare starts while a command runs: a protected file replaced after that still stays read-only."""
     project, home = place
     (project / ".envrc").write_text("old\n")
-    box, ctx, spares = started_spare(project, home)
+    box, ctx, spares = started_spare(project, home, quick_answer=600)
     run_command("true", ctx, 60, box, spares)  # the next spare starts as this one is taken
     assert spares.wait_started(120)
     (project / ".envrc.new").write_text("approved\n")
