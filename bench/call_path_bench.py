@@ -38,7 +38,7 @@ from swecli.testing.server import Call, Reply, ScriptedLLM, Step  # noqa: E402
 PROBE = ROOT / "bench" / "call_path_probe.py"
 
 
-def one_run(tree: Tree, project: Path, calls: int, thinking: float,  # noqa: PLR0913
+def one_run(tree: Tree, project: Path, calls: int, thinking: float,
             profile: Path | None = None, sections: list[str] | None = None) -> list[tuple[float, float, float, float]]:
     """(loop CPU, wall) of each gap between a reply with a bash call and the next request, then (loop CPU,
     wall less the model's thinking) of the request that follows; the first call left out."""
