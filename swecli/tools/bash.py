@@ -31,7 +31,7 @@ from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
-from swecli.tools.spare import SPARES, Spares
+from swecli.tools.spare import SETTLE, SPARES, Spares
 from swecli.tools.spool import FullOutput, Spool
 from swecli.tools.visible import without_colours
 
@@ -127,7 +127,7 @@ def get_ready(ctx: ToolContext) -> None:
     and, once, the shell parser the approval policy reads the command with."""
     warm_parser()
     if ctx.sandbox is not None:
-        SPARES.prepare(ctx.sandbox, command_environment(ctx))
+        SPARES.prepare(ctx.sandbox, command_environment(ctx), settle=SETTLE)
 
 
 def stand_down() -> None:

@@ -53,6 +53,11 @@ command from the memfd (seekable, so bash reads it in blocks), both descriptors 
 exec'd as a fresh launch runs it (bash's `exec` gives back the level SHLVL counted for the waiting shell)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
+SETTLE = 0.05
+"""Seconds a spare prepared by the loop's `ready` hook (after a reply's calls, as the next request is
+built and sent) waits before it is started: its start is ~2-3 ms of Python (the layout, the mounted paths'
+identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not when
+the model answers at once (`QUICK_ANSWER`): then the spare is needed as soon as possible."""
 QUICK_ANSWER = 0.2
 """A command that comes within this many seconds of the last request going out (a local or cached model
 that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
@@ -103,6 +108,8 @@ class Spare:
 class _Order:
     sandbox: Sandbox
     env: dict[str, str]
+    start_at: float = 0.0
+    """`time.monotonic()` before which the worker does not start it (`SETTLE`)."""
     done: threading.Event = field(default_factory=threading.Event)
     spare: Spare | None = None
     claimed: bool = False
@@ -126,11 +133,11 @@ class Spares:
         self._jobs: queue.SimpleQueue[_Order | Spare] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
-    def prepare(self, sandbox: Sandbox, env: Mapping[str, str]) -> None:
+    def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
-        changes) unless one is there or on its way."""
+        changes) unless one is there or on its way; `settle` seconds from now at the earliest."""
         self._asked = time.monotonic()
-        order = _Order(sandbox, dict(env))
+        order = _Order(sandbox, dict(env), start_at=self._asked + settle)
         with self._lock:
             current = self._next
             if current is not None and current.sandbox == order.sandbox and current.env == order.env:
@@ -213,6 +220,9 @@ class Spares:
             return self._next is not order and not order.claimed
 
     def _start(self, order: _Order) -> None:
+        wait = order.start_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # this thread's own pace: nothing waits on it but a command, which take() bounds
         if self._stale(order):
             order.done.set()
             return

@@ -173,6 +173,21 @@ def test_after_a_slow_answer_the_next_spare_waits_for_the_request(place: tuple[P
     assert _gone(project)
 
 
+def test_a_spare_prepared_with_a_settle_time_starts_after_it(place: tuple[Path, Path]) -> None:
+    """The loop's ready hook lets the request go out before the spare's start takes the GIL from it."""
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120)
+    spares.prepare(box, command_environment(ctx), settle=1.0)
+    assert not spares.wait_started(0.5)  # the worker sleeps a whole second first: this cannot be done yet
+    assert spares.wait_started(120)
+    outcome = run_command("echo ran", ctx, 60, box, spares)
+    assert spares.used == 1 and outcome.output.text() == "ran\n"
+    spares.close()
+    assert _gone(project)
+
+
 def test_a_spare_started_as_the_last_was_taken_is_checked_like_any(place: tuple[Path, Path]) -> None:
     """The next spare starts while a command runs: a protected file replaced after that still stays read-only."""
     project, home = place
