@@ -56,8 +56,9 @@ TAKE_WAIT = 1.0
 SETTLE = 0.05
 """Seconds a spare prepared by the loop's `ready` hook (after a reply's calls, as the next request is
 built and sent) waits before it is started: its start is ~2-3 ms of Python (the layout, the mounted paths'
-identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not when
-the model answers at once (`QUICK_ANSWER`): then the spare is needed as soon as possible."""
+identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not while
+the model answers at once (the last command came within `QUICK_ANSWER` of its request, or none came yet):
+then the spare is needed as soon as possible."""
 QUICK_ANSWER = 0.2
 """A command that comes within this many seconds of the last request going out (a local or cached model
 that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
@@ -124,6 +125,9 @@ class Spares:
         self.quick_answer = quick_answer
         self._asked = 0.0
         """When `prepare` was last called (a request went out)."""
+        self._quick = True
+        """Whether the last command came within `quick_answer` of its request (until one did not: a
+        model's first answer may come at once)."""
         self.used = 0
         """Commands that ran in a spare."""
         self.refused = 0
@@ -135,9 +139,10 @@ class Spares:
 
     def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
-        changes) unless one is there or on its way; `settle` seconds from now at the earliest."""
+        changes) unless one is there or on its way; `settle` seconds from now at the earliest, unless the
+        model answers at once (then every millisecond of the spare's start is on the next command's path)."""
         self._asked = time.monotonic()
-        order = _Order(sandbox, dict(env), start_at=self._asked + settle)
+        order = _Order(sandbox, dict(env), start_at=self._asked + (0.0 if self._quick else settle))
         with self._lock:
             current = self._next
             if current is not None and current.sandbox == order.sandbox and current.env == order.env:
@@ -167,7 +172,7 @@ class Spares:
                 order.claimed = True
         if order is None:
             return None
-        quick = time.monotonic() - self._asked < self.quick_answer
+        quick = self._quick = time.monotonic() - self._asked < self.quick_answer
         try:
             return self._use(order, sandbox, env, argv)
         finally:

@@ -178,12 +178,15 @@ def test_a_spare_prepared_with_a_settle_time_starts_after_it(place: tuple[Path, 
     project, home = place
     box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
     ctx = ToolContext(root=project, sandbox=box)
-    spares = Spares(take_wait=120)
+    spares = Spares(take_wait=120, quick_answer=0)
+    spares.prepare(box, command_environment(ctx), settle=1.0)  # no command yet: taken as a quick model
+    assert spares.wait_started(120)
+    run_command("true", ctx, 60, box, spares)  # slower than quick_answer: the model is one that thinks
     spares.prepare(box, command_environment(ctx), settle=1.0)
     assert not spares.wait_started(0.5)  # the worker sleeps a whole second first: this cannot be done yet
     assert spares.wait_started(120)
     outcome = run_command("echo ran", ctx, 60, box, spares)
-    assert spares.used == 1 and outcome.output.text() == "ran\n"
+    assert spares.used == 2 and outcome.output.text() == "ran\n"
     spares.close()
     assert _gone(project)
 
