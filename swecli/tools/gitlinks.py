@@ -262,6 +262,7 @@ def _under(base: Path, value: str) -> Path:
 
 def _manager_settings(hooks: Path, work_tree: Path) -> list[Path]:
     try:
+        # the name first: git's 14 .sample hooks are never read, so they need no stat (every layout asks)
         texts = [_text(p, 4096, head=True) for p in hooks.iterdir()
                  if not p.name.endswith(".sample") and p.is_file()] if hooks.is_dir() else []
     except OSError:
