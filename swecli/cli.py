@@ -294,8 +294,10 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callab
     modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
     settings (it raises what `_settings` would)."""
     from swecli.config import load_settings
+    from swecli.llm.transport import prepare_http
     from swecli.llm.window import resolve_window
 
+    prepare_http()  # httpx and the certificate store, for the window probe and the provider's client
     settings = load_settings(root, flags, trust_project=trusted)
     probes = _sandbox_probes_beside(settings)
     if not (settings.provider and settings.model):

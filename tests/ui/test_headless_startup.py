@@ -93,6 +93,34 @@ def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
     assert early_imports(found) == []
 
 
+HTTP_SCRIPT = r"""
+import json, runpy, sys, threading
+first = {}
+def note(event, args):  # the thread that imports httpx (and then builds the certificate store: transport.ssl_context)
+    if event == "import" and args[0] == "httpx":
+        first.setdefault("httpx", threading.current_thread().name)
+sys.addaudithook(note)
+sys.argv = ["swecli", *sys.argv[1:]]
+try:
+    runpy.run_module("swecli", run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps(first))
+"""
+
+
+def test_p_builds_its_http_client_s_certificates_beside_the_session_s_imports(project: Path) -> None:
+    # No window to ask (so no window probe's thread): the provider's client was built on the main thread, with
+    # httpx's import and OpenSSL reading the certificate bundle (~0.2-0.4 s of CPU) on the way to the request.
+    env = {**os.environ, "SWECLI_CONTEXT__JUST_IN_TIME": "false", "SWECLI_PROBE_CONTEXT_WINDOW": "false"}
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = subprocess.run([sys.executable, "-c", HTTP_SCRIPT, "--provider", "openai-compatible", "--base-url",
+                              llm.base_url, "--model", "scripted-model", "-p", "say done"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert llm.requests, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"httpx": "swecli-http"}
+
+
 def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
     (project / "src").mkdir()
     (project / "src" / "greet.py").write_text('def greet(name):\n    return "Helo, " + name\n')
