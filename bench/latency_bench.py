@@ -15,7 +15,9 @@ Rows:
 - first request, -p: process start to the first chat request's arrival at the server (a 2-file project); the
   CPU time the process had used when it connected to send it, and how many modules it had imported
   (`bench/first_request_probe.py`, an audit hook). On a loaded machine wall time grows with the load; CPU
-  time much less, so compare the CPU rows with `--version`'s CPU.
+  time much less, so compare the CPU rows with `--version`'s CPU. Where the kernel lets the probe count them,
+  user-space instructions, which no load changes: the main thread's (the critical path), all threads', and the
+  main thread's count when each step's first module was imported (`first_request_probe.PHASES`).
 - first request, REPL, from Enter: the prompt shown and settled, the task typed, then Enter to arrival.
 - cold / warm -p in a ~2,000-file repository (sympy 1.12's source, `pip download --no-binary :all:`; `--sympy`
   gives a directory instead): process start to exit for a one-reply task, from a copy with no `.swecli/`,
@@ -166,8 +168,14 @@ def first_request_p(tree: Tree, project: Path) -> dict[str, float]:
             if done.returncode != 0 or not llm.times:
                 raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
         connects = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
-    before = [c for c in connects if c["t"] <= llm.times[0]]
-    return {"p": llm.times[0] - start, "p_cpu": before[-1]["cpu"], "p_modules": before[-1]["modules"]}
+    sent = [c for c in connects if c["t"] <= llm.times[0]][-1]
+    found = {"p": llm.times[0] - start, "p_cpu": sent["cpu"], "p_modules": sent["modules"]}
+    if sent.get("main") is not None:  # instructions: this probe could count them (perf_event_open)
+        found["p_main"] = sent["main"]
+        found["p_threads"] = sent["main"] + sum(sent["threads"].values())
+        for module, count in sent["phases"].items():
+            found[f"phase {module}"] = count
+    return found
 
 
 def first_request_repl(tree: Tree, project: Path) -> float:
@@ -244,7 +252,8 @@ class Row:
         values = self.samples.get(label)
         if not values:
             return "-"
-        return f"{statistics.median(values):.0f}" if "modules" in self.name else fmt(statistics.median(values))
+        plain = "modules" in self.name or "instructions" in self.name
+        return f"{statistics.median(values):,.0f}" if plain else fmt(statistics.median(values))
 
 
 def fmt(seconds: float) -> str:
@@ -266,6 +275,8 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
         ("p", "first request, `-p`"),
         ("p_cpu", "first request, `-p`, CPU when it is sent"),
         ("p_modules", "first request, `-p`, modules imported when it is sent"),
+        ("p_main", "first request, `-p`, M instructions of the main thread (from the probe's start)"),
+        ("p_threads", "first request, `-p`, M instructions of all its threads"),
         ("repl", "first request, REPL, from Enter"),
         ("cold", "cold `-p`, ~2,000 files: start to exit"),
         ("warm", "warm `-p`, ~2,000 files: start to exit"),
@@ -283,6 +294,7 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
             for key, step in _steps(tree, small, hundred, big, base).items():
                 if key in only:
                     for name, value in step().items():
+                        rows.setdefault(name, Row(f"{name}: main thread's M instructions when first imported"))
                         rows[name].add(tree.label, value)
         print(f"run {run + 1}/{runs} done", file=sys.stderr)
     return [row for row in rows.values() if row.samples]

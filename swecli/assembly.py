@@ -28,7 +28,6 @@ from swecli.context.todo import TodoState, todo_tool
 from swecli.events import ContextOverflow, Event, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
 from swecli.memory.playbook import Playbook
-from swecli.memory.reflector import Reflector
 from swecli.messages import ImagePart, SystemBlock, UserMessage
 from swecli.models.thinking import Thinking
 from swecli.permissions import Approver, Policy
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
     from swecli.delegation.runner import Spawn
     from swecli.llm.retry import RetryNotice
     from swecli.mcp.catalog import McpCatalog
+    from swecli.memory.reflector import Reflector
     from swecli.session.recorder import SessionRecorder
     from swecli.session.store import LoadedSession
     from swecli.skills.catalog import Skill, SkillCatalog
@@ -219,12 +219,16 @@ class LearnedPlaybook(Subsystem):
     def attach(self, session: AgentSession) -> None:
         for problem in self.playbook.warnings:
             session.bus(Notice("warning", problem))
-        self.reflector = Reflector(self.playbook, session.provider, use_llm=self.settings.memory.reflect_with_llm)
         session.playbook = self.playbook
 
     def after_task(self, session: AgentSession, turn: TurnFinished) -> None:
-        if turn.stop_reason != "done" or self.reflector is None:
+        if turn.stop_reason != "done":
             return
+        if self.reflector is None:  # made by the first completed task: nothing before the first request needs it
+            from swecli.memory.reflector import Reflector
+
+            self.reflector = Reflector(self.playbook, session.provider,
+                                       use_llm=self.settings.memory.reflect_with_llm)
         reflection = self.reflector.reflect(session.agent.history, turn.answer, session.agent.cancel)
         if reflection.changes:
             # Bookkeeping, not news: the log and /playbook have it, the turn's output does not.

@@ -271,7 +271,7 @@ def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
             gc.enable()  # off since `entry`; -p keeps it off until its first request is out (`ui.headless`)
         interactive = asked.prompt is None and sys.stdin.isatty()
         trusted = _project_trust(root, flag=asked.trust_project, ask=interactive, to_stderr=not interactive)
-        settings_ready = _settings_beside(root, flags, trusted)
+        settings_ready = _settings_beside(root, flags, trusted, http_beside=asked.prompt is not None)
         resume = pick_session(root) if asked.resume == "" else asked.resume
         if asked.prompt is not None:
             import swecli.assembly
@@ -289,13 +289,17 @@ def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
         return _error(str(exc))
 
 
-def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool) -> Callable[[], Settings]:
+def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
+                     http_beside: bool = False) -> Callable[[], Settings]:
     """`_settings`, with the server's window asked for on a thread while the caller imports the session's
     modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
     settings (it raises what `_settings` would)."""
     from swecli.config import load_settings
+    from swecli.llm.transport import prepare_http
     from swecli.llm.window import resolve_window
 
+    if http_beside:  # -p: httpx and the certificate store, for the window probe and the provider's client
+        prepare_http()  # (the REPL is left as it was: from Enter it measured 0.1 s slower with it, loaded)
     settings = load_settings(root, flags, trust_project=trusted)
     probes = _sandbox_probes_beside(settings)
     if not (settings.provider and settings.model):

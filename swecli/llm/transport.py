@@ -20,7 +20,6 @@ wire-format handler, and turns transport failures into `Retryable` errors.
 from __future__ import annotations
 
 import contextlib
-import functools
 import queue
 import socket
 import threading
@@ -114,13 +113,36 @@ def make_client(timeout: float, base_url: str = "") -> httpx.Client:
                         trust_env=not is_loopback_url(base_url), verify=ssl_context())
 
 
-@functools.cache
+_SSL_CONTEXTS: list[ssl.SSLContext] = []
+_SSL_LOCK = threading.Lock()
+
+
 def ssl_context() -> ssl.SSLContext:
     """One certificate store for every client of the process: loading it takes 0.2-0.5 s, which each new
-    `httpx.Client` would otherwise pay (the window probe and the provider both make one at start)."""
-    import httpx
+    `httpx.Client` would otherwise pay (the window probe and the provider both make one at start). The
+    first caller builds it (`prepare_http` starts that on a thread at start-up); a caller that comes
+    while it is being built waits for it instead of building a second."""
+    with _SSL_LOCK:
+        if not _SSL_CONTEXTS:
+            import httpx
 
-    return httpx.create_ssl_context()
+            _SSL_CONTEXTS.append(httpx.create_ssl_context())
+        return _SSL_CONTEXTS[0]
+
+
+def prepare_http() -> threading.Thread:
+    """Import httpx and build `ssl_context()` on a thread, beside the session's imports: the provider's
+    client needs both before the first request, and OpenSSL reads the certificate bundle (~0.2 s of CPU)
+    without holding the GIL. Before, a provider whose window was cached (or set) built them on the main
+    thread, in `make_provider`. An error is left for the client's own call to raise."""
+
+    def prepare() -> None:
+        with contextlib.suppress(Exception):
+            ssl_context()
+
+    thread = threading.Thread(target=prepare, name="swecli-http", daemon=True)
+    thread.start()
+    return thread
 
 
 def is_loopback_url(url: str) -> bool:

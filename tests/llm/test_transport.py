@@ -87,3 +87,24 @@ def test_a_streaming_answer_is_not_cut_by_the_deadline() -> None:
     with ScriptedLLM([Reply("a long answer streaming slowly", chunk=3, delay=0.05)]) as llm:
         events = collect(provider(llm, "openai", timeout=5, deadline=0.2))
     assert isinstance(events[-1], ResponseDone) and events[-1].message.content == "a long answer streaming slowly"
+
+
+def test_threads_that_ask_for_the_certificate_store_together_share_one() -> None:
+    import threading
+
+    from swecli.llm import transport
+
+    saved = list(transport._SSL_CONTEXTS)
+    transport._SSL_CONTEXTS.clear()  # as at start-up: nobody has built it yet
+    try:
+        got: list[object] = []
+        askers = [threading.Thread(target=lambda: got.append(transport.ssl_context())) for _ in range(4)]
+        prepared = transport.prepare_http()
+        for asker in askers:
+            asker.start()
+        for thread in [prepared, *askers]:
+            thread.join(60)
+        assert len(got) == 4 and all(context is got[0] for context in got)  # built once, not once per caller
+        assert transport.ssl_context() is got[0]
+    finally:
+        transport._SSL_CONTEXTS[:] = saved or transport._SSL_CONTEXTS

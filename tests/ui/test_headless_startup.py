@@ -63,14 +63,15 @@ print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
-    "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager",
+    "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager", "swecli.memory.reflector",
 )
 # Not listed: the shell parser (guard, tree-sitter) and tiktoken, which `tools.bash.get_ready` and the vocabulary's
 # prefetch load on threads started as the first request starts: they may be in by the time it connects.
 """What a -p run's first request never waits for: the terminal UI and its drawing (rich: only to ask about
 trust or draw Markdown), the vocabulary (loaded while the request is in flight), the shell parser (the first
-command), the map's parsers (its builder), MCP (a configured server), numpy and bm25s (building an index).
-Each was on the path once and cost 0.03-3 s of CPU; docs/latency.md measures the path."""
+command), the map's parsers (its builder), MCP (a configured server), numpy and bm25s (building an index), the
+playbook's reflector (the first completed task). Each was on the path once and cost 0.01-3 s of CPU;
+docs/latency.md measures the path."""
 
 
 def early_imports(found: dict[str, Any]) -> list[str]:
@@ -91,6 +92,34 @@ def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
     assert found["code"] == 0, out.stderr
     assert found["loaded"] == []  # no MCP server, no retrieval, no answer drawn as Markdown
     assert early_imports(found) == []
+
+
+HTTP_SCRIPT = r"""
+import json, runpy, sys, threading
+first = {}
+def note(event, args):  # the thread that imports httpx (and then builds the certificate store: transport.ssl_context)
+    if event == "import" and args[0] == "httpx":
+        first.setdefault("httpx", threading.current_thread().name)
+sys.addaudithook(note)
+sys.argv = ["swecli", *sys.argv[1:]]
+try:
+    runpy.run_module("swecli", run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps(first))
+"""
+
+
+def test_p_builds_its_http_client_s_certificates_beside_the_session_s_imports(project: Path) -> None:
+    # No window to ask (so no window probe's thread): the provider's client was built on the main thread, with
+    # httpx's import and OpenSSL reading the certificate bundle (~0.2-0.4 s of CPU) on the way to the request.
+    env = {**os.environ, "SWECLI_CONTEXT__JUST_IN_TIME": "false", "SWECLI_PROBE_CONTEXT_WINDOW": "false"}
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = subprocess.run([sys.executable, "-c", HTTP_SCRIPT, "--provider", "openai-compatible", "--base-url",
+                              llm.base_url, "--model", "scripted-model", "-p", "say done"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert llm.requests, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"httpx": "swecli-http"}
 
 
 def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
