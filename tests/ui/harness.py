@@ -20,6 +20,10 @@ ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x
 CURSOR_POSITION_REQUEST = "\x1b[6n"
 SPINNER_FRAME = re.compile(r"[\u2800-\u28ff] [^\r\n]*· esc to interrupt")
 """One frame of the status line a running turn animates (`ui/render.py`)."""
+TOOLBAR = re.compile(r" mode · ctx \d+%")
+"""The input prompt's bottom toolbar (mode and context meter, `ui/input.py`). prompt-toolkit draws it with
+the prompt, after it has put the terminal in raw mode and started reading keys; nothing else shows it
+(the welcome line says `· default mode · /path`), so once it follows a `❯ ` the prompt takes keys."""
 ROWS, COLS = 50, 160
 TIMEOUT = 30.0
 """Generous: the machine is shared and slow at times; no test asserts on timing."""
@@ -84,9 +88,19 @@ class Terminal:
                                          f"match:\n{self.text[self.pos:][-3000:]}") from None
 
     def prompt(self) -> None:
-        """Wait for the input prompt to be ready for typing."""
+        """Wait for the input prompt to be ready for typing: a `❯ ` and, after it, the toolbar drawn with
+        it (a `❯ ` alone may be a line of the transcript). The position stays after the `❯ `, so the
+        toolbar can still be expected. No quiet period is waited for: keys typed from here on are read."""
         self.expect("❯ ")
-        self.settle()
+        self.wait_for(TOOLBAR)
+
+    def wait_for(self, needle: re.Pattern[str], timeout: float = TIMEOUT) -> None:
+        """Wait until `needle` appears after the previous match, without moving past it."""
+        pos = self.pos
+        try:
+            self.expect(needle, timeout)
+        finally:
+            self.pos = pos
 
     def settle(self, quiet: float = 0.3) -> None:
         """Read until the output has been quiet a moment (prompt-toolkit finished drawing).
@@ -115,9 +129,8 @@ class Terminal:
         self.child.send(keys)
 
     def line(self, text: str) -> None:
-        self.child.send(text)
-        self.settle(0.2)
-        self.child.send("\r")
+        """Type `text` and Enter, as one write: the prompt reads keys in order, whatever arrives together."""
+        self.child.send(text + "\r")
 
     def exit_status(self, timeout: float = TIMEOUT) -> int:
         deadline = time.monotonic() + timeout
