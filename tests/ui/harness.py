@@ -8,9 +8,12 @@ prompt-toolkit draws its bottom toolbar.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import struct
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -120,6 +123,22 @@ class Terminal:
             if lines <= shown:  # nothing new: silence, or the live region drawn again as it was
                 return
             last, shown = len(self.raw), lines
+
+    def keys_read(self, timeout: float = TIMEOUT) -> None:
+        """Wait until swecli has read every key sent so far (its terminal's input queue is empty), for a key
+        whose effect shows nothing: the next key then cannot arrive in the same read as this one."""
+        slave = os.open(os.readlink(f"/proc/{self.child.pid}/fd/0"), os.O_RDWR | os.O_NOCTTY)
+        try:
+            deadline = time.monotonic() + timeout
+            while struct.unpack("i", fcntl.ioctl(slave, termios.FIONREAD, b"\0" * 4))[0]:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"swecli did not read the keys sent to it: {self.since()[-2000:]}")
+                try:
+                    self._pump(0.05)
+                except pexpect.EOF:
+                    raise AssertionError(f"swecli exited before reading its keys: {self.since()[-2000:]}") from None
+        finally:
+            os.close(slave)
 
     def since(self) -> str:
         """Everything shown after the last match (for negative checks)."""
