@@ -120,6 +120,49 @@ def earlier_task(tokens: int, counter: TokenCounter) -> list[Message]:
 
 # --- one session (in a child process, with the swecli on its PYTHONPATH) --------------------------------
 
+def thread_times() -> dict[int, tuple[str, int, int, int]]:
+    """Every live thread of this process: its name, the nanoseconds it has run on a core, those it spent
+    ready to run but waiting for one (`/proc/self/task/<tid>/schedstat`: the machine's load), and the times
+    it was put back in that queue (its third field: each wait for the GIL, a lock or I/O ends there)."""
+    names = {t.native_id: t.name for t in threading.enumerate() if t.native_id is not None}
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            run_ns, queued_ns, slices = (task / "schedstat").read_text().split()
+        except (OSError, ValueError):
+            continue
+        tid = int(task.name)
+        out[tid] = (names.get(tid, "?"), int(run_ns), int(queued_ns), int(slices))
+    return out
+
+
+def group(name: str) -> str:
+    """A thread's role in the table: the loop, the scripted server's handlers, or swecli's own threads."""
+    if name == "MainThread":
+        return "loop"
+    if "process_request" in name or name == "scripted-llm":
+        return "server"
+    return name.split("_")[0].removeprefix("swecli-") if name.startswith("swecli-") else name.split(" ")[0]
+
+
+def breakdown(before: dict[int, tuple[str, int, int, int]], after: dict[int, tuple[str, int, int, int]],
+              loop_tid: int, wall: float) -> dict[str, float]:
+    """Where a pause went: the loop thread's time on a core (`loop_run`), waiting for a core (`loop_queued`,
+    the load), and the rest (`loop_blocked`: the GIL, a lock, a join, the request's I/O); and every other
+    thread's time on a core meanwhile, by role (who could have held the GIL)."""
+    seconds: dict[str, float] = {}
+    for tid, (name, run_ns, queued_ns, slices) in after.items():
+        _, run0, queued0, slices0 = before.get(tid, (name, 0, 0, 0))
+        role = group(name)
+        if tid == loop_tid:
+            seconds["loop_run"] = (run_ns - run0) / 1e9
+            seconds["loop_queued"] = (queued_ns - queued0) / 1e9
+            seconds["loop_slices"] = float(slices - slices0)
+        else:
+            seconds[role] = seconds.get(role, 0.0) + (run_ns - run0) / 1e9
+    seconds["loop_blocked"] = wall - seconds.get("loop_run", 0.0) - seconds.get("loop_queued", 0.0)
+    return seconds
+
 @dataclass
 class Config:
     window: int
@@ -137,7 +180,12 @@ class Timeline:
     """The loop thread's CPU time then (`time.thread_time`)."""
     request_cpu: list[float] = field(default_factory=list)
     """The loop thread's CPU time as each request was about to be sent (`ModelCallStarted`)."""
+    answer_threads: list[dict[int, tuple[str, int, int, int]]] = field(default_factory=list)
+    """Every thread's times as each answer was had (`thread_times`)."""
+    arrival_threads: list[dict[int, tuple[str, int, int, int]]] = field(default_factory=list)
+    """... and as each request arrived."""
     compactions: list[CompactionDone] = field(default_factory=list)
+    compaction_times: list[float] = field(default_factory=list)
     waited_at_hard_limit: bool = False
     summaries_asked: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -146,10 +194,12 @@ class Timeline:
         if isinstance(event, ModelCallFinished):
             self.answers.append(time.monotonic())
             self.answer_cpu.append(time.thread_time())
+            self.answer_threads.append(thread_times())
         elif isinstance(event, ModelCallStarted):
             self.request_cpu.append(time.thread_time())
         elif isinstance(event, CompactionDone) and event.trigger != "decay":
             self.compactions.append(event)
+            self.compaction_times.append(time.monotonic())
         elif isinstance(event, Notice) and "waiting for the background summary" in event.text:
             self.waited_at_hard_limit = True
 
@@ -160,6 +210,14 @@ class Timeline:
         """The loop thread's own CPU time in each pause, up to the request being built and sent (what the
         loop computes there, whatever the machine's load; the wall time adds waiting for a core)."""
         return [started - answered for answered, started in zip(self.answer_cpu, self.request_cpu[1:], strict=False)]
+
+    def worst(self, index: int) -> dict[str, float]:
+        """Where pause `index` went (`breakdown`), and the compactions made in it (`in_it`: their strategies)."""
+        start, end = self.answers[index], self.arrivals[index + 1]
+        loop_tid = threading.main_thread().native_id or 0
+        seconds = breakdown(self.answer_threads[index], self.arrival_threads[index + 1], loop_tid, end - start)
+        made = [c.strategy for c, at in zip(self.compactions, self.compaction_times, strict=True) if start <= at <= end]
+        return {**seconds, **{f"in_it:{strategy}": float(made.count(strategy)) for strategy in set(made)}}
 
     def summaries_applied(self) -> int:
         """Compactions with a model's summary (not a fold or a truncation, which make room without one)."""
@@ -188,6 +246,8 @@ class Result:
     reuse: float
     effective_input: float
     total_input: int
+    worst: dict[str, float] = field(default_factory=dict)
+    """Where the longest pause went (`Timeline.worst`)."""
 
 
 def make_context(settings: Settings, tools: ToolRegistry, root: Path, timeline: Timeline,
@@ -221,6 +281,7 @@ def run(config: Config, steps: RealSteps, history: list[Message]) -> Result:
             return Reply(SUMMARY, usage=False, chunk=4_096)
         with timeline.lock:
             timeline.arrivals.append(time.monotonic())
+            timeline.arrival_threads.append(thread_times())
             step = len(timeline.arrivals)
         time.sleep(config.model_seconds)
         if step > longest:
@@ -252,7 +313,7 @@ def run(config: Config, steps: RealSteps, history: list[Message]) -> Result:
                   timeline.waited_at_hard_limit, timeline.summaries_applied(),
                   sum(c.strategy == "fold" for c in timeline.compactions),
                   sum(c.strategy == "truncate" for c in timeline.compactions), timeline.summaries_asked, stats.breaks,
-                  stats.reuse_ratio, stats.effective_tokens, stats.total_tokens)
+                  stats.reuse_ratio, stats.effective_tokens, stats.total_tokens, timeline.worst(longest))
 
 
 def child(spec: str) -> int:
@@ -320,10 +381,11 @@ def main(argv: list[str] | None = None) -> int:
     # Interleaved: each configuration's OLD and NEW sessions run one after the other (or side by side).
     with ThreadPoolExecutor(args.jobs) as pool:
         futures = [[pool.submit(in_process, config, source) for source in sources] for config in configs]
-        rows = []
+        rows, pairs = [], []
         for config, pending in zip(configs, futures, strict=True):
             results = [f.result() for f in pending]
             old, new = (results[0], results[1]) if args.old else (None, results[0])
+            pairs.append((config, old, new))
             print(f"{config}: longest pause {pair(old, new, '{longest:.2f}')} s", file=sys.stderr)
             rows.append(row(config, old, new))
     what = "OLD / NEW" if args.old else "this checkout"
@@ -335,7 +397,30 @@ def main(argv: list[str] | None = None) -> int:
                  "median pause s", "compaction_wait s",
                  "summaries+folds+truncations", "summary requests", "requests", "prefix breaks", "prefix reuse",
                  "effective input"])
+    worst_table(pairs)
     return 0
+
+
+def worst_table(pairs: list[tuple[Config, Result | None, Result]]) -> None:
+    """Where each longest pause went: the loop thread on a core, waiting for a core (load), blocked (the GIL,
+    a lock, the request's I/O); the other threads' time on a core meanwhile; what compaction it held."""
+    roles = sorted({k for _, old, new in pairs for r in (old, new) if r for k in r.worst
+                    if not k.startswith(("loop_", "in_it:"))})
+    print("\n## The longest pause, component by component (seconds; other threads: their time on a core in it)\n")
+    rows = []
+    for config, old, new in pairs:
+        for label, result in (("OLD", old), ("NEW", new)):
+            if result is None:
+                continue
+            w = result.worst
+            made = "+".join(f"{int(v)} {k[6:]}" for k, v in sorted(w.items()) if k.startswith("in_it:")) or "-"
+            rows.append([f"{config.window // 1000}k", f"{config.summary_seconds:g}", f"{config.model_seconds:g}",
+                         label, f"{result.longest:.2f}", f"{w.get('loop_run', math.nan):.3f}",
+                         f"{w.get('loop_queued', math.nan):.3f}", f"{w.get('loop_slices', math.nan):.0f}",
+                         f"{w.get('loop_blocked', math.nan):.3f}",
+                         *(f"{w.get(role, 0.0):.3f}" for role in roles), made])
+    table(rows, ["window", "summary s", "model s", "build", "pause", "loop on a core", "loop waiting for a core",
+                 "times it queued", "loop blocked", *roles, "compactions in it"])
 
 
 if __name__ == "__main__":

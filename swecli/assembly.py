@@ -707,6 +707,7 @@ class AgentSession:
         for part in self.parts:
             part.close()  # first: no server process outlives the session
         self.agent.context.close()  # a background summary still running is dropped (and logged)
+        self.agent.tools.stand_down()  # no spare sandbox is left waiting while the process lives on
         self.recorder.close()
         self.provider.close()
 

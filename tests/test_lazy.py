@@ -59,3 +59,17 @@ def test_no_exported_name_is_also_a_module_name(package: str) -> None:
     """Importing `swecli.tools.walk` sets the package's `walk` to the module, hiding a function of that name."""
     modules = {p.stem for p in _init(package).parent.glob("*.py")}
     assert modules & set(importlib.import_module(f"swecli.{package}").__all__) == set()
+
+
+def test_compile_patterns_compiles_a_modules_lazy_patterns_once() -> None:
+    import types
+
+    from swecli.lazy import compile_patterns, regex
+
+    module = types.ModuleType("patterns_here")
+    module.WORD = regex(r"\bword_(\d+)\b")  # type: ignore[attr-defined]
+    module.OTHER = "not a pattern"  # type: ignore[attr-defined]
+    assert "search" not in vars(module.WORD)
+    assert compile_patterns(module) == 1 and "search" in vars(module.WORD)
+    assert compile_patterns(module) == 0  # compiled already
+    assert module.WORD.search("a word_12 here").group(1) == "12"

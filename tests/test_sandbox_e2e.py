@@ -206,3 +206,19 @@ def test_a_session_s_commands_run_in_sandboxes_started_while_the_model_thinks(pr
     assert second.startswith("1\n")
     assert third.startswith("1\none\ntwo\n") and (project / "one.txt").read_text() == "one\ntwo\n"
     assert SPARES.used - used == 3
+
+
+@needs_bwrap
+def test_a_session_that_closes_leaves_no_spare_sandbox_waiting(project: Path) -> None:
+    """The process lives on (a REPL's next session, an embedding program): the spare started for the next
+    command is discarded when the session closes, not at exit."""
+    from swecli.tools.spare import SPARES
+    from tests.tools.test_spare import _gone, _waiting_spares
+
+    steps: list[Step] = [Reply(calls=[Call("bash", {"command": "true"})]), Reply("done")]
+    with ScriptedLLM(steps) as llm:
+        session = open_session(project, settings(llm, "auto"), listeners=[])
+        session.run("run true")
+        assert SPARES.wait_started(120) and _waiting_spares(project)  # one is waiting for the next command
+        session.close()
+    assert _gone(project)

@@ -21,7 +21,10 @@ The ways to make room:
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,37 @@ class Compactor:
         self.tool_meta: dict[str, dict[str, Any]] = {}
         self._room: DecayScan | None = None
         self._ahead: FoldsAhead | None = None
+        self.loop_free = threading.Event()
+        """Cleared while the loop does its context work (`loop_compacting`): the threads that work ahead for it
+        (the digests made ahead, the background summary) wait between two pieces of work instead of taking
+        turns with the loop for the GIL (and, on a loaded machine, for a core) in the pause between two
+        model calls; they run while the loop waits for the model or a tool."""
+        self.loop_free.set()
+        self._compacting = 0
+
+    @contextmanager
+    def loop_compacting(self) -> Iterator[None]:
+        """Hold the work made ahead (`loop_free`) while the loop prepares a request: folds, truncates, applies a
+        summary. Nests; `loop_waiting` lets it go on while the loop waits for it."""
+        self._compacting += 1
+        self.loop_free.clear()
+        try:
+            yield
+        finally:
+            self._compacting -= 1
+            if not self._compacting:
+                self.loop_free.set()
+
+    @contextmanager
+    def loop_waiting(self) -> Iterator[None]:
+        """The loop waits for the background summary: the work made ahead goes on meanwhile (held, it would
+        never end)."""
+        self.loop_free.set()
+        try:
+            yield
+        finally:
+            if self._compacting:
+                self.loop_free.clear()
 
     @property
     def config(self) -> ContextConfig:
@@ -185,7 +219,12 @@ class Compactor:
         scan = self._room_scan()
         scan.saving(ledger, keep)
         if make_digests:
-            self._folds_ahead().submit(scan.candidates(ledger))
+            self._folds_ahead().submit(scan.candidates(ledger), ledger.messages[:ledger.zone_start(keep)])
+
+    @property
+    def folds_ahead(self) -> FoldsAhead | None:
+        """The worker making digests ahead, once a summary on its way started it."""
+        return self._ahead
 
     def close(self) -> None:
         """Stop the worker that makes digests ahead (what it has not made yet is dropped)."""
@@ -203,7 +242,8 @@ class Compactor:
         if self._ahead is None or self._ahead.counter is not self.meter.counter:
             if self._ahead is not None:
                 self._ahead.close()
-            self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor)
+            self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor,
+                                     self.loop_free)
         return self._ahead
 
     # --- parts -----------------------------------------------------------------------------------------

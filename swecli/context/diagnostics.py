@@ -154,12 +154,13 @@ class Found:
 def scan(text: str) -> Found:
     """Test results, error lines and locations in one tool output (or any text). The same output is scanned
     for the facts and the references of a compaction, and again by the next one when a background summary
-    and a compaction without a model call both cover it: the last few scans are kept."""
+    and a compaction without a model call both cover it, or when the digests made ahead of a fold warmed it
+(`foldahead.warm`): the last few hundred scans are kept (a 128k window holds ~100 outputs)."""
     tests, errors, locations = _scanned(text)
     return Found(list(tests), list(errors), list(locations))
 
 
-@functools.lru_cache(maxsize=128)
+@functools.lru_cache(maxsize=256)
 def _scanned(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, int], ...]]:
     found = _scan(text)
     return tuple(found.tests), tuple(found.errors), tuple(found.locations)

@@ -59,12 +59,13 @@ class CompactionScheduler:
         ledger = self.meter.ledger
         self.runway.observe(state.total, time.monotonic(), (ledger.generation, ledger.turn_start()))
         if self.in_background():
-            if self.job is None:
-                self._maybe_start(history, provider, state)
-            # A step at a time, for a fold that may be needed (only while a summary is on its way can one be).
-            self.compactor.look_ahead(history, make_digests=self.job is not None)
-            if self.job is not None:
-                return self._with_job(history, provider, state)
+            with self.compactor.loop_compacting():  # what works ahead waits until the request is on its way
+                if self.job is None:
+                    self._maybe_start(history, provider, state)
+                # A step at a time, for a fold that may be needed (only while a summary is on its way can one be).
+                self.compactor.look_ahead(history, make_digests=self.job is not None)
+                if self.job is not None:
+                    return self._with_job(history, provider, state)
         # Nothing in the background (off, another strategy, nothing worth summarizing): on the spot.
         return self.compactor.compact(history, provider, "auto") if state.over_threshold else history
 
@@ -126,7 +127,8 @@ class CompactionScheduler:
         work = SummaryWork(hook=lambda: compactor.hook_decision("auto", "", state, len(history)),
                            provider=summary_provider, encoding=count.encoding_name,
                            include_reasoning=count.include_reasoning, archive=compactor.archive(),
-                           meta=dict(compactor.tool_meta), on_done=self.on_background_done)
+                           meta=dict(compactor.tool_meta), on_done=self.on_background_done, known=count.known,
+                           loop_free=compactor.loop_free)
         self.job = background.start(job, work)
         compactor.report.emit(BackgroundSummary("started", cut, state.total))
 
@@ -156,7 +158,8 @@ class CompactionScheduler:
                 "info", f"the context is at {state.percent:.0f}% of the window, the most a request can carry with "
                         f"room for the reply, and neither folding older outputs nor dropping older turns made room: "
                         f"waiting for the background summary (running for {job.duration:.0f}s)")
-            waited = background.wait(job, self.compactor.wiring.cancel)
+            with self.compactor.loop_waiting():
+                waited = background.wait(job, self.compactor.wiring.cancel)
         elif not state.over_threshold:
             return history
         history = self._finish(history, provider, state, waited)
@@ -170,6 +173,10 @@ class CompactionScheduler:
         """Room below the hard limit without a model call, for a few steps at least (`room_target`): older
         tool outputs fold first; when that is not enough, the oldest turns are dropped too (the summary on its
         way then takes the place of the truncation's when it is ready)."""
+        with self.compactor.loop_compacting():
+            return self._fold_or_truncate(history, state)
+
+    def _fold_or_truncate(self, history: list[Message], state: ContextState) -> tuple[list[Message], ContextState]:
         compactor, meter = self.compactor, self.meter
         target = self.room_target()
         history = compactor.fold(history, state, target)
@@ -230,7 +237,8 @@ class CompactionScheduler:
     def _apply(self, history: list[Message], job: SummaryJob, before: ContextState, waited: float) -> list[Message]:
         start = time.monotonic()
         assert job.prepared is not None
-        result = self.compactor.apply(history, job.prepared, job.decision, before)
+        with self.compactor.loop_compacting():
+            result = self.compactor.apply(history, job.prepared, job.decision, before)
         if result is None:
             self._report(job, "dropped", "it would not have shrunk the conversation")
             return history

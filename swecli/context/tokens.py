@@ -460,6 +460,11 @@ class TokenCounter:
                 self._messages.put(msg, cached)
         return cached
 
+    def known(self, msg: Message | SystemBlock) -> int | None:
+        """The count already made for `msg`, or None: never counts. Safe from another thread (a dict lookup),
+        so a background summary reads the loop's counts instead of making them again."""
+        return self._messages.get(msg)
+
     def _count_message(self, msg: Message | SystemBlock) -> int:
         if isinstance(msg, SystemBlock):
             return self.text(msg.text) + MESSAGE_OVERHEAD

@@ -97,6 +97,9 @@ class Tool(Generic[A]):
     """Called on the loop's thread when a request goes out (with the sandbox the tool's next call would
     run in): work the next call would otherwise wait for starts now, while the model thinks (bash starts
     its sandbox and the shell parser)."""
+    stand_down: Callable[[], None] | None = None
+    """Called when the session closes or its conversation is cleared: what `ready` started and no call will
+    use now is stopped (bash discards its spare sandbox)."""
 
     def schema(self) -> ToolSchema:
         if self.parameters is not None:
@@ -189,6 +192,12 @@ class ToolRegistry:
         for tool in list(self._tools.values()):
             if tool.ready is not None:
                 tool.ready(ctx)
+
+    def stand_down(self) -> None:
+        """Call every tool's `stand_down` hook (the session closes or starts a new conversation)."""
+        for tool in list(self._tools.values()):
+            if tool.stand_down is not None:
+                tool.stand_down()
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         """In a stable order: the initial tools by name, then the ones that joined, as they joined."""

@@ -31,7 +31,7 @@ from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Sandbox
-from swecli.tools.spare import SPARES, Spares
+from swecli.tools.spare import SETTLE, SPARES, Spares
 from swecli.tools.spool import FullOutput, Spool
 from swecli.tools.visible import without_colours
 
@@ -127,7 +127,12 @@ def get_ready(ctx: ToolContext) -> None:
     and, once, the shell parser the approval policy reads the command with."""
     warm_parser()
     if ctx.sandbox is not None:
-        SPARES.prepare(ctx.sandbox, command_environment(ctx))
+        SPARES.prepare(ctx.sandbox, command_environment(ctx), settle=SETTLE)
+
+
+def stand_down() -> None:
+    """The session is over (or its conversation cleared): no sandbox is left waiting for a command."""
+    SPARES.close()
 
 
 _parser_warmed = threading.Event()
@@ -359,5 +364,6 @@ BASH = Tool(
     preview=preview_bash,
     facts=BASH_FACTS,
     ready=get_ready,
+    stand_down=stand_down,
 )
 declare(BASH.name, BASH.facts)

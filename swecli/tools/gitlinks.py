@@ -236,8 +236,9 @@ def _under(base: Path, value: str) -> Path:
 
 def _manager_settings(hooks: Path, work_tree: Path) -> list[Path]:
     try:
+        # the name first: git's 14 .sample hooks are never read, so they need no stat (every layout asks)
         texts = [p.read_text(encoding="utf-8", errors="replace")[:4096] for p in hooks.iterdir()
-                 if p.is_file() and not p.name.endswith(".sample")] if hooks.is_dir() else []
+                 if not p.name.endswith(".sample") and p.is_file()] if hooks.is_dir() else []
     except OSError:
         return []
     return [work_tree / name for marker, names in HOOK_MANAGERS if any(marker in t for t in texts) for name in names]

@@ -5,7 +5,11 @@ network and mount namespaces; detaching the old root waits for an RCU grace peri
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
 out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
 command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`.
+command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. When
+the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
+a spare from the request), the next spare is started at once, so that it builds while this command runs
+and while the model answers. The session discards
+its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
 - The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
@@ -35,6 +39,7 @@ import queue
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -48,6 +53,18 @@ command from the memfd (seekable, so bash reads it in blocks), both descriptors 
 exec'd as a fresh launch runs it (bash's `exec` gives back the level SHLVL counted for the waiting shell)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
+SETTLE = 0.05
+"""Seconds a spare prepared by the loop's `ready` hook (after a reply's calls, as the next request is
+built and sent) waits before it is started: its start is ~2-3 ms of Python (the layout, the mounted paths'
+identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not while
+the model answers at once (the last command came within `QUICK_ANSWER` of its request, or none came yet):
+then the spare is needed as soon as possible."""
+QUICK_ANSWER = 0.2
+"""A command that comes within this many seconds of the last request going out (a local or cached model
+that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
+spare starts when the next request goes out. Started at once, a spare competes with the command and the
+loop for the CPU and the GIL (measured: +10-15 ms a call on a loaded machine when the model thinks 0.5 s);
+started from a request that is answered at once, it is not ready in time (bwrap's whole start on the path)."""
 
 
 @dataclass
@@ -92,6 +109,8 @@ class Spare:
 class _Order:
     sandbox: Sandbox
     env: dict[str, str]
+    start_at: float = 0.0
+    """`time.monotonic()` before which the worker does not start it (`SETTLE`)."""
     done: threading.Event = field(default_factory=threading.Event)
     spare: Spare | None = None
     claimed: bool = False
@@ -101,8 +120,14 @@ class _Order:
 class Spares:
     """At most one spare sandbox, started on a long-lived thread of its own."""
 
-    def __init__(self, take_wait: float = TAKE_WAIT) -> None:
+    def __init__(self, take_wait: float = TAKE_WAIT, quick_answer: float = QUICK_ANSWER) -> None:
         self.take_wait = take_wait
+        self.quick_answer = quick_answer
+        self._asked = 0.0
+        """When `prepare` was last called (a request went out)."""
+        self._quick = True
+        """Whether the last command came within `quick_answer` of its request (until one did not: a
+        model's first answer may come at once)."""
         self.used = 0
         """Commands that ran in a spare."""
         self.refused = 0
@@ -112,10 +137,12 @@ class Spares:
         self._jobs: queue.SimpleQueue[_Order | Spare] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
-    def prepare(self, sandbox: Sandbox, env: Mapping[str, str]) -> None:
+    def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
-        changes) unless one is there or on its way."""
-        order = _Order(sandbox, dict(env))
+        changes) unless one is there or on its way; `settle` seconds from now at the earliest, unless the
+        model answers at once (then every millisecond of the spare's start is on the next command's path)."""
+        self._asked = time.monotonic()
+        order = _Order(sandbox, dict(env), start_at=self._asked + (0.0 if self._quick else settle))
         with self._lock:
             current = self._next
             if current is not None and current.sandbox == order.sandbox and current.env == order.env:
@@ -145,6 +172,15 @@ class Spares:
                 order.claimed = True
         if order is None:
             return None
+        quick = self._quick = time.monotonic() - self._asked < self.quick_answer
+        try:
+            return self._use(order, sandbox, env, argv)
+        finally:
+            if quick:  # the next command's sandbox starts now, while this one runs and the model answers
+                self.prepare(sandbox, env)
+
+    def _use(self, order: _Order, sandbox: Sandbox, env: Mapping[str, str],
+             argv: list[str]) -> tuple[Launch, subprocess.Popen[bytes]] | None:
         if not order.done.wait(self.take_wait) or order.spare is None:
             self._jobs.put(order)  # discarded once started
             return None
@@ -163,7 +199,8 @@ class Spares:
         return Launch(argv, inner, (), sandbox.root, layout.checks), spare.proc
 
     def close(self) -> None:
-        """Discard the spare (at exit: here and now, so nothing is left behind)."""
+        """Discard the spare (at exit, or when the session that prepared it ends or clears its conversation:
+        here and now, so no sandbox is left waiting for a command that will not come)."""
         with self._lock:
             order, self._next = self._next, None
         if order is not None and order.done.is_set() and order.spare is not None:
@@ -188,6 +225,9 @@ class Spares:
             return self._next is not order and not order.claimed
 
     def _start(self, order: _Order) -> None:
+        wait = order.start_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)  # this thread's own pace: nothing waits on it but a command, which take() bounds
         if self._stale(order):
             order.done.set()
             return

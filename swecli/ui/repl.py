@@ -170,6 +170,7 @@ class Repl:
     def clear(self) -> None:
         """A new conversation with the same settings, mode and session approvals, on a clear screen."""
         self.agent.replace_history([], "clear")
+        self.agent.tools.stand_down()  # the next request starts what the next call needs again
         self.refresh_meter()
         self.console.clear()
         self.print(Text("Started a new conversation.", style="dim"))

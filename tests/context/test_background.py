@@ -419,3 +419,159 @@ def test_a_job_matches_its_span_after_folds_and_stand_ins_but_not_after_another_
     other = ToolMessage(tool_call_id="c9", name="dump", content="other")
     assert not job.matches([*span[:2], other]) and not job.matches(span[:2])
     assert not job.matches([UserMessage(content="something else"), *span[1:]])
+
+
+# --- the digests made ahead of a fold, for outputs that are not offloaded ------------------------------
+
+class ReportArgs(BaseModel):
+    section: int = 0
+
+
+def report(args: ReportArgs, ctx: ToolContext) -> ToolResult:
+    """A mid-sized output (~700 tokens, far under the offload threshold: it stays in the context whole until
+    a fold), with a needle of its own on its first line."""
+    lines = [f"needle_{args.section}_{args.section * 7919 % 10007}"]
+    lines += [f"src/app/report_{args.section}.py:{i}: total_{i} = sum(rows[{i}], start={args.section})"
+              for i in range(45)]
+    return ToolResult("\n".join(lines), meta={"exit_code": 0})
+
+
+REPORT_TOOLS = ToolRegistry([Tool("report", "Print one section of the report.", ReportArgs, report)])
+
+
+def tool_outputs(body: dict[str, Any], wire: str) -> dict[str, str]:
+    """The tool outputs a request carries, by call id, on either wire."""
+    if wire == "openai":
+        return {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
+    return {b["tool_use_id"]: text_of(b) for m in body["messages"] if isinstance(m["content"], list)
+            for b in m["content"] if b.get("type") == "tool_result"}
+
+
+def reachable_text(root: Path, text: str) -> str:
+    """`text` and every saved file it names, and every file those name (an index, a transcript), in full."""
+    seen: set[str] = set()
+    todo, out = [text], [text]
+    while todo:
+        for path in SAVED_PATH.findall(todo.pop()):
+            if path not in seen and (root / path).is_file():
+                seen.add(path)
+                todo.append((root / path).read_text(encoding="utf-8"))
+                out.append(todo[-1])
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_outputs_staged_ahead_are_published_by_the_fold_and_nothing_staged_outlives_the_session(wire: str) -> None:
+    run = Run(wire, window=8_000)
+    staged_before_fold: list[dict[str, int]] = []
+    """At each request while the summary was on its way, before the fold: the staged files and their inodes."""
+    sections = 0
+
+    def main(body: dict[str, Any]) -> Step:
+        nonlocal sections
+        if run.seen(CompactionDone, strategy="summarize"):
+            return Reply("finished", usage=False)
+        assert run.context is not None
+        job, ahead = run.context.background_job, run.context.compactor.folds_ahead
+        if job is not None and ahead is not None and not run.seen(CompactionDone, strategy="fold"):
+            assert ahead.settled(30)  # what the worker was handed so far is on disk: a fold would only swap it
+            staged_before_fold.append({p.name: p.stat().st_ino for p in staging.glob("*")})
+        if run.seen(CompactionDone, strategy="fold") and job is not None and not run.gate.is_set():
+            run.gate.set()  # the summary comes back only once the loop has gone past the hard limit without it
+            job.done.wait(30)
+        sections += 1
+        return Reply(calls=[Call("report", {"section": sections})], usage=False)
+
+    settings = Settings(model="scripted-model", context_limit=run.window, max_tokens=512,
+                        context=ContextConfig(keep_recent_tokens=1_000))
+
+    def summarize(body: dict[str, Any]) -> Step:
+        run.gate.wait(30)
+        return Reply(SUMMARY, usage=False)
+
+    with ScriptedLLM([main] * 60, wire=wire, strict=False) as llm, \
+            ScriptedLLM([summarize], wire=wire, strict=False) as summarizer, tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        saved_dir = root / ".swecli" / "tool_results"
+        staging = saved_dir / ".staged"
+        context = ContextManager.from_settings(
+            settings, Prompt(SYSTEM, REPORT_TOOLS.schemas()), root=root,
+            wiring=Wiring(on_event=run.events.append, summary_provider=lambda: provider_for(summarizer, wire)))
+        run.context = context
+        provider = provider_for(llm, wire)
+        agent = Agent(provider, REPORT_TOOLS, context, ToolContext(root=root), Policy("auto"),
+                      on_event=run.events.append)
+        try:
+            assert agent.run("print the report section by section, then say finished").answer == "finished"
+            hard = context.budget.hard_limit
+            bodies = main_requests(llm)
+            staged_left = {p.name for p in staging.glob("*")}
+        finally:
+            run.gate.set()
+            context.close()
+            provider.close()
+        left_after_close = list(staging.glob("*"))
+        # What the run sent: every output whole (none offloaded) until the fold, then older ones as digests.
+        originals: dict[str, str] = {}
+        for body in bodies:
+            for call_id, text in tool_outputs(body, wire).items():
+                if "[swecli: decayed]" not in text:
+                    originals.setdefault(call_id, text)
+        assert all(text.startswith("needle_") for text in originals.values())  # whole: not offloaded previews
+        folded = next(b for b in bodies if any("[swecli: decayed]" in t for t in tool_outputs(b, wire).values()))
+        digests = {i: t for i, t in tool_outputs(folded, wire).items() if "[swecli: decayed]" in t}
+        published = {p.name: p.stat().st_ino for p in saved_dir.glob("*.txt")}
+        final = reachable_text(root, " ".join(text_of(m) for m in bodies[-1]["messages"]))
+        needles = {text.split("\n", 1)[0] for text in originals.values()}
+        named = {call_id: {p for p in SAVED_PATH.findall(digest) if "tool_results" in p}
+                 for call_id, digest in digests.items()}
+        holding = {call_id: [(root / p).read_text(encoding="utf-8") for p in paths] for call_id, paths in named.items()}
+
+    fold, summary = run.seen(CompactionDone)
+    assert (fold.strategy, summary.strategy) == ("fold", "summarize") and fold.waited == 0
+    assert max(e.context_tokens for e in run.seen(ModelCallStarted)) <= hard
+    # The worker staged outputs before the fold (under .staged, named by no digest yet) ...
+    assert staged_before_fold and staged_before_fold[-1], "outputs should have been staged before the fold"
+    # ... and the fold published them: each digest names a file that holds exactly the output it replaced.
+    assert digests and len(digests) >= len(staged_before_fold[-1])
+    assert all(holding[call_id] == [originals[call_id]] for call_id in digests), holding
+    # The very files staged (the same inodes: published by a link, not written again on the spot).
+    assert {name.split("-", 1)[1]: ino for name, ino in staged_before_fold[-1].items()}.items() <= published.items()
+    # Nothing staged outlives the session (what was staged after the fold was never published) ...
+    assert not left_after_close, left_after_close
+    assert not staged_left & set(published)
+    # ... and no needle is lost: each is in the last request or in a file it names (or one those name).
+    assert needles and all(needle in final for needle in needles)
+
+
+def test_work_made_ahead_waits_while_the_loop_prepares_a_request_and_goes_on_while_the_loop_waits_for_it(
+        tmp_path: Path) -> None:
+    from swecli.context import background
+    from swecli.context.background import SummaryJob, SummaryWork
+    from swecli.context.hooks import PreCompactDecision
+    from swecli.messages import UserMessage
+
+    context = ContextManager.from_settings(Settings(model="scripted-model", context_limit=6_000),
+                                           Prompt(SYSTEM, TOOLS.schemas()), root=tmp_path)
+    compactor, hook_ran = context.compactor, threading.Event()
+
+    def hook() -> PreCompactDecision:
+        hook_ran.set()
+        return PreCompactDecision(cancel=True)  # the job ends there: no summary request
+
+    params = compactor.params("auto", "", PreCompactDecision())
+    job = SummaryJob((UserMessage(content="task"),), 1, params, 100)
+    work = SummaryWork(hook=hook, provider=lambda: (provider_for(ScriptedLLM([]), "openai"), True),
+                       encoding="o200k_base", include_reasoning=False, archive=compactor.archive(), meta={},
+                       loop_free=compactor.loop_free)
+    with compactor.loop_compacting():
+        background.start(job, work)
+        with compactor.loop_compacting():
+            pass
+        assert not compactor.loop_free.is_set()  # nested: still held
+        assert not hook_ran.wait(0.3)  # the job waits for the loop's context work
+        with compactor.loop_waiting():  # the loop waits for the summary: the job goes on meanwhile
+            assert hook_ran.wait(30) and job.done.wait(30)
+        assert not compactor.loop_free.is_set()
+    assert compactor.loop_free.is_set() and job.phase == "declined"
+    context.close()

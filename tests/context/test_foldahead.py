@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from swecli.context.decay import DecayScan, fold_older, is_digest, room_policy, saving_reference
@@ -107,3 +108,40 @@ def test_outputs_of_one_call_id_made_ahead_keep_a_file_each(tmp_path: Path) -> N
     folded = " ".join(m.content for m in result.history)
     assert all(f"`{OFFLOAD_DIR}/{name}`" in folded for name in saved(tmp_path))
     ahead.close()
+
+
+def test_the_worker_reads_older_messages_as_a_truncation_would_and_waits_while_the_loop_compacts(
+        tmp_path: Path) -> None:
+    from swecli.context import diagnostics
+
+    history = session(6)
+    ledger = Ledger(counter.message).sync(history)
+    scan = DecayScan(counter, default=room_policy)
+    scan.saving(ledger, 2_000)
+    loop_free = threading.Event()  # the loop is compacting: nothing may run beside it
+    ahead = FoldsAhead(counter, tmp_path, Redactor([SECRET]), loop_free)
+    candidates = scan.candidates(ledger)
+    assert ahead.submit(candidates, history[:1]) == len(candidates) > 0
+    assert not ahead.settled(0.2) and not staged(tmp_path)  # held while the loop compacts
+    loop_free.set()
+    assert ahead.settled(30) and staged(tmp_path)
+    misses = diagnostics._scanned.cache_info().misses
+    for candidate in candidates:  # what a truncation scans is cached: no new scan
+        diagnostics.scan(candidate.message.content)
+    assert diagnostics._scanned.cache_info().misses == misses
+    ahead.close()
+    assert not staged(tmp_path)
+
+
+def test_closing_while_the_loop_compacts_does_not_wait_for_the_held_worker(tmp_path: Path) -> None:
+    history = session(4)
+    ledger = Ledger(counter.message).sync(history)
+    scan = DecayScan(counter, default=room_policy)
+    scan.saving(ledger, 1_000)
+    loop_free = threading.Event()  # cleared: the loop is compacting (and closes it from there, a new counter)
+    ahead = FoldsAhead(counter, tmp_path, Redactor([SECRET]), loop_free)
+    assert ahead.submit(scan.candidates(ledger)) > 0
+    closing = threading.Thread(target=ahead.close)
+    closing.start()
+    closing.join(30)
+    assert not closing.is_alive() and not staged(tmp_path) and not saved(tmp_path)

@@ -341,3 +341,14 @@ def test_a_prefetch_estimates_until_the_vocabulary_is_in_and_keeps_no_estimate()
     assert not after["loading"] and after["generation"] == 1 and after["exact"]
     assert after["count"] == TokenCounter("o200k_base").message(UserMessage(content="hello world, " * 30))
     assert after["cached"] == 1
+
+
+def test_known_is_a_count_already_made_and_never_counts() -> None:
+    from swecli.messages import UserMessage
+
+    count = TokenCounter()
+    message = UserMessage(content="hello there, counting once")
+    assert count.known(message) is None
+    assert count.known(message) is None  # asking did not count it
+    made = count.message(message)
+    assert count.known(message) == made > 0

@@ -48,14 +48,15 @@ def both(project: Path, home: Path, command: str) -> tuple[tuple[int | None, str
     spares.prepare(box, command_environment(ctx))
     spared = run_command(command, ctx, 60, box, spares)
     assert spares.used == 1
+    spares.close()  # the next one, started when this one was taken
     return tuple((o.exit_code, o.output.text().replace(str(home), "HOME"), o.notes) for o in (fresh, spared))
 
 
-def started_spare(project: Path, home: Path) -> tuple[Sandbox, ToolContext, Spares]:
+def started_spare(project: Path, home: Path, quick_answer: float = 0) -> tuple[Sandbox, ToolContext, Spares]:
     """The project's sandbox, a context for it, and a spare for its next command, started."""
     box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
     ctx = ToolContext(root=project, sandbox=box)
-    spares = Spares(take_wait=120)
+    spares = Spares(take_wait=120, quick_answer=quick_answer)
     spares.prepare(box, command_environment(ctx))
     assert spares.wait_started(120)
     return box, ctx, spares
@@ -95,6 +96,7 @@ def test_a_spare_whose_layout_changed_is_not_used(place: tuple[Path, Path]) -> N
     assert spares.used == 0 and spares.refused == 1
     assert outcome.exit_code != 0 and "Read-only file system" in outcome.output.text()
     assert (project / ".envrc").read_text() == "approved\n" and not outcome.notes
+    spares.close()
 
 
 def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_read_only(
@@ -109,6 +111,7 @@ def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_rea
     assert spares.used == 0 and spares.refused == 1
     assert outcome.exit_code != 0 and "Read-only file system" in outcome.output.text()
     assert (project / ".envrc").read_text() == "approved\n"
+    spares.close()
 
 
 def test_a_spare_for_another_sandbox_or_environment_is_not_used(place: tuple[Path, Path]) -> None:
@@ -119,6 +122,7 @@ def test_a_spare_for_another_sandbox_or_environment_is_not_used(place: tuple[Pat
     spares.prepare(box, {**command_environment(ctx), "EXTRA": "1"})
     outcome = run_command("echo ${EXTRA:-unset}", ctx, 60, box, spares)
     assert spares.used == 0 and outcome.output.text() == "unset\n"
+    spares.close()
 
 
 def test_a_spare_let_go_without_its_signal_runs_nothing(place: tuple[Path, Path]) -> None:
@@ -142,10 +146,74 @@ def test_a_discarded_spare_leaves_no_process(place: tuple[Path, Path]) -> None:
     spares.prepare(box, command_environment(ctx))
     spares.prepare(box.read_only(), command_environment(ctx))  # the first is replaced, then discarded
     spares.close()
+    assert _gone(project)
+
+
+def test_after_a_quick_answer_the_next_spare_starts_when_one_is_taken(place: tuple[Path, Path]) -> None:
+    """A model that answers at once leaves no time to start a spare from the request: the next one is
+    started as the command is handed over, and runs the next command without another prepare."""
+    project, home = place
+    box, ctx, spares = started_spare(project, home, quick_answer=600)  # every command counts as quick
+    first = run_command("echo one", ctx, 60, box, spares)
+    assert spares.used == 1 and first.output.text() == "one\n"
+    assert spares.wait_started(120)
+    second = run_command("echo two", ctx, 60, box, spares)
+    assert spares.used == 2 and spares.refused == 0 and second.output.text() == "two\n"
+    spares.close()
+    assert _gone(project)
+
+
+def test_after_a_slow_answer_the_next_spare_waits_for_the_request(place: tuple[Path, Path]) -> None:
+    """A model that thinks gives the next request's spare time to start: none is started beside the command
+    (it would compete with the command and the loop)."""
+    project, home = place
+    box, ctx, spares = started_spare(project, home, quick_answer=0)
+    run_command("true", ctx, 60, box, spares)
+    assert spares.used == 1 and not spares.wait_started(0)
+    assert _gone(project)
+
+
+def test_a_spare_prepared_with_a_settle_time_starts_after_it(place: tuple[Path, Path]) -> None:
+    """The loop's ready hook lets the request go out before the spare's start takes the GIL from it."""
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120, quick_answer=0)
+    spares.prepare(box, command_environment(ctx), settle=1.0)  # no command yet: taken as a quick model
+    assert spares.wait_started(120)
+    run_command("true", ctx, 60, box, spares)  # slower than quick_answer: the model is one that thinks
+    spares.prepare(box, command_environment(ctx), settle=1.0)
+    assert not spares.wait_started(0.5)  # the worker sleeps a whole second first: this cannot be done yet
+    assert spares.wait_started(120)
+    outcome = run_command("echo ran", ctx, 60, box, spares)
+    assert spares.used == 2 and outcome.output.text() == "ran\n"
+    spares.close()
+    assert _gone(project)
+
+
+def test_a_spare_started_as_the_last_was_taken_is_checked_like_any(place: tuple[Path, Path]) -> None:
+    """The next spare starts while a command runs: a protected file replaced after that still stays read-only."""
+    project, home = place
+    (project / ".envrc").write_text("old\n")
+    box, ctx, spares = started_spare(project, home, quick_answer=600)
+    run_command("true", ctx, 60, box, spares)  # the next spare starts as this one is taken
+    assert spares.wait_started(120)
+    (project / ".envrc.new").write_text("approved\n")
+    os.replace(project / ".envrc.new", project / ".envrc")
+    outcome = run_command("echo evil >> .envrc", ctx, 60, box, spares)
+    assert spares.used == 1 and spares.refused == 1
+    assert outcome.exit_code != 0 and "Read-only file system" in outcome.output.text()
+    assert (project / ".envrc").read_text() == "approved\n"
+    spares.close()
+    assert _gone(project)
+
+
+def _gone(project: Path) -> bool:
+    """Whether every spare of this test's project has exited (waiting for a discarded one to be reaped)."""
     deadline = time.monotonic() + 120
     while _waiting_spares(project) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _waiting_spares(project) == []
+    return _waiting_spares(project) == []
 
 
 def _waiting_spares(project: Path) -> list[int]:

@@ -585,6 +585,38 @@ def test_clear_clears_the_screen(start: Any) -> None:
         leave(term)
 
 
+def test_clear_leaves_no_spare_sandbox_waiting(start: Any, project: Path) -> None:
+    """After a bash call a sandbox waits for the next command; /clear starts a new conversation, and the
+    REPL, still running, discards it (the next request starts one again)."""
+    from swecli.tools.sandbox import unavailable_reason
+    from tests.tools.test_spare import _gone, _waiting_spares
+
+    if unavailable_reason():
+        pytest.skip(f"bwrap cannot run here: {unavailable_reason()}")
+    root = project.resolve()
+    with ScriptedLLM([Reply(calls=[Call("bash", {"command": "true"})]), Reply("Ran it.")]) as llm:
+        term = start(llm, "--mode", "auto")
+        term.line("run true")
+        term.expect("Ran it.")
+        term.prompt()
+        assert _appears(root, _waiting_spares), "no spare sandbox was waiting for the next command"
+        term.line("/clear")
+        term.expect("Started a new conversation.")
+        term.prompt()
+        assert _gone(root)
+        assert term.child.isalive()
+        leave(term)
+
+
+def _appears(root: Path, find: Any) -> bool:
+    import time
+
+    deadline = time.monotonic() + 120
+    while not find(root) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(find(root))
+
+
 def test_a_failed_turn_reports_how_long_it_took(start: Any, project: Path) -> None:
     from swecli.testing.server import Fail
 

@@ -1,0 +1,161 @@
+"""swecli's own work per tool call on the agent loop's thread: CPU (what a loaded machine inflates little)
+and wall, this tree beside another build, interleaved run by run, medians.
+
+    python bench/call_path_bench.py --old /work/startup-old [--runs 3] [--calls 20] [--thinking 0.5]
+    python bench/call_path_bench.py --profile [--calls 40]     # where this tree's loop CPU per call goes
+
+Each run is a `swecli -p` against the scripted model on loopback (`swecli.testing.server`) whose replies are
+`--calls` light bash calls (`true`) and then an answer, in a 100-file git project, `--mode auto`, the
+sandbox on. `bench/call_path_probe.py` notes the loop thread's CPU time (`time.thread_time`) and the clock
+when a reply comes back and when the next request starts; per call: that gap, the first call's left out
+(it waits for set-up started with the first request). `--thinking`: the model waits that long before each
+answer, as a real one does (what swecli starts while it thinks, the next sandbox, is then off the path).
+`wall - bash` is the gap less `bash -c true` forked alone (the command's own time), the number issue 23's
+target (10 ms) is about; it includes the command's sandbox, which the loop's CPU does not (bwrap's kernel
+work is the child's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from latency_bench import TASK, Tree, command_alone, sample_project  # noqa: E402
+
+from swecli.testing.server import Call, Reply, ScriptedLLM, Step  # noqa: E402
+
+PROBE = ROOT / "bench" / "call_path_probe.py"
+
+
+def one_run(tree: Tree, project: Path, calls: int, thinking: float,
+            profile: Path | None = None, sections: list[str] | None = None) -> list[tuple[float, float, float, float]]:
+    """(loop CPU, wall) of each gap between a reply with a bash call and the next request, then (loop CPU,
+    wall less the model's thinking) of the request that follows; the first call left out."""
+    def think(body: dict[str, object]) -> Reply:
+        time.sleep(thinking)
+        return Reply(calls=[Call("bash", {"command": "true"})])
+
+    steps: list[Step] = [think for _ in range(calls)]
+    with tempfile.NamedTemporaryFile(prefix="probe-", suffix=".jsonl") as log, \
+            ScriptedLLM([*steps, Reply("done")]) as llm:
+        argv = tree.argv(llm, "-p", TASK, "--mode", "auto")
+        argv[1:3] = [str(PROBE)]
+        extra = {"PROBE_LOG": log.name, "PROBE_CALLS": str(calls)}
+        if profile is not None:
+            extra["PROBE_PROFILE"] = str(profile)
+        if sections:
+            extra["PROBE_SECTIONS"] = ",".join(sections)
+        done = subprocess.run(argv, cwd=project, env=tree.env(**extra), text=True, capture_output=True,
+                              stdin=subprocess.DEVNULL, timeout=900)
+        if done.returncode != 0:
+            raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
+        marks = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
+    for mark in (m for m in marks if m["what"] == "section"):
+        print(f"  {mark['name']}: {mark['cpu'] / calls * 1000:.2f} ms a call ({mark['n']} runs in all)")
+    backs = [m for m in marks if m["what"] == "back"]
+    sends = [m for m in marks if m["what"] == "send"]
+    gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking)
+            for b, s, b2 in zip(backs, sends[1:], backs[1:], strict=False)]
+    return gaps[1:calls]
+
+
+def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
+    base = Path(tempfile.mkdtemp(prefix="call-path-"))
+    project = sample_project(base, 100)
+    cpu: dict[str, list[float]] = {t.label: [] for t in trees}
+    wall: dict[str, list[float]] = {t.label: [] for t in trees}
+    req_cpu: dict[str, list[float]] = {t.label: [] for t in trees}
+    req_wall: dict[str, list[float]] = {t.label: [] for t in trees}
+    alone: list[float] = []
+    for tree in trees:
+        one_run(tree, project, 2, 0.0)  # warm the caches
+    for run in range(runs):
+        for tree in trees if run % 2 == 0 else trees[::-1]:
+            gaps = one_run(tree, project, calls, thinking)
+            cpu[tree.label].append(statistics.median(g[0] for g in gaps))
+            wall[tree.label].append(statistics.median(g[1] for g in gaps))
+            req_cpu[tree.label].append(statistics.median(g[2] for g in gaps))
+            req_wall[tree.label].append(statistics.median(g[3] for g in gaps))
+            alone.append(command_alone(project))
+        print(f"run {run + 1}/{runs} done", file=sys.stderr)
+    bash = statistics.median(alone)
+    print(f"per tool call ({calls} bash `true` calls a run, model answers after {thinking} s; medians of {runs} "
+          f"runs of per-run medians; `bash -c true` alone {bash * 1000:.1f} ms)\n")
+    print("| build | loop CPU, reply to request | wall, reply to request | wall - bash | the request: loop CPU "
+          "| the request: wall less thinking |")
+    print("|---|---|---|---|---|---|")
+    for tree in trees:
+        c, w = statistics.median(cpu[tree.label]), statistics.median(wall[tree.label])
+        rc, rw = statistics.median(req_cpu[tree.label]), statistics.median(req_wall[tree.label])
+        print(f"| {tree.label} | {c * 1000:.1f} ms | {w * 1000:.1f} ms | {(w - bash) * 1000:.1f} ms | "
+              f"{rc * 1000:.1f} ms | {rw * 1000:.1f} ms |")
+
+
+SECTIONS = [
+    "swecli.agent:Agent.execute", "swecli.agent:Agent._finish", "swecli.agent:Agent._ready_tools",
+    "swecli.agent:Agent.sync_tools", "swecli.context.manager:ContextManager.prepare", "swecli.agent:Agent._request",
+    "swecli.agent:Agent.append", "swecli.assembly:EventBus.__call__", "swecli.permissions:Policy.check",
+    "swecli.tools.base:ToolRegistry.run", "swecli.tools.bash:run_command", "swecli.tools.spare:Spares.take",
+    "swecli.tools.spare:Spares.prepare", "swecli.tools.bash:command_environment",
+    "swecli.session.recorder:SessionRecorder.handle", "swecli.memory.notes:NotesUpdater.handle",
+    "swecli.tools.bash:_run", "swecli.tools.bash:_format", "swecli.context.manager:ContextManager.tool_content",
+]
+"""What `--sections` times on the loop thread."""
+
+
+def sections(calls: int, thinking: float) -> None:
+    base = Path(tempfile.mkdtemp(prefix="call-path-"))
+    project = sample_project(base, 100)
+    tree = Tree("new", ROOT)
+    one_run(tree, project, 2, 0.0)
+    gaps = one_run(tree, project, calls, thinking, sections=SECTIONS)
+    print(f"loop CPU per call, reply to request: median {statistics.median(g[0] for g in gaps) * 1000:.2f} ms; "
+          f"the request: {statistics.median(g[2] for g in gaps) * 1000:.2f} ms")
+
+
+def profile(calls: int, thinking: float, top: int) -> None:
+    base = Path(tempfile.mkdtemp(prefix="call-path-"))
+    project = sample_project(base, 100)
+    tree = Tree("new", ROOT)
+    one_run(tree, project, 2, 0.0)
+    stats_file = base / "loop.prof"
+    gaps = one_run(tree, project, calls, thinking, stats_file)
+    print(f"loop CPU per call: median {statistics.median(g[0] for g in gaps) * 1000:.1f} ms "
+          f"(profiled: cProfile inflates it); cumulative over {calls} calls:")
+    stats = pstats.Stats(str(stats_file))
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--old", help="a checkout of the build to compare with (with its own .venv)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--thinking", type=float, default=0.0)
+    parser.add_argument("--profile", action="store_true", help="profile this tree's loop between calls")
+    parser.add_argument("--top", type=int, default=60)
+    parser.add_argument("--sections", action="store_true", help="time named parts of this tree's loop")
+    args = parser.parse_args()
+    if args.sections:
+        sections(args.calls, args.thinking)
+        return
+    if args.profile:
+        profile(args.calls, args.thinking, args.top)
+        return
+    trees = ([Tree("old", Path(args.old).resolve())] if args.old else []) + [Tree("new", ROOT)]
+    compare(trees, args.runs, args.calls, args.thinking)
+
+
+if __name__ == "__main__":
+    main()

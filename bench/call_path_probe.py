@@ -1,0 +1,100 @@
+"""Run `python -m swecli ARGS...` and note, around every model call of the agent loop, the loop thread's CPU
+time and the wall clock: `call_path_bench.py` reads the gap between a reply's return and the next request's
+start, which is swecli's own work per tool call on the loop (the command's own processes are not this
+thread's CPU). With PROBE_PROFILE set, the loop thread is also profiled inside those gaps only (cProfile),
+and the stats are written to PROBE_PROFILE at exit.
+
+    PROBE_LOG=FILE [PROBE_PROFILE=FILE PROBE_CALLS=N] python bench/call_path_probe.py ARGS...
+
+`Agent._stream` is wrapped, nothing else; both the previous release and this tree have it, so one probe
+compares them. Lines are JSON: {"what": "send"|"back", "cpu": time.thread_time(), "t": time.monotonic()}.
+"""
+
+from __future__ import annotations
+
+import atexit
+import cProfile
+import json
+import os
+import runpy
+import sys
+import time
+from typing import Any
+
+LOG = os.environ.pop("PROBE_LOG")
+PROFILE = os.environ.pop("PROBE_PROFILE", "")
+CALLS = int(os.environ.pop("PROBE_CALLS", "0"))
+SECTIONS = [name for name in os.environ.pop("PROBE_SECTIONS", "").split(",") if name]
+"""`module:Class.method` or `module:function` to time on the loop thread (CPU, summed, written to
+PROBE_LOG as {"what": "section", ...} lines): where a call's CPU goes without cProfile's inflation."""
+"""How many replies carry tool calls: the gap after the last one (the answer, then exit) is not profiled."""
+
+
+def main() -> None:
+    from swecli import agent
+
+    stream = agent.Agent._stream
+    profile = cProfile.Profile(time.thread_time) if PROFILE else None  # CPU, not wall
+    marks: list[dict[str, Any]] = []
+
+    def note(what: str) -> None:
+        marks.append({"what": what, "cpu": time.thread_time(), "t": time.monotonic()})
+
+    def wrapped(self: Any, request: Any) -> Any:
+        note("send")
+        if profile is not None:
+            profile.disable()
+        try:
+            return stream(self, request)
+        finally:
+            note("back")
+            if profile is not None and sum(m["what"] == "back" for m in marks) <= CALLS:
+                profile.enable()
+
+    def dump() -> None:
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(PROFILE)
+        with open(LOG, "w") as log:
+            log.writelines(json.dumps(mark) + "\n" for mark in marks)
+
+    agent.Agent._stream = wrapped  # type: ignore[method-assign]
+    atexit.register(dump)  # registered first: runs last
+    spent = {name: [0.0, 0] for name in SECTIONS}
+    for name in SECTIONS:
+        _time_section(name, spent[name])
+    atexit.register(lambda: marks.extend({"what": "section", "name": n, "cpu": c, "n": k}
+                                         for n, (c, k) in spent.items()))
+    sys.argv = ["swecli", *sys.argv[1:]]
+    runpy.run_module("swecli", run_name="__main__", alter_sys=True)
+
+
+def _time_section(name: str, total: list[Any]) -> None:
+    import functools
+    import importlib
+    import threading
+
+    module_name, _, attr = name.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *path, last = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    original = getattr(owner, last)
+    main = threading.main_thread()
+
+    @functools.wraps(original)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is not main:
+            return original(*args, **kwargs)
+        start = time.thread_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            total[0] += time.thread_time() - start
+            total[1] += 1
+
+    setattr(owner, last, timed)
+
+
+if __name__ == "__main__":
+    main()
