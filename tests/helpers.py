@@ -1,5 +1,5 @@
 """What many test files need, written once: settings for the scripted server, an agent over a scripted
-model, the texts of a request body, whether a process is alive."""
+model, the texts and the tool results of a request body, whether a process is alive."""
 
 from __future__ import annotations
 
@@ -63,6 +63,22 @@ def texts(body: dict[str, Any]) -> list[str]:
             inner = block.get("content", block.get("text", ""))
             out.append(inner if isinstance(inner, str) else json.dumps(inner))
     return out
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The text of every tool result a request body carries, in order, on either wire (an OpenAI `tool`
+    message, or an Anthropic `tool_result` block whose content is a string or text blocks)."""
+    out: list[str] = []
+    for message in body["messages"]:
+        if message["role"] == "tool":
+            out.append(message["content"])
+        elif isinstance(message.get("content"), list):
+            out += [_block_text(block["content"]) for block in message["content"] if block.get("type") == "tool_result"]
+    return out
+
+
+def _block_text(content: str | list[dict[str, Any]]) -> str:
+    return content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
 
 
 def alive(pid: int) -> bool:

@@ -10,18 +10,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from swecli.assembly import open_session
-from swecli.config import ContextConfig, MemoryConfig, SandboxConfig, Settings
+from swecli.config import SandboxConfig, Settings
 from swecli.events import Event, ToolFinished
 from swecli.permissions import ApprovalRequest, Decision
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
+from tests.helpers import scripted_settings, tool_results
 
-QUIET = ContextConfig(offload=False, decay=False, recitation=False, failure_evidence=False, playbook=False,
-                      just_in_time=False)
 # Destructive commands of the kinds issue 22 found missed, aimed at the throwaway home's Documents folder.
 DESTRUCTIVE = [
     "cd ~ && rm -rf Documents",
@@ -42,22 +40,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def settings(llm: ScriptedLLM, mode: str) -> Settings:
-    wire: dict[str, Any] = {"provider": "anthropic", "api_key": "sk-ant-test-key-0000"} if llm.wire == "anthropic" \
-        else {"provider": "openai-compatible"}
     # No sandbox: the guard alone stands between the command and the home (as with sandbox.mode = "off").
-    return Settings(**wire, base_url=llm.base_url, model="scripted-model", mode=mode, context=QUIET,  # type: ignore[arg-type]
-                    memory=MemoryConfig(session_notes=False), sandbox=SandboxConfig(mode="off"))
-
-
-def tool_results(body: dict[str, Any]) -> list[str]:
-    results = []
-    for message in body["messages"]:
-        if message["role"] == "tool":
-            results.append(message["content"])
-        elif isinstance(message.get("content"), list):
-            results += ["".join(b.get("text", "") for b in part["content"]) if isinstance(part["content"], list)
-                        else part["content"] for part in message["content"] if part.get("type") == "tool_result"]
-    return results
+    return scripted_settings(llm, mode=mode, sandbox=SandboxConfig(mode="off"))
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

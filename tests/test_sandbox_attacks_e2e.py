@@ -20,13 +20,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools import syscalls
 from swecli.tools.sandbox import unavailable_reason
+from tests.helpers import tool_results
 from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
 REASON = unavailable_reason()
@@ -64,10 +64,6 @@ class Run:
 
     def result(self, step: int) -> str:
         return self.results[step]
-
-
-def tool_results(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
 def make_home(home: Path) -> None:

@@ -20,7 +20,7 @@ from swecli.config import SandboxConfig, Settings
 from swecli.events import Event, Notice, ToolFinished
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from swecli.tools.sandbox import MISSING, unavailable_reason
-from tests.helpers import needs_sandbox, scripted_settings
+from tests.helpers import needs_sandbox, scripted_settings, tool_results
 
 REASON = unavailable_reason()
 needs_bwrap = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -37,21 +37,6 @@ def outside() -> Iterator[Path]:
 
 def settings(llm: ScriptedLLM, mode: str, **sandbox: Any) -> Settings:
     return scripted_settings(llm, mode=mode, sandbox=SandboxConfig(**sandbox))
-
-
-def tool_results(body: dict[str, Any]) -> list[str]:
-    """Tool results as the model saw them, on either wire."""
-    results = []
-    for message in body["messages"]:
-        if message["role"] == "tool":
-            results.append(message["content"])
-        elif isinstance(message.get("content"), list):
-            results += [_text(b["content"]) for b in message["content"] if b.get("type") == "tool_result"]
-    return results
-
-
-def _text(content: str | list[dict[str, Any]]) -> str:
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
 
 
 @needs_bwrap

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM
-from tests.helpers import needs_sandbox
+from tests.helpers import needs_sandbox, swecli_in_process
 from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
@@ -33,8 +33,17 @@ def env() -> dict[str, str]:
 
 
 def run(project: Path, llm: ScriptedLLM, *args: str) -> subprocess.CompletedProcess[str]:
+    """A real `swecli` process: for what the process itself does (the secret it was given, its records)."""
     return subprocess.run(swecli_cmd(llm, *args), cwd=project, env=env(), text=True, capture_output=True,
                           timeout=120, stdin=subprocess.DEVNULL)
+
+
+def run_in(project: Path, *args: str, llm: ScriptedLLM | None = None) -> subprocess.CompletedProcess[str]:
+    """`swecli ARGS` (after the scripted server's flags, with `llm`) in this process
+    (`tests.helpers.swecli_in_process`): for what a command does and says, not for the process."""
+    flags = swecli_cmd(llm)[3:] if llm is not None else []
+    command, rest = (list(args[:1]), list(args[1:])) if args and not args[0].startswith("-") else ([], list(args))
+    return swecli_in_process([*command, *flags, *rest], project, env())
 
 
 def all_text_under(path: Path) -> str:
@@ -106,47 +115,40 @@ def test_init_writes_opencli_md_and_next_request_loads_it(project: Path) -> None
               "## Key files\n- `demo/__init__.py:1`\n\n## Patterns\nunknown\n\n## Dependencies\n- httpx\n\n"
               "## Build and test\npytest\n\n## Current state\nA stub.\n")
     with ScriptedLLM([Reply(filled)]) as llm:
-        out = subprocess.run([*swecli_cmd(llm)[:3], "init", *swecli_cmd(llm)[3:]], cwd=project, env=env(),
-                             text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        out = run_in(project, "init", llm=llm)
     assert out.returncode == 0, out.stderr
     prompt = json.dumps(llm.requests[0])
     assert "OPENCLI.md" in prompt and "pyproject.toml" in prompt  # the template and the scan were sent
     assert "Demo is a tiny package" in (project / "OPENCLI.md").read_text()
     assert f"({len(filled.splitlines())} lines)" in out.stdout
     with ScriptedLLM([Reply("ok")]) as llm:
-        run(project, llm, "-p", "hi")
+        run_in(project, "-p", "hi", llm=llm)
     system = llm.requests[0]["messages"][0]
     assert system["role"] == "system" and "Demo is a tiny package" in system["content"]
     with ScriptedLLM([Reply("OK.")]) as llm:  # an answer that is no OPENCLI.md never replaces the file
-        out = subprocess.run([*swecli_cmd(llm)[:3], "init", "--yes", *swecli_cmd(llm)[3:]], cwd=project, env=env(),
-                             text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        out = run_in(project, "init", "--yes", llm=llm)
     assert out.returncode == 2 and "does not look like OPENCLI.md" in out.stderr and "Traceback" not in out.stderr
     assert (project / "OPENCLI.md").read_text() == filled
 
 
 def test_sessions_list_logs_resume_picker_and_delete(project: Path) -> None:
     with ScriptedLLM([Reply("first answer")]) as llm:
-        first = json.loads(run(project, llm, "-p", "the first task", "--output-format", "json").stdout)
+        first = json.loads(run_in(project, "-p", "the first task", "--output-format", "json", llm=llm).stdout)
     with ScriptedLLM([Reply("second answer")]) as llm:
-        run(project, llm, "-p", "the second task")
-    listing = run_plain(project, "sessions")
+        run_in(project, "-p", "the second task", llm=llm)
+    listing = run_in(project, "sessions")
     assert listing.returncode == 0 and "the first task" in listing.stdout and "the second task" in listing.stdout
-    log = run_plain(project, "logs", first["session_id"])
+    log = run_in(project, "logs", first["session_id"])
     assert log.returncode == 0 and "the first task" in log.stdout and "llm" in log.stdout.lower()
     with ScriptedLLM([]) as llm:
-        picker = run(project, llm, "--resume", "-p", "go on")
+        picker = run_in(project, "--resume", "-p", "go on", llm=llm)
     assert picker.returncode == 2 and "needs a session ID" in picker.stderr and "the first task" in picker.stdout
-    refused = run_plain(project, "sessions", "--delete", first["session_id"])
+    refused = run_in(project, "sessions", "--delete", first["session_id"])
     assert refused.returncode == 1 and (project / ".swecli" / "sessions" / f"{first['session_id']}.jsonl").exists()
-    deleted = run_plain(project, "sessions", "--delete", first["session_id"], "--yes")
+    deleted = run_in(project, "sessions", "--delete", first["session_id"], "--yes")
     assert deleted.returncode == 0
     assert not (project / ".swecli" / "sessions" / f"{first['session_id']}.jsonl").exists()
-    assert "the first task" not in run_plain(project, "sessions").stdout
-
-
-def run_plain(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "swecli", *args], cwd=project, env=env(), text=True,
-                          capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert "the first task" not in run_in(project, "sessions").stdout
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -158,12 +160,12 @@ def test_notes_are_per_session_and_shell_edits_reach_files_modified(project: Pat
     steps = [Reply("Fixing the typo with sed.", calls=[Call("bash", {"command": "sed -i s/helo/hello/ greet.py"})]),
              Reply("Fixed.")]
     with ScriptedLLM(steps) as llm:
-        first = json.loads(run(project, llm, "-p", "fix the greeting typo", "--mode", "auto",
-                               "--output-format", "json").stdout)
+        first = json.loads(run_in(project, "-p", "fix the greeting typo", "--mode", "auto",
+                                  "--output-format", "json", llm=llm).stdout)
     notes = (project / ".swecli" / "memory" / "notes" / f"{first['session_id']}.md").read_text()
     assert "- `greet.py` — changed by `sed -i s/helo/hello/ greet.py`" in notes
     with ScriptedLLM([Reply("ok")]) as llm:
-        second = json.loads(run(project, llm, "-p", "write the changelog", "--output-format", "json").stdout)
+        second = json.loads(run_in(project, "-p", "write the changelog", "--output-format", "json", llm=llm).stdout)
     system = llm.requests[0]["messages"][0]["content"]
     # The previous session's goal reaches the new one as that session's, never as its own.
     assert "# Notes from the previous session" in system and "not by you in this one" in system

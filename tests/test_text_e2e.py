@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from tests.helpers import tool_results
 
 
 def swecli_p(project: Path, llm: ScriptedLLM, task: str, **popen: Any) -> subprocess.CompletedProcess[str]:
@@ -21,10 +22,6 @@ def swecli_p(project: Path, llm: ScriptedLLM, task: str, **popen: Any) -> subpro
                "--model", "scripted-model", "--mode", "auto", "-p", task]
     return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120,
                           stdin=subprocess.DEVNULL, **popen)
-
-
-def tool_results(request: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
 def test_a_latin1_file_is_read_searched_mentioned_and_edited_in_its_own_encoding(project: Path) -> None:

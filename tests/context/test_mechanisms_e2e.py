@@ -17,7 +17,7 @@ from swecli.context.decay import DIGEST_MARKER
 from swecli.context.references import REFERENCES_HEADING
 from swecli.events import CompactionDone, Event, Notice
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.helpers import needs_sandbox, scripted_settings
+from tests.helpers import needs_sandbox, scripted_settings, tool_results
 
 
 def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, memory: dict[str, Any] | None = None,
@@ -33,10 +33,6 @@ def session(root: Path, llm: ScriptedLLM, events: list[Event] | None = None, mem
 NOISY_APP = ("for i in range(300):\n    print('processing record', i)\n\n"
              "def main():\n    raise ValueError('boom')\n\nmain()\n")
 """Prints 300 lines, then crashes: a conversation big enough for a summary to shrink it."""
-
-
-def tool_results(body: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 
 
 def test_offload_keeps_a_preview_and_the_rest_is_one_read_away(project: Path) -> None:

@@ -8,9 +8,12 @@ prompt-toolkit draws its bottom toolbar.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import struct
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -20,6 +23,10 @@ ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x
 CURSOR_POSITION_REQUEST = "\x1b[6n"
 SPINNER_FRAME = re.compile(r"[\u2800-\u28ff] [^\r\n]*· esc to interrupt")
 """One frame of the status line a running turn animates (`ui/render.py`)."""
+TOOLBAR = re.compile(r" mode · ctx \d+%")
+"""The input prompt's bottom toolbar (mode and context meter, `ui/input.py`). prompt-toolkit draws it with
+the prompt, after it has put the terminal in raw mode and started reading keys; nothing else shows it
+(the welcome line says `· default mode · /path`), so once it follows a `❯ ` the prompt takes keys."""
 ROWS, COLS = 50, 160
 TIMEOUT = 30.0
 """Generous: the machine is shared and slow at times; no test asserts on timing."""
@@ -84,9 +91,19 @@ class Terminal:
                                          f"match:\n{self.text[self.pos:][-3000:]}") from None
 
     def prompt(self) -> None:
-        """Wait for the input prompt to be ready for typing."""
+        """Wait for the input prompt to be ready for typing: a `❯ ` and, after it, the toolbar drawn with
+        it (a `❯ ` alone may be a line of the transcript). The position stays after the `❯ `, so the
+        toolbar can still be expected. No quiet period is waited for: keys typed from here on are read."""
         self.expect("❯ ")
-        self.settle()
+        self.wait_for(TOOLBAR)
+
+    def wait_for(self, needle: re.Pattern[str], timeout: float = TIMEOUT) -> None:
+        """Wait until `needle` appears after the previous match, without moving past it."""
+        pos = self.pos
+        try:
+            self.expect(needle, timeout)
+        finally:
+            self.pos = pos
 
     def settle(self, quiet: float = 0.3) -> None:
         """Read until the output has been quiet a moment (prompt-toolkit finished drawing).
@@ -107,6 +124,22 @@ class Terminal:
                 return
             last, shown = len(self.raw), lines
 
+    def keys_read(self, timeout: float = TIMEOUT) -> None:
+        """Wait until swecli has read every key sent so far (its terminal's input queue is empty), for a key
+        whose effect shows nothing: the next key then cannot arrive in the same read as this one."""
+        slave = os.open(os.readlink(f"/proc/{self.child.pid}/fd/0"), os.O_RDWR | os.O_NOCTTY)
+        try:
+            deadline = time.monotonic() + timeout
+            while struct.unpack("i", fcntl.ioctl(slave, termios.FIONREAD, b"\0" * 4))[0]:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"swecli did not read the keys sent to it: {self.since()[-2000:]}")
+                try:
+                    self._pump(0.05)
+                except pexpect.EOF:
+                    raise AssertionError(f"swecli exited before reading its keys: {self.since()[-2000:]}") from None
+        finally:
+            os.close(slave)
+
     def since(self) -> str:
         """Everything shown after the last match (for negative checks)."""
         return self.text[self.pos:]
@@ -115,9 +148,8 @@ class Terminal:
         self.child.send(keys)
 
     def line(self, text: str) -> None:
-        self.child.send(text)
-        self.settle(0.2)
-        self.child.send("\r")
+        """Type `text` and Enter, as one write: the prompt reads keys in order, whatever arrives together."""
+        self.child.send(text + "\r")
 
     def exit_status(self, timeout: float = TIMEOUT) -> int:
         deadline = time.monotonic() + timeout

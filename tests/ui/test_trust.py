@@ -19,6 +19,7 @@ from swecli.testing.server import Reply, ScriptedLLM
 from swecli.trust import TrustStore
 from swecli.ui.keys import CTRL_C, ENTER, ESC
 from swecli.ui.trust import decide_trust, keep_trust, review_project
+from tests.helpers import swecli_in_process
 from tests.ui.harness import Terminal
 
 KEY = "sk-user-secret-0123456789"
@@ -286,8 +287,10 @@ def test_the_repl_applies_a_trusted_project_until_its_settings_change(project: P
 # --- swecli trust ------------------------------------------------------------------------------------
 
 def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "swecli", *args], cwd=project, text=True, capture_output=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    """`swecli ARGS` in this process (`tests.helpers.swecli_in_process`): what `swecli trust` decides and
+    says. Whether a process started in an untrusted project obeys it is tests/test_trust_e2e.py's, on real
+    processes as both users."""
+    return swecli_in_process(list(args), project, dict(os.environ))
 
 
 def test_swecli_trust_trusts_lists_and_revokes(project: Path) -> None:
