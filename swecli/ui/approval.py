@@ -91,6 +91,7 @@ def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str |
     console.print(question, end="")
     offered = "yn" if request.danger else "yna"  # a flagged command is allowed once at a time, never "always"
     composing = False
+    read_key = _one_at_a_time(read_key)
     while True:
         key = read_key()
         if key in (ESC, CTRL_C):
@@ -113,6 +114,24 @@ def ask(request: ApprovalRequest, console: Console, read_key: Callable[[], str |
         scope = f"the command `{request.args.get('command', '')}`" if shell else request.call.name
         console.print(Text(f"  Allowed for the rest of this session: {scope}", style="dim"))
     return Answer(Decision(verdict))
+
+
+def _one_at_a_time(read_key: Callable[[], str | None]) -> Callable[[], str | None]:
+    """`read_key`, but text read in one chunk comes back a character at a time: keys typed quickly (or on a
+    busy machine) arrive together, and `a` then `n` for a flagged command, which offers no "always", must
+    still answer no rather than be dropped as one key beginning with `a`. Named keys (Esc, Enter, Ctrl-C) and
+    escape sequences ("") stay whole."""
+    pending: list[str] = []
+
+    def next_key() -> str | None:
+        if not pending:
+            key = read_key()
+            if key is None or key in (ESC, CTRL_C, ENTER) or len(key) <= 1:
+                return key
+            pending.extend(key)
+        return pending.pop(0)
+
+    return next_key
 
 
 def _type_ahead(typed: TypeAhead, key: str, console: Console, question: Text) -> bool:

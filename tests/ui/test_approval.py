@@ -11,7 +11,7 @@ from rich.console import Console
 from swecli.messages import ToolCall
 from swecli.permissions import ApprovalRequest, Decision
 from swecli.ui.approval import QUESTION, ApprovalBridge, ask
-from swecli.ui.keys import ESC
+from swecli.ui.keys import ESC, TypeAhead
 
 BASH = ApprovalRequest(ToolCall(id="c1", name="bash", arguments="{}"), {"command": "make test"}, "make test")
 EDIT = ApprovalRequest(ToolCall(id="c2", name="edit_file", arguments="{}"), {"path": "a.py"},
@@ -98,3 +98,19 @@ def test_dangerous_commands_do_not_offer_always() -> None:
     assert answer.decision == Decision("yes")
     assert printed(c).endswith("Allow? [y]es / [n]o yes")
     assert "always" not in printed(c) and "Allowed for the rest" not in printed(c)
+
+
+def test_keys_read_together_are_answered_one_at_a_time() -> None:
+    # A busy machine hands `a` and `n` over in one read: for a flagged command `a` does nothing, `n` says no.
+    danger = ApprovalRequest(BASH.call, {"command": "rm -rf /"}, "rm -rf /", danger="deletes the root")
+    c = console()
+    answer = ask(danger, c, keys("an"), lambda prompt: "not that")
+    assert answer.decision == Decision("no", "not that")
+    assert printed(c).endswith("Allow? [y]es / [n]o no")
+
+
+def test_a_message_typed_in_one_chunk_at_the_question_is_queued_whole() -> None:
+    typed = TypeAhead()
+    answer = ask(BASH, console(), keys("hello\r", "y"), no_line, typed)
+    assert answer.decision == Decision("yes")
+    assert typed.queued == ["hello"]
