@@ -16,9 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-ESC = "esc"
-CTRL_C = "ctrl-c"
-ENTER = "enter"
+# The names are the characters themselves, never words: a chunk of typed text is returned as it is, so a
+# name that could be typed ("esc" typed quickly arrives as one chunk) would read as the key.
+ESC = "\x1b"
+CTRL_C = "\x03"
+ENTER = "\r"
 SEQUENCE_GAP = 0.03
 """Seconds to wait after an ESC byte for the rest of an escape sequence."""
 

@@ -20,6 +20,13 @@ def test_classify() -> None:
     assert classify(b"y") == "y"
 
 
+def test_a_word_typed_in_one_chunk_is_text_never_a_key() -> None:
+    # Keys typed quickly arrive in one read: "esc", "enter" or "ctrl-c" typed is text, not the key it names.
+    for word in (b"esc", b"enter", b"ctrl-c"):
+        assert classify(word) == word.decode()
+        assert classify(word) not in (ESC, ENTER, CTRL_C)
+
+
 @pytest.fixture
 def pty_pair() -> Iterator[tuple[int, int]]:
     master, slave = os.openpty()
