@@ -3,13 +3,35 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from swecli.llm.base import CancelToken, ModelRequest, ResponseDone, StreamEvent
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, Usage, UserMessage
+
+THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
+"""`HYPOTHESIS_PROFILE=thorough pytest tests/context`: the property tests over these histories draw several
+times as many examples (minutes, not seconds: for a change to compaction, decay or the ledger, or a nightly
+run). The suite's default counts were checked to still catch planted bugs (docs/testing.md)."""
+
+
+def examples(quick: int, thorough: int) -> int:
+    """`max_examples` for a property test over drawn histories: `quick` in the suite, `thorough` on demand.
+    Each example counts real o200k tokens over histories of up to ~200 messages, so the count is most of
+    the suite's time for these tests."""
+    return thorough if THOROUGH else quick
+
+
+def drawn(quick: int, thorough: int) -> settings:
+    """The settings of a property test over drawn histories: `examples(quick, thorough)`, no deadline (a
+    loaded machine), and no health check about slow or large draws (the histories are large on purpose)."""
+    return settings(max_examples=examples(quick, thorough), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
 
 WORDS = ("alpha", "beta", "parser", "token", "def", "return", "self.value", "import os", "x = 1", "{}", "[]",
          "error", "ok", "src/app.py:12", "path/to/file.txt", "ünïcode", "漢字", "\n", "    ", "'quoted'")

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from swecli.context.ledger import Ledger
 from swecli.context.tokens import TokenCounter
 from swecli.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from tests.context.histories import histories
+from tests.context.histories import drawn, histories
 
 counter = TokenCounter()
 
@@ -25,7 +25,7 @@ def zone_by_walking(history: Sequence[Message], keep: int) -> int:
     return min(start, last[-1]) if last else start
 
 
-@settings(max_examples=40, deadline=None)
+@drawn(15, 100)
 @given(histories(), st.integers(0, 3_000))
 def test_grown_message_by_message_the_ledger_agrees_with_reading_the_whole_history(
         history: list[Message], keep: int) -> None:

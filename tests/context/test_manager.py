@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -27,7 +27,7 @@ from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, To
 from swecli.models.thinking import Thinking
 from swecli.testing.model import ScriptedModel, calls, say
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
-from tests.context.histories import EchoSummarizer, assert_pairing, prompts, turns
+from tests.context.histories import EchoSummarizer, assert_pairing, drawn, prompts, turns
 from tests.helpers import loop_agent
 
 SYSTEM = (SystemBlock(text="You are swecli, a coding agent.", cache=True),)
@@ -280,7 +280,7 @@ def test_from_settings_uses_the_window_and_sections() -> None:
 
 # --- a whole session through prepare(), like the loop -----------------------------------------------
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@drawn(15, 100)
 @given(st.data(), st.sampled_from(["summarize", "truncate", "importance"]), st.integers(6_000, 30_000),
        st.booleans())
 def test_replaying_a_session_keeps_every_request_valid_and_under_the_threshold(

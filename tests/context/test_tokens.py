@@ -278,10 +278,14 @@ def test_a_damaged_kept_vocabulary_is_decoded_again_never_trusted(tmp_path: Path
     import hashlib
     import marshal
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     sha = tokens._SPECS["cl100k_base"].sha256
-    decoded = tokens._read_ranks("cl100k_base")
+    kept = Path(tokens.ranks_cache_path("cl100k_base", sha)).read_bytes()  # the run's, decoded once (conftest)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = Path(tokens.ranks_cache_path("cl100k_base", sha))
+    path.parent.mkdir(parents=True)
+    path.write_bytes(kept)
+    decoded = tokens._read_cached_ranks("cl100k_base", sha)
+    assert decoded is not None and len(decoded) > 100_000
     blob = path.read_bytes()
     if damage == "flipped byte":
         blob = blob[:1000] + bytes([blob[1000] ^ 1]) + blob[1001:]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class HttpServer:
+    url: str
+    notes: Path
+    """The server's $NOTES_FILE: `write_note` appends here."""
+
+
 @pytest.fixture(scope="module")
-def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The test server over streamable HTTP on a loopback port, for the whole module."""
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """The test server over streamable HTTP on a loopback port, for the whole module (each start costs ~2.5 s
+    of CPU, most of it the SDK's import)."""
     port = _free_port()
     log = tmp_path_factory.mktemp("http") / "server.log"
     env = {**os.environ, "NOTES_FILE": str(log.with_name("notes.txt"))}
@@ -47,7 +56,12 @@ def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError(f"the HTTP test server did not start: {log.read_text()}") from None
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield HttpServer(f"http://127.0.0.1:{port}/mcp", log.with_name("notes.txt"))
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def http_url(http_server: HttpServer) -> str:
+    return http_server.url

@@ -16,6 +16,7 @@ from tests.mcp.conftest import stdio_server
 
 KIT_TOOLS = ["echo", "add", "write_note", "slow", "fail", "huge", "picture", "lookup"]
 COUNTER = TokenCounter()
+pytestmark = pytest.mark.xdist_group("mcp-catalog")  # with `--dist loadgroup`: the module's servers start once
 
 
 def count(schema: ToolSchema) -> int:

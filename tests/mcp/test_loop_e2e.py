@@ -15,9 +15,15 @@ from swecli.config import McpConfig, McpServerConfig
 from swecli.events import Event, Notice, ToolStarted
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from tests.helpers import not_about_the_sandbox, scripted_settings
-from tests.mcp.conftest import stdio_server
+from tests.mcp.conftest import HttpServer, stdio_server
 
 WIRES: list[Wire] = ["openai", "anthropic"]
+TRANSPORTS = [("openai", "stdio"), ("anthropic", "http")]
+"""Each wire with one MCP transport: both wires and both transports through the loop, in two sessions
+instead of four (each stdio server started costs ~2.5 s of CPU; the HTTP one is the module's). The manager's
+own tests (test_manager.py) run every call on both transports."""
+
+pytestmark = pytest.mark.xdist_group("mcp-loop")  # with `--dist loadgroup`: one HTTP server for the module
 
 
 def session(root: Path, llm: ScriptedLLM, servers: dict[str, McpServerConfig], events: list[Event], *,
@@ -51,9 +57,20 @@ def description(body: dict[str, Any], name: str) -> str:
     raise AssertionError(f"{name} not sent")
 
 
-@pytest.mark.parametrize("wire", WIRES)
-def test_loaded_tools_run_with_approval_offload_and_errors(project: Path, wire: Wire) -> None:
-    notes = project / "notes.txt"
+def kit(transport: str, project: Path, request: pytest.FixtureRequest) -> tuple[McpServerConfig, Path]:
+    """The test server as `transport` (a stdio one started by the session, or the module's HTTP one) and
+    the file its `write_note` appends to."""
+    if transport == "stdio":
+        notes = project / "notes.txt"
+        return stdio_server(env={"NOTES_FILE": str(notes)}), notes
+    http: HttpServer = request.getfixturevalue("http_server")
+    return McpServerConfig(url=http.url), http.notes
+
+
+@pytest.mark.parametrize(("wire", "transport"), TRANSPORTS)
+def test_loaded_tools_run_with_approval_offload_and_errors(project: Path, wire: Wire, transport: str,
+                                                           request: pytest.FixtureRequest) -> None:
+    server, notes = kit(transport, project, request)
     steps: list[Step] = [
         Reply(calls=[Call("mcp__kit__add", {"a": 2, "b": 3}),
                      Call("mcp__kit__write_note", {"title": "t", "body": "b"})]),
@@ -63,7 +80,7 @@ def test_loaded_tools_run_with_approval_offload_and_errors(project: Path, wire: 
     ]
     events: list[Event] = []
     with ScriptedLLM(steps, wire=wire) as llm:
-        s = session(project, llm, {"kit": stdio_server(env={"NOTES_FILE": str(notes)})}, events)
+        s = session(project, llm, {"kit": server}, events)
         turn = s.run("use the kit")
         session_id = s.session_id
         s.close()
@@ -116,13 +133,14 @@ def test_deferred_tools_load_through_tool_search_and_keep_the_prefix(project: Pa
     assert stats.violations == 0 and stats.rewrites == 2  # two planned prefix changes, no warning
 
 
-@pytest.mark.parametrize("wire", WIRES)
-def test_slow_tools_time_out_or_stop_on_esc(project: Path, wire: Wire) -> None:
+@pytest.mark.parametrize(("wire", "transport"), TRANSPORTS)
+def test_slow_tools_time_out_or_stop_on_esc(project: Path, wire: Wire, transport: str,
+                                            request: pytest.FixtureRequest) -> None:
     steps: list[Step] = [Reply(calls=[Call("mcp__kit__slow", {"seconds": 60})]), Reply("next"),
                          Reply(calls=[Call("mcp__kit__slow", {"seconds": 60})])]
     events: list[Event] = []
     with ScriptedLLM(steps, wire=wire) as llm:
-        s = session(project, llm, {"kit": stdio_server()}, events, tool_timeout=1)
+        s = session(project, llm, {"kit": kit(transport, project, request)[0]}, events, tool_timeout=0.5)
         timed_out = s.run("wait")
         s.settings.mcp.tool_timeout = 60
         s.mcp.manager.tool_timeout = 60  # type: ignore[union-attr]
@@ -136,7 +154,7 @@ def test_slow_tools_time_out_or_stop_on_esc(project: Path, wire: Wire) -> None:
         s.close()
     assert timed_out.stop_reason == "done"
     content, _ = tool_results(llm.requests[1])[0]
-    assert "did not answer slow within 1s" in content
+    assert "did not answer slow within 0.5s" in content
     assert interrupted.stop_reason == "interrupted"
 
 
