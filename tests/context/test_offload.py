@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from swecli.context.offload import (
+    EXACT_COUNT_BYTES,
     MAX_LINES,
     OFFLOAD_DIR,
     OFFLOAD_MARKER,
@@ -26,7 +27,7 @@ from swecli.session.secrets import Redactor
 from swecli.tools.base import ToolContext
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import Engine, GrepArgs, search
-from swecli.tools.spool import FullOutput, Spool
+from swecli.tools.spool import MEMORY_BYTES, FullOutput, Spool
 
 count = Tokenizer("o200k_base")
 
@@ -200,23 +201,25 @@ def cut_bash_output(root: Path, command: str, cap: int = 30_000) -> tuple[str, F
 
 
 def test_a_cut_output_is_saved_whole_and_previewed_from_the_whole(project: Path) -> None:
-    content, full = cut_bash_output(project, "seq 1 3000000")  # 22 MB: spooled to a temporary file
+    # 4.8 MB: past the spool's memory (1 MB: spooled to a temporary file) and past the size that is tokenized
+    content, full = cut_bash_output(project, "seq 1 700000")
     spooled = full.path
     saved = offload_full(project, "call_9", "bash", content, full, count, 8000, 40)
     assert spooled is not None and not spooled.exists()  # moved, not copied and left behind
     whole = (project / saved.path).read_bytes()
-    assert whole == b"".join(b"%d\n" % i for i in range(1, 3_000_001))
-    assert (saved.lines, saved.chars) == (3_000_000, len(whole))
+    assert whole == b"".join(b"%d\n" % i for i in range(1, 700_001))
+    assert len(whole) > max(EXACT_COUNT_BYTES, MEMORY_BYTES)
+    assert (saved.lines, saved.chars) == (700_000, len(whole))
     header = saved.content.splitlines()[0]
-    assert header == (f"{OFFLOAD_MARKER}: bash returned 3,000,000 lines, {len(whole):,} bytes, "
+    assert header == (f"{OFFLOAD_MARKER}: bash returned 700,000 lines, {len(whole):,} bytes, "
                       f"~{len(whole) // 4:,} tokens; full text: `{saved.path}`]")  # too big to tokenize: estimated
     lines = saved.content.splitlines()
     assert lines[1:21] == [str(i) for i in range(1, 21)]
-    assert lines[-21:-1] == [str(i) for i in range(2_999_981, 3_000_001)]
+    assert lines[-21:-1] == [str(i) for i in range(699_981, 700_001)]
     assert lines[-1] == "exit code 0"  # the tool's status ends every view of its output
     first, last, _ = omitted_range(saved.content)
-    assert (first, last) == (21, 2_999_980)
-    assert "2999980" in run_tool(project, "read_file", path=saved.path, offset=last, limit=1)
+    assert (first, last) == (21, 699_980)
+    assert "699980" in run_tool(project, "read_file", path=saved.path, offset=last, limit=1)
 
 
 def test_a_cut_output_under_the_threshold_keeps_the_tools_cut_and_says_where_the_rest_is(project: Path) -> None:
