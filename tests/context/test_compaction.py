@@ -269,6 +269,26 @@ def test_importance_keeps_edits_and_failures_over_reads() -> None:
     assert_pairing(result.history)
 
 
+def test_a_later_compaction_takes_the_earlier_summary_in_even_when_it_is_recent() -> None:
+    """What importance keeps sits before its summary. A forced compaction whose recent budget reaches back
+    past that summary still compacts up to it: a history never holds two summaries. (The property tests
+    find this too, but rarely: it needs importance, then a forced run with just that budget.)"""
+    history: list[Message] = [UserMessage(content="fix the bug")]
+    for i in range(8):
+        history += tool_round(f"r{i}", "source line\n" * 120, name="read_file", path=f"src/m{i}.py")
+    history += tool_round("e", "edited", name="edit_file", path="src/core.py")
+    history.append(AssistantMessage(content="done"))
+    first = run(history, ScriptedModel([]), strategy="importance", keep_recent=200, limit=3_000, force=True)
+    at = next(i for i, m in enumerate(first.history) if isinstance(m, UserMessage) and m.kind == "summary")
+    assert isinstance(first.history[at - 1], ToolMessage)  # a kept round just before the summary
+    for strategy in ("importance", "truncate"):
+        again = run(first.history + long_session(turns=1, rounds=2, size=20), ScriptedModel([]), strategy=strategy,
+                    keep_recent=COUNTER.messages(first.history[at - 2:]) + 400, limit=3_000, force=True)
+        assert again.changed
+        assert sum(1 for m in again.history if isinstance(m, UserMessage) and m.kind == "summary") == 1
+        assert_pairing(again.history)
+
+
 def test_unknown_strategy_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown compaction strategy 'magic'"):
         run(long_session(), strategy="magic")
