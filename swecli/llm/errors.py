@@ -86,6 +86,8 @@ _OUTAGE = regex(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|te
 
 @dataclass(frozen=True)
 class ErrorInfo:
+    """What a server's error body says, whatever its shape."""
+
     message: str
     code: str = ""
     type: str = ""

@@ -98,6 +98,8 @@ class StreamHandler(Protocol):
 
 @dataclass(frozen=True)
 class Endpoint:
+    """Where one request goes, with which headers, and the variable that holds its key (for error messages)."""
+
     provider: str
     key_env: str | None
     url: str
@@ -285,6 +287,8 @@ class _Silence:
 
 @dataclass(frozen=True)
 class _Head:
+    """The status line and headers of a response, handed from the worker to the caller."""
+
     status: int
     reason: str
     headers: dict[str, str]
@@ -294,6 +298,8 @@ class _Head:
 
 @dataclass(frozen=True)
 class _Failed:
+    """An error raised in the worker thread, handed to the caller to raise."""
+
     error: Exception
 
 

@@ -50,6 +50,8 @@ WATCH_MASK = IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | I
 
 @dataclass(frozen=True)
 class Changes:
+    """The files one command changed."""
+
     paths: list[tuple[str, bool]]
     """(root-relative path, still exists), sorted."""
     complete: bool = True
