@@ -590,6 +590,8 @@ def explain_provider_error(settings: Settings, error: Exception) -> str:
 
 @dataclass
 class AgentSession:
+    """A running session: the agent and everything around it, closed together."""
+
     root: Path
     settings: Settings
     provider: Provider
