@@ -234,7 +234,7 @@ class Sandbox:
         submodules = Submodules.at(self.root, self.git_dirs)
         dirs += submodules.hooks
         existing += submodules.read_only
-        placeholders = [path for path in dirs if not seen.exists(path) and _placeholder(path) and seen.made(path)]
+        placeholders = [path for path in dirs if not seen.exists(path) and seen.made(path, _placeholder(path))]
         read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if seen.exists(p)), *placeholders]))
         watched = tuple(path for path in files if not seen.exists(path))
         checks: list[Callable[[], list[str]]] = [functools.partial(_quarantine_created, self.root, watched),
@@ -436,10 +436,14 @@ class _Seen:
             found = self._known[key] = _exists(key)
         return found
 
-    def made(self, path: Path) -> bool:
-        """`path` was just created (a placeholder directory): it exists from here on."""
-        self._known[str(path)] = True
-        return True
+    def made(self, path: Path, made: bool) -> bool:
+        """`path` was just made a placeholder directory (it exists from here on), or could not be: then it
+        is asked again (something else may have been put there meanwhile)."""
+        if made:
+            self._known[str(path)] = True
+        else:
+            self._known.pop(str(path), None)
+        return made
 
 
 def _exists(path: str) -> bool:
