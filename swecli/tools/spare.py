@@ -8,9 +8,8 @@ command arrives, `Spares.take` checks that the spare is exactly what a fresh lau
 command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. When
 the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
 a spare from the request), the next spare is started at once, so that it builds while this command runs
-and while the model answers, and two are kept ready from then on: each has two of the loop's turns to
-start, since bubblewrap's start outlasts one turn of a model that answers at once. The session discards
-its spares when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
+and while the model answers. The session discards
+its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
 - The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
@@ -119,7 +118,7 @@ class _Order:
 
 
 class Spares:
-    """One spare sandbox (two while the model answers at once), started on a long-lived thread of its own."""
+    """At most one spare sandbox, started on a long-lived thread of its own."""
 
     def __init__(self, take_wait: float = TAKE_WAIT, quick_answer: float = QUICK_ANSWER) -> None:
         self.take_wait = take_wait
@@ -129,17 +128,12 @@ class Spares:
         self._quick = True
         """Whether the last command came within `quick_answer` of its request (until one did not: a
         model's first answer may come at once)."""
-        self._depth = 1
-        """How many spares are kept ready: 2 once a command came within `quick_answer` of its request (each
-        then has two of the loop's turns to start, not one: bubblewrap's start outlasts one turn of a model
-        that answers at once), 1 again once one did not."""
         self.used = 0
         """Commands that ran in a spare."""
         self.refused = 0
         """Spares that did not fit their command (the layout or the environment changed) and were discarded."""
         self._lock = threading.Lock()
-        self._ready: list[_Order] = []
-        """The spares prepared, oldest (the next command's) first."""
+        self._next: _Order | None = None
         self._jobs: queue.SimpleQueue[_Order | Spare] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
@@ -148,26 +142,24 @@ class Spares:
         changes) unless one is there or on its way; `settle` seconds from now at the earliest, unless the
         model answers at once (then every millisecond of the spare's start is on the next command's path)."""
         self._asked = time.monotonic()
-        wanted = dict(env)
-        start_at = self._asked + (0.0 if self._quick else settle)
+        order = _Order(sandbox, dict(env), start_at=self._asked + (0.0 if self._quick else settle))
         with self._lock:
-            stale = [o for o in self._ready if o.sandbox != sandbox or o.env != wanted]
-            if stale:
-                stale = self._ready  # all of them: the queue holds spares of one sandbox and environment
-                self._ready = []
-            orders = [_Order(sandbox, wanted, start_at=start_at) for _ in range(self._depth - len(self._ready))]
-            self._ready += orders
-            if orders and self._worker is None:
+            current = self._next
+            if current is not None and current.sandbox == order.sandbox and current.env == order.env:
+                return
+            self._next = order
+            if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="swecli-spare-sandbox", daemon=True)
                 self._worker.start()
                 atexit.register(self.close)
-        for order in (*stale, *orders):
-            self._jobs.put(order)  # a stale one is discarded once started
+        if current is not None:
+            self._jobs.put(current)  # discarded once started
+        self._jobs.put(order)
 
     def wait_started(self, timeout: float) -> bool:
-        """Wait until the next command's spare has been started (or failed to); False if none is prepared."""
+        """Wait until the prepared spare has been started (or failed to); False if none is prepared."""
         with self._lock:
-            order = self._ready[0] if self._ready else None
+            order = self._next
         return order is not None and order.done.wait(timeout) and order.spare is not None
 
     def take(self, sandbox: Sandbox, env: Mapping[str, str],
@@ -175,13 +167,12 @@ class Spares:
         """The prepared spare running `argv` (`["/bin/bash", "-c", COMMAND]`), when it is exactly what
         `sandbox.launch(argv, env)` would start now; None otherwise (then launch fresh)."""
         with self._lock:
-            order = self._ready.pop(0) if self._ready else None
+            order, self._next = self._next, None
             if order is not None:
                 order.claimed = True
         if order is None:
             return None
         quick = self._quick = time.monotonic() - self._asked < self.quick_answer
-        self._depth = 2 if quick else 1
         try:
             return self._use(order, sandbox, env, argv)
         finally:
@@ -202,8 +193,6 @@ class Spares:
         if not fits:
             self.refused += 1
             self._jobs.put(spare)
-            for stale in self._drop_ready():  # started with this one, or before it was found stale
-                self._jobs.put(stale)  # discarded by the worker
             return None
         self.used += 1
         spare.release(argv[2])
@@ -212,23 +201,12 @@ class Spares:
     def close(self) -> None:
         """Discard the spare (at exit, or when the session that prepared it ends or clears its conversation:
         here and now, so no sandbox is left waiting for a command that will not come)."""
-        for order in self._drop_ready():
-            spare = self._pop_spare(order)
-            if spare is not None:
-                spare.discard()
-
-    def _pop_spare(self, order: _Order) -> Spare | None:
-        """The order's spare, taken out of it (under the lock: `close` and the worker never both discard it)."""
         with self._lock:
-            spare, order.spare = order.spare, None
-        return spare
-
-    def _drop_ready(self) -> list[_Order]:
-        """Take every prepared spare out of the queue; returns the started ones for the caller to discard (the
-        worker skips one it has not started yet, and discards one it is starting, as stale)."""
-        with self._lock:
-            orders, self._ready = self._ready, []
-        return [order for order in orders if order.done.is_set()]
+            order, self._next = self._next, None
+        if order is not None and order.done.is_set() and order.spare is not None:
+            order.spare.discard()
+        elif order is not None:
+            self._jobs.put(order)
 
     def _work(self) -> None:
         while True:
@@ -236,15 +214,15 @@ class Spares:
             if isinstance(job, Spare):
                 job.discard()
             elif job.done.is_set():
-                spare = self._pop_spare(job)
-                if spare is not None:
-                    spare.discard()
+                if job.spare is not None:
+                    job.spare.discard()
+                    job.spare = None
             else:
                 self._start(job)
 
     def _stale(self, order: _Order) -> bool:
         with self._lock:
-            return order not in self._ready and not order.claimed
+            return self._next is not order and not order.claimed
 
     def _start(self, order: _Order) -> None:
         wait = order.start_at - time.monotonic()
@@ -260,9 +238,8 @@ class Spares:
         finally:
             order.done.set()
         if order.spare is not None and self._stale(order):
-            spare = self._pop_spare(order)
-            if spare is not None:
-                spare.discard()
+            order.spare.discard()
+            order.spare = None
 
 
 def _shape(sandbox: Sandbox, layout: Layout) -> list[str]:
