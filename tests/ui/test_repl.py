@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -514,7 +515,8 @@ def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(start: Any, p
 
 
 def test_text_typed_while_the_model_works_is_queued_as_the_next_message(start: Any) -> None:
-    slow = Reply(text="Working on the first task, " + "step by step, " * 20 + "done.", chunk=8, delay=0.15)
+    typed = threading.Event()  # the first answer stops halfway until the second task is queued
+    slow = Reply(text="Working on the first task, " + "step by step, " * 20 + "done.", chunk=8, hold=typed)
     with ScriptedLLM([slow, Reply(text="Second task done.")]) as llm:
         term = start(llm)
         term.line("first task")
@@ -523,6 +525,8 @@ def test_text_typed_while_the_model_works_is_queued_as_the_next_message(start: A
         term.expect("❯ also the second task")  # being typed, under the spinner
         term.send("\r")
         term.expect("⏎ queued: also the second task")
+        assert "⏺ done in" not in term.text  # the first turn was still under way
+        typed.set()
         term.expect("⏺ done in")
         term.expect("❯ also the second task")  # sent as soon as the first turn ended
         term.expect("Second task done.")
