@@ -1,11 +1,14 @@
 """The real `swecli` REPL in a pseudo-terminal against the scripted LLM server.
 
 Every test waits for what a person would wait for (the prompt, the approval question) before
-typing, with generous timeouts; none asserts on how long anything took.
+typing, with generous timeouts; none asserts on how long anything took. What a typed line does where the
+terminal plays no part (`!command`, a failed turn's line) runs on an in-process REPL at the end: a
+`swecli` start in a pty costs seconds of CPU (tests/ui/commands/ test the slash commands that way).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -15,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from swecli.config import Settings
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import ALT_ENTER, ESC, SHIFT_TAB, Terminal, spawn_swecli
+from swecli.ui.repl import Repl
+from tests.ui.harness import ALT_ENTER, COLS, ESC, SHIFT_TAB, Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -455,30 +461,6 @@ def test_context_compact_init_notes_and_resume_commands(start: Any, project: Pat
         assert term.exit_status() == 0
 
 
-def test_repomap_command_shows_the_map_and_a_files_neighbours(start: Any, project: Path) -> None:
-    (project / "shop").mkdir()
-    (project / "shop" / "money.py").write_text("class Money:\n    def add(self, other):\n        return self\n")
-    (project / "shop" / "cart.py").write_text("from shop.money import Money\n\n\nclass Cart:\n    pass\n")
-    with ScriptedLLM([]) as llm:
-        term = start(llm)
-        term.line("/repomap")
-        term.expect("shop/money.py")
-        term.expect("files mapped")
-        term.prompt()
-        term.line("/repomap symbols")
-        term.expect("class Money:1 (add)")
-        term.prompt()
-        term.line("/repomap deps cart.py")
-        term.expect("imports (1):")
-        term.expect("shop/money.py")
-        term.prompt()
-        term.line("/repomap deps nothing.py")
-        term.expect("nothing.py is not a file of this project's map")
-        term.prompt()
-        term.line("/repomap sideways")
-        term.expect("Usage: /repomap [symbols|deps FILE]")
-
-
 def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> None:
     with ScriptedLLM([Reply(text="Greeting fixed.")]) as llm:
         term = spawn_swecli(llm.base_url, project, home, "fix the greeting")
@@ -493,19 +475,19 @@ def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> N
     assert llm.requests[0]["messages"][-1] == {"role": "user", "content": "fix the greeting"}
 
 
-def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(start: Any, project: Path) -> None:
+def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(project: Path) -> None:
     (project / "greet.py").write_text("print('helo')\n")
     with ScriptedLLM([Reply(text="I see the greeting is fixed.")]) as llm:
-        term = start(llm)
-        term.line("!sed -i s/helo/hello/ greet.py && cat greet.py")
-        term.expect("print('hello')")  # the output, shown as a shell would
-        term.expect("⎿  exit 0")
-        term.prompt()
-        assert not llm.requests  # running it asked the model nothing
-        term.line("is it fixed?")
-        term.expect("I see the greeting is fixed.")
-        term.prompt()
-        leave(term)
+        repl = in_process(project, llm)
+        try:
+            repl.submit("!sed -i s/helo/hello/ greet.py && cat greet.py")
+            shown = output(repl)
+            assert shown.index("print('hello')") < shown.index("⎿  exit 0")  # the output, shown as a shell would
+            assert not llm.requests  # running it asked the model nothing
+            repl.submit("is it fixed?")
+            assert "I see the greeting is fixed." in output(repl)
+        finally:
+            repl.close()
     assert (project / "greet.py").read_text() == "print('hello')\n"
     first = [m["content"] for m in llm.requests[0]["messages"] if m["role"] == "user"]
     assert first[-1] == "is it fixed?"
@@ -624,17 +606,32 @@ def _appears(root: Path, find: Any) -> bool:
     return bool(find(root))
 
 
-def test_a_failed_turn_reports_how_long_it_took(start: Any, project: Path) -> None:
+def test_a_failed_turn_reports_how_long_it_took(project: Path) -> None:
     from swecli.testing.server import Fail
 
-    (project / ".swecli").mkdir()
-    (project / ".swecli" / "config.toml").write_text("max_retries = 1\n")
     with ScriptedLLM([Fail.overloaded(), Fail.overloaded()]) as llm:
-        term = start(llm)
-        term.line("hello")
-        term.expect("retrying in")
-        term.expect(re.compile(r"⏺ failed after (\d+\.\d)s"))
-        duration = float(re.findall(r"failed after (\d+\.\d)s", term.text)[-1])
-        assert duration > 0.0  # the retries' wait, not "0.0s"
-        term.prompt()
-        leave(term)
+        repl = in_process(project, llm, max_retries=1, retry_base_delay=0.2)
+        try:
+            repl.submit("hello")
+        finally:
+            repl.close()
+    shown = output(repl)
+    assert "retrying in" in shown
+    duration = float(re.findall(r"⏺ failed after (\d+\.\d)s", shown)[-1])
+    assert duration > 0.0  # the retries' wait, not "0.0s"
+    assert len(llm.requests) == 2
+
+
+# --- In process: what a typed line does, where the terminal is not the subject --------------------------
+
+def in_process(project: Path, llm: ScriptedLLM, **settings: Any) -> Repl:
+    """The REPL without a terminal, its console writing to a buffer (`output`): no process start, no pty."""
+    config = Settings(provider="openai-compatible", model="scripted-model", base_url=llm.base_url, **settings)
+    console = Console(file=io.StringIO(), width=COLS, color_system=None, force_terminal=False, highlight=False)
+    return Repl(project, config, console)
+
+
+def output(repl: Repl) -> str:
+    file = repl.console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue()
