@@ -8,7 +8,6 @@ terminal plays no part (`!command`, a failed turn's line) runs on an in-process 
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
@@ -18,12 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 
-from swecli.config import Settings
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from swecli.ui.repl import Repl
-from tests.ui.harness import ALT_ENTER, COLS, ESC, SHIFT_TAB, Terminal, spawn_swecli
+from tests.ui.harness import ALT_ENTER, ESC, SHIFT_TAB, Terminal, in_process, output, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -78,7 +74,10 @@ def test_task_streams_reasoning_actions_answer_and_approved_write(start: Any, pr
         term.expect(" tokens")
         term.prompt()
         assert (project / "hello.txt").read_text() == "hello [world]\n"
-        leave(term)
+        term.send("\x04")  # Ctrl-D: leaving says how to come back
+        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
+        term.expect(f"resume it with: swecli --resume {sid}")
+        assert term.exit_status() == 0
     history = (project / ".swecli" / "history").read_text()
     assert "create hello.txt" in history
 
@@ -360,18 +359,14 @@ def test_continue_resumes_the_last_conversation(start: Any, project: Path) -> No
     steps: list[Step] = [Reply(text="Hello."),
                          Reply(calls=[Call("read_file", {"path": "notes.txt"}), Call("grep", {"pattern": "n"})]),
                          Reply(text="The answer is 42.\nIt was in notes.txt.")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("hi")
-        term.expect("Hello.")
-        term.prompt()
-        term.line("what is the answer?")
-        term.expect("It was in notes.txt.")
-        term.prompt()
-        term.send("\x04")  # Ctrl-D: leaving says how to come back
-        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
-        term.expect(f"resume it with: swecli --resume {sid}")
-        assert term.exit_status() == 0
+    with ScriptedLLM(steps) as llm:  # the last conversation, had in process (typing it is the other tests')
+        repl = in_process(project, llm)
+        try:
+            repl.submit("hi")
+            repl.submit("what is the answer?")
+        finally:
+            repl.close()
+        sid = repl.session.session_id
     with ScriptedLLM([Reply(text="You asked about the answer.")]) as llm:
         term = start(llm, "--continue")
         text = term.text
@@ -620,18 +615,3 @@ def test_a_failed_turn_reports_how_long_it_took(project: Path) -> None:
     duration = float(re.findall(r"⏺ failed after (\d+\.\d)s", shown)[-1])
     assert duration > 0.0  # the retries' wait, not "0.0s"
     assert len(llm.requests) == 2
-
-
-# --- In process: what a typed line does, where the terminal is not the subject --------------------------
-
-def in_process(project: Path, llm: ScriptedLLM, **settings: Any) -> Repl:
-    """The REPL without a terminal, its console writing to a buffer (`output`): no process start, no pty."""
-    config = Settings(provider="openai-compatible", model="scripted-model", base_url=llm.base_url, **settings)
-    console = Console(file=io.StringIO(), width=COLS, color_system=None, force_terminal=False, highlight=False)
-    return Repl(project, config, console)
-
-
-def output(repl: Repl) -> str:
-    file = repl.console.file
-    assert isinstance(file, io.StringIO)
-    return file.getvalue()
