@@ -8,9 +8,11 @@ terminal plays no part (`!command`, a failed turn's line) runs on an in-process 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -117,7 +119,10 @@ def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> Non
     assert llm.requests[2]["messages"][-1] == {"role": "user", "content": "what do the docs say?"}
 
 
-def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(start: Any, project: Path) -> None:
+def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, the answers typed as lines: the scope of "always" is the policy's; one key answering
+    `Allow?` in a terminal is the other tests' (and tests/ui/test_approval.py's)."""
     (project / "notes.txt").write_text("alpha\nbeta\n")
     steps: list[Step] = [
         Reply(calls=[Call("edit_file", {"path": "notes.txt", "old_string": "alpha", "new_string": "ALPHA"})]),
@@ -127,32 +132,22 @@ def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(s
         Reply(calls=[Call("bash", {"command": "echo second >> log.txt"})]),
         Reply(text="All done."),
     ]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\na\ny\n"))  # the three answers, in order
     with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("shout the notes and log twice")
-        term.expect("✏️ edit notes.txt")
-        term.expect("+ALPHA")
-        term.expect(APPROVAL)
-        term.send("a")
-        term.expect("Allowed for the rest of this session: edit_file")
-        start = term.pos
-        term.expect("✏️ edit notes.txt")
-        term.expect("⚡ bash echo first >> log.txt")
-        # Between the two, not after: the bash call's own question may already follow its line.
-        assert APPROVAL not in term.text[start:term.pos]  # the second edit did not ask
-        term.expect(APPROVAL)
-        term.send("a")
-        term.expect("Allowed for the rest of this session: the command `echo first >> log.txt`")
-        start = term.pos
-        term.expect("⚡ bash echo first >> log.txt")
-        term.expect("⚡ bash echo second >> log.txt")
-        assert APPROVAL not in term.text[start:term.pos]  # the same command again did not ask
-        term.expect(APPROVAL)  # a different command does, even with the same first word
-        term.send("y")
-        term.expect("All done.")
-        term.expect("⏺ done in")
-        term.prompt()
-        leave(term)
+        repl = in_process(project, llm)
+        try:
+            repl.submit("shout the notes and log twice")
+        finally:
+            repl.close()
+    shown = output(repl)
+    at = 0
+    for line in ("✏️ edit notes.txt", "+ALPHA", APPROVAL + " always", "Allowed for the rest of this session: "
+                 "edit_file", "✏️ edit notes.txt", "⚡ bash echo first >> log.txt", APPROVAL + " always",
+                 "Allowed for the rest of this session: the command `echo first >> log.txt`",
+                 "⚡ bash echo first >> log.txt", "⚡ bash echo second >> log.txt", APPROVAL + " yes", "All done."):
+        at = shown.index(line, at) + len(line)  # each, in this order
+    assert shown.count(APPROVAL) == 3, shown  # the second edit and the same command again did not ask
+    assert shown.count("✏️ edit notes.txt") == 2 and shown.count("⚡ bash echo first >> log.txt") == 2
     assert (project / "notes.txt").read_text() == "ALPHA\nBETA\n"
     assert (project / "log.txt").read_text() == "first\nfirst\nsecond\n"
 
