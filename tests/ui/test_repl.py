@@ -384,7 +384,8 @@ OPENCLI = ("# demo\n\n## Overview\nA one-file demo (app.py:1).\n\n## Structure\n
            "`python3 app.py`\n\n## Current state\nPrints hi.\n")
 
 
-def test_context_compact_init_notes_and_resume_commands(start: Any, project: Path) -> None:
+def test_context_compact_init_notes_and_resume_commands(project: Path) -> None:
+    """In process: what the commands do and say (typing them is the other tests')."""
     (project / "app.py").write_text("def main():\n    print('hi')\n" + "".join(f"# note {i}\n" for i in range(400)))
     summary = "## Current task\nReading app.py.\n## Files\napp.py"
     steps: list[Step] = [
@@ -399,56 +400,40 @@ def test_context_compact_init_notes_and_resume_commands(start: Any, project: Pat
         Reply("It is a one-file demo."),
     ]
     with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("hi")
-        term.expect("Hello.")
-        term.prompt()
-        term.line("and you?")
-        term.expect("Fine.")
-        term.prompt()
-        term.line("/compact")
-        term.expect("compaction would not shrink the conversation")
-        term.prompt()
-        assert "compacted" not in term.text
-        term.line("what does app.py do? keep answers short")
-        term.expect("app.py prints hi.")
-        term.prompt()
-        term.line("/context")
-        for row in ("compaction at", "system", "tools", "history", "free"):
-            term.expect(row)
-        term.prompt()
-        term.line("/compact keep the file names")
-        term.expect(re.compile(r"compacted .*tokens \(-\d+%"))
-        term.prompt()
-        summary_request = json.dumps(llm.requests[5])
-        assert "keep the file names" in summary_request  # the focus steered the summary request
-        term.line("/init")
-        term.expect("does not look like OPENCLI.md")
-        term.prompt()
-        assert not (project / "OPENCLI.md").exists()
-        term.line("/init")
-        term.expect(f"({len(OPENCLI.splitlines())} lines); this session uses it from now on")
-        term.prompt()
-        assert (project / "OPENCLI.md").read_text() == OPENCLI
-        term.line("what is it?")
-        term.expect("It is a one-file demo.")
-        term.prompt()
-        assert "A one-file demo (app.py:1)" in llm.requests[-1]["messages"][0]["content"]  # loaded at once
-        term.line("/tokens")
-        # /init's two calls count with the tasks' five and the two summary requests (one compaction's summary
-        # would not have shrunk the conversation and was not applied, but it was billed all the same)
-        term.expect("Session usage · 9 requests")
-        term.prompt()
-        term.line("/notes")
-        term.expect("Current goal")
-        term.prompt()
-        term.line("/resume")
-        term.expect("4 turns")
-        term.expect("hi")  # listed by its first prompt
-        term.prompt()
-        term.line("/exit")
-        term.expect(re.compile(r"Session (\d{8}-\d{6}-[0-9a-f]{4}) · resume it with: swecli --resume \1"))
-        assert term.exit_status() == 0
+        repl = in_process(project, llm)
+
+        def say(line: str) -> str:
+            before = len(output(repl))
+            repl.submit(line)
+            return output(repl)[before:]
+
+        try:
+            assert "Hello." in say("hi")
+            assert "Fine." in say("and you?")
+            assert "compaction would not shrink the conversation" in say("/compact")
+            assert "compacted" not in output(repl)
+            assert "app.py prints hi." in say("what does app.py do? keep answers short")
+            report, at = say("/context"), 0
+            for row in ("compaction at", "system", "tools", "history", "free"):
+                at = report.index(row, at) + len(row)  # each, in this order
+            assert re.search(r"compacted .*tokens \(-\d+%", say("/compact keep the file names"))
+            assert "keep the file names" in json.dumps(llm.requests[5])  # the focus steered the summary request
+            assert "does not look like OPENCLI.md" in say("/init")
+            assert not (project / "OPENCLI.md").exists()
+            assert f"({len(OPENCLI.splitlines())} lines); this session uses it from now on" in say("/init")
+            assert (project / "OPENCLI.md").read_text() == OPENCLI
+            assert "It is a one-file demo." in say("what is it?")
+            assert "A one-file demo (app.py:1)" in llm.requests[-1]["messages"][0]["content"]  # loaded at once
+            # /init's two calls count with the tasks' five and the two summary requests (one compaction's summary
+            # would not have shrunk the conversation and was not applied, but it was billed all the same)
+            assert "Session usage · 9 requests" in say("/tokens")
+            assert "Current goal" in say("/notes")
+            listing = say("/resume")
+            assert "hi" in listing[listing.index("4 turns"):]  # listed by its first prompt
+            say("/exit")
+            assert repl._exit
+        finally:
+            repl.close()
 
 
 def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> None:
@@ -564,9 +549,10 @@ def test_clear_clears_the_screen(start: Any) -> None:
         leave(term)
 
 
-def test_clear_leaves_no_spare_sandbox_waiting(start: Any, project: Path) -> None:
+def test_clear_leaves_no_spare_sandbox_waiting(project: Path) -> None:
     """After a bash call a sandbox waits for the next command; /clear starts a new conversation, and the
-    REPL, still running, discards it (the next request starts one again)."""
+    REPL, still running, discards it (the next request starts one again). In process: the spare is a child
+    process all the same."""
     from swecli.tools.sandbox import unavailable_reason
     from tests.tools.test_spare import _gone, _waiting_spares
 
@@ -574,17 +560,16 @@ def test_clear_leaves_no_spare_sandbox_waiting(start: Any, project: Path) -> Non
         pytest.skip(f"bwrap cannot run here: {unavailable_reason()}")
     root = project.resolve()
     with ScriptedLLM([Reply(calls=[Call("bash", {"command": "true"})]), Reply("Ran it.")]) as llm:
-        term = start(llm, "--mode", "auto")
-        term.line("run true")
-        term.expect("Ran it.")
-        term.prompt()
-        assert _appears(root, _waiting_spares), "no spare sandbox was waiting for the next command"
-        term.line("/clear")
-        term.expect("Started a new conversation.")
-        term.prompt()
-        assert _gone(root)
-        assert term.child.isalive()
-        leave(term)
+        repl = in_process(project, llm, mode="auto")
+        try:
+            repl.submit("run true")
+            assert "Ran it." in output(repl)
+            assert _appears(root, _waiting_spares), "no spare sandbox was waiting for the next command"
+            repl.submit("/clear")
+            assert "Started a new conversation." in output(repl)
+            assert _gone(root)
+        finally:
+            repl.close()
 
 
 def _appears(root: Path, find: Any) -> bool:
