@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Reply, ScriptedLLM
+from tests.helpers import swecli_in_process
 from tests.skills.test_catalog import write_skill
 from tests.ui.harness import Terminal, in_process, output, spawn_swecli
 
@@ -66,8 +66,7 @@ def test_skills_listing_and_slash_skill_runs_with_the_instructions(project: Path
 
 
 def test_cli_skills_list(project: Path, skills: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "swecli", "skills", "list"], cwd=project, capture_output=True,
-                         text=True, timeout=60)
+    out = swecli_in_process(["skills", "list"], project, dict(os.environ))  # what it prints: no process needed
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "release: Cut a release of this project."
