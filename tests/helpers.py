@@ -134,9 +134,8 @@ def _stdin(text: str | None) -> Iterator[TextIO]:
     read_end, write_end = os.pipe()
 
     def write() -> None:
-        with open(write_end, "wb") as sink:
-            with suppress(BrokenPipeError):
-                sink.write(text.encode())
+        with suppress(BrokenPipeError), open(write_end, "wb") as sink:  # closing may find the reader gone too
+            sink.write(text.encode())
 
     writer = threading.Thread(target=write, name="test-stdin", daemon=True)
     writer.start()
