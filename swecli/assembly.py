@@ -37,7 +37,7 @@ from swecli.tools.environment import CommandEnvironment
 if TYPE_CHECKING:
     from swecli.context.compaction import Pin
     from swecli.delegation.definitions import AgentDefinition
-    from swecli.delegation.runner import Spawn
+    from swecli.delegation.runner import Delegator, Spawn
     from swecli.llm.retry import RetryNotice
     from swecli.mcp.catalog import McpCatalog
     from swecli.memory.reflector import Reflector
@@ -328,7 +328,6 @@ class Subagents(Subsystem):
 
     def tools(self, build: Build) -> list[Tool[Any]]:
         from swecli.delegation.definitions import load_agents
-        from swecli.delegation.runner import Delegator
         from swecli.delegation.task import task_tool
 
         settings, holder = build.settings, build.agent
@@ -340,9 +339,19 @@ class Subagents(Subsystem):
             return holder[0].context.counter.text(text) if holder else len(text) // 4
 
         spawn = child_spawner(build, build_tools(build.tools), self.provider_for or _provider_for(settings))
-        delegator = Delegator(agents, spawn, build.tool_ctx.cancel, build.bus, settings.subagents, count,
-                              self.transcript_for or (lambda call_id: ""))
-        return [task_tool(delegator)]
+        made: list[Delegator] = []
+        lock = threading.Lock()
+
+        def delegator() -> Delegator:  # one per session, made by the first task call (parallel calls share it)
+            from swecli.delegation.runner import Delegator
+
+            with lock:
+                if not made:
+                    made.append(Delegator(agents, spawn, build.tool_ctx.cancel, build.bus, settings.subagents, count,
+                                          self.transcript_for or (lambda call_id: "")))
+                return made[0]
+
+        return [task_tool(agents, delegator)]
 
 
 @dataclass
@@ -590,6 +599,8 @@ def explain_provider_error(settings: Settings, error: Exception) -> str:
 
 @dataclass
 class AgentSession:
+    """A running session: the agent and everything around it, closed together."""
+
     root: Path
     settings: Settings
     provider: Provider

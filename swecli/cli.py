@@ -298,9 +298,19 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
     from swecli.llm.transport import prepare_http
     from swecli.llm.window import resolve_window
 
+    known, base_url = threading.Event(), [""]  # not concurrent.futures: it imports logging on this thread
+
+    def provider_url() -> str:
+        known.wait()
+        return base_url[0]
+
     if http_beside:  # -p: httpx and the certificate store, for the window probe and the provider's client
-        prepare_http()  # (the REPL is left as it was: from Enter it measured 0.1 s slower with it, loaded)
-    settings = load_settings(root, flags, trust_project=trusted)
+        prepare_http(provider_url)  # (not the REPL: from Enter it measured 0.1 s slower with it, loaded)
+    try:
+        settings = load_settings(root, flags, trust_project=trusted)
+        base_url[0] = settings.base_url
+    finally:
+        known.set()  # on an error "" is read: the thread builds the store, as before it could know
     probes = _sandbox_probes_beside(settings)
     if not (settings.provider and settings.model):
         def discovered() -> Settings:  # discovery first: nothing to overlap but the probes

@@ -38,6 +38,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ModelCallStarted:
+    """A request to the model is about to go out."""
+
     kind: Literal["model_call_started"] = field(default="model_call_started", init=False, repr=False)
     iteration: int
     context_tokens: int
@@ -48,6 +50,8 @@ class ModelCallStarted:
 
 @dataclass(frozen=True)
 class ModelCallFinished:
+    """A model call's answer is in, with what it cost."""
+
     kind: Literal["model_call_finished"] = field(default="model_call_finished", init=False, repr=False)
     usage: Usage
     """Provider-reported usage, or local counts when the server reports none (`usage.estimated`)."""
@@ -59,6 +63,8 @@ class ModelCallFinished:
 
 @dataclass(frozen=True)
 class ToolStarted:
+    """A tool call was approved and begins to run."""
+
     kind: Literal["tool_started"] = field(default="tool_started", init=False, repr=False)
     call: ToolCall
     args: dict[str, Any]
@@ -75,6 +81,8 @@ class ToolOutput:
 
 @dataclass(frozen=True)
 class ToolFinished:
+    """A tool call ended (or was refused: `approved` False), with its result."""
+
     kind: Literal["tool_finished"] = field(default="tool_finished", init=False, repr=False)
     call: ToolCall
     result: ToolResult
@@ -84,6 +92,8 @@ class ToolFinished:
 
 @dataclass(frozen=True)
 class MessageAppended:
+    """A message joined the history (what the session recorder and the transcript write)."""
+
     kind: Literal["message_appended"] = field(default="message_appended", init=False, repr=False)
     message: Message
 
@@ -99,6 +109,8 @@ class HistoryReplaced:
 
 @dataclass(frozen=True)
 class CompactionDone:
+    """The history was compacted: how, and how much it saved."""
+
     kind: Literal["compaction_done"] = field(default="compaction_done", init=False, repr=False)
     trigger: str
     strategy: str
@@ -170,6 +182,8 @@ class ContextOverflow:
 
 @dataclass(frozen=True)
 class Notice:
+    """A sentence for the person, at a level: "info", "warning" or "error"."""
+
     kind: Literal["notice"] = field(default="notice", init=False, repr=False)
     level: str  # "info" | "warning" | "error"
     text: str
@@ -177,6 +191,8 @@ class Notice:
 
 @dataclass(frozen=True)
 class TurnFinished:
+    """The loop's turn is over: its answer, what it cost, and why it stopped."""
+
     kind: Literal["turn_finished"] = field(default="turn_finished", init=False, repr=False)
     answer: str
     iterations: int

@@ -37,6 +37,8 @@ UNSANDBOXED = "runs without the sandbox (it cannot start here)"
 
 @dataclass(frozen=True)
 class ApprovalRequest:
+    """What the person is asked about one tool call."""
+
     call: ToolCall
     args: dict[str, Any]
     preview: str
@@ -49,6 +51,8 @@ class ApprovalRequest:
 
 @dataclass(frozen=True)
 class Decision:
+    """The person's answer to an `ApprovalRequest`."""
+
     verdict: Literal["yes", "no", "always"]
     reason: str = ""
 
@@ -58,6 +62,8 @@ Approver = Callable[[ApprovalRequest], Decision]
 
 @dataclass(frozen=True)
 class Verdict:
+    """The policy's answer for one tool call: run it (and where), or what to say instead."""
+
     allowed: bool
     message: str = ""
     """When refused: what the model is told."""
@@ -72,6 +78,8 @@ class Verdict:
 
 @dataclass
 class Policy:
+    """The session's permission mode and what the person allowed for good."""
+
     mode: str = "default"
     approver: Approver | None = None
     """None means no one is there to ask (headless without a TTY)."""

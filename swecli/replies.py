@@ -28,6 +28,8 @@ Action = Literal["finish", "run_tools", "continue"]
 
 @dataclass(frozen=True)
 class ReplyVerdict:
+    """What the loop does with a reply: run its tool calls, finish the turn, or continue it."""
+
     action: Action
     stop_reason: str = "done"
     """For a finished turn: done | output_limit | refused | empty."""

@@ -226,6 +226,8 @@ class TrustStoreError(SwecliError):
 
 @dataclass(frozen=True)
 class Decision:
+    """The person's answer about one project's configuration, remembered per user."""
+
     root: str
     fingerprint: str
     trusted: bool

@@ -73,3 +73,13 @@ def test_compile_patterns_compiles_a_modules_lazy_patterns_once() -> None:
     assert compile_patterns(module) == 1 and "search" in vars(module.WORD)
     assert compile_patterns(module) == 0  # compiled already
     assert module.WORD.search("a word_12 here").group(1) == "12"
+
+
+def test_the_repls_commands_load_no_markdown_renderer() -> None:
+    """`/notes` draws markdown and `/init` a diff; building the REPL's registry at start must not import
+    rich.markdown (markdown-it) or pygments for them: ~120 M instructions on every REPL start before."""
+    code = ("import sys; from swecli.ui.commands import default_registry; default_registry(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('markdown_it', 'pygments') "
+            "or m in ('rich.markdown', 'rich.syntax')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

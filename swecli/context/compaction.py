@@ -87,6 +87,8 @@ class CompactionParams:
 
 @dataclass(frozen=True)
 class CompactionResult:
+    """The history after one compaction, and what was done to it."""
+
     history: list[Message]
     changed: bool
     strategy: str
@@ -167,6 +169,8 @@ _NO_ARCHIVE = MemoryArchive()
 
 @dataclass
 class _Work:
+    """What one compaction works with: the history, its parameters, its counters."""
+
     history: Sequence[Message]
     params: CompactionParams
     count: Count

@@ -70,6 +70,8 @@ MadeAhead = Callable[[ToolMessage], "ToolMessage | None"]
 
 @dataclass(frozen=True)
 class DecayPolicy:
+    """When a tool's results may be folded to a reference, declared per tool."""
+
     min_age: int = 1
     """Steps (assistant messages after the one that made the call) before the result may fold; at
     least 1 whatever is set: a result folds only after the model has answered it once."""
@@ -91,6 +93,8 @@ def room_policy(tool: str) -> DecayPolicy:
 
 @dataclass(frozen=True)
 class DecayResult:
+    """The history after a decay pass, and what folding saved."""
+
     history: list[Message]
     """The input object itself when nothing was folded."""
     saved_tokens: int
@@ -105,6 +109,8 @@ class DecayResult:
 
 @dataclass(frozen=True)
 class Candidate:
+    """A tool result that may be folded, and the tokens folding it would save."""
+
     index: int
     message: ToolMessage
     call: ToolCall | None

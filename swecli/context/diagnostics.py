@@ -143,6 +143,8 @@ _ANY_VERDICT = regex("|".join(f"(?:^{p})" for p in _VERDICTS), re.MULTILINE)
 
 @dataclass
 class Found:
+    """What a tool's output says went wrong: verdicts, errors and where."""
+
     tests: list[str] = field(default_factory=list)
     """Test-run verdicts and the tests that failed, verbatim."""
     errors: list[str] = field(default_factory=list)

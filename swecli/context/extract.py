@@ -50,6 +50,8 @@ _TITLES = {
 
 @dataclass
 class Facts:
+    """What the history shows was done (files, commands, errors, locations), kept next to a summary."""
+
     files_created: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     files_read: list[str] = field(default_factory=list)

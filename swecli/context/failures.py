@@ -150,6 +150,8 @@ class Observation:
 
 @dataclass
 class _KeyState:
+    """One distinct call's recent failures."""
+
     streak: list[Observation] = field(default_factory=list)
     """Failures of this exact call since it last succeeded."""
     last_seen: int = 0
@@ -157,6 +159,8 @@ class _KeyState:
 
 @dataclass
 class FailureTracker:
+    """Notices a call that keeps failing the same way, or a loop of identical calls."""
+
     repeat_threshold: int = 3
     """Identical failing calls (same failure) before the note speaks up."""
     loop_threshold: int = 4

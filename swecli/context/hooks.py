@@ -35,6 +35,8 @@ _KNOWN_KEYS = {"cancel", "instructions", "summary"}
 
 @dataclass(frozen=True)
 class PreCompactInput:
+    """What a pre-compact hook is told (as JSON on its stdin)."""
+
     trigger: str
     """auto | manual | overflow"""
     tokens: int
@@ -53,6 +55,8 @@ class PreCompactInput:
 
 @dataclass(frozen=True)
 class PreCompactDecision:
+    """What pre-compact hooks answered: cancel, extra instructions, or a summary of their own."""
+
     cancel: bool = False
     instructions: str = ""
     summary: str = ""

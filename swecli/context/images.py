@@ -29,6 +29,8 @@ ImageCost = Callable[[int, int], int]
 
 @dataclass(frozen=True)
 class ImageAging:
+    """The history after old images were replaced by references, and what it saved."""
+
     history: list[Message]
     """The input object itself when nothing was replaced."""
     replaced: int

@@ -75,6 +75,8 @@ class OffloadError(SwecliError):
 
 @dataclass(frozen=True)
 class Offloaded:
+    """A big tool output saved to a file, and the preview that enters the context instead."""
+
     content: str
     """What enters the context instead of the full output."""
     path: str

@@ -65,6 +65,8 @@ class Reuse:
 
 @dataclass(frozen=True)
 class PrefixReport(Reuse):
+    """How much of one request's prompt repeats the previous request's (what a cache can serve)."""
+
     number: int
     """1 for the first request observed."""
     total_tokens: int
@@ -79,6 +81,8 @@ class PrefixReport(Reuse):
 
 @dataclass
 class PrefixStats(Reuse):
+    """The prefix reuse of a session's requests so far."""
+
     requests: int = 0
     total_tokens: int = 0
     shared_tokens: int = 0
@@ -110,6 +114,8 @@ def describe(msg: Message) -> str:
 
 @dataclass
 class PrefixMonitor:
+    """Measures each request's prefix against the previous one, serializing each message once."""
+
     counter: TokenCounter
     stats: PrefixStats = field(default_factory=PrefixStats)
     serialized: int = 0

@@ -51,6 +51,8 @@ _FILE_KINDS = (("files_modified", "modified", 1.5), ("files_created", "created",
 
 @dataclass(frozen=True)
 class Reference:
+    """Something a summary dropped and where its full text can be read again."""
+
     kind: RefKind
     text: str
     source: str

@@ -50,6 +50,8 @@ def _samples() -> deque[float]:
 
 @dataclass
 class Runway:
+    """How fast the prompt grows and how long summaries take: when the background summary must start."""
+
     growth: deque[float] = field(default_factory=_samples)
     """Tokens each recent step added to the prompt."""
     steps: deque[float] = field(default_factory=_samples)

@@ -73,6 +73,8 @@ third; 3 overestimates prose instead, the safe direction for a budget, and calib
 
 @dataclass(frozen=True)
 class _EncodingSpec:
+    """A tiktoken encoding's constants, and the digest that checks its vocabulary."""
+
     pat_str: str
     special_tokens: dict[str, int]
     sha256: str

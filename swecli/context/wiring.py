@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Wiring:
+    """How the context engine reaches the rest of the session (events, cancel, the summary's provider)."""
+
     on_event: Callable[[Event], None] | None = None
     cancel: CancelToken | None = None
     """The loop's cancel token: Esc during a summary request falls back to truncation at once."""
@@ -46,6 +48,8 @@ class Wiring:
 
 @dataclass
 class Reporter:
+    """Emits the engine's events to whoever listens (nobody in a bare engine)."""
+
     on_event: Callable[[Event], None] | None = None
 
     def emit(self, event: Event) -> None:

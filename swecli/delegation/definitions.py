@@ -46,6 +46,8 @@ matter, and say what you could not find or verify. No preamble; keep it short.""
 
 @dataclass(frozen=True)
 class AgentDefinition:
+    """A sub-agent: its instructions, its tools and its model."""
+
     name: str
     description: str
     prompt: str
@@ -95,6 +97,8 @@ def read_only_tools() -> frozenset[str]:
 
 @dataclass
 class AgentCatalog:
+    """The sub-agents the `task` tool offers, and what was left out and why."""
+
     agents: list[AgentDefinition] = field(default_factory=lambda: [BUILTIN])
     warnings: list[str] = field(default_factory=list)
     untrusted: list[AgentDefinition] = field(default_factory=list)

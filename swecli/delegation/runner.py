@@ -68,6 +68,8 @@ Spawn = Callable[[AgentDefinition, CancelToken, Callable[[Event], None]], ChildA
 
 @dataclass(frozen=True)
 class ChildOutcome:
+    """What a sub-agent's run gives back: its report and what it cost."""
+
     report: str
     stop_reason: str
     """done | budget | iteration_limit | cancelled | error"""

@@ -7,14 +7,17 @@ which agent ran, how it ended and what it cost; a cancelled or failed child says
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from swecli.delegation.runner import ChildOutcome, Delegator, resolve_agent
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
+
+if TYPE_CHECKING:
+    from swecli.delegation.definitions import AgentCatalog
+    from swecli.delegation.runner import ChildOutcome, Delegator
 
 TOOL_NAME = "task"
 ENDINGS = {
@@ -41,17 +44,23 @@ class TaskArgs(BaseModel):
     agent: str = Field("explore", description="Which sub-agent runs it.")
 
 
-def task_tool(delegator: Delegator) -> Tool[TaskArgs]:
+def task_tool(agents: AgentCatalog, delegator: Callable[[], Delegator]) -> Tool[TaskArgs]:
+    """The tool offering `agents`; `delegator` gives the session's one runner, made on the first call (the
+    runner's module is not imported on the way to a session's first request)."""
+
     def run(args: TaskArgs, ctx: ToolContext) -> ToolResult:
+        from swecli.delegation.runner import resolve_agent
+
         try:
-            agent = resolve_agent(delegator.agents, args.agent)
+            agent = resolve_agent(agents, args.agent)
         except ValueError as exc:
             raise ToolError(str(exc)) from None
         call_id = ctx.call_id or f"task-{id(args):x}"
-        outcome = delegator.run(call_id, agent, args.prompt)
-        return _result(agent.name, outcome, delegator.transcript_for(call_id))
+        runner = delegator()
+        outcome = runner.run(call_id, agent, args.prompt)
+        return _result(agent.name, outcome, runner.transcript_for(call_id))
 
-    listing = "\n".join(f"- {a.name}: {a.description}" for a in delegator.agents.agents)
+    listing = "\n".join(f"- {a.name}: {a.description}" for a in agents.agents)
     return Tool(
         name=TOOL_NAME,
         description=(

@@ -18,6 +18,8 @@ from swecli.models.thinking import Thinking
 
 @dataclass(frozen=True)
 class ModelRequest:
+    """Everything one model call sends, in the order the prompt cache sees it."""
+
     system: tuple[SystemBlock, ...]
     messages: tuple[Message, ...]
     tools: tuple[ToolSchema, ...] = ()
@@ -30,12 +32,16 @@ class ModelRequest:
 
 @dataclass(frozen=True)
 class TextDelta:
+    """A piece of the answer's text as it streams in."""
+
     kind: Literal["text_delta"] = field(default="text_delta", init=False, repr=False)
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningDelta:
+    """A piece of the model's reasoning as it streams in (shown apart, never sent back as text)."""
+
     kind: Literal["reasoning_delta"] = field(default="reasoning_delta", init=False, repr=False)
     text: str
 
@@ -59,6 +65,8 @@ class ProviderNote:
 
 @dataclass(frozen=True)
 class ResponseDone:
+    """The whole reply, once the stream ended."""
+
     message: AssistantMessage
     usage: Usage | None
     """None when the server did not report usage (llama.cpp ignores `include_usage`)."""

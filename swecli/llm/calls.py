@@ -21,6 +21,8 @@ from swecli.messages import AssistantMessage, Message, ToolCall
 
 @dataclass
 class PendingCall:
+    """A tool call whose arguments are still streaming in."""
+
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from swecli.config import ConfigError, Settings
-from swecli.llm.transport import is_loopback_url, ssl_context
+from swecli.llm.transport import client_tls, is_loopback_url
 from swecli.models.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
 
 PROBE_TIMEOUT = 0.5
@@ -100,8 +100,8 @@ def ask_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT)
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=timeout,
-                             trust_env=not is_loopback_url(base_url), verify=ssl_context())
+        with httpx.Client(trust_env=not is_loopback_url(base_url), **client_tls(base_url)) as client:
+            response = client.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=timeout)
         if response.status_code != 200:
             return Listing(None)
         data = response.json().get("data")

@@ -57,7 +57,7 @@ _MAX_MESSAGE = 500
 # Anthropic "prompt is too long: 12018 tokens > 8192 maximum", llama-cpp-python "Requested tokens (5000)
 # exceed context window of 4096", llama.cpp's JSON fields n_ctx / n_prompt_tokens, LM Studio "loaded with
 # context length of only 4096 tokens", Mistral "Prompt contains 40000 tokens ... 32768 maximum context length".
-_WINDOW = [re.compile(p, re.IGNORECASE) for p in (
+_WINDOW = [regex(p, re.IGNORECASE) for p in (
     r"maximum context length is (\d[\d,]*)",
     r"(?:tokens|token) > (\d[\d,]*) maximum",
     r"context window of (\d[\d,]*)",
@@ -66,7 +66,7 @@ _WINDOW = [re.compile(p, re.IGNORECASE) for p in (
     r"(\d[\d,]*) maximum context length",
     r"context size \((\d[\d,]*) tokens\)",
 )]
-_REQUESTED = [re.compile(p, re.IGNORECASE) for p in (
+_REQUESTED = [regex(p, re.IGNORECASE) for p in (
     r"you requested (?:about )?(\d[\d,]*)",
     r"(\d[\d,]*) tokens > \d",
     r"requested tokens \((\d[\d,]*)\)",
@@ -74,7 +74,7 @@ _REQUESTED = [re.compile(p, re.IGNORECASE) for p in (
     r"prompt contains (\d[\d,]*) tokens",
     r"your request has (\d[\d,]*) input tokens",
 )]
-_PROMPT_SIZE = [re.compile(r"\((\d[\d,]*) in (?:the messages|your prompt)", re.IGNORECASE), *_REQUESTED[1:]]
+_PROMPT_SIZE = [regex(r"\((\d[\d,]*) in (?:the messages|your prompt)", re.IGNORECASE), *_REQUESTED[1:]]
 """The sizes that count the prompt alone (OpenAI's and llama-cpp-python's "N in the messages", and every
 size above but "you requested", which adds the completion): the server's own count of what swecli sent,
 which calibrates the local count exactly."""
@@ -86,6 +86,8 @@ _OUTAGE = regex(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|te
 
 @dataclass(frozen=True)
 class ErrorInfo:
+    """What a server's error body says, whatever its shape."""
+
     message: str
     code: str = ""
     type: str = ""

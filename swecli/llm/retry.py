@@ -49,6 +49,8 @@ class RetryNotice:
 
 @dataclass
 class RetryPolicy:
+    """How many times, and how long apart, a failed request is tried again."""
+
     max_retries: int = 5
     base_delay: float = 1.0
     max_delay: float = 30.0

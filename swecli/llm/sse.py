@@ -23,6 +23,8 @@ _STRAY_LIMIT = 4_000_000  # a whole non-streamed JSON answer must fit; SSE strea
 
 @dataclass(frozen=True)
 class SSEEvent:
+    """One Server-Sent Event, its data lines joined."""
+
     event: str
     """The `event:` name; "message" when the server sent none (OpenAI never does)."""
     data: str

@@ -98,6 +98,8 @@ class StreamHandler(Protocol):
 
 @dataclass(frozen=True)
 class Endpoint:
+    """Where one request goes, with which headers, and the variable that holds its key (for error messages)."""
+
     provider: str
     key_env: str | None
     url: str
@@ -110,7 +112,50 @@ def make_client(timeout: float, base_url: str = "") -> httpx.Client:
     import httpx
 
     return httpx.Client(timeout=httpx.Timeout(timeout, connect=min(15.0, timeout)), follow_redirects=True,
-                        trust_env=not is_loopback_url(base_url), verify=ssl_context())
+                        trust_env=not is_loopback_url(base_url), **client_tls(base_url))
+
+
+def needs_certificates(base_url: str) -> bool:
+    """Whether a client of this server needs the certificate store before its first request: every server
+    but a plain-http one on this machine (a local model, the scripted server; an empty URL is not known yet,
+    so it counts as needing it)."""
+    return not (base_url.startswith("http://") and is_loopback_url(base_url))
+
+
+def client_tls(base_url: str) -> dict[str, Any]:
+    """`httpx.Client` keyword arguments for TLS. Building the certificate store costs ~250 M instructions
+    (~0.2 s of CPU), which a plain-http server on this machine never uses: its client gets a verifying
+    context that trusts nothing (so that a TLS connection it was not meant to make fails closed) and
+    `https://` mounted on a transport that builds the real store when a redirect first leads there.
+    Loopback clients never use proxies (`trust_env` is off for them), so the mount replaces none."""
+    if needs_certificates(base_url):
+        return {"verify": ssl_context()}
+    import ssl
+
+    return {"verify": ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), "mounts": {"https://": _lazy_https()}}
+
+
+def _lazy_https() -> httpx.BaseTransport:
+    import httpx
+
+    class LazyHTTPS(httpx.BaseTransport):
+        """httpx's own transport with the shared certificate store, built on the first https request."""
+
+        def __init__(self) -> None:
+            self._inner: httpx.HTTPTransport | None = None
+            self._lock = threading.Lock()
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            with self._lock:
+                if self._inner is None:
+                    self._inner = httpx.HTTPTransport(verify=ssl_context())
+            return self._inner.handle_request(request)
+
+        def close(self) -> None:
+            if self._inner is not None:
+                self._inner.close()
+
+    return LazyHTTPS()
 
 
 _SSL_CONTEXTS: list[ssl.SSLContext] = []
@@ -130,15 +175,20 @@ def ssl_context() -> ssl.SSLContext:
         return _SSL_CONTEXTS[0]
 
 
-def prepare_http() -> threading.Thread:
+def prepare_http(base_url: Callable[[], str]) -> threading.Thread:
     """Import httpx and build `ssl_context()` on a thread, beside the session's imports: the provider's
     client needs both before the first request, and OpenSSL reads the certificate bundle (~0.2 s of CPU)
     without holding the GIL. Before, a provider whose window was cached (or set) built them on the main
-    thread, in `make_provider`. An error is left for the client's own call to raise."""
+    thread, in `make_provider`. `base_url` is called once httpx is in (the settings are read meanwhile):
+    a plain-http server on this machine needs no store (`client_tls`). An error is left for the client's
+    own call to raise."""
 
     def prepare() -> None:
         with contextlib.suppress(Exception):
-            ssl_context()
+            import httpx  # noqa: F401  (the import is the point: it holds the GIL while the settings load)
+
+            if needs_certificates(base_url()):
+                ssl_context()
 
     thread = threading.Thread(target=prepare, name="swecli-http", daemon=True)
     thread.start()
@@ -237,6 +287,8 @@ class _Silence:
 
 @dataclass(frozen=True)
 class _Head:
+    """The status line and headers of a response, handed from the worker to the caller."""
+
     status: int
     reason: str
     headers: dict[str, str]
@@ -246,6 +298,8 @@ class _Head:
 
 @dataclass(frozen=True)
 class _Failed:
+    """An error raised in the worker thread, handed to the caller to raise."""
+
     error: Exception
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swecli.config import ServerWindow, Settings
-from swecli.llm.transport import is_loopback_url, ssl_context
+from swecli.llm.transport import client_tls, is_loopback_url
 from swecli.models.presets import PRESETS
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class _Asker:
             return None
         if self._client is None:
             self._client = httpx.Client(trust_env=not is_loopback_url(self.base), follow_redirects=True,
-                                        verify=ssl_context())
+                                        **client_tls(self.base))
         try:
             response = self._client.request(method, url, json=body, headers=self._headers, timeout=left)
         except httpx.HTTPError:  # timed out, refused, reset: the server did not answer this question

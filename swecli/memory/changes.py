@@ -50,6 +50,8 @@ WATCH_MASK = IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | I
 
 @dataclass(frozen=True)
 class Changes:
+    """The files one command changed."""
+
     paths: list[tuple[str, bool]]
     """(root-relative path, still exists), sorted."""
     complete: bool = True
@@ -77,6 +79,19 @@ class _TooLarge(ControlFlow):
     """More directories than inotify may watch: the tracker falls back to scanning."""
 
 
+def _inotify() -> INotify:
+    """An inotify instance. inotify_simple finds libc with `ctypes.util.find_library("c")`, which runs
+    `ldconfig -p` (a child process on every start, on Linux); its module-level `_libc`, when set, is used
+    instead, and this process's own symbols (`CDLL(None)`) are libc's: the same functions, nothing run."""
+    import ctypes
+
+    import inotify_simple
+
+    if getattr(inotify_simple, "_libc", False) is None:  # not yet found (a later version may not have it)
+        inotify_simple._libc = ctypes.CDLL(None, use_errno=True)
+    return inotify_simple.INotify()
+
+
 class InotifyTracker:
     """Watches the tree with inotify; falls back to a `ScanTracker` when inotify cannot be used."""
 
@@ -99,9 +114,7 @@ class InotifyTracker:
 
     def _setup(self) -> None:
         try:
-            from inotify_simple import INotify
-
-            self._inotify = INotify()
+            self._inotify = _inotify()
             with self._lock:
                 self._watch_tree("", IgnoreRules(self.root), record=False)
         except _TooLarge as exc:

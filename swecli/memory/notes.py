@@ -109,6 +109,8 @@ def section_key(heading: str) -> str | None:
 
 @dataclass
 class Section:
+    """One `## heading` of the notes and its lines."""
+
     heading: str
     lines: list[str] = field(default_factory=list)
 
@@ -137,6 +139,8 @@ class Section:
 
 @dataclass
 class NotesDocument:
+    """The session notes file, read into its sections so that each is updated in place."""
+
     preamble: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
 

@@ -22,6 +22,8 @@ CountTokens = Callable[[str], int]
 
 @dataclass(frozen=True)
 class MemoryFile:
+    """A project memory file (AGENTS.md and the like) as it goes into the prompt."""
+
     name: str
     """The file's path relative to the project root, as the model can pass it to read_file."""
     text: str

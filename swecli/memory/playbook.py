@@ -46,6 +46,8 @@ def _now() -> str:
 
 @dataclass
 class Bullet:
+    """One lesson of the playbook and how often it helped or hurt."""
+
     id: str
     section: str
     content: str

@@ -10,6 +10,8 @@ Wire = Literal["openai", "anthropic"]
 
 @dataclass(frozen=True)
 class Preset:
+    """A provider swecli knows by name: its wire format, URL and key variable."""
+
     name: str
     wire: Wire
     base_url: str

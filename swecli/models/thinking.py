@@ -29,6 +29,8 @@ ON_WORDS = frozenset({"on", "true", "yes"})
 
 @dataclass(frozen=True)
 class Thinking:
+    """How much the model may think before answering, in each wire's own terms."""
+
     budget: int = 0
     """Anthropic `budget_tokens`; 0 means off."""
     effort: str = ""

@@ -66,6 +66,8 @@ class Stat(NamedTuple):
 
 @dataclass
 class Index:
+    """The parsed project: every file, and each parsed file's facts and stat (what says it changed)."""
+
     root: Path
     files: list[str]
     """Every visible file (root-relative POSIX paths, sorted), mapped or not."""

@@ -153,6 +153,8 @@ QUERIES = {"python": PYTHON, "javascript": JAVASCRIPT, "typescript": TYPESCRIPT,
 
 @dataclass(frozen=True)
 class LanguageSpec:
+    """A grammar and the file suffixes it parses."""
+
     name: str
     """The grammar's name in tree-sitter-language-pack."""
     suffixes: tuple[str, ...]

@@ -54,6 +54,8 @@ class Symbol(NamedTuple):
 
 @dataclass
 class Facts:
+    """What one parsed file defines, imports and refers to."""
+
     language: str
     lines: int = 0
     imports: list[str] = field(default_factory=list)

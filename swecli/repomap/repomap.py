@@ -56,6 +56,8 @@ def estimate_tokens(text: str) -> int:
 
 @dataclass
 class RepoMap:
+    """The project's map: its index and the graph of which file uses which."""
+
     root: Path
     index: Index
     graph: Graph

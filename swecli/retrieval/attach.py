@@ -31,6 +31,8 @@ class AttachError(SwecliError):
 
 @dataclass(frozen=True)
 class FileText:
+    """A file's text as read for an attachment (cut at the read limit)."""
+
     rel: str
     text: str
     cut: bool = False

@@ -87,6 +87,8 @@ def estimate_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class Evidence:
+    """One reason a file matters to the task, with the lines it points at."""
+
     weight: float
     reason: str
     ranges: tuple[tuple[int, int], ...] = ()
@@ -98,6 +100,8 @@ class Evidence:
 
 @dataclass
 class Candidate:
+    """A file that may be attached, and the evidence for it."""
+
     rel: str
     role: str = "source"
     evidence: list[Evidence] = field(default_factory=list)
@@ -121,6 +125,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Attachment:
+    """What retrieval adds to the task: a whole file or its excerpts, and why."""
+
     kind: Literal["file", "excerpt"]
     """`file`: attached whole (an `@path` mention); `excerpt`: the parts that matter."""
     path: str
@@ -133,6 +139,8 @@ class Attachment:
 
 @dataclass
 class Retrieval:
+    """What retrieval found for one task: attached, listed, and what went wrong."""
+
     attachments: list[Attachment] = field(default_factory=list)
     listed: list[tuple[str, str]] = field(default_factory=list)
     """(path, why) of files below the bar, best first."""

@@ -56,6 +56,8 @@ _SOURCE_SUFFIXES = frozenset({
 
 @dataclass(frozen=True)
 class PathMention:
+    """A path named in the task (a mention, a path, a traceback frame), with lines if given."""
+
     raw: str
     start: int | None = None
     end: int | None = None
@@ -67,6 +69,8 @@ class PathMention:
 
 @dataclass
 class Signals:
+    """What the task's text says about where to look."""
+
     title: str = ""
     text: str = ""
     mentions: list[str] = field(default_factory=list)

@@ -70,6 +70,8 @@ class AppendOnlyFile:
 
 @dataclass
 class JsonlContents:
+    """The records of a JSONL file that could be read, and why the others could not."""
+
     records: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     """One sentence per line that could not be read (a torn last line after a kill, a bad edit)."""

@@ -188,6 +188,8 @@ class Transcript:
 
 @dataclass
 class LoadedSession:
+    """A saved session read back to go on with it (`--resume`, `--continue`)."""
+
     session_id: str
     path: Path
     meta: dict[str, Any]
@@ -284,6 +286,8 @@ def persist_closed_calls(transcript: Transcript, loaded: LoadedSession) -> None:
 
 @dataclass(frozen=True)
 class SessionInfo:
+    """One saved session as a list of them shows it."""
+
     session_id: str
     created: str
     updated: datetime

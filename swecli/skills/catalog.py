@@ -41,6 +41,8 @@ class SkillError(SwecliError):
 
 @dataclass(frozen=True)
 class Skill:
+    """One skill: its SKILL.md and where it was found."""
+
     name: str
     description: str
     path: Path
@@ -66,6 +68,8 @@ class Skill:
 
 @dataclass
 class SkillCatalog:
+    """The skills found for this project, and where they were looked for."""
+
     skills: list[Skill] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     searched: list[tuple[str, Path]] = field(default_factory=list)

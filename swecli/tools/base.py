@@ -35,6 +35,8 @@ class ToolError(SwecliError):
 
 @dataclass
 class ToolContext:
+    """What every tool call may use: the project root, the cancel token, limits and the sandbox."""
+
     root: Path
     cancel: CancelToken = field(default_factory=CancelToken)
     bash_timeout: float = 120.0
@@ -60,6 +62,8 @@ class ToolContext:
 
 @dataclass
 class ToolResult:
+    """What a tool call returns: the text the model sees and what the person is shown."""
+
     content: str
     """What the model sees."""
     is_error: bool = False
@@ -78,6 +82,8 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Tool(Generic[A]):
+    """One tool: its name, its pydantic argument model, the function that runs it, and its facts."""
+
     name: str
     description: str
     args: type[A]

@@ -46,6 +46,8 @@ def describe_any(args: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class ToolFacts:
+    """What the rest of swecli needs to know about a tool, declared beside its code."""
+
     kind: Kind = "other"
     icon: str = "🔧"
     verb: str = ""

@@ -233,6 +233,8 @@ class ReadFileArgs(BaseModel):
 
 @dataclass
 class _Page:
+    """The lines of a file one read_file call shows, and where it stopped."""
+
     lines: list[str] = field(default_factory=list)
     last: int = 0
     total: int = 0

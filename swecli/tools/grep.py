@@ -73,6 +73,8 @@ class GrepArgs(BaseModel):
 
 @dataclass
 class Hit:
+    """One matching line."""
+
     path: str
     line: int
     text: str
@@ -80,6 +82,8 @@ class Hit:
 
 @dataclass
 class Matches:
+    """A search's hits and counts, and which engine found them."""
+
     hits: list[Hit] = field(default_factory=list)
     total: int = 0
     files: int = 0
@@ -172,6 +176,8 @@ _LINE_SENSITIVE = regex(r"\\[AZz]|\(\?<?[=!]")
 
 @dataclass(frozen=True)
 class _PyMatcher:
+    """The Python fallback's compiled patterns (when ripgrep is not installed)."""
+
     line: re.Pattern[str]
     file: re.Pattern[str] | None
     """A whole-file test that never misses a matching line: files that fail it are skipped unread."""

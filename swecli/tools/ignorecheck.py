@@ -38,6 +38,8 @@ EXCLUDE_FILE = (".git", "info", "exclude")
 
 @dataclass
 class RipgrepPlan:
+    """How ripgrep is run so that it opens no ignore file it must not."""
+
     unsafe: list[str] = field(default_factory=list)
     """Ignore files ripgrep must not open, each as `path (what it is)`, paths relative to the project."""
     excludes: list[str] = field(default_factory=list)

@@ -118,6 +118,8 @@ _PASTED = regex(
 
 @dataclass(frozen=True)
 class ImageRef:
+    """An image path found in the person's text."""
+
     raw: str
     """As written (unquoted, unescaped)."""
     mentioned: bool

@@ -89,6 +89,8 @@ def decode_line(raw: bytes, codec: str = "utf-8") -> str:
 
 @dataclass(frozen=True)
 class TextFile:
+    """A text file as read, with what writing it back must keep (encoding, newlines, BOM)."""
+
     text: str
     """The content with `\\n` line breaks when the file uses CRLF throughout, otherwise as stored."""
     encoding: str = "utf-8"

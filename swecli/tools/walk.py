@@ -33,6 +33,8 @@ ALWAYS_SKIP = frozenset({".git", ".hg", ".svn", ".swecli"})
 
 @dataclass(frozen=True)
 class Entry:
+    """One directory entry as the walk found it (symlinks never followed)."""
+
     path: Path
     is_dir: bool
     """A real directory; a symlink to a directory counts as a file (it is never followed)."""

@@ -29,6 +29,8 @@ ANSWERS: dict[str, Literal["yes", "no", "always"]] = {"y": "yes", "n": "no", "a"
 
 @dataclass
 class PendingApproval:
+    """A question waiting for the person, answered from the prompt's thread."""
+
     request: ApprovalRequest
     decision: Decision | None = None
     _done: threading.Event = field(default_factory=threading.Event)
@@ -73,6 +75,8 @@ class ApprovalBridge:
 
 @dataclass
 class Answer:
+    """The person's answer, and whether it also stops the turn."""
+
     decision: Decision
     interrupt: bool = False
     """Esc or Ctrl-C at the prompt: decline and stop the turn."""

@@ -16,6 +16,8 @@ NEAR_MARGIN = 0.10
 
 @dataclass(frozen=True)
 class Meter:
+    """What the context meter under the prompt shows."""
+
     used: int
     """Tokens the next request will carry (system + tools + history)."""
     window: int

@@ -73,6 +73,8 @@ CARRY_OUT = "Carry out the plan above."
 
 @dataclass
 class _Turn:
+    """One task run on its worker thread: its result or error, handed back to the main thread."""
+
     result: TurnFinished | None = None
     error: BaseException | None = None
     started: float = field(default_factory=time.monotonic)
@@ -81,6 +83,8 @@ class _Turn:
 
 @dataclass
 class Repl:
+    """The interactive session: the prompt, the running task and the slash commands."""
+
     root: Path
     settings: Settings
     console: Console = field(default_factory=lambda: Console(highlight=False))

@@ -99,12 +99,47 @@ def test_threads_that_ask_for_the_certificate_store_together_share_one() -> None
     try:
         got: list[object] = []
         askers = [threading.Thread(target=lambda: got.append(transport.ssl_context())) for _ in range(4)]
-        prepared = transport.prepare_http()
+        prepared = transport.prepare_http(lambda: "https://api.example.com/v1")
         for asker in askers:
             asker.start()
         for thread in [prepared, *askers]:
             thread.join(60)
         assert len(got) == 4 and all(context is got[0] for context in got)  # built once, not once per caller
         assert transport.ssl_context() is got[0]
+    finally:
+        transport._SSL_CONTEXTS[:] = saved or transport._SSL_CONTEXTS
+
+
+def test_a_plain_http_server_on_this_machine_costs_no_certificate_store() -> None:
+    """The store is ~0.2 s of CPU that a local model's (or the scripted server's) client never uses; a redirect
+    to https still goes through a verifying transport, which builds the store the first time it is used."""
+    import socket
+    import ssl
+
+    import httpx
+
+    from swecli.llm import transport
+
+    saved = list(transport._SSL_CONTEXTS)
+    transport._SSL_CONTEXTS.clear()
+    try:
+        with ScriptedLLM([Reply("hello")]) as llm:
+            assert [e.message.content for e in collect(provider(llm, "openai")) if isinstance(e, ResponseDone)] \
+                == ["hello"]
+        assert transport._SSL_CONTEXTS == []  # the whole request went out without it
+        options = transport.client_tls("http://127.0.0.1:8080/v1")
+        assert isinstance(options["verify"], ssl.SSLContext)  # plain http's own: verifies, trusts nothing
+        assert options["verify"].verify_mode == ssl.CERT_REQUIRED and options["verify"].check_hostname
+        assert options["verify"].get_ca_certs() == []
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        with httpx.Client(trust_env=False, **options) as client, pytest.raises(httpx.ConnectError):
+            client.get(f"https://127.0.0.1:{port}/")
+        assert len(transport._SSL_CONTEXTS) == 1  # the https request built the shared store first
+        assert transport.needs_certificates("https://api.openai.com/v1")
+        assert transport.needs_certificates("http://vm.example:8080/v1")  # not this machine: proxies, TLS later
+        assert transport.needs_certificates("")  # not known yet
+        assert not transport.needs_certificates("http://localhost:11434/v1")
     finally:
         transport._SSL_CONTEXTS[:] = saved or transport._SSL_CONTEXTS

@@ -76,6 +76,23 @@ def test_a_new_directory_is_followed_even_when_files_appear_before_its_watch(rep
         tracker.close()
 
 
+def test_setting_up_the_watch_runs_no_child_process(repo: Path) -> None:
+    """inotify_simple looks libc up with `ctypes.util.find_library`, i.e. `ldconfig -p` on every start; the
+    tracker hands it this process's libc instead, and still sees a change."""
+    import sys
+
+    code = (
+        "import sys; spawned = []\n"
+        "sys.addaudithook(lambda event, args: spawned.append(str(args[1])) if event == 'subprocess.Popen' else None)\n"
+        "from pathlib import Path; from swecli.memory.changes import InotifyTracker\n"
+        f"tracker = InotifyTracker(Path({str(repo)!r})); tracker.begin('c'); tracker._ready.wait(30)\n"
+        f"Path({str(repo / 'new.txt')!r}).write_text('x')\n"
+        "print(tracker.unavailable or 'watching', tracker.end('c'), spawned)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "watching Changes(paths=[('new.txt', True)], complete=True) []"
+
+
 def test_a_renamed_directory_is_watched_under_its_new_name(repo: Path) -> None:
     tracker = InotifyTracker(repo)
     try:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-from rich.markdown import Markdown
-from rich.syntax import Syntax
 from rich.text import Text
 
 from swecli.errors import SwecliError
@@ -38,6 +36,8 @@ def init(ctx: CommandContext, args: str) -> None:
         ctx.print(Text(f"{result.path.name} is already up to date.", style="dim"))
         return
     if result.existing is not None:
+        from rich.syntax import Syntax  # pygments, not on the REPL's start
+
         ctx.print(Syntax(result.diff, "diff", theme="ansi_dark", background_color="default"))
         if not ctx.confirm(f"Update {result.path.name} with these changes?"):
             ctx.print(Text(f"Left {result.path.name} unchanged.", style="dim"))
@@ -60,6 +60,8 @@ def notes(ctx: CommandContext, args: str) -> None:
         ctx.print(Text("No notes in this session yet.", style="dim"))
     else:
         ctx.print(Text(str(notes_path(ctx.root, sid)), style="dim"))
+        from rich.markdown import Markdown  # markdown-it and pygments: ~0.1 s, not on the REPL's start
+
         ctx.print(Markdown(text))
     if previous is not None:
         ctx.print(Text(f"The previous session's notes: {previous}", style="dim"))

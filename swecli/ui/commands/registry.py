@@ -96,6 +96,8 @@ COMMAND_LINE = re.compile(r"^/([A-Za-z][\w-]*)(?:\s+(.*))?$", re.DOTALL)
 
 @dataclass(frozen=True)
 class Command:
+    """One slash command."""
+
     name: str
     """Without the slash: `mode` is typed `/mode`."""
     help: str
