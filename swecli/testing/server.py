@@ -72,6 +72,9 @@ class Reply:
     """Characters per streamed text fragment; small, to exercise delta assembly."""
     delay: float = 0.0
     """Seconds between streamed events (for interrupt tests)."""
+    hold: threading.Event | None = None
+    """Streamed: pause halfway until this is set (at most a minute), so a test can act while the answer is
+    visibly under way and then let it finish, instead of racing a slow stream."""
     model: str = ""
 
 
@@ -397,10 +400,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        events = _anthropic_events(self.llm, body, reply) if self.llm.wire == "anthropic" else \
-            _openai_events(self.llm, body, reply)
+        events = list(_anthropic_events(self.llm, body, reply) if self.llm.wire == "anthropic" else
+                      _openai_events(self.llm, body, reply))
         try:
             for n, event in enumerate(events):
+                if reply.hold is not None and n == len(events) // 2:
+                    reply.hold.wait(60)
                 if limit is not None and n >= limit:
                     break
                 if garble is not None and n == garble[0]:

@@ -264,7 +264,8 @@ def _identities(shape: list[str]) -> list[tuple[int, int] | None]:
     """(device, inode) of every path a bind or tmpfs in `shape` names, None where there is none."""
     paths = [path for i, arg in enumerate(shape) if arg in _MOUNTS_TWO for path in shape[i + 1:i + 3]]
     paths += [shape[i + 1] for i, arg in enumerate(shape) if arg in _MOUNTS_ONE]
-    return [_identity(path) for path in paths]
+    found = {path: _identity(path) for path in dict.fromkeys(paths)}  # a bind's source is mostly its target
+    return [found[path] for path in paths]
 
 
 def _identity(path: str) -> tuple[int, int] | None:
