@@ -35,6 +35,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 Wire = Literal["openai", "anthropic"]
+SERVE_POLL = 0.01
+"""Seconds between the serving loop's looks at `stop`'s request. socketserver's default, 0.5 s, cost every
+`with ScriptedLLM` nearly half a second in `shutdown` (the wait restarts at each request, and the last one
+was just answered); a look is one `select` call."""
 
 
 @dataclass
@@ -220,7 +224,8 @@ class ScriptedLLM:
         handler = type("Handler", (_Handler,), {"llm": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True, name="scripted-llm").start()
+        threading.Thread(target=self._server.serve_forever, args=(SERVE_POLL,), daemon=True,
+                         name="scripted-llm").start()
         return self
 
     def stop(self) -> None:
