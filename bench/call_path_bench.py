@@ -12,7 +12,9 @@ when a reply comes back and when the next request starts; per call: that gap, th
 answer, as a real one does (what swecli starts while it thinks, the next sandbox, is then off the path).
 `wall - bash` is the gap less `bash -c true` forked alone (the command's own time), the number issue 23's
 target (10 ms) is about; it includes the command's sandbox, which the loop's CPU does not (bwrap's kernel
-work is the child's).
+work is the child's). The request's wall includes the scripted server's own work (it runs in this bench's
+process: a handler thread started, the body parsed, the reply's events written), measured at the server
+(`latency_bench.TimedLLM`) and shown in a column of its own.
 """
 
 from __future__ import annotations
@@ -31,24 +33,26 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from latency_bench import TASK, Tree, command_alone, sample_project  # noqa: E402
+from latency_bench import TASK, TimedLLM, Tree, command_alone, sample_project  # noqa: E402
 
-from swecli.testing.server import Call, Reply, ScriptedLLM, Step  # noqa: E402
+from swecli.testing.server import Call, Reply, Step  # noqa: E402
 
 PROBE = ROOT / "bench" / "call_path_probe.py"
 
 
 def one_run(tree: Tree, project: Path, calls: int, thinking: float,
-            profile: Path | None = None, sections: list[str] | None = None) -> list[tuple[float, float, float, float]]:
+            profile: Path | None = None, sections: list[str] | None = None
+            ) -> list[tuple[float, float, float, float, float]]:
     """(loop CPU, wall) of each gap between a reply with a bash call and the next request, then (loop CPU,
-    wall less the model's thinking) of the request that follows; the first call left out."""
+    wall less the model's thinking, the test server's own work in that wall) of the request that follows;
+    the first call left out."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)
         return Reply(calls=[Call("bash", {"command": "true"})])
 
     steps: list[Step] = [think for _ in range(calls)]
-    with tempfile.NamedTemporaryFile(prefix="probe-", suffix=".jsonl") as log, \
-            ScriptedLLM([*steps, Reply("done")]) as llm:
+    llm = TimedLLM([*steps, Reply("done")])
+    with tempfile.NamedTemporaryFile(prefix="probe-", suffix=".jsonl") as log, llm:
         argv = tree.argv(llm, "-p", TASK, "--mode", "auto")
         argv[1:3] = [str(PROBE)]
         extra = {"PROBE_LOG": log.name, "PROBE_CALLS": str(calls)}
@@ -65,8 +69,10 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
         print(f"  {mark['name']}: {mark['cpu'] / calls * 1000:.2f} ms a call ({mark['n']} runs in all)")
     backs = [m for m in marks if m["what"] == "back"]
     sends = [m for m in marks if m["what"] == "send"]
-    gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking)
-            for b, s, b2 in zip(backs, sends[1:], backs[1:], strict=False)]
+    # the server's work on request k: accepted to arrival, and its answer (after thinking) to the last byte
+    server = [(t - a) + (w - t - thinking) for a, t, w in zip(llm.accepted, llm.times, llm.written, strict=True)]
+    gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking, own)
+            for b, s, b2, own in zip(backs, sends[1:], backs[1:], server[1:], strict=False)]
     return gaps[1:calls]
 
 
@@ -77,6 +83,7 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
     wall: dict[str, list[float]] = {t.label: [] for t in trees}
     req_cpu: dict[str, list[float]] = {t.label: [] for t in trees}
     req_wall: dict[str, list[float]] = {t.label: [] for t in trees}
+    req_server: dict[str, list[float]] = {t.label: [] for t in trees}
     alone: list[float] = []
     for tree in trees:
         one_run(tree, project, 2, 0.0)  # warm the caches
@@ -87,19 +94,21 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
             wall[tree.label].append(statistics.median(g[1] for g in gaps))
             req_cpu[tree.label].append(statistics.median(g[2] for g in gaps))
             req_wall[tree.label].append(statistics.median(g[3] for g in gaps))
+            req_server[tree.label].append(statistics.median(g[4] for g in gaps))
             alone.append(command_alone(project))
         print(f"run {run + 1}/{runs} done", file=sys.stderr)
     bash = statistics.median(alone)
     print(f"per tool call ({calls} bash `true` calls a run, model answers after {thinking} s; medians of {runs} "
           f"runs of per-run medians; `bash -c true` alone {bash * 1000:.1f} ms)\n")
     print("| build | loop CPU, reply to request | wall, reply to request | wall - bash | the request: loop CPU "
-          "| the request: wall less thinking |")
-    print("|---|---|---|---|---|---|")
+          "| the request: wall less thinking | of which the test server's own work |")
+    print("|---|---|---|---|---|---|---|")
     for tree in trees:
         c, w = statistics.median(cpu[tree.label]), statistics.median(wall[tree.label])
         rc, rw = statistics.median(req_cpu[tree.label]), statistics.median(req_wall[tree.label])
+        rs = statistics.median(req_server[tree.label])
         print(f"| {tree.label} | {c * 1000:.1f} ms | {w * 1000:.1f} ms | {(w - bash) * 1000:.1f} ms | "
-              f"{rc * 1000:.1f} ms | {rw * 1000:.1f} ms |")
+              f"{rc * 1000:.1f} ms | {rw * 1000:.1f} ms | {rs * 1000:.1f} ms |")
 
 
 SECTIONS = [

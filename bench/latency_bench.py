@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import itertools
 import json
 import os
 import shutil
@@ -42,14 +43,18 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http.server import ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from swecli.testing import server  # noqa: E402
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step  # noqa: E402
 
 TASK = "fix the greeting typo in greet"
@@ -143,9 +148,10 @@ def version_time(tree: Tree) -> dict[str, float]:
     return {"version": wall, "version_cpu": usage.ru_utime + usage.ru_stime}
 
 
-def headless(tree: Tree, project: Path, steps: list[Step], *extra: str) -> tuple[float, ScriptedLLM, float]:
+def headless(tree: Tree, project: Path, steps: list[Step], *extra: str,
+             llm_class: type[ScriptedLLM] = ScriptedLLM) -> tuple[float, ScriptedLLM, float]:
     """(seconds to the first request, the server, seconds to exit) of one `-p` run."""
-    with ScriptedLLM(list(steps)) as llm:
+    with llm_class(list(steps)) as llm:
         start = time.monotonic()
         done = subprocess.run(tree.argv(llm, "-p", TASK, *extra), cwd=project, env=tree.env(), text=True,
                               capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
@@ -223,18 +229,77 @@ THINKING = 0.5
 """Seconds the `calls_thinking` model takes to answer each request."""
 
 
-def tool_calls(tree: Tree, project: Path, thinking: float = 0.0) -> tuple[float, float]:
-    """(first-bash-call overhead, median per-call overhead) in seconds, the model's own `thinking` left out."""
+class _TimedHTTPServer(ThreadingHTTPServer):
+    """Notes when each connection was accepted (before its handler thread is started)."""
+
+    accepted: dict[object, float]
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.accepted[request] = time.monotonic()
+        super().process_request(request, client_address)
+
+
+class _TimedHandler(server._Handler):
+    def do_POST(self) -> None:
+        accepted = self.server.accepted.pop(self.request, 0.0)  # type: ignore[attr-defined]
+        before = len(self.llm.times)
+        super().do_POST()
+        if len(self.llm.times) > before:  # a chat request (not a metadata one): its reply is written
+            self.llm.accepted.append(accepted)  # type: ignore[attr-defined]
+            self.llm.written.append(time.monotonic())  # type: ignore[attr-defined]
+
+
+class TimedLLM(ScriptedLLM):
+    """The scripted server, also noting for each chat request when its connection was accepted and when the
+    reply's last byte was written: what lies between is the test server's own work (a handler thread
+    started, the headers and JSON body parsed, the reply's events built and written), not swecli's."""
+
+    def __init__(self, steps: list[Step] | None = None) -> None:
+        super().__init__(steps)
+        self.accepted: list[float] = []
+        self.written: list[float] = []
+
+    def start(self) -> TimedLLM:
+        handler = type("Handler", (_TimedHandler,), {"llm": self})
+        httpd = _TimedHTTPServer(("127.0.0.1", 0), handler)
+        httpd.accepted = {}
+        httpd.daemon_threads = True
+        self._server = httpd
+        threading.Thread(target=httpd.serve_forever, daemon=True, name="scripted-llm").start()
+        return self
+
+
+@dataclass
+class CallOverhead:
+    """Seconds, the model's own thinking left out, `bash -c true` alone too."""
+
+    first: float
+    """The first bash call's gap beyond the median of the later ones."""
+    per_call: float
+    """Median gap between two requests' arrivals at the server (the row's definition since it began)."""
+    swecli: float
+    """Median gap from the reply's last byte written to the next connection accepted: `per_call` without
+    the test server's own work (swecli reads the reply, runs the call, builds and sends the request)."""
+    server: float
+    """Median of the test server's own work per gap (accept to arrival, and answer to last byte written)."""
+
+
+def tool_calls(tree: Tree, project: Path, thinking: float = 0.0) -> CallOverhead:
+    """The overhead of a light bash call, the model's own `thinking` left out."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)  # before the first byte, as a model reading its prompt
         return Reply(calls=[Call("bash", {"command": "true"})])
 
     steps: list[Step] = [think for _ in range(BASH_CALLS)]
-    _, llm, _ = headless(tree, project, [*steps, Reply("done")], "--mode", "auto")
-    gaps = [b - a - thinking for a, b in zip(llm.times, llm.times[1:], strict=False)][:BASH_CALLS]
+    _, llm, _ = headless(tree, project, [*steps, Reply("done")], "--mode", "auto", llm_class=TimedLLM)
+    assert isinstance(llm, TimedLLM)
+    times, accepted, written = llm.times, llm.accepted, llm.written
+    gaps = [b - a - thinking for a, b in itertools.pairwise(times)][:BASH_CALLS]
+    own = [accepted[i + 1] - written[i] for i in range(len(gaps))]
     alone = command_alone(project)
     per_call = statistics.median(gaps[1:]) - alone
-    return gaps[0] - alone - per_call, per_call
+    return CallOverhead(gaps[0] - alone - per_call, per_call, statistics.median(own[1:]) - alone,
+                        statistics.median(g - o for g, o in zip(gaps[1:], own[1:], strict=True)))
 
 
 # --- the table -----------------------------------------------------------------------------------
@@ -283,8 +348,15 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
         ("first100", "first-bash-call overhead, 100 files"),
         ("call100", "per-tool-call overhead, 100 files"),
         ("call100t", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s"),
+        ("call100_own", "per-tool-call overhead, 100 files, less the test server's own work"),
+        ("call100t_own", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s, less the "
+                         "test server's own work"),
+        ("call100_server", "the test server's own work per call (in the bench's process)"),
+        ("call100t_server", f"the test server's own work per call, a model that answers in {THINKING} s"),
         ("first2k", "first-bash-call overhead, ~2,000 files"),
         ("call2k", "per-tool-call overhead, ~2,000 files"),
+        ("call2k_own", "per-tool-call overhead, ~2,000 files, less the test server's own work"),
+        ("call2k_server", "the test server's own work per call, ~2,000 files"),
     ]}
     for tree in trees:
         compile_tree(tree)
@@ -306,14 +378,20 @@ def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
         "version": lambda: version_time(tree),
         "p": lambda: first_request_p(tree, small),
         "repl": lambda: {"repl": first_request_repl(tree, small)},
-        "calls": lambda: dict(zip(("first100", "call100"), tool_calls(tree, hundred), strict=True)),
-        "calls_thinking": lambda: {"call100t": tool_calls(tree, hundred, THINKING)[1]},
+        "calls": lambda: _call_rows("100", tool_calls(tree, hundred)),
+        "calls_thinking": lambda: _call_rows("100t", tool_calls(tree, hundred, THINKING)),
     }
     if big is not None:
         steps["cold"] = lambda: dict(zip(("cold", "warm"), cold_warm(tree, big, base), strict=True))
-        steps["calls2k"] = lambda: dict(zip(("first2k", "call2k"), tool_calls(tree, _settled(tree, big, base)),
-                                            strict=True))
+        steps["calls2k"] = lambda: _call_rows("2k", tool_calls(tree, _settled(tree, big, base)))
     return steps
+
+
+def _call_rows(suffix: str, found: CallOverhead) -> dict[str, float]:
+    rows = {f"call{suffix}": found.per_call, f"call{suffix}_own": found.swecli, f"call{suffix}_server": found.server}
+    if not suffix.endswith("t"):
+        rows[f"first{suffix}"] = found.first
+    return rows
 
 
 def _settled(tree: Tree, source: Path, base: Path) -> Path:

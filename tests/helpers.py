@@ -9,9 +9,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 
@@ -91,12 +93,15 @@ def alive(pid: int) -> bool:
     return not (status.exists() and "\nState:\tZ" in status.read_text())
 
 
-def swecli_in_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    """`swecli ARGV` run in this process (its stdin /dev/null, its stdout and stderr captured, its exit
-    status from `SystemExit`), for tests of what `-p` does and says rather than of the process itself:
-    a `swecli` process costs its interpreter's start, the imports and the vocabulary, seconds on a loaded
-    machine. The environment and working directory are the run's own and restored after. Tests of piped
-    stdin, signals, start-up and the process boundary keep starting a real process."""
+def swecli_in_process(argv: list[str], cwd: Path, env: Mapping[str, str],
+                      stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`swecli ARGV` run in this process (its stdin /dev/null, or with `stdin` a pipe that text is written
+    into, as `echo text | swecli ...`; its stdout and stderr captured; its exit status from `SystemExit`),
+    for tests of what `-p` does and says rather than of the process itself: a `swecli` process costs its
+    interpreter's start, the imports and the vocabulary, seconds on a loaded machine. The environment and
+    working directory are the run's own and restored after. Tests of signals, start-up, what is imported,
+    and the process boundary (exit status, stdout and stderr as a shell sees them) keep starting a real
+    process."""
     from swecli.cli import run_app
 
     saved_env, saved_cwd, saved_streams = dict(os.environ), os.getcwd(), (sys.stdin, sys.stdout, sys.stderr)
@@ -104,8 +109,8 @@ def swecli_in_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> sub
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    with open(os.devnull) as devnull:
-        sys.stdin, sys.stdout, sys.stderr = devnull, out, err
+    with _stdin(stdin) as source:
+        sys.stdin, sys.stdout, sys.stderr = source, out, err
         try:
             run_app(argv)
         except SystemExit as exc:
@@ -116,6 +121,27 @@ def swecli_in_process(argv: list[str], cwd: Path, env: Mapping[str, str]) -> sub
             os.environ.clear()
             os.environ.update(saved_env)
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+
+
+@contextmanager
+def _stdin(text: str | None) -> Iterator[TextIO]:
+    """/dev/null, or the read end of a pipe that a thread writes `text` into and then closes (a pipe holds
+    64 KiB: the writer must not be the reader)."""
+    if text is None:
+        with open(os.devnull) as devnull:
+            yield devnull
+        return
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with suppress(BrokenPipeError), open(write_end, "wb") as sink:  # closing may find the reader gone too
+            sink.write(text.encode())
+
+    writer = threading.Thread(target=write, name="test-stdin", daemon=True)
+    writer.start()
+    with open(read_end) as source:
+        yield source
+    writer.join(timeout=60)
 
 
 needs_sandbox = pytest.mark.skipif(

@@ -134,18 +134,19 @@ FAULTS = [
     Fault("html-proxy-page-200", lambda w: [Fail.html_page(200), Reply("done")],
           r'is unavailable: a proxy answered with an error page \("502 Bad Gateway"\) instead of a response; '
           r"retrying in"),
-    # How many 1 s silences fit a 4 s deadline depends on the backoff's jitter and the machine's load: 2 or 3.
+    # How many 0.5 s silences fit a 3 s deadline depends on the backoff's jitter and the machine's load: 2 or 3
+    # (the second attempt ends by ~1.5 s: 1.5 s left for a loaded machine).
     Fault("never-answers", lambda w: [Silent(30), Silent(30), Silent(30)],
-          r"waiting for \S+: no reply for [\d.]+s \(swecli waits up to 1\.0s of silence, request_timeout\)"
+          r"waiting for \S+: no reply for [\d.]+s \(swecli waits up to 0\.5s of silence, request_timeout\)"
           r"(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying"
           # The deadline ends it either between attempts ("another would pass ...") or during one ("no answer ...").
-          r"(.|\n)*^error: (?=.*the 4\.0s limit set by request_deadline; raise it if the server needs longer)"
+          r"(.|\n)*^error: (?=.*the 3\.0s limit set by request_deadline; raise it if the server needs longer)"
           r"(?=.*gave up after [23] attempts).*$",
           exit_code=1, requests=frozenset({2, 3}), strict=False,
-          env={"SWECLI_REQUEST_TIMEOUT": "1", "SWECLI_REQUEST_DEADLINE": "4", "SWECLI_RETRY_BASE_DELAY": "1"}),
+          env={"SWECLI_REQUEST_TIMEOUT": "0.5", "SWECLI_REQUEST_DEADLINE": "3", "SWECLI_RETRY_BASE_DELAY": "0.5"}),
     Fault("headers-then-silence", lambda w: [Silent(30, headers=True), Reply("done")],
           r"waiting for \S+: no reply for(.|\n)*sent nothing for [\d.]+s, the limit set by request_timeout; retrying",
-          env={"SWECLI_REQUEST_TIMEOUT": "1"}),
+          env={"SWECLI_REQUEST_TIMEOUT": "0.5"}),
     Fault("reset-after-text", lambda w: [Drop(Reply("a partial answer that gets cut"), after=4, reset=True),
                                          Reply("done")],
           r"connection to \S+ at \S+ failed: .*; retrying in"),
@@ -212,9 +213,10 @@ def run_swecli(project: Path, llm: ScriptedLLM, wire: Wire, *args: str, extra_en
                           capture_output=True, timeout=180, stdin=subprocess.DEVNULL)
 
 
-IN_A_PROCESS = {"server-error-every-time", "unauthorized-401", "rate-limit-429"}
-"""Faults run through a real `swecli` process: a failure's exit status and single `error:` line, and a
-retry, as the shell sees them. The others run in the test's process (the same code, without the start)."""
+IN_A_PROCESS = {("server-error-every-time", "openai"), ("unauthorized-401", "anthropic"), ("rate-limit-429", "openai")}
+"""Faults run through a real `swecli` process, each on one wire (what the process adds, the exit status and
+stderr apart from stdout as the shell sees them, is the same on both): a failure's exit status and single
+`error:` line, and a retry. The others run in the test's process (the same code, without the start)."""
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -222,7 +224,7 @@ retry, as the shell sees them. The others run in the test's process (the same co
 def test_fault(project: Path, fault: Fault, wire: Wire) -> None:
     with ScriptedLLM(fault.steps(wire), wire=wire, strict=fault.strict) as llm:
         out = run_swecli(project, llm, wire, "-p", "write notes.txt, then say done", "--mode", "auto",
-                         extra_env=fault.env, process=fault.id in IN_A_PROCESS)
+                         extra_env=fault.env, process=(fault.id, wire) in IN_A_PROCESS)
         requests = len(llm.requests)
     assert "Traceback" not in out.stderr + out.stdout
     assert out.returncode == fault.exit_code, out.stderr
@@ -288,8 +290,8 @@ def test_sigkill_mid_turn_then_continue_loses_nothing(project: Path, wire: Wire)
     written = [json.loads(line) for line in before[transcript].splitlines()]
     assert any("hello" in json.dumps(r) for r in written)  # the tool result was written before the kill
 
-    with ScriptedLLM([Reply("Picked up where we left off.")], wire=wire) as llm:
-        out = run_swecli(project, llm, wire, "--continue", "-p", "go on", "--mode", "auto", process=True)
+    with ScriptedLLM([Reply("Picked up where we left off.")], wire=wire) as llm:  # resumed in this process
+        out = run_swecli(project, llm, wire, "--continue", "-p", "go on", "--mode", "auto")
     assert out.returncode == 0, out.stderr
     for path, old in before.items():
         assert path.read_bytes().startswith(old)  # nothing written was lost or rewritten

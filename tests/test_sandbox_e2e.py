@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from swecli.config import SandboxConfig, Settings
 from swecli.events import Event, Notice, ToolFinished
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from swecli.tools.sandbox import MISSING, unavailable_reason
-from tests.helpers import needs_sandbox, scripted_settings, tool_results
+from tests.helpers import needs_sandbox, scripted_settings, swecli_in_process, tool_results
 
 REASON = unavailable_reason()
 needs_bwrap = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -87,14 +86,14 @@ def test_plan_mode_runs_commands_that_cannot_write(project: Path) -> None:
 
 def run_swecli(project: Path, llm: ScriptedLLM, *args: str, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
+    """`swecli -p` in this process (`tests.helpers.swecli_in_process`): what it runs, refuses and says; the
+    sandbox's bwrap and bash are processes all the same."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_") and not k.endswith("_API_KEY")}
     provider = ["--provider", "anthropic"] if llm.wire == "anthropic" else ["--provider", "openai-compatible"]
     if llm.wire == "anthropic":
         base["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
-    return subprocess.run(
-        [sys.executable, "-m", "swecli", *provider, "--base-url", llm.base_url, "--model", "scripted-model", *args],
-        cwd=project, env={**base, **(env or {})}, text=True, capture_output=True, timeout=120,
-        stdin=subprocess.DEVNULL)
+    return swecli_in_process([*provider, "--base-url", llm.base_url, "--model", "scripted-model", *args], project,
+                             {**base, **(env or {})})
 
 
 @needs_sandbox

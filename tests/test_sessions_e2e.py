@@ -32,12 +32,6 @@ def env() -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, "MY_SERVICE_API_KEY": SECRET}
 
 
-def run(project: Path, llm: ScriptedLLM, *args: str) -> subprocess.CompletedProcess[str]:
-    """A real `swecli` process: for what the process itself does (the secret it was given, its records)."""
-    return subprocess.run(swecli_cmd(llm, *args), cwd=project, env=env(), text=True, capture_output=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-
-
 def run_in(project: Path, *args: str, llm: ScriptedLLM | None = None) -> subprocess.CompletedProcess[str]:
     """`swecli ARGS` (after the scripted server's flags, with `llm`) in this process
     (`tests.helpers.swecli_in_process`): for what a command does and says, not for the process."""
@@ -54,7 +48,7 @@ def test_session_files_and_no_secret_leak(project: Path) -> None:
     (project / "config.py").write_text(f'API_KEY = "{SECRET}"\n')
     steps = [Reply(calls=[Call("read_file", {"path": "config.py"})]), Reply(f"The key is {SECRET}.")]
     with ScriptedLLM(steps) as llm:
-        out = run(project, llm, "-p", f"what is the key? it should be {SECRET}", "--output-format", "json")
+        out = run_in(project, "-p", f"what is the key? it should be {SECRET}", "--output-format", "json", llm=llm)
     assert out.returncode == 0, out.stderr
     session_id = json.loads(out.stdout)["session_id"]
     assert session_id
@@ -88,8 +82,8 @@ def test_sigkill_mid_task_then_continue(project: Path) -> None:
     records = [json.loads(line) for line in log_file.read_text().splitlines()]  # every line parses
     assert [r["event"] for r in records].count("llm_call") == 2
 
-    with ScriptedLLM([Reply("Picked up where we left off.")]) as llm:
-        out = run(project, llm, "--continue", "-p", "go on", "--mode", "auto")
+    with ScriptedLLM([Reply("Picked up where we left off.")]) as llm:  # resumed in this process
+        out = run_in(project, "--continue", "-p", "go on", "--mode", "auto", llm=llm)
     assert out.returncode == 0, out.stderr
     messages = llm.requests[0]["messages"]
     roles = [m["role"] for m in messages]

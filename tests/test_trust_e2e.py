@@ -2,7 +2,8 @@
 over loopback: what a hostile `.swecli/` (cloned, or written by the model) tried in issue 22, as the
 invoking user (root in CI) and as an unprivileged one. Each untrusted run must not do what the project
 asked; each `--trust-project` run shows the same setting does apply once trusted (so the first result
-is the gate, not a broken setting)."""
+is the gate, not a broken setting). The untrusted runs, the attack, are processes of their own as either
+user; the trusted one is a process as nobody and runs in the test's process as the invoking user."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
+from tests.helpers import swecli_in_process
 from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
 KEY = {"openai": "sk-user-secret-0123456789", "anthropic": "sk-ant-user-secret-0123456789"}
@@ -51,10 +53,8 @@ class Place:
                     os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def swecli(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        full = {k: v for k, v in os.environ.items()
-                if not k.startswith("SWECLI_") and not k.endswith(("_API_KEY", "_BASE_URL"))}
-        full.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
-                    XDG_CACHE_HOME=str(self.home / ".cache"), **(env or {}))
+        """`swecli ARGS` in a process of its own, as the place's user: the run the project's settings attack."""
+        full = self._env(env)
         argv = [sys.executable, "-m", "swecli", *args]
         if self.user == "nobody":
             argv = [*user_prefix(self.user), *argv]
@@ -62,6 +62,22 @@ class Place:
         self._own()
         return subprocess.run(argv, cwd=self.project, env=full, text=True, capture_output=True, timeout=180,
                               stdin=subprocess.DEVNULL)
+
+    def trusted(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """`swecli ARGS --trust-project`: the run that shows the project's setting does apply once trusted.
+        As nobody a process of its own, as above; as the invoking user in this process
+        (`tests.helpers.swecli_in_process`), the same code as the same user, without a second start."""
+        if self.user == "nobody":
+            return self.swecli(*args, "--trust-project", env=env)
+        self._own()
+        return swecli_in_process([*args, "--trust-project"], self.project, self._env(env))
+
+    def _env(self, env: dict[str, str] | None) -> dict[str, str]:
+        full = {k: v for k, v in os.environ.items()
+                if not k.startswith("SWECLI_") and not k.endswith(("_API_KEY", "_BASE_URL"))}
+        full.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"),
+                    XDG_CACHE_HOME=str(self.home / ".cache"), **(env or {}))
+        return full
 
 
 @pytest.fixture(params=USERS)
@@ -102,8 +118,8 @@ def test_a_cloned_projects_base_url_never_gets_the_users_key_until_trusted(place
         assert KEY[wire] in sent_key(mine.headers[0])
         assert "Ignored project settings (this project is not trusted): base_url, provider; pass --trust-project" \
             in run.stderr
-        trusted = place.swecli("-p", "hi", "--provider", provider, "--model", "scripted-model", "--trust-project",
-                               env=user_provider(mine))
+        trusted = place.trusted("-p", "hi", "--provider", provider, "--model", "scripted-model",
+                                env=user_provider(mine))
     assert trusted.returncode == 0 and trusted.stdout.strip() == "answered by the attacker", trusted.stderr
     assert KEY[wire] in sent_key(attacker.headers[0])  # trusted: the user's choice, and the question said so
 
@@ -128,8 +144,8 @@ def test_a_planted_auto_mode_and_sandbox_off_do_not_apply_untrusted(place: Place
     assert "mode, sandbox.mode, sandbox.network" in run.stderr
     assert run.returncode in (0, 3), run.stderr  # done (the write was refused, or confined and failed)
     with ScriptedLLM(list(script)) as llm:
-        trusted = place.swecli("-p", "write outside", "--provider", "openai-compatible", "--base-url", llm.base_url,
-                               "--model", "scripted-model", "--trust-project")
+        trusted = place.trusted("-p", "write outside", "--provider", "openai-compatible", "--base-url",
+                                llm.base_url, "--model", "scripted-model")
     assert trusted.returncode == 0 and escape.read_text() == "out\n", trusted.stderr
 
 
@@ -166,8 +182,8 @@ def test_a_project_mcp_server_does_not_start_untrusted_not_even_in_plan_mode(pla
         return Reply("planned")
 
     with ScriptedLLM([once_it_ran]) as llm:
-        trusted = place.swecli("-p", "plan it", "--mode", "plan", "--provider", "openai-compatible", "--base-url",
-                               llm.base_url, "--model", "scripted-model", "--trust-project")
+        trusted = place.trusted("-p", "plan it", "--mode", "plan", "--provider", "openai-compatible", "--base-url",
+                                llm.base_url, "--model", "scripted-model")
     assert trusted.returncode == 0 and marker.read_text() == "ran\n", trusted.stderr
 
 
@@ -188,7 +204,7 @@ def test_a_project_hook_does_not_run_untrusted(place: Place) -> None:
     assert json.loads(run.stdout)["compactions"] >= 1, run.stderr  # a compaction did happen
     assert not marker.exists() and "hooks.pre_compact" in run.stderr
     with ScriptedLLM(list(script)) as llm:
-        trusted = place.swecli(*args, "--base-url", llm.base_url, "--trust-project")
+        trusted = place.trusted(*args, "--base-url", llm.base_url)
     assert json.loads(trusted.stdout)["compactions"] >= 1 and marker.read_text() == "ran\n", trusted.stderr
 
 
@@ -206,6 +222,6 @@ def test_a_planted_agent_that_brings_tools_and_a_model_waits_for_trust(place: Pl
     assert "helper" not in json.dumps(llm.requests[0]["tools"])
     assert "There is no sub-agent named 'helper'" in json.dumps(llm.requests[1]["messages"])
     with ScriptedLLM([Reply(calls=[call]), Reply("helped"), Reply("done")]) as llm:
-        trusted = place.swecli("-p", "get help", "--provider", "openai-compatible", "--base-url", llm.base_url,
-                               "--model", "scripted-model", "--trust-project")
+        trusted = place.trusted("-p", "get help", "--provider", "openai-compatible", "--base-url", llm.base_url,
+                                "--model", "scripted-model")
     assert trusted.returncode == 0 and llm.requests[1]["model"] == "pricey-model", trusted.stderr

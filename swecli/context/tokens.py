@@ -282,24 +282,34 @@ def prefetch(name: str, start: threading.Event | None = None, delay: float = 0.0
     Building the encoding holds the GIL for a quarter of a second or more (tiktoken's Rust constructor),
     and a process cannot exit while it runs. So `-p` sets `start` while a request is in flight and clears it
     when the answer is in: the load runs while the model thinks, never in front of a request, and a run
-    whose model answered at once is not held at exit by a load it never needed."""
+    whose model answered at once is not held at exit by a load it never needed.
+
+    A later call for a prefetch still waiting hands it the new `start`: the REPL's `/clear` or `/resume`
+    before the first request opens a session whose events set a new signal, and the old one is never set
+    again (a waiting load would otherwise wait for good, and every count of the process stay an estimate)."""
     with _prefetch_lock:
+        _starts[name] = start
         if name in _loaded or name in _prefetches:
             return
-        thread = threading.Thread(target=_load_when, args=(name, start, delay), name=f"swecli-tokenizer-{name}",
+        thread = threading.Thread(target=_load_when, args=(name, delay), name=f"swecli-tokenizer-{name}",
                                   daemon=True)
         _prefetches[name] = thread
     thread.start()
 
 
+_starts: dict[str, threading.Event | None] = {}
+"""The signal each prefetch waits for: the latest `prefetch` call's."""
 _needed_now = threading.Event()
 """Set by `wait_loaded`: a prefetch still waiting for its start signal loads at once."""
 _POLL = 0.02
 
 
-def _load_when(name: str, start: threading.Event | None, delay: float) -> None:
-    while start is not None and not _needed_now.is_set():
-        if start.wait(_POLL) and not _needed_now.wait(delay) and start.is_set():
+def _load_when(name: str, delay: float) -> None:
+    while not _needed_now.is_set():
+        start = _starts.get(name)
+        if start is None:
+            break
+        if start.wait(_POLL) and not _needed_now.wait(delay) and start.is_set() and _starts.get(name) is start:
             break
     for candidate in _candidates(name):
         if load_encoding(candidate) is not None:

@@ -35,9 +35,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 Wire = Literal["openai", "anthropic"]
-
-POLL_INTERVAL = 0.02
-"""Seconds between the serving loop's looks at a stop request (an idle server wakes 50 times a second)."""
+SERVE_POLL = 0.01
+"""Seconds between the serving loop's looks at `stop`'s request. socketserver's default, 0.5 s, cost every
+`with ScriptedLLM` nearly half a second in `shutdown` (the wait restarts at each request, and the last one
+was just answered); a look is one `select` call."""
 
 
 @dataclass
@@ -71,6 +72,9 @@ class Reply:
     """Characters per streamed text fragment; small, to exercise delta assembly."""
     delay: float = 0.0
     """Seconds between streamed events (for interrupt tests)."""
+    hold: threading.Event | None = None
+    """Streamed: pause halfway until this is set (at most a minute), so a test can act while the answer is
+    visibly under way and then let it finish, instead of racing a slow stream."""
     model: str = ""
 
 
@@ -220,9 +224,7 @@ class ScriptedLLM:
         handler = type("Handler", (_Handler,), {"llm": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        # A short poll: `stop()` (socketserver's `shutdown`) waits for the serving loop to look at its flag,
-        # which it does once per poll; the default 0.5 s cost every test that stops a server ~0.5 s of wall.
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": POLL_INTERVAL}, daemon=True,
+        threading.Thread(target=self._server.serve_forever, args=(SERVE_POLL,), daemon=True,
                          name="scripted-llm").start()
         return self
 
@@ -398,10 +400,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
-        events = _anthropic_events(self.llm, body, reply) if self.llm.wire == "anthropic" else \
-            _openai_events(self.llm, body, reply)
+        events = list(_anthropic_events(self.llm, body, reply) if self.llm.wire == "anthropic" else
+                      _openai_events(self.llm, body, reply))
         try:
             for n, event in enumerate(events):
+                if reply.hold is not None and n == len(events) // 2:
+                    reply.hold.wait(60)
                 if limit is not None and n >= limit:
                     break
                 if garble is not None and n == garble[0]:

@@ -190,6 +190,7 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
         if outcome.stopped:
             _kill_group(stream)
     finally:
+        stream.close()
         proc.stdout.close()
         if proc.poll() is None:  # only if something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
@@ -206,6 +207,10 @@ class _Stream:
     notify: Callable[[bytes], None] | None = None
     """Sees each chunk as it arrives (the live view of a running command)."""
     eof: bool = False
+    exited: int = -1
+    """Once the output has ended: a descriptor (Linux's pidfd) that becomes readable when the shell exits,
+    so its exit is seen as it happens rather than at the next step of `Popen.wait`'s sleep-and-poll loop
+    (1, 2, 4 ms...: the sandbox's bwrap often exits just after the output ends)."""
 
     @property
     def finished(self) -> bool:
@@ -215,8 +220,7 @@ class _Stream:
     def wait(self, seconds: float) -> None:
         """Read whatever output arrives within `seconds` (or just wait for the exit once output ended)."""
         if self.eof:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(seconds)
+            self._wait_exit(seconds)
             return
         ready, _, _ = select.select([self.fd], [], [], seconds)
         if ready:
@@ -225,6 +229,32 @@ class _Stream:
             self.out.write(data)
             if data and self.notify is not None:
                 self.notify(data)
+
+    def _wait_exit(self, seconds: float) -> None:
+        if self.exited < 0 and self.proc.returncode is None:  # not reaped: the pid is still this child's
+            self.exited = _exit_descriptor(self.proc.pid)
+        if self.exited >= 0:
+            select.select([self.exited], [], [], seconds)
+            self.proc.poll()
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(seconds)
+
+    def close(self) -> None:
+        if self.exited >= 0:
+            os.close(self.exited)
+            self.exited = -1
+
+
+def _exit_descriptor(pid: int) -> int:
+    """A pidfd for `pid`, or -1 where there is none (not Linux, a kernel before 5.3): then `Popen.wait` polls."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return -1
+    try:
+        return int(opener(pid))
+    except OSError:
+        return -1
 
 
 def _live_listener(on_output: Callable[[str], None] | None) -> Callable[[bytes], None] | None:

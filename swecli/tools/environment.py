@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -118,7 +119,15 @@ class CommandEnvironment:
     def build(self, env: Mapping[str, str]) -> dict[str, str]:
         """The variables of `env` a command gets (the same environment is judged once: the value checks
         cost a few milliseconds, and every bash call asks)."""
+        raw = getattr(env, "_data", None) if env is os.environ else None
+        if isinstance(raw, dict):  # os.environ holds bytes: its items() decodes every name and value, each call
+            return dict(self._build_raw(tuple(raw.items())))
         return dict(self._build(tuple(env.items())))
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (as _build)
+    def _build_raw(self, raw: tuple[tuple[bytes, bytes], ...]) -> tuple[tuple[str, str], ...]:
+        """`_build` of the process's environment as `os.environ` keeps it (decoded as it decodes it)."""
+        return self._build(tuple((os.fsdecode(name), os.fsdecode(value)) for name, value in raw))
 
     @functools.lru_cache(maxsize=4)  # noqa: B019 (a frozen, hashable settings object: a handful per process)
     def _build(self, items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:

@@ -250,6 +250,8 @@ def hook_paths(git_dir: Path, work_tree: Path) -> tuple[list[Path], list[Path]]:
         elif (name == "include.path" or (name.startswith("includeif.") and name.endswith(".path"))) and value:
             files.append(_under(git_dir, value))
     files += _manager_settings(hooks, work_tree)
+    if not dirs and not files:  # git's defaults, no hook manager: nothing to resolve (every layout asks)
+        return [], []
     inside = work_tree.resolve()
     return ([d for d in dirs if d.resolve().is_relative_to(inside)],
             [f for f in files if f.resolve().is_relative_to(inside)])
@@ -263,8 +265,9 @@ def _under(base: Path, value: str) -> Path:
 def _manager_settings(hooks: Path, work_tree: Path) -> list[Path]:
     try:
         # the name first: git's 14 .sample hooks are never read, so they need no stat (every layout asks)
-        texts = [_text(p, 4096, head=True) for p in hooks.iterdir()
-                 if not p.name.endswith(".sample") and p.is_file()] if hooks.is_dir() else []
+        with os.scandir(hooks) as entries:
+            texts = [_text(Path(entry.path), 4096, head=True) for entry in entries
+                     if not entry.name.endswith(".sample") and entry.is_file()]
     except OSError:
         return []
     return [work_tree / name for marker, names in HOOK_MANAGERS if any(marker in t for t in texts) for name in names]

@@ -40,6 +40,7 @@ writable paths, no network) so the model is told, not left guessing.
 from __future__ import annotations
 
 import atexit
+import errno
 import functools
 import os
 import re
@@ -228,13 +229,14 @@ class Sandbox:
         toolchains = _tmp_toolchains(env)
         if self.mode != "workspace-write":
             return Layout(toolchains=toolchains)
-        dirs, files, existing = self._protected()
+        seen = _Seen()
+        dirs, files, existing = self._protected(seen)
         submodules = Submodules.at(self.root, self.git_dirs)
         dirs += submodules.hooks
         existing += submodules.read_only
-        placeholders = [path for path in dirs if not path.exists() and _placeholder(path)]
-        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if p.exists()), *placeholders]))
-        watched = tuple(path for path in files if not path.exists())
+        placeholders = [path for path in dirs if not seen.exists(path) and seen.made(path, _placeholder(path))]
+        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if seen.exists(p)), *placeholders]))
+        watched = tuple(path for path in files if not seen.exists(path))
         checks: list[Callable[[], list[str]]] = [functools.partial(_quarantine_created, self.root, watched),
                                                  submodules.check]
         if self.home is not None and self.home.is_relative_to(self.root):
@@ -242,19 +244,20 @@ class Sandbox:
         pinned = _holders(self.root, [*read_only, *watched])
         return Layout(tuple(read_only), toolchains, watched, pinned, tuple(checks))
 
-    def _protected(self) -> tuple[list[Path], list[Path], list[Path]]:
+    def _protected(self, seen: _Seen) -> tuple[list[Path], list[Path], list[Path]]:
         """(protected directories, protected files, other existing paths to keep read-only)."""
-        dirs = [self.root / d for d in PROTECTED_DIRS if not d.startswith(".git/")]
-        files = [self.root / f for f in PROTECTED_FILES if not f.startswith(".git/")]
+        top_dirs, top_files = _top_protected(self.root)
+        dirs, files = list(top_dirs), list(top_files)
         existing: list[Path] = [self.root / ".git"] if (self.root / ".git").is_file() else []  # a worktree's pointer
         for git_dir in self.git_dirs:
-            existing += [git_dir / name for name in ("config.worktree", "commondir") if (git_dir / name).exists()]
+            existing += [git_dir / name for name in ("config.worktree", "commondir") if seen.exists(git_dir / name)]
             if git_dir.parent.name == "worktrees":
                 continue  # a linked worktree's own git directory: hooks and config live in the common one
             hook_dirs, hook_files = gitlinks.hook_paths(git_dir, self.root)  # husky's .husky, included configs
             dirs += [git_dir / "hooks", *hook_dirs]
             files += [git_dir / "config", git_dir / "commondir", *hook_files]
-            existing += sorted(git_dir.glob("modules/*/config")) + sorted(git_dir.glob("modules/*/hooks"))
+            if os.path.isdir(git_dir / "modules"):  # what the globs below read: nothing matches without it
+                existing += sorted(git_dir.glob("modules/*/config")) + sorted(git_dir.glob("modules/*/hooks"))
         home = self.home
         if home is not None and home.is_relative_to(self.root) and home.is_dir():
             existing += sorted(p for p in home.iterdir() if p.name.startswith(".") and p.exists())
@@ -405,6 +408,54 @@ def _move_aside(root: Path, path: Path) -> str:
 
 def _shown(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _top_protected(root: Path) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(directories, files) of the protected paths outside `.git` under `root`: only names joined (the same
+    for every command of a project); whether each exists is asked per command."""
+    return (tuple(root / d for d in PROTECTED_DIRS if not d.startswith(".git/")),
+            tuple(root / f for f in PROTECTED_FILES if not f.startswith(".git/")))
+
+
+class _Seen:
+    """Whether each path exists, asked of the file system once per layout (the layout asks about most
+    protected paths two or three times; `Path.exists` costs ~3x a plain `os.stat` of the string). It answers
+    as `Path.exists` does: follows symbolic links, False for a path that is missing, not below a directory
+    or a link loop, and raises any other error (a permission denied is not taken for "missing")."""
+
+    _MISSING = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+    def __init__(self) -> None:
+        self._known: dict[str, bool] = {}
+
+    def exists(self, path: Path) -> bool:
+        key = str(path)
+        found = self._known.get(key)
+        if found is None:
+            found = self._known[key] = _exists(key)
+        return found
+
+    def made(self, path: Path, made: bool) -> bool:
+        """`path` was just made a placeholder directory (it exists from here on), or could not be: then it
+        is asked again (something else may have been put there meanwhile)."""
+        if made:
+            self._known[str(path)] = True
+        else:
+            self._known.pop(str(path), None)
+        return made
+
+
+def _exists(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno in _Seen._MISSING:
+            return False
+        raise
+    except ValueError:  # a NUL in the name, as Path.exists
+        return False
+    return True
 
 
 def _holders(root: Path, paths: Iterable[Path]) -> tuple[Path, ...]:

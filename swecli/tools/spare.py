@@ -203,8 +203,9 @@ class Spares:
         here and now, so no sandbox is left waiting for a command that will not come)."""
         with self._lock:
             order, self._next = self._next, None
-        if order is not None and order.done.is_set() and order.spare is not None:
-            order.spare.discard()
+            spare = _taken(order) if order is not None and order.done.is_set() else None
+        if spare is not None:
+            spare.discard()
         elif order is not None:
             self._jobs.put(order)
 
@@ -237,9 +238,17 @@ class Spares:
             order.spare = None  # take() launches fresh, which reports what goes wrong
         finally:
             order.done.set()
-        if order.spare is not None and self._stale(order):
-            order.spare.discard()
-            order.spare = None
+        with self._lock:  # close() may have found it started and be discarding it this very moment
+            spare = _taken(order) if self._next is not order and not order.claimed else None
+        if spare is not None:
+            spare.discard()
+
+
+def _taken(order: _Order) -> Spare | None:
+    """The order's spare, now no longer the order's (whoever takes it discards it, once: with the pool's
+    lock held, so close() and the worker's stale check cannot both close its descriptors)."""
+    spare, order.spare = order.spare, None
+    return spare
 
 
 def _shape(sandbox: Sandbox, layout: Layout) -> list[str]:
@@ -255,7 +264,8 @@ def _identities(shape: list[str]) -> list[tuple[int, int] | None]:
     """(device, inode) of every path a bind or tmpfs in `shape` names, None where there is none."""
     paths = [path for i, arg in enumerate(shape) if arg in _MOUNTS_TWO for path in shape[i + 1:i + 3]]
     paths += [shape[i + 1] for i, arg in enumerate(shape) if arg in _MOUNTS_ONE]
-    return [_identity(path) for path in paths]
+    found = {path: _identity(path) for path in dict.fromkeys(paths)}  # a bind's source is mostly its target
+    return [found[path] for path in paths]
 
 
 def _identity(path: str) -> tuple[int, int] | None:

@@ -347,6 +347,31 @@ def test_a_prefetch_estimates_until_the_vocabulary_is_in_and_keeps_no_estimate()
     assert after["cached"] == 1
 
 
+RESTARTED_SCRIPT = r"""
+import json, threading
+from swecli.context import tokens
+from swecli.context.tokens import TokenCounter, prefetch
+
+first, second = threading.Event(), threading.Event()
+prefetch("o200k_base", first)  # a REPL's first session: its events would set `first`
+prefetch("o200k_base", second)  # /clear before any request: a new session, whose events set `second`
+second.set()
+tokens._prefetches["o200k_base"].join(60)
+print(json.dumps({"loading": tokens.loading("o200k_base"), "exact": TokenCounter("o200k_base").exact}))
+"""
+
+
+def test_a_prefetch_still_waiting_follows_the_latest_sessions_signal() -> None:
+    # Before, the load kept waiting for the first session's signal, which nothing set again: every count of
+    # the process stayed an estimate after a /clear or /resume that came before the first request.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", RESTARTED_SCRIPT], capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert json.loads(out.stdout) == {"loading": False, "exact": True}
+
+
 def test_known_is_a_count_already_made_and_never_counts() -> None:
     from swecli.messages import UserMessage
 

@@ -221,8 +221,10 @@ def test_esc_cancels_the_child_and_the_parent_is_told(project: Path) -> None:
 
 
 def test_headless_shows_child_actions_under_the_task_and_stream_json_nests_them(project: Path) -> None:
-    import subprocess
-    import sys
+    """What -p prints, in this process (`swecli_in_process`): the output, not the process, is the subject."""
+    import os
+
+    from tests.helpers import swecli_in_process
 
     make_project(project)
 
@@ -236,10 +238,9 @@ def test_headless_shows_child_actions_under_the_task_and_stream_json_nests_them(
     for fmt in ("text", "stream-json"):
         router = script()
         with ScriptedLLM(router.steps()) as llm:
-            cmd = [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", llm.base_url,
-                   "--model", "scripted-model", "-p", "where is the database configured?", "--output-format", fmt]
-            outputs.append(subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=120,
-                                          stdin=subprocess.DEVNULL))
+            argv = ["--provider", "openai-compatible", "--base-url", llm.base_url, "--model", "scripted-model",
+                    "-p", "where is the database configured?", "--output-format", fmt]
+            outputs.append(swecli_in_process(argv, project, dict(os.environ)))
     text, stream = outputs
     assert text.returncode == 0, text.stderr
     assert "> task explore: DB\n    > [explore] grep 'DATABASE_URL'\n" in text.stderr

@@ -102,6 +102,19 @@ def test_cancel_from_another_thread_interrupts(project: Path) -> None:
     assert wait_until_gone(shell_pid(result.content)) == []
 
 
+def test_a_shell_that_closes_its_output_is_waited_for_to_the_end(run_tool: RunTool) -> None:
+    # The output ends long before the shell does: its exit (seen through a pidfd on Linux) gives the code.
+    result = run_tool("bash", command="echo before; exec >&- 2>&-; sleep 0.3; exit 5")
+    assert result.content == "before\nexit code 5"
+    assert result.is_error
+
+
+def test_a_shell_that_closed_its_output_still_times_out(run_tool: RunTool) -> None:
+    result = run_tool("bash", command="echo PID=$$; exec >&- 2>&-; sleep 30", timeout=1)
+    assert "timed out after 1s" in result.content
+    assert wait_until_gone(shell_pid(result.content)) == []
+
+
 def test_background_jobs_holding_the_output_are_stopped(run_tool: RunTool) -> None:
     started = time.monotonic()
     result = run_tool("bash", command="echo PID=$$; sleep 30 & echo started")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from swecli.tools.environment import CommandEnvironment, secret_value
@@ -72,3 +74,21 @@ def test_secret_values_are_recognized(value: str) -> None:
                                    "-Dsecret.path=/etc/app"])
 def test_ordinary_values_are_not_secrets(value: str) -> None:
     assert not secret_value(value)
+
+
+@pytest.mark.parametrize("inherit", ["core", "all", "none"])
+def test_the_process_environment_is_judged_as_any_mapping_and_followed_when_it_changes(
+        inherit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.environ is read as it stores it (bytes, decoded only when it changed): the same answer as a copy.
+    policy = CommandEnvironment.from_settings(inherit, ["MY_*"])  # type: ignore[arg-type]
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("MY_TOKEN", "x")
+    monkeypatch.setenv("DATABASE_URL", "postgres://user:hunter2@db/x")
+    first = policy.build(os.environ)
+    assert first == policy.build(dict(os.environ))
+    assert first.get("MY_TOKEN") == "x" and "DATABASE_URL" not in first
+    monkeypatch.setenv("LANG", "fr_FR.UTF-8")
+    monkeypatch.delenv("MY_TOKEN")
+    second = policy.build(os.environ)
+    assert second == policy.build(dict(os.environ)) and "MY_TOKEN" not in second
+    assert second.get("LANG") == ("fr_FR.UTF-8" if inherit != "none" else None)

@@ -4,11 +4,16 @@ Output is matched on text with the terminal's escape sequences removed, moving f
 output (each `expect` starts where the last one matched), so a test reads as a sequence of things
 that must appear in order. Cursor position requests are answered as a real terminal would, so
 prompt-toolkit draws its bottom toolbar.
+
+`in_process` is the REPL without a terminal, for what a typed line does where keys, the screen and the
+process are not the subject (a `swecli` start in a pty costs seconds of CPU; each behaviour that depends
+on the terminal keeps a pty test).
 """
 
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import re
 import struct
@@ -16,8 +21,13 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pexpect
+
+if TYPE_CHECKING:
+    from swecli.testing.server import ScriptedLLM
+    from swecli.ui.repl import Repl
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78MDEc]")
 CURSOR_POSITION_REQUEST = "\x1b[6n"
@@ -158,6 +168,10 @@ class Terminal:
                 self._pump(0.2)
             except pexpect.EOF:
                 break
+        while self.child.isalive() and time.monotonic() < deadline:  # the end of output comes a moment before
+            time.sleep(0.01)  # the process is reaped: a look at its state, not at the terminal
+        if not self.child.isalive():
+            self.child.ptyproc.delayafterclose = 0  # gone already: pexpect's fixed 0.1 s wait is for nothing
         self.child.close()
         assert self.child.exitstatus is not None, f"swecli did not exit: {self.text[-2000:]}"
         return int(self.child.exitstatus)
@@ -174,3 +188,23 @@ def spawn_swecli(base_url: str, project: Path, home: Path, *extra: str) -> Termi
     argv = [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", base_url,
             "--model", "scripted-model", *extra]
     return Terminal(argv, project, env)
+
+
+def in_process(project: Path, llm: ScriptedLLM, *, continue_latest: bool = False, **settings: Any) -> Repl:
+    """The REPL without a terminal, its console writing to a buffer (`output`): for what a typed line does
+    where the terminal is not the subject, without the seconds of CPU a `swecli` start in a pty costs."""
+    from rich.console import Console
+
+    from swecli.config import Settings
+    from swecli.ui.repl import Repl
+
+    config = Settings(provider="openai-compatible", model="scripted-model", base_url=llm.base_url, **settings)
+    console = Console(file=io.StringIO(), width=COLS, color_system=None, force_terminal=False, highlight=False)
+    return Repl(project, config, console, continue_latest=continue_latest)
+
+
+def output(repl: Repl) -> str:
+    """Everything an in-process REPL has shown."""
+    file = repl.console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue()

@@ -19,18 +19,20 @@ from tests.helpers import needs_sandbox, swecli_in_process
 
 def run_swecli(project: Path, llm: ScriptedLLM, *args: str, wire: str = "openai",
                extra_env: dict[str, str] | None = None, stdin: str | None = None,
-               base_url: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`swecli` with its stdin at /dev/null, run in this process (`tests.helpers.swecli_in_process`:
-    what `-p` does and prints is the same); with `stdin`, a real subprocess that reads it from a pipe."""
+               base_url: str | None = None, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`swecli` run in this process (`tests.helpers.swecli_in_process`: what `-p` does and prints is the
+    same), its stdin /dev/null or a pipe carrying `stdin`; with `process`, a real subprocess that reads
+    `stdin` from a pipe as its fd 0 (`cat log | swecli -p ...` as a shell runs it)."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
     provider = ["--provider", "openai-compatible"] if wire == "openai" else ["--provider", "anthropic"]
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
     argv = [*provider, "--base-url", base_url or llm.base_url, "--model", "scripted-model", *args]
-    if stdin is None:
-        return swecli_in_process(argv, project, env)
+    if not process:
+        return swecli_in_process(argv, project, env, stdin=stdin)
     return subprocess.run([sys.executable, "-m", "swecli", *argv], cwd=project, env=env, text=True,
-                          capture_output=True, timeout=120, input=stdin)
+                          capture_output=True, timeout=120, input=stdin,
+                          stdin=subprocess.DEVNULL if stdin is None else None)
 
 
 @pytest.fixture
@@ -338,7 +340,9 @@ def test_p_without_a_task_anywhere_is_one_clear_sentence(sample: Path) -> None:
 def test_piped_input_is_attached_to_the_task(sample: Path) -> None:
     log = "".join(f"12:00:{i:02d} worker started\n" for i in range(5)) + "12:00:05 ERROR disk full on /var\n"
     with ScriptedLLM([Reply("The disk is full.")]) as llm:
-        out = run_swecli(sample, llm, "-p", "explain this", stdin=log)  # cat log.txt | swecli -p "explain this"
+        # cat log.txt | swecli -p "explain this": a real process, its fd 0 the pipe (the others read a pipe
+        # in this process, through sys.stdin)
+        out = run_swecli(sample, llm, "-p", "explain this", stdin=log, process=True)
     assert out.returncode == 0, out.stderr
     *context, task = user_messages(llm.requests[0])
     assert task == "explain this"

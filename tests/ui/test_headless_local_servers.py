@@ -6,24 +6,23 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from swecli.testing.server import Call, Fail, Reply, ScriptedLLM, ServerInfo
+from tests.helpers import swecli_in_process
 from tests.ui.test_headless import run_swecli
 
 
 def run_local(project: Path, llm: ScriptedLLM, *args: str, stdin: str | None = None,
               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`swecli` pointed at a local OpenAI-compatible server by its base URL alone, with the model the server
-    serves (its name picks the known-models window, as gemma's 131,072)."""
+    serves (its name picks the known-models window, as gemma's 131,072); in this process
+    (`tests.helpers.swecli_in_process`), its stdin /dev/null or a pipe carrying `stdin`."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, **(extra_env or {})}
-    command = [sys.executable, "-m", "swecli", "--base-url", llm.base_url, "--model", llm.model, *args]
-    return subprocess.run(command, cwd=project, env=env, text=True, capture_output=True, timeout=120,
-                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
+    return swecli_in_process(["--base-url", llm.base_url, "--model", llm.model, *args], project, env, stdin=stdin)
 
 
 def test_a_model_repeating_a_refused_call_is_stopped_after_three_tries(project: Path) -> None:
@@ -140,19 +139,21 @@ def test_a_window_learnt_from_an_overflow_is_logged_and_used_at_the_next_start(p
         windows = [r["window"] for r in log_records(project) if r["event"] == "context"]
         assert windows[0] == 131_072 and windows[-1] == 4096
         llm.add(Reply("hello again"))
+        first_log = {path.name for path in (project / ".swecli" / "logs").glob("*.jsonl")}
         again = run_local(project, llm, "-p", "hi")
     assert again.returncode == 0, again.stderr
     assert llm.requests[-1]["max_tokens"] == 1024  # a quarter of 4,096, from the first request on
-    starts = [r for r in log_records(project) if r["event"] == "session_start"]
-    assert starts[-1]["context_window"] == 4096
-    assert starts[-1]["window_source"] == "server (its context-length error, cached)"
+    # The second run's log (two runs within one second have log names that sort by their random suffix).
+    (second_log,) = [path for path in (project / ".swecli" / "logs").glob("*.jsonl") if path.name not in first_log]
+    (start,) = [r for r in map(json.loads, second_log.read_text().splitlines()) if r["event"] == "session_start"]
+    assert start["context_window"] == 4096
+    assert start["window_source"] == "server (its context-length error, cached)"
 
 
 def test_a_server_too_slow_to_list_its_models_gets_a_sentence_not_named_none(project: Path) -> None:
     with ScriptedLLM(info=ServerInfo("llamacpp", window=4096, metadata_delay=0.8)) as llm:
         env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, "SWECLI_REQUEST_TIMEOUT": "0.2"}
-        out = subprocess.run([sys.executable, "-m", "swecli", "--base-url", llm.base_url, "-p", "hi"], cwd=project,
-                             env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        out = swecli_in_process(["--base-url", llm.base_url, "-p", "hi"], project, env)
     assert out.returncode == 2 and "did not answer within 0.5 s" in out.stderr and "--model NAME" in out.stderr
     assert "named none" not in out.stderr and "Traceback" not in out.stderr
 
@@ -163,8 +164,7 @@ def test_a_server_slow_to_list_its_models_is_waited_for_and_answers(project: Pat
     info = ServerInfo("llamacpp", window=4096, metadata_delay=2.5)
     with ScriptedLLM([Reply("hello")], model="gemma-3-270m", info=info) as llm:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
-        out = subprocess.run([sys.executable, "-m", "swecli", "--base-url", llm.base_url, "-p", "hi"], cwd=project,
-                             env=env, text=True, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        out = swecli_in_process(["--base-url", llm.base_url, "-p", "hi"], project, env)
         waited_for = f"waiting for {llm.base_url}/models"
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "hello" and llm.requests[0]["model"] == "gemma-3-270m"

@@ -11,6 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from swecli.mcp import manager
 from swecli.repomap.builder import build_lock
 from swecli.repomap.index import PARALLEL_FROM, cache_path
 from swecli.repomap.repomap import RepoMap
@@ -151,25 +154,28 @@ def _mcp_config(servers: dict[str, list[str]], startup_timeout: float) -> None:
     config.write_text("\n".join(lines))
 
 
-def test_p_waits_for_a_slow_mcp_server(project: Path) -> None:
-    slow_start = ("import runpy, sys, time; time.sleep(6.5); sys.argv = [sys.argv[0]]; "
+def test_p_waits_for_a_slow_mcp_server(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The REPL's grace (5 s) made short, so that a server ready a second later is past it without the test
+    # waiting 5 s: -p's wait is another (mcp.startup_timeout), and only that one lets the server in.
+    monkeypatch.setattr(manager, "START_GRACE", 0.2)
+    slow_start = ("import runpy, sys, time; time.sleep(1); sys.argv = [sys.argv[0]]; "
                   f"runpy.run_path({str(SERVER)!r}, run_name='__main__')")
     _mcp_config({"slow": ["-c", slow_start]}, startup_timeout=300)  # the wait ends when the server is ready
     with ScriptedLLM([Reply("done")]) as llm:
         out = run_swecli(project, llm, "-p", "say done")
     assert out.returncode == 0, out.stderr
     tools = {t["function"]["name"] for t in llm.requests[0]["tools"]}
-    assert "mcp__slow__echo" in tools  # waited past the REPL's 5 s grace for it
+    assert "mcp__slow__echo" in tools  # waited past the REPL's grace for it
     assert "waiting up to 300s (mcp.startup_timeout) for MCP server(s) slow" in out.stderr
     assert "warning" not in "\n".join(not_about_the_sandbox(out.stderr.splitlines()))
 
 
 def test_p_names_an_mcp_server_that_never_starts(project: Path) -> None:
-    _mcp_config({"stuck": ["-c", "import time; time.sleep(600)"]}, startup_timeout=3)
+    _mcp_config({"stuck": ["-c", "import time; time.sleep(600)"]}, startup_timeout=1)
     with ScriptedLLM([Reply("done")]) as llm:
         out = run_swecli(project, llm, "-p", "say done")
     assert out.returncode == 0, out.stderr
     assert not any(t["function"]["name"].startswith("mcp__") for t in llm.requests[0]["tools"])
     warnings = [line for line in not_about_the_sandbox(out.stderr.splitlines()) if line.startswith("warning:")]
     assert len(warnings) == 1 and "stuck" in warnings[0]
-    assert "not ready after 3s" in warnings[0] or "did not start within 3s" in warnings[0]
+    assert "not ready after 1s" in warnings[0] or "did not start within 1s" in warnings[0]

@@ -1,14 +1,19 @@
 """The real `swecli` REPL in a pseudo-terminal against the scripted LLM server.
 
 Every test waits for what a person would wait for (the prompt, the approval question) before
-typing, with generous timeouts; none asserts on how long anything took.
+typing, with generous timeouts; none asserts on how long anything took. What a typed line does where the
+terminal plays no part (`!command`, a failed turn's line) runs on an in-process REPL at the end: a
+`swecli` start in a pty costs seconds of CPU (tests/ui/commands/ test the slash commands that way).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +21,7 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import ALT_ENTER, ESC, SHIFT_TAB, Terminal, spawn_swecli
+from tests.ui.harness import ALT_ENTER, ESC, SHIFT_TAB, Terminal, in_process, output, spawn_swecli
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -71,7 +76,10 @@ def test_task_streams_reasoning_actions_answer_and_approved_write(start: Any, pr
         term.expect(" tokens")
         term.prompt()
         assert (project / "hello.txt").read_text() == "hello [world]\n"
-        leave(term)
+        term.send("\x04")  # Ctrl-D: leaving says how to come back
+        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
+        term.expect(f"resume it with: swecli --resume {sid}")
+        assert term.exit_status() == 0
     history = (project / ".swecli" / "history").read_text()
     assert "create hello.txt" in history
 
@@ -111,7 +119,10 @@ def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> Non
     assert llm.requests[2]["messages"][-1] == {"role": "user", "content": "what do the docs say?"}
 
 
-def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(start: Any, project: Path) -> None:
+def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, the answers typed as lines: the scope of "always" is the policy's; one key answering
+    `Allow?` in a terminal is the other tests' (and tests/ui/test_approval.py's)."""
     (project / "notes.txt").write_text("alpha\nbeta\n")
     steps: list[Step] = [
         Reply(calls=[Call("edit_file", {"path": "notes.txt", "old_string": "alpha", "new_string": "ALPHA"})]),
@@ -121,32 +132,22 @@ def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(s
         Reply(calls=[Call("bash", {"command": "echo second >> log.txt"})]),
         Reply(text="All done."),
     ]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("a\na\ny\n"))  # the three answers, in order
     with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("shout the notes and log twice")
-        term.expect("✏️ edit notes.txt")
-        term.expect("+ALPHA")
-        term.expect(APPROVAL)
-        term.send("a")
-        term.expect("Allowed for the rest of this session: edit_file")
-        start = term.pos
-        term.expect("✏️ edit notes.txt")
-        term.expect("⚡ bash echo first >> log.txt")
-        # Between the two, not after: the bash call's own question may already follow its line.
-        assert APPROVAL not in term.text[start:term.pos]  # the second edit did not ask
-        term.expect(APPROVAL)
-        term.send("a")
-        term.expect("Allowed for the rest of this session: the command `echo first >> log.txt`")
-        start = term.pos
-        term.expect("⚡ bash echo first >> log.txt")
-        term.expect("⚡ bash echo second >> log.txt")
-        assert APPROVAL not in term.text[start:term.pos]  # the same command again did not ask
-        term.expect(APPROVAL)  # a different command does, even with the same first word
-        term.send("y")
-        term.expect("All done.")
-        term.expect("⏺ done in")
-        term.prompt()
-        leave(term)
+        repl = in_process(project, llm)
+        try:
+            repl.submit("shout the notes and log twice")
+        finally:
+            repl.close()
+    shown = output(repl)
+    at = 0
+    for line in ("✏️ edit notes.txt", "+ALPHA", APPROVAL + " always", "Allowed for the rest of this session: "
+                 "edit_file", "✏️ edit notes.txt", "⚡ bash echo first >> log.txt", APPROVAL + " always",
+                 "Allowed for the rest of this session: the command `echo first >> log.txt`",
+                 "⚡ bash echo first >> log.txt", "⚡ bash echo second >> log.txt", APPROVAL + " yes", "All done."):
+        at = shown.index(line, at) + len(line)  # each, in this order
+    assert shown.count(APPROVAL) == 3, shown  # the second edit and the same command again did not ask
+    assert shown.count("✏️ edit notes.txt") == 2 and shown.count("⚡ bash echo first >> log.txt") == 2
     assert (project / "notes.txt").read_text() == "ALPHA\nBETA\n"
     assert (project / "log.txt").read_text() == "first\nfirst\nsecond\n"
 
@@ -353,18 +354,14 @@ def test_continue_resumes_the_last_conversation(start: Any, project: Path) -> No
     steps: list[Step] = [Reply(text="Hello."),
                          Reply(calls=[Call("read_file", {"path": "notes.txt"}), Call("grep", {"pattern": "n"})]),
                          Reply(text="The answer is 42.\nIt was in notes.txt.")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("hi")
-        term.expect("Hello.")
-        term.prompt()
-        term.line("what is the answer?")
-        term.expect("It was in notes.txt.")
-        term.prompt()
-        term.send("\x04")  # Ctrl-D: leaving says how to come back
-        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
-        term.expect(f"resume it with: swecli --resume {sid}")
-        assert term.exit_status() == 0
+    with ScriptedLLM(steps) as llm:  # the last conversation, had in process (typing it is the other tests')
+        repl = in_process(project, llm)
+        try:
+            repl.submit("hi")
+            repl.submit("what is the answer?")
+        finally:
+            repl.close()
+        sid = repl.session.session_id
     with ScriptedLLM([Reply(text="You asked about the answer.")]) as llm:
         term = start(llm, "--continue")
         text = term.text
@@ -387,7 +384,8 @@ OPENCLI = ("# demo\n\n## Overview\nA one-file demo (app.py:1).\n\n## Structure\n
            "`python3 app.py`\n\n## Current state\nPrints hi.\n")
 
 
-def test_context_compact_init_notes_and_resume_commands(start: Any, project: Path) -> None:
+def test_context_compact_init_notes_and_resume_commands(project: Path) -> None:
+    """In process: what the commands do and say (typing them is the other tests')."""
     (project / "app.py").write_text("def main():\n    print('hi')\n" + "".join(f"# note {i}\n" for i in range(400)))
     summary = "## Current task\nReading app.py.\n## Files\napp.py"
     steps: list[Step] = [
@@ -402,80 +400,40 @@ def test_context_compact_init_notes_and_resume_commands(start: Any, project: Pat
         Reply("It is a one-file demo."),
     ]
     with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("hi")
-        term.expect("Hello.")
-        term.prompt()
-        term.line("and you?")
-        term.expect("Fine.")
-        term.prompt()
-        term.line("/compact")
-        term.expect("compaction would not shrink the conversation")
-        term.prompt()
-        assert "compacted" not in term.text
-        term.line("what does app.py do? keep answers short")
-        term.expect("app.py prints hi.")
-        term.prompt()
-        term.line("/context")
-        for row in ("compaction at", "system", "tools", "history", "free"):
-            term.expect(row)
-        term.prompt()
-        term.line("/compact keep the file names")
-        term.expect(re.compile(r"compacted .*tokens \(-\d+%"))
-        term.prompt()
-        summary_request = json.dumps(llm.requests[5])
-        assert "keep the file names" in summary_request  # the focus steered the summary request
-        term.line("/init")
-        term.expect("does not look like OPENCLI.md")
-        term.prompt()
-        assert not (project / "OPENCLI.md").exists()
-        term.line("/init")
-        term.expect(f"({len(OPENCLI.splitlines())} lines); this session uses it from now on")
-        term.prompt()
-        assert (project / "OPENCLI.md").read_text() == OPENCLI
-        term.line("what is it?")
-        term.expect("It is a one-file demo.")
-        term.prompt()
-        assert "A one-file demo (app.py:1)" in llm.requests[-1]["messages"][0]["content"]  # loaded at once
-        term.line("/tokens")
-        # /init's two calls count with the tasks' five and the two summary requests (one compaction's summary
-        # would not have shrunk the conversation and was not applied, but it was billed all the same)
-        term.expect("Session usage · 9 requests")
-        term.prompt()
-        term.line("/notes")
-        term.expect("Current goal")
-        term.prompt()
-        term.line("/resume")
-        term.expect("4 turns")
-        term.expect("hi")  # listed by its first prompt
-        term.prompt()
-        term.line("/exit")
-        term.expect(re.compile(r"Session (\d{8}-\d{6}-[0-9a-f]{4}) · resume it with: swecli --resume \1"))
-        assert term.exit_status() == 0
+        repl = in_process(project, llm)
 
+        def say(line: str) -> str:
+            before = len(output(repl))
+            repl.submit(line)
+            return output(repl)[before:]
 
-def test_repomap_command_shows_the_map_and_a_files_neighbours(start: Any, project: Path) -> None:
-    (project / "shop").mkdir()
-    (project / "shop" / "money.py").write_text("class Money:\n    def add(self, other):\n        return self\n")
-    (project / "shop" / "cart.py").write_text("from shop.money import Money\n\n\nclass Cart:\n    pass\n")
-    with ScriptedLLM([]) as llm:
-        term = start(llm)
-        term.line("/repomap")
-        term.expect("shop/money.py")
-        term.expect("files mapped")
-        term.prompt()
-        term.line("/repomap symbols")
-        term.expect("class Money:1 (add)")
-        term.prompt()
-        term.line("/repomap deps cart.py")
-        term.expect("imports (1):")
-        term.expect("shop/money.py")
-        term.prompt()
-        term.line("/repomap deps nothing.py")
-        term.expect("nothing.py is not a file of this project's map")
-        term.prompt()
-        term.line("/repomap sideways")
-        term.expect("Usage: /repomap [symbols|deps FILE]")
+        try:
+            assert "Hello." in say("hi")
+            assert "Fine." in say("and you?")
+            assert "compaction would not shrink the conversation" in say("/compact")
+            assert "compacted" not in output(repl)
+            assert "app.py prints hi." in say("what does app.py do? keep answers short")
+            report, at = say("/context"), 0
+            for row in ("compaction at", "system", "tools", "history", "free"):
+                at = report.index(row, at) + len(row)  # each, in this order
+            assert re.search(r"compacted .*tokens \(-\d+%", say("/compact keep the file names"))
+            assert "keep the file names" in json.dumps(llm.requests[5])  # the focus steered the summary request
+            assert "does not look like OPENCLI.md" in say("/init")
+            assert not (project / "OPENCLI.md").exists()
+            assert f"({len(OPENCLI.splitlines())} lines); this session uses it from now on" in say("/init")
+            assert (project / "OPENCLI.md").read_text() == OPENCLI
+            assert "It is a one-file demo." in say("what is it?")
+            assert "A one-file demo (app.py:1)" in llm.requests[-1]["messages"][0]["content"]  # loaded at once
+            # /init's two calls count with the tasks' five and the two summary requests (one compaction's summary
+            # would not have shrunk the conversation and was not applied, but it was billed all the same)
+            assert "Session usage · 9 requests" in say("/tokens")
+            assert "Current goal" in say("/notes")
+            listing = say("/resume")
+            assert "hi" in listing[listing.index("4 turns"):]  # listed by its first prompt
+            say("/exit")
+            assert repl._exit
+        finally:
+            repl.close()
 
 
 def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> None:
@@ -492,19 +450,19 @@ def test_a_positional_task_starts_the_repl_on_it(project: Path, home: Path) -> N
     assert llm.requests[0]["messages"][-1] == {"role": "user", "content": "fix the greeting"}
 
 
-def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(start: Any, project: Path) -> None:
+def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(project: Path) -> None:
     (project / "greet.py").write_text("print('helo')\n")
     with ScriptedLLM([Reply(text="I see the greeting is fixed.")]) as llm:
-        term = start(llm)
-        term.line("!sed -i s/helo/hello/ greet.py && cat greet.py")
-        term.expect("print('hello')")  # the output, shown as a shell would
-        term.expect("⎿  exit 0")
-        term.prompt()
-        assert not llm.requests  # running it asked the model nothing
-        term.line("is it fixed?")
-        term.expect("I see the greeting is fixed.")
-        term.prompt()
-        leave(term)
+        repl = in_process(project, llm)
+        try:
+            repl.submit("!sed -i s/helo/hello/ greet.py && cat greet.py")
+            shown = output(repl)
+            assert shown.index("print('hello')") < shown.index("⎿  exit 0")  # the output, shown as a shell would
+            assert not llm.requests  # running it asked the model nothing
+            repl.submit("is it fixed?")
+            assert "I see the greeting is fixed." in output(repl)
+        finally:
+            repl.close()
     assert (project / "greet.py").read_text() == "print('hello')\n"
     first = [m["content"] for m in llm.requests[0]["messages"] if m["role"] == "user"]
     assert first[-1] == "is it fixed?"
@@ -514,7 +472,8 @@ def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(start: Any, p
 
 
 def test_text_typed_while_the_model_works_is_queued_as_the_next_message(start: Any) -> None:
-    slow = Reply(text="Working on the first task, " + "step by step, " * 20 + "done.", chunk=8, delay=0.15)
+    typed = threading.Event()  # the first answer stops halfway until the second task is queued
+    slow = Reply(text="Working on the first task, " + "step by step, " * 20 + "done.", chunk=8, hold=typed)
     with ScriptedLLM([slow, Reply(text="Second task done.")]) as llm:
         term = start(llm)
         term.line("first task")
@@ -523,6 +482,8 @@ def test_text_typed_while_the_model_works_is_queued_as_the_next_message(start: A
         term.expect("❯ also the second task")  # being typed, under the spinner
         term.send("\r")
         term.expect("⏎ queued: also the second task")
+        assert "⏺ done in" not in term.text  # the first turn was still under way
+        typed.set()
         term.expect("⏺ done in")
         term.expect("❯ also the second task")  # sent as soon as the first turn ended
         term.expect("Second task done.")
@@ -588,9 +549,10 @@ def test_clear_clears_the_screen(start: Any) -> None:
         leave(term)
 
 
-def test_clear_leaves_no_spare_sandbox_waiting(start: Any, project: Path) -> None:
+def test_clear_leaves_no_spare_sandbox_waiting(project: Path) -> None:
     """After a bash call a sandbox waits for the next command; /clear starts a new conversation, and the
-    REPL, still running, discards it (the next request starts one again)."""
+    REPL, still running, discards it (the next request starts one again). In process: the spare is a child
+    process all the same."""
     from swecli.tools.sandbox import unavailable_reason
     from tests.tools.test_spare import _gone, _waiting_spares
 
@@ -598,17 +560,16 @@ def test_clear_leaves_no_spare_sandbox_waiting(start: Any, project: Path) -> Non
         pytest.skip(f"bwrap cannot run here: {unavailable_reason()}")
     root = project.resolve()
     with ScriptedLLM([Reply(calls=[Call("bash", {"command": "true"})]), Reply("Ran it.")]) as llm:
-        term = start(llm, "--mode", "auto")
-        term.line("run true")
-        term.expect("Ran it.")
-        term.prompt()
-        assert _appears(root, _waiting_spares), "no spare sandbox was waiting for the next command"
-        term.line("/clear")
-        term.expect("Started a new conversation.")
-        term.prompt()
-        assert _gone(root)
-        assert term.child.isalive()
-        leave(term)
+        repl = in_process(project, llm, mode="auto")
+        try:
+            repl.submit("run true")
+            assert "Ran it." in output(repl)
+            assert _appears(root, _waiting_spares), "no spare sandbox was waiting for the next command"
+            repl.submit("/clear")
+            assert "Started a new conversation." in output(repl)
+            assert _gone(root)
+        finally:
+            repl.close()
 
 
 def _appears(root: Path, find: Any) -> bool:
@@ -620,17 +581,17 @@ def _appears(root: Path, find: Any) -> bool:
     return bool(find(root))
 
 
-def test_a_failed_turn_reports_how_long_it_took(start: Any, project: Path) -> None:
+def test_a_failed_turn_reports_how_long_it_took(project: Path) -> None:
     from swecli.testing.server import Fail
 
-    (project / ".swecli").mkdir()
-    (project / ".swecli" / "config.toml").write_text("max_retries = 1\n")
     with ScriptedLLM([Fail.overloaded(), Fail.overloaded()]) as llm:
-        term = start(llm)
-        term.line("hello")
-        term.expect("retrying in")
-        term.expect(re.compile(r"⏺ failed after (\d+\.\d)s"))
-        duration = float(re.findall(r"failed after (\d+\.\d)s", term.text)[-1])
-        assert duration > 0.0  # the retries' wait, not "0.0s"
-        term.prompt()
-        leave(term)
+        repl = in_process(project, llm, max_retries=1, retry_base_delay=0.2)
+        try:
+            repl.submit("hello")
+        finally:
+            repl.close()
+    shown = output(repl)
+    assert "retrying in" in shown
+    duration = float(re.findall(r"⏺ failed after (\d+\.\d)s", shown)[-1])
+    assert duration > 0.0  # the retries' wait, not "0.0s"
+    assert len(llm.requests) == 2

@@ -1,11 +1,13 @@
-"""Approvals as a person meets them in the real REPL (pseudo-terminal, scripted LLM over HTTP): read-only
-commands run without a question in default mode, writes ask, and a command the sandbox blocked may
-run again outside it when the person says so."""
+"""Approvals as a person meets them in the REPL (scripted LLM over HTTP): read-only commands run without a
+question in default mode, writes ask (in process), and, in the real REPL in a pseudo-terminal, a command the
+sandbox blocked may run again outside it when the person says so."""
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools.sandbox import unavailable_reason
+from tests.ui.harness import in_process, output
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -22,7 +25,9 @@ APPROVAL = "Allow? [y]es / [n]o / [a]lways this session"
 LIFT = re.compile(r"run it again\s+outside\s+the\s+sandbox\?")  # the preview wraps long lines
 
 
-def test_read_only_commands_do_not_ask_and_a_write_does(start: Any, project: Path) -> None:
+def test_read_only_commands_do_not_ask_and_a_write_does(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, the answer typed as a line: which calls ask is the policy's (one key answering in a
+    terminal is the next test's)."""
     (project / "greet.py").write_text("print('hello')\n")
     steps: list[Step] = [
         Reply(calls=[Call("bash", {"command": "cat greet.py"})]),
@@ -30,22 +35,19 @@ def test_read_only_commands_do_not_ask_and_a_write_does(start: Any, project: Pat
         Reply(calls=[Call("bash", {"command": "echo \"print('bye')\" > greet.py"})]),
         Reply(text="Changed the greeting."),
     ]
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
     with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("change the greeting")
-        term.expect("⚡ bash cat greet.py")
-        start = term.pos
-        term.expect("⚡ bash git log --oneline -3")
-        term.expect("⚡ bash echo \"print('bye')\" > greet.py")
-        # Up to the third call's line, not after it: its own question may already follow.
-        assert APPROVAL not in term.text[start:term.pos]  # two read-only commands, no question
-        term.expect(APPROVAL)
-        term.send("y")
-        term.expect("Changed the greeting.")
-        term.expect("⏺ done in")
-        term.prompt()
-        term.send("\x04")
-        assert term.exit_status() == 0
+        repl = in_process(project, llm)
+        try:
+            repl.submit("change the greeting")
+        finally:
+            repl.close()
+    shown = output(repl)
+    at = 0
+    for line in ("⚡ bash cat greet.py", "⚡ bash git log --oneline -3", "⚡ bash echo \"print('bye')\" > greet.py",
+                 APPROVAL + " yes", "Changed the greeting.", "⏺ done in"):
+        at = shown.index(line, at) + len(line)  # each, in this order
+    assert shown.count(APPROVAL) == 1, shown  # two read-only commands, no question
     assert (project / "greet.py").read_text() == "print('bye')\n"
     assert "print('hello')" in str(llm.requests[1]["messages"][-1]["content"])
 

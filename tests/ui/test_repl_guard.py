@@ -4,12 +4,16 @@ does nothing there); a command the guard does not flag still asks in default mod
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from swecli.config import SandboxConfig
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from tests.ui.harness import in_process, output
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -67,26 +71,29 @@ def test_default_mode_asks_for_everything_but_never_offers_always_for_a_flagged_
     assert (project / ".git" / "HEAD").exists() and (project / "made.txt").exists()
 
 
-def test_auto_mode_asks_for_a_flagged_command_and_runs_the_rest(start: Any, project: Path, home: Path) -> None:
+def test_auto_mode_asks_for_a_flagged_command_and_runs_the_rest(project: Path, home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process, the answers typed as lines: what asks in auto mode is the guard's (the keys at its question
+    are the test above's)."""
     steps: list[Step] = [
         Reply(calls=[Call("bash", {"command": "echo made > made.txt"})]),
         Reply(calls=[Call("bash", {"command": "cd ~ && rm -rf Documents"})]),
         Reply(text="Kept your documents."),
     ]
+    monkeypatch.setenv("HOME", str(home))  # `~` is the home holding Documents
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n\n"))  # no, and no reason
     with ScriptedLLM(steps) as llm:
-        term = start(llm, "--mode", "auto")
-        term.line("clean up")
-        term.expect("⚡ bash echo made > made.txt")
-        term.expect("⚡ bash cd ~ && rm -rf Documents")
-        assert ALWAYS not in term.text  # the first command ran without a question
-        term.expect("top-level folder of the home directory")
-        term.expect(ONCE)
-        term.send("n")
-        term.expect("Reason for the model")
-        term.send("\r")
-        term.expect("Kept your documents.")
-        term.prompt()
-        term.send("\x04")
-        assert term.exit_status() == 0
+        repl = in_process(project, llm, mode="auto", sandbox=SandboxConfig(mode="off"))
+        try:
+            repl.submit("clean up")
+        finally:
+            repl.close()
+    shown = output(repl)
+    at = 0
+    for line in ("⚡ bash echo made > made.txt", "⚡ bash cd ~ && rm -rf Documents",
+                 "top-level folder of the home directory", ONCE + " no", "Reason for the model",
+                 "Kept your documents."):
+        at = shown.index(line, at) + len(line)  # each, in this order
+    assert shown.count(ONCE) == 1 and ALWAYS not in shown, shown  # the first command ran without a question
     assert (project / "made.txt").read_text() == "made\n"
     assert (home / "Documents" / "thesis.txt").exists()

@@ -1,32 +1,36 @@
-"""What the real REPL (pseudo-terminal, scripted LLM over HTTP) shows of text it did not write: the model's
-answers as written (angle brackets included), and a tool's output with its control sequences made visible
-instead of obeyed."""
+"""What the REPL (scripted LLM over HTTP) shows of text it did not write: the model's answers as written
+(angle brackets included), a long output's preview, and, in the real REPL in a pseudo-terminal, a tool's
+output with its control sequences made visible instead of obeyed."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+from tests.ui.harness import in_process, output
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
 
 
-def test_an_answer_with_angle_brackets_is_shown_as_written(start: Any) -> None:
+def test_an_answer_with_angle_brackets_is_shown_as_written(project: Path) -> None:
+    """In process: how an answer is rendered needs no terminal (what a terminal is sent is the next test's)."""
     answer = ("<details>\n<summary>The cause</summary>\n\nThe cast is unchecked.\n</details>\n\n"
               "Return List<String> from <T> parse(), one per line<br/>then stop.")
-    steps: list[Step] = [Reply(text=answer)]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("why does the cast fail?")
-        term.expect("<details>")
-        term.expect("<summary>The cause</summary>")
-        term.expect("The cast is unchecked.")
-        term.expect("</details>")
-        term.expect("Return List<String> from <T> parse(), one per line<br/>then stop.")
-        term.prompt()
+    with ScriptedLLM([Reply(text=answer)]) as llm:
+        repl = in_process(project, llm)
+        try:
+            repl.submit("why does the cast fail?")
+        finally:
+            repl.close()
+    shown = output(repl)
+    at = 0
+    for line in ("<details>", "<summary>The cause</summary>", "The cast is unchecked.", "</details>",
+                 "Return List<String> from <T> parse(), one per line<br/>then stop."):
+        at = shown.index(line, at) + len(line)  # each, in this order
 
 
 def test_escape_sequences_a_command_prints_are_shown_not_obeyed(start: Any) -> None:
@@ -51,14 +55,15 @@ def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
-def test_a_cut_outputs_preview_counts_what_the_model_is_told(start: Any) -> None:
+def test_a_cut_outputs_preview_counts_what_the_model_is_told(project: Path) -> None:
     steps: list[Step] = [Reply(calls=[Call("bash", {"command": "seq 1 200000"})]), Reply(text="Counted.")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("count to 200000")
-        term.expect("… +199,997 lines")  # of the whole output, not of the part the model got inline
-        term.expect("199998")
-        term.expect("200000")
-        term.expect("Counted.")
-        term.prompt()
+    with ScriptedLLM(steps) as llm:  # in process: a preview's count needs no terminal
+        repl = in_process(project, llm)
+        try:
+            repl.submit("count to 200000")
+        finally:
+            repl.close()
+    shown = output(repl)
+    at = shown.index("… +199,997 lines")  # of the whole output, not of the part the model got inline
+    assert at < shown.index("199998", at) < shown.index("200000", at) < shown.index("Counted.", at)
     assert "200,000 lines" in tool_messages(llm.requests[1])[0]["content"]

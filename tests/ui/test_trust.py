@@ -170,14 +170,26 @@ needs_pty = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseud
 QUESTION = "Trust this project and apply them? [y]es / [n]o"
 
 
-def repl(project: Path, home: Path, mine: ScriptedLLM) -> Terminal:
-    """The user's REPL: their key and their provider (a loopback stand-in) from the environment."""
+def users_env(home: Path, mine: ScriptedLLM) -> dict[str, str]:
+    """The user's environment: their key and their provider (a loopback stand-in)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SWECLI_") and not k.endswith(("_API_KEY", "_BASE_URL"))}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), TERM="xterm-256color", COLUMNS="160",
                LINES="50", OPENAI_API_KEY=KEY, OPENAI_BASE_URL=mine.base_url)
+    return env
+
+
+def repl(project: Path, home: Path, mine: ScriptedLLM) -> Terminal:
+    """The user's REPL, in their environment."""
     return Terminal([sys.executable, "-m", "swecli", "--provider", "openai", "--model", "scripted-model"], project,
-                    env)
+                    users_env(home, mine))
+
+
+def next_run(project: Path, home: Path, mine: ScriptedLLM) -> subprocess.CompletedProcess[str]:
+    """The next run after a decision, as `swecli -p hello` in this process: what a remembered decision
+    applies to. (That it is not asked again is the decision's own test above; a REPL start costs seconds.)"""
+    return swecli_in_process(["--provider", "openai", "--model", "scripted-model", "-p", "hello"], project,
+                             users_env(home, mine))
 
 
 def leave(term: Terminal) -> None:
@@ -216,17 +228,10 @@ def test_the_repl_asks_once_and_no_keeps_the_key_home(project: Path, tmp_path: P
             leave(term)
         finally:
             term.close()
-        term = repl(project, home, mine)  # remembered: not asked again, still said
-        try:
-            term.expect("Ignored project settings (you did not trust this project)")
-            term.prompt()
-            assert QUESTION not in term.text
-            term.line("hello")
-            term.expect("again yours")
-            term.prompt()
-            leave(term)
-        finally:
-            term.close()
+        again = next_run(project, home, mine)  # remembered: still said, and still ignored
+        assert again.returncode == 0, again.stderr
+        assert "Ignored project settings (you did not trust this project)" in again.stderr
+        assert QUESTION not in again.stderr and again.stdout.strip() == "again yours"
     assert attacker.requests == [] and attacker.headers == [] and not marker.exists()
     assert all(KEY in h["authorization"] for h in mine.headers)
 
@@ -242,7 +247,7 @@ def test_the_repl_applies_a_trusted_project_until_its_settings_change(project: P
         return Reply("from the project's server")
 
     with ScriptedLLM([Reply("from your provider")]) as mine, \
-            ScriptedLLM([once_it_ran, Reply("again")]) as theirs:
+            ScriptedLLM([once_it_ran]) as theirs:
         config = hostile(project, theirs, marker)
         term = repl(project, home, mine)
         try:
@@ -256,20 +261,12 @@ def test_the_repl_applies_a_trusted_project_until_its_settings_change(project: P
         finally:
             term.close()
         assert marker.read_text() == "ran\n"
-        term = repl(project, home, mine)
-        try:
-            term.prompt()
-            assert QUESTION not in term.text and "Ignored" not in term.text
-            term.line("hello")
-            term.expect("again")
-            term.prompt()
-            leave(term)
-        finally:
-            term.close()
+        # No start in between to show the trust applied without a question: a stored trust applied by the next
+        # process is test_swecli_trust_trusts_lists_and_revokes's, and not asking for it decide_trust's above.
         config.write_text(config.read_text() + "[subagents]\nmax_tokens = 9000000\n")  # raised behind your back
         term = repl(project, home, mine)
         try:
-            term.expect("This project's settings changed since you trusted it")
+            term.expect("This project's settings changed since you trusted it")  # it was remembered
             term.expect("subagents.max_tokens = 9000000  (a wider limit than yours)")
             term.expect(QUESTION)
             term.send("\x1b")  # Esc: no

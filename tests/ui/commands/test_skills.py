@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from swecli.testing.server import Reply, ScriptedLLM
+from tests.helpers import swecli_in_process
 from tests.skills.test_catalog import write_skill
-from tests.ui.harness import Terminal, spawn_swecli
+from tests.ui.harness import Terminal, in_process, output, spawn_swecli
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 
@@ -65,8 +66,7 @@ def test_skills_listing_and_slash_skill_runs_with_the_instructions(project: Path
 
 
 def test_cli_skills_list(project: Path, skills: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "swecli", "skills", "list"], cwd=project, capture_output=True,
-                         text=True, timeout=60)
+    out = swecli_in_process(["skills", "list"], project, dict(os.environ))  # what it prints: no process needed
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "release: Cut a release of this project."
@@ -102,8 +102,8 @@ def test_a_slash_that_names_no_skill_is_sent_as_written(project: Path, skills: P
     assert llm.requests[0]["messages"][-1]["content"] == "/etc/hosts: what is this file for?"
 
 
-def test_a_skill_added_during_the_session_is_found_and_resume_replays_it(project: Path, tmp_path: Path,
-                                                                        terminal: list[Terminal]) -> None:
+def test_a_skill_added_during_the_session_is_found_and_resume_replays_it(
+        project: Path, tmp_path: Path, terminal: list[Terminal], monkeypatch: pytest.MonkeyPatch) -> None:
     from swecli.testing.server import Call
     from tests.ui.harness import ESC
 
@@ -134,14 +134,13 @@ def test_a_skill_added_during_the_session_is_found_and_resume_replays_it(project
         term.prompt()
         term.send("\x04")
         assert term.exit_status() == 0
-        term = spawn_swecli(llm.base_url, project, tmp_path / "home", "--continue")
-        terminal.append(term)
-        term.expect("ctrl-d exits")  # the welcome's last line, after the replay (whose prompts show ❯ too)
-        term.prompt()
-        replay = term.text[term.text.index("Resumed session"):]
+        # The next REPL replays it (in process: `--continue` in a terminal is test_repl.py's).
+        monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no person: the prompt ends at once
+        repl = in_process(project, llm, continue_latest=True)
+        assert repl.run() == 0
+        shown = output(repl)
+        replay = shown[shown.index("Resumed session"):shown.index("ctrl-d exits")]
         assert replay.index("❯ /review the parser") < replay.index("⏺ Reviewed: looks fine.")
         assert replay.index("❯ wait for it") < replay.index("⏹ interrupted (no answer)")
-        term.send("\x04")
-        assert term.exit_status() == 0
     skill = llm.requests[0]["messages"][-2]
     assert skill["content"].startswith('<skill name="review"') and "Read the diff." in skill["content"]
