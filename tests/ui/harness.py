@@ -20,6 +20,7 @@ import struct
 import sys
 import termios
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,3 +209,22 @@ def output(repl: Repl) -> str:
     file = repl.console.file
     assert isinstance(file, io.StringIO)
     return file.getvalue()
+
+
+def shown_for(project: Path, llm: ScriptedLLM, task: str, **settings: Any) -> str:
+    """Everything an in-process REPL shows for one typed `task`, its session closed afterwards."""
+    repl = in_process(project, llm, **settings)
+    try:
+        repl.submit(task)
+    finally:
+        repl.close()
+    return output(repl)
+
+
+def assert_in_order(shown: str, lines: Iterable[str]) -> None:
+    """Each of `lines` appears in `shown`, each after the one before."""
+    at = 0
+    for line in lines:
+        found = shown.find(line, at)
+        assert found >= 0, f"{line!r} not shown after position {at}:\n{shown}"
+        at = found + len(line)

@@ -21,7 +21,17 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import ALT_ENTER, ESC, SHIFT_TAB, Terminal, in_process, output, spawn_swecli
+from tests.ui.harness import (
+    ALT_ENTER,
+    ESC,
+    SHIFT_TAB,
+    Terminal,
+    assert_in_order,
+    in_process,
+    output,
+    shown_for,
+    spawn_swecli,
+)
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -134,18 +144,21 @@ def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(
     ]
     monkeypatch.setattr(sys, "stdin", io.StringIO("a\na\ny\n"))  # the three answers, in order
     with ScriptedLLM(steps) as llm:
-        repl = in_process(project, llm)
-        try:
-            repl.submit("shout the notes and log twice")
-        finally:
-            repl.close()
-    shown = output(repl)
-    at = 0
-    for line in ("✏️ edit notes.txt", "+ALPHA", APPROVAL + " always", "Allowed for the rest of this session: "
-                 "edit_file", "✏️ edit notes.txt", "⚡ bash echo first >> log.txt", APPROVAL + " always",
-                 "Allowed for the rest of this session: the command `echo first >> log.txt`",
-                 "⚡ bash echo first >> log.txt", "⚡ bash echo second >> log.txt", APPROVAL + " yes", "All done."):
-        at = shown.index(line, at) + len(line)  # each, in this order
+        shown = shown_for(project, llm, "shout the notes and log twice")
+    assert_in_order(shown, [  # each, in this order
+        "✏️ edit notes.txt",
+        "+ALPHA",
+        APPROVAL + " always",
+        "Allowed for the rest of this session: edit_file",
+        "✏️ edit notes.txt",
+        "⚡ bash echo first >> log.txt",
+        APPROVAL + " always",
+        "Allowed for the rest of this session: the command `echo first >> log.txt`",
+        "⚡ bash echo first >> log.txt",
+        "⚡ bash echo second >> log.txt",
+        APPROVAL + " yes",
+        "All done.",
+    ])
     assert shown.count(APPROVAL) == 3, shown  # the second edit and the same command again did not ask
     assert shown.count("✏️ edit notes.txt") == 2 and shown.count("⚡ bash echo first >> log.txt") == 2
     assert (project / "notes.txt").read_text() == "ALPHA\nBETA\n"
@@ -585,12 +598,7 @@ def test_a_failed_turn_reports_how_long_it_took(project: Path) -> None:
     from swecli.testing.server import Fail
 
     with ScriptedLLM([Fail.overloaded(), Fail.overloaded()]) as llm:
-        repl = in_process(project, llm, max_retries=1, retry_base_delay=0.2)
-        try:
-            repl.submit("hello")
-        finally:
-            repl.close()
-    shown = output(repl)
+        shown = shown_for(project, llm, "hello", max_retries=1, retry_base_delay=0.2)
     assert "retrying in" in shown
     duration = float(re.findall(r"⏺ failed after (\d+\.\d)s", shown)[-1])
     assert duration > 0.0  # the retries' wait, not "0.0s"

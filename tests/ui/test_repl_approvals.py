@@ -16,7 +16,7 @@ import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools.sandbox import unavailable_reason
-from tests.ui.harness import in_process, output
+from tests.ui.harness import assert_in_order, shown_for
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -37,16 +37,15 @@ def test_read_only_commands_do_not_ask_and_a_write_does(project: Path, monkeypat
     ]
     monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))
     with ScriptedLLM(steps) as llm:
-        repl = in_process(project, llm)
-        try:
-            repl.submit("change the greeting")
-        finally:
-            repl.close()
-    shown = output(repl)
-    at = 0
-    for line in ("⚡ bash cat greet.py", "⚡ bash git log --oneline -3", "⚡ bash echo \"print('bye')\" > greet.py",
-                 APPROVAL + " yes", "Changed the greeting.", "⏺ done in"):
-        at = shown.index(line, at) + len(line)  # each, in this order
+        shown = shown_for(project, llm, "change the greeting")
+    assert_in_order(shown, [  # each, in this order
+        "⚡ bash cat greet.py",
+        "⚡ bash git log --oneline -3",
+        "⚡ bash echo \"print('bye')\" > greet.py",
+        APPROVAL + " yes",
+        "Changed the greeting.",
+        "⏺ done in",
+    ])
     assert shown.count(APPROVAL) == 1, shown  # two read-only commands, no question
     assert (project / "greet.py").read_text() == "print('bye')\n"
     assert "print('hello')" in str(llm.requests[1]["messages"][-1]["content"])

@@ -13,7 +13,7 @@ import pytest
 
 from swecli.config import SandboxConfig
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import in_process, output
+from tests.ui.harness import assert_in_order, shown_for
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -83,17 +83,15 @@ def test_auto_mode_asks_for_a_flagged_command_and_runs_the_rest(project: Path, h
     monkeypatch.setenv("HOME", str(home))  # `~` is the home holding Documents
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n\n"))  # no, and no reason
     with ScriptedLLM(steps) as llm:
-        repl = in_process(project, llm, mode="auto", sandbox=SandboxConfig(mode="off"))
-        try:
-            repl.submit("clean up")
-        finally:
-            repl.close()
-    shown = output(repl)
-    at = 0
-    for line in ("⚡ bash echo made > made.txt", "⚡ bash cd ~ && rm -rf Documents",
-                 "top-level folder of the home directory", ONCE + " no", "Reason for the model",
-                 "Kept your documents."):
-        at = shown.index(line, at) + len(line)  # each, in this order
+        shown = shown_for(project, llm, "clean up", mode="auto", sandbox=SandboxConfig(mode="off"))
+    assert_in_order(shown, [  # each, in this order
+        "⚡ bash echo made > made.txt",
+        "⚡ bash cd ~ && rm -rf Documents",
+        "top-level folder of the home directory",
+        ONCE + " no",
+        "Reason for the model",
+        "Kept your documents.",
+    ])
     assert shown.count(ONCE) == 1 and ALWAYS not in shown, shown  # the first command ran without a question
     assert (project / "made.txt").read_text() == "made\n"
     assert (home / "Documents" / "thesis.txt").exists()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import in_process, output
+from tests.ui.harness import assert_in_order, shown_for
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -21,16 +21,14 @@ def test_an_answer_with_angle_brackets_is_shown_as_written(project: Path) -> Non
     answer = ("<details>\n<summary>The cause</summary>\n\nThe cast is unchecked.\n</details>\n\n"
               "Return List<String> from <T> parse(), one per line<br/>then stop.")
     with ScriptedLLM([Reply(text=answer)]) as llm:
-        repl = in_process(project, llm)
-        try:
-            repl.submit("why does the cast fail?")
-        finally:
-            repl.close()
-    shown = output(repl)
-    at = 0
-    for line in ("<details>", "<summary>The cause</summary>", "The cast is unchecked.", "</details>",
-                 "Return List<String> from <T> parse(), one per line<br/>then stop."):
-        at = shown.index(line, at) + len(line)  # each, in this order
+        shown = shown_for(project, llm, "why does the cast fail?")
+    assert_in_order(shown, [  # each, in this order
+        "<details>",
+        "<summary>The cause</summary>",
+        "The cast is unchecked.",
+        "</details>",
+        "Return List<String> from <T> parse(), one per line<br/>then stop.",
+    ])
 
 
 def test_escape_sequences_a_command_prints_are_shown_not_obeyed(start: Any) -> None:
@@ -58,12 +56,7 @@ def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
 def test_a_cut_outputs_preview_counts_what_the_model_is_told(project: Path) -> None:
     steps: list[Step] = [Reply(calls=[Call("bash", {"command": "seq 1 200000"})]), Reply(text="Counted.")]
     with ScriptedLLM(steps) as llm:  # in process: a preview's count needs no terminal
-        repl = in_process(project, llm)
-        try:
-            repl.submit("count to 200000")
-        finally:
-            repl.close()
-    shown = output(repl)
+        shown = shown_for(project, llm, "count to 200000")
     at = shown.index("… +199,997 lines")  # of the whole output, not of the part the model got inline
     assert at < shown.index("199998", at) < shown.index("200000", at) < shown.index("Counted.", at)
     assert "200,000 lines" in tool_messages(llm.requests[1])[0]["content"]
