@@ -3,6 +3,9 @@
     python tests/mcp/server.py                 # stdio
     python tests/mcp/server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
 
+Most tests start a forked copy instead (`forkserver.py`, `launch.py`): the same server, without paying
+the SDK's import at every start.
+
 Tools: `echo` and `add` (read-only), `write_note` (changes something: asks in default mode), `slow`
 (sleeps), `fail` (an error result), `huge` (a result large enough to be offloaded), `picture`
 (an image), `lookup` (text plus an embedded resource). `write_note` appends to the file named by
@@ -79,8 +82,13 @@ def lookup(key: str) -> list[TextContent | EmbeddedResource]:
     return [TextContent(type="text", text=f"found {key}"), EmbeddedResource(type="resource", resource=resource)]
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+def main(args: list[str]) -> None:
+    """Serve over stdio, or over HTTP with `--http PORT` (also what a forked copy runs: forkserver.py)."""
+    if len(args) == 2 and args[0] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:
         server.run()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

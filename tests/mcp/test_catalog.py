@@ -12,7 +12,7 @@ from swecli.mcp.catalog import TOOL_SEARCH, McpCatalog
 from swecli.mcp.manager import McpManager
 from swecli.messages import ToolSchema
 from swecli.tools.base import ToolContext, ToolRegistry
-from tests.mcp.conftest import stdio_server
+from tests.mcp.conftest import forked_server
 
 KIT_TOOLS = ["echo", "add", "write_note", "slow", "fail", "huge", "picture", "lookup"]
 COUNTER = TokenCounter()
@@ -26,7 +26,7 @@ def count(schema: ToolSchema) -> int:
 @pytest.fixture(scope="module")
 def manager(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpManager]:
     root = tmp_path_factory.mktemp("project")
-    started = McpManager({"kit": stdio_server(), "pinned": stdio_server(always_load=True)}, root,
+    started = McpManager({"kit": forked_server(), "pinned": forked_server(always_load=True)}, root,
                          startup_timeout=60).start()
     assert started.wait_started(90)
     yield started
@@ -94,7 +94,7 @@ def test_no_match_says_so(manager: McpManager, project: Path) -> None:
 
 
 def test_a_stopped_server_takes_its_tools_away(project: Path) -> None:
-    manager = McpManager({"kit": stdio_server(), "other": stdio_server()}, project, startup_timeout=60).start()
+    manager = McpManager({"kit": forked_server(), "other": forked_server()}, project, startup_timeout=60).start()
     try:
         assert manager.wait_started(90)
         catalog = McpCatalog(manager, budget=lambda: 300, count=count)

@@ -15,13 +15,13 @@ from swecli.config import McpConfig, McpServerConfig
 from swecli.events import Event, Notice, ToolStarted
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from tests.helpers import not_about_the_sandbox, scripted_settings
-from tests.mcp.conftest import HttpServer, stdio_server
+from tests.mcp.conftest import HttpServer, forked_server
 
 WIRES: list[Wire] = ["openai", "anthropic"]
 TRANSPORTS = [("openai", "stdio"), ("anthropic", "http")]
 """Each wire with one MCP transport: both wires and both transports through the loop, in two sessions
-instead of four (each stdio server started costs ~2.5 s of CPU; the HTTP one is the module's). The manager's
-own tests (test_manager.py) run every call on both transports."""
+instead of four. The servers are forked copies (conftest.py `forked_server`); the manager's own tests
+(test_manager.py) run every call on both transports against freshly started ones."""
 
 pytestmark = pytest.mark.xdist_group("mcp-loop")  # with `--dist loadgroup`: one HTTP server for the module
 
@@ -62,8 +62,8 @@ def kit(transport: str, project: Path, request: pytest.FixtureRequest) -> tuple[
     the file its `write_note` appends to."""
     if transport == "stdio":
         notes = project / "notes.txt"
-        return stdio_server(env={"NOTES_FILE": str(notes)}), notes
-    http: HttpServer = request.getfixturevalue("http_server")
+        return forked_server(env={"NOTES_FILE": str(notes)}), notes
+    http: HttpServer = request.getfixturevalue("forked_http_server")
     return McpServerConfig(url=http.url), http.notes
 
 
@@ -106,7 +106,7 @@ def test_loaded_tools_run_with_approval_offload_and_errors(project: Path, wire: 
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_deferred_tools_load_through_tool_search_and_keep_the_prefix(project: Path, wire: Wire,
-                                                                      http_url: str) -> None:
+                                                                      forked_http_server: HttpServer) -> None:
     steps: list[Step] = [
         Reply(calls=[Call("tool_search", {"query": "add two integers"})]),
         Reply(calls=[Call("mcp__web__add", {"a": 20, "b": 22}), Call("mcp__web__write_note",
@@ -115,7 +115,8 @@ def test_deferred_tools_load_through_tool_search_and_keep_the_prefix(project: Pa
     ]
     events: list[Event] = []
     with ScriptedLLM(steps, wire=wire) as llm:
-        s = session(project, llm, {"web": McpServerConfig(url=http_url)}, events, mode="plan", schema_budget=50)
+        s = session(project, llm, {"web": McpServerConfig(url=forked_http_server.url)}, events, mode="plan",
+                    schema_budget=50)
         turn = s.run("add numbers")
         stats = s.agent.context.mechanisms.prefix.stats  # type: ignore[union-attr]
         s.close()

@@ -15,7 +15,7 @@ from swecli.config import McpServerConfig
 from swecli.llm.base import CancelToken
 from swecli.mcp.manager import McpCallError, McpManager
 from tests.helpers import alive
-from tests.mcp.conftest import stdio_server
+from tests.mcp.conftest import launcher_args, stdio_server
 
 pytestmark = pytest.mark.xdist_group("mcp-manager")  # with `--dist loadgroup`: the module's servers start once
 
@@ -92,9 +92,15 @@ def _pid_file_server(pid_file: Path) -> McpServerConfig:
     return McpServerConfig(command=sys.executable, args=["-c", script])
 
 
+def _pid_file_launcher(pid_file: Path) -> McpServerConfig:
+    """A forked server's launcher that writes its pid: the process the manager starts and stops."""
+    return McpServerConfig(command=sys.executable, args=launcher_args(
+        f"import os; open({str(pid_file)!r}, 'w').write(str(os.getpid()))"))
+
+
 def test_disable_stops_the_process_and_enable_starts_it_again(project: Path) -> None:
     pid_file = project / "pid"
-    manager = McpManager({"kit": _pid_file_server(pid_file)}, project, startup_timeout=60).start()
+    manager = McpManager({"kit": _pid_file_launcher(pid_file)}, project, startup_timeout=60).start()
     try:
         assert manager.wait_started(90) and manager.state("kit").status == "ready"  # type: ignore[union-attr]
         first = int(pid_file.read_text())

@@ -15,7 +15,8 @@ import pytest
 from swecli.config import McpServerConfig
 from swecli.mcp.variables import MissingVariable, expand, literal_secrets
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.mcp.conftest import SERVER
+from tests.helpers import swecli_in_process
+from tests.mcp.conftest import launcher_args
 
 
 def test_references_are_expanded_everywhere_a_server_is_described() -> None:
@@ -46,12 +47,13 @@ def test_literal_secrets_are_found_and_references_are_not() -> None:
 
 
 def test_a_reference_is_filled_from_the_environment_in_a_real_run(project: Path, tmp_path: Path) -> None:
-    """Through the real CLI: `swecli mcp add` keeps `${NOTES_DIR}` as written; `swecli -p` starts the server
-    with it expanded, and without the variable the server fails with a sentence naming it."""
+    """Through the real command line (in this process: the subject is the settings, not the process):
+    `swecli mcp add` keeps `${NOTES_DIR}` as written; `swecli -p` starts the server (a forked one behind a
+    real launcher process) with it expanded, and without the variable the server fails with a sentence
+    naming it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
-    added = subprocess.run([sys.executable, "-m", "swecli", "mcp", "add", "kit", "-e",
-                            "NOTES_FILE=${NOTES_DIR}/notes.txt", "--", sys.executable, str(SERVER)], cwd=project,
-                           env=env, text=True, capture_output=True, timeout=60)
+    added = swecli_in_process(["mcp", "add", "kit", "-e", "NOTES_FILE=${NOTES_DIR}/notes.txt", "--",
+                               sys.executable, *launcher_args()], project, env)
     assert added.returncode == 0, added.stderr
     local = Path(env["XDG_CONFIG_HOME"]) / "swecli" / "local.toml"
     assert 'NOTES_FILE = "${NOTES_DIR}/notes.txt"' in local.read_text()
@@ -72,10 +74,8 @@ def test_a_reference_is_filled_from_the_environment_in_a_real_run(project: Path,
     def run(extra: dict[str, str], steps: list[Step]) -> subprocess.CompletedProcess[str]:
         nonlocal llm
         with ScriptedLLM(steps, strict=False) as llm:
-            return subprocess.run([sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url",
-                                   llm.base_url, "--model", "scripted-model", "--mode", "auto", "-p", "note it"],
-                                  cwd=project, env={**env, **extra}, text=True, capture_output=True, timeout=120,
-                                  stdin=subprocess.DEVNULL)
+            return swecli_in_process(["--provider", "openai-compatible", "--base-url", llm.base_url, "--model",
+                                      "scripted-model", "--mode", "auto", "-p", "note it"], project, {**env, **extra})
 
     done = run({"NOTES_DIR": str(notes)}, [step] * 42)
     assert done.returncode == 0, done.stderr

@@ -13,7 +13,7 @@ import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, ServerInfo
 from tests.helpers import alive
-from tests.mcp.conftest import SERVER
+from tests.mcp.conftest import launcher_args
 from tests.ui.harness import Terminal, spawn_swecli
 
 pytest.importorskip("pexpect")
@@ -21,21 +21,22 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseu
 
 
 def _config(project: Path) -> Path:
+    """kit: the test server, forked behind a launcher process that writes its pid (the process swecli starts
+    and stops); ghost: a command that does not exist."""
     pid_file = project / "server.pid"
-    script = (f"import os, runpy, sys; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-              f"sys.argv = [{str(SERVER)!r}]; runpy.run_path(sys.argv[0], run_name='__main__')")
+    args = launcher_args(f"import os; open({str(pid_file)!r}, 'w').write(str(os.getpid()))")
     (project / ".swecli").mkdir()
     (project / ".swecli" / "config.toml").write_text(
         "[mcp.servers.kit]\n"
         f"command = {json.dumps(sys.executable)}\n"
-        f"args = [\"-c\", {json.dumps(script)}]\n"
+        f"args = {json.dumps(args)}\n"
         f"env = {{ NOTES_FILE = {json.dumps(str(project / 'notes.txt'))} }}\n\n"
         "[mcp.servers.ghost]\ncommand = \"no-such-mcp-server-xyz\"\n")
     return pid_file
 
 
 def _wait_ready(term: Terminal) -> None:
-    """Ask `/mcp` until it lists kit as ready (a Python process importing the MCP SDK: seconds under load)."""
+    """Ask `/mcp` until it lists kit as ready (swecli imports the MCP client first: seconds under load)."""
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         term.line("/mcp")
