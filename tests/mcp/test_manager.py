@@ -85,13 +85,6 @@ def test_start_never_waits_and_a_hung_or_missing_server_gives_one_notice(project
         manager.close()
 
 
-def _pid_file_server(pid_file: Path) -> McpServerConfig:
-    script = f"import os; open({str(pid_file)!r}, 'w').write(str(os.getpid())); " \
-             f"import runpy, sys; sys.argv = [{str(Path(__file__).with_name('server.py'))!r}]; " \
-             "runpy.run_path(sys.argv[0], run_name='__main__')"
-    return McpServerConfig(command=sys.executable, args=["-c", script])
-
-
 def _pid_file_launcher(pid_file: Path) -> McpServerConfig:
     """A forked server's launcher that writes its pid: the process the manager starts and stops."""
     return McpServerConfig(command=sys.executable, args=launcher_args(
@@ -122,7 +115,7 @@ def test_no_orphan_when_the_program_dies_of_an_exception(project: Path) -> None:
         from pathlib import Path
         from swecli.config import McpServerConfig
         from swecli.mcp.manager import McpManager
-        server = McpServerConfig.model_validate_json({_pid_file_server(pid_file).model_dump_json()!r})
+        server = McpServerConfig.model_validate_json({_pid_file_launcher(pid_file).model_dump_json()!r})
         manager = McpManager({{"kit": server}}, Path({str(project)!r}), startup_timeout=60).start()
         assert manager.wait_started(90) and manager.state("kit").status == "ready"
         raise RuntimeError("crash without closing anything")

@@ -19,7 +19,7 @@ from swecli.repomap.index import PARALLEL_FROM, cache_path
 from swecli.repomap.repomap import RepoMap
 from swecli.testing.server import Reply, ScriptedLLM
 from tests.helpers import not_about_the_sandbox
-from tests.mcp.conftest import SERVER
+from tests.mcp.conftest import launcher_args
 from tests.ui.test_headless import run_swecli
 
 
@@ -158,9 +158,8 @@ def test_p_waits_for_a_slow_mcp_server(project: Path, monkeypatch: pytest.Monkey
     # The REPL's grace (5 s) made short, so that a server ready a second later is past it without the test
     # waiting 5 s: -p's wait is another (mcp.startup_timeout), and only that one lets the server in.
     monkeypatch.setattr(manager, "START_GRACE", 0.2)
-    slow_start = ("import runpy, sys, time; time.sleep(1); sys.argv = [sys.argv[0]]; "
-                  f"runpy.run_path({str(SERVER)!r}, run_name='__main__')")
-    _mcp_config({"slow": ["-c", slow_start]}, startup_timeout=300)  # the wait ends when the server is ready
+    slow_start = launcher_args("import time; time.sleep(1)")  # the test server (forked), a second late
+    _mcp_config({"slow": slow_start}, startup_timeout=300)  # the wait ends when the server is ready
     with ScriptedLLM([Reply("done")]) as llm:
         out = run_swecli(project, llm, "-p", "say done")
     assert out.returncode == 0, out.stderr
