@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -60,17 +59,16 @@ def fork_socket() -> str:
     folder = tempfile.mkdtemp(prefix="mcp-fork-")  # short: a unix socket's path has at most 107 bytes
     path, log = os.path.join(folder, "socket"), Path(folder) / "log"
     with open(log, "w") as errors:
-        process = subprocess.Popen([sys.executable, str(FORK_SERVER), path], stdin=subprocess.PIPE,
+        process = subprocess.Popen([sys.executable, str(FORK_SERVER), folder], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=errors, text=True)
     assert process.stdout is not None and process.stdin is not None
     if process.stdout.readline() != "ready\n":
         process.wait(60)
         raise AssertionError(f"the MCP fork server did not start: {log.read_text()}")
 
-    def stop() -> None:
+    def stop() -> None:  # it removes its folder as it ends
         process.stdin.close()  # type: ignore[union-attr]
         process.wait(60)
-        shutil.rmtree(folder, ignore_errors=True)
 
     atexit.register(stop)
     _fork_socket.append(path)
