@@ -1,4 +1,5 @@
-"""The client manager against the SDK-written test server, over stdio and streamable HTTP."""
+"""The client manager against the SDK-written test server, over stdio and streamable HTTP: freshly started
+(`python server.py`) in one test per transport, forked copies (tests/mcp/conftest.py) in the others."""
 
 from __future__ import annotations
 
@@ -15,24 +16,46 @@ from swecli.config import McpServerConfig
 from swecli.llm.base import CancelToken
 from swecli.mcp.manager import McpCallError, McpManager
 from tests.helpers import alive
-from tests.mcp.conftest import launcher_args, stdio_server
+from tests.mcp.conftest import HttpServer, forked_server, launcher_args, stdio_server
 
 pytestmark = pytest.mark.xdist_group("mcp-manager")  # with `--dist loadgroup`: the module's servers start once
 
 
 @pytest.fixture(scope="module")
-def manager(tmp_path_factory: pytest.TempPathFactory, http_url: str) -> Iterator[McpManager]:
+def manager(tmp_path_factory: pytest.TempPathFactory, forked_http_server: HttpServer) -> Iterator[McpManager]:
     root = tmp_path_factory.mktemp("project")
-    servers = {"kit": stdio_server(env={"NOTES_FILE": str(root / "notes.txt")}),
-               "web": McpServerConfig(url=http_url)}
+    servers = {"kit": forked_server(env={"NOTES_FILE": str(root / "notes.txt")}),
+               "web": McpServerConfig(url=forked_http_server.url)}
     started = McpManager(servers, root, startup_timeout=60, tool_timeout=60).start()
     assert started.wait_started(90)
     yield started
     started.close()
 
 
+def test_freshly_started_servers_list_their_tools_and_answer_on_both_transports(project: Path,
+                                                                                 http_url: str) -> None:
+    servers = {"kit": stdio_server(), "web": McpServerConfig(url=http_url)}
+    manager = McpManager(servers, project, startup_timeout=60, tool_timeout=60).start()
+    try:
+        assert manager.wait_started(90)
+        for server in servers:
+            _lists_its_tools_with_annotations(manager, server)
+            _returns_results_and_errors(manager, server)
+    finally:
+        manager.close()
+
+
 @pytest.mark.parametrize("server", ["kit", "web"])
 def test_servers_list_their_tools_with_annotations(manager: McpManager, server: str) -> None:
+    _lists_its_tools_with_annotations(manager, server)
+
+
+@pytest.mark.parametrize("server", ["kit", "web"])
+def test_a_call_returns_the_servers_result(manager: McpManager, server: str) -> None:
+    _returns_results_and_errors(manager, server)
+
+
+def _lists_its_tools_with_annotations(manager: McpManager, server: str) -> None:
     state = manager.state(server)
     assert state is not None and state.status == "ready", state
     tools = {t.name: t for t in state.tools}
@@ -41,8 +64,7 @@ def test_servers_list_their_tools_with_annotations(manager: McpManager, server: 
     assert tools["add"].parameters["required"] == ["a", "b"]
 
 
-@pytest.mark.parametrize("server", ["kit", "web"])
-def test_a_call_returns_the_servers_result(manager: McpManager, server: str) -> None:
+def _returns_results_and_errors(manager: McpManager, server: str) -> None:
     result = manager.call(server, "add", {"a": 2, "b": 40})
     assert not result.is_error and result.content[0].text == "42"  # type: ignore[union-attr]
     failed = manager.call(server, "fail", {"reason": "testing"})
