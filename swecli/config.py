@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from swecli.errors import SwecliError
 from swecli.lazy import regex
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
+from swecli.records import datarecord
 from swecli.trust import Split, guarded, lookup, split_untrusted
 
 Mode = Literal["default", "auto", "plan"]
@@ -218,7 +218,7 @@ class McpConfig(Section):
         return int(self.schema_budget) if self.schema_budget > 1 else int(self.schema_budget * window)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ServerWindow:
     """The context window a server reported for one model at one base URL (see `swecli.llm.window`)."""
 
@@ -398,7 +398,7 @@ def trust_store_path(env: dict[str, str] | None = None) -> Path:
     return user_config_path(env).parent / "trusted.json"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ConfigLayer:
     """One configuration file, read and checked for unknown keys."""
 
@@ -423,7 +423,7 @@ def config_layers(root: Path, env: dict[str, str]) -> list[ConfigLayer]:
     return layers
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class UntrustedLayer:
     """What trust would change in one untrusted layer."""
 

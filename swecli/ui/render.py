@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, Group, RenderableType
@@ -47,6 +47,7 @@ from swecli.events import (
     Waiting,
 )
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for, key_argument, one_line
 from swecli.tools.visible import visible
 from swecli.ui.meter import format_tokens
@@ -343,7 +344,7 @@ class BlockStream:
 
 # -- sub-agents -----------------------------------------------------------------------------------
 
-@dataclass
+@datarecord
 class ChildProgress:
     """A running sub-agent, as the live region shows it under its `task` call."""
 
