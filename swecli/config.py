@@ -522,10 +522,10 @@ def _with_user_layers(merged: dict[str, Any], sources: dict[str, str],
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
     if not path.is_file():
         return {}
+    import tomllib  # only for a file to read (~8 M instructions: a start without any config file skips it)
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
