@@ -4,10 +4,10 @@ Every test waits for what a person would wait for (the prompt, the approval ques
 typing, with generous timeouts; none asserts on how long anything took. What a typed line does where the
 terminal plays no part (`!command`, a failed turn's line) runs on an in-process REPL at the end: a
 `swecli` start in a pty costs seconds of CPU (tests/ui/commands/ test the slash commands that way).
-The checks of keys and the screen that start from an empty prompt share one REPL (`repl`, a
-`tests.ui.harness.SharedRepl`: a new conversation in default mode for each); those whose subject is the
-start (`--continue`, a positional task, `--mode`'s first prompt is not one) or the exit (Ctrl-D's and
-/exit's last lines, Ctrl-C twice) start their own (`start`).
+The checks of keys and the screen that start from an empty prompt share one REPL (`repl`, in
+tests/ui/conftest.py: a `tests.ui.harness.SharedRepl`, a new conversation in default mode for each; a
+check that needs auto or plan mode types `/mode`). The checks whose subject is the start (`--continue`, a
+positional task) or the exit (the last lines after /exit, Ctrl-C twice) start a REPL of their own.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,45 +66,6 @@ def assert_history_valid(request: dict[str, Any]) -> None:
 def leave(term: Terminal) -> None:
     term.send("\x04")  # Ctrl-D
     assert term.exit_status() == 0
-
-
-@pytest.fixture(scope="module")
-def _live_repl() -> Iterator[list[SharedRepl]]:
-    live: list[SharedRepl] = []
-    yield live
-    for shared in live:
-        shared.close()
-
-
-@pytest.fixture
-def repl(_live_repl: list[SharedRepl], request: pytest.FixtureRequest,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRepl]:
-    """The module's shared REPL at an empty default-mode prompt, a new conversation (started on first use;
-    after a failed check, or one it cannot be brought back from, the next check starts a new one)."""
-    if not _live_repl:
-        base = tmp_path_factory.mktemp("shared-repl")
-        project, home = base / "project", base / "home"
-        project.mkdir()
-        home.mkdir()
-        llm = ScriptedLLM([]).start()
-        _live_repl.append(SharedRepl(spawn_swecli(llm.base_url, project, home), llm, project))
-        try:
-            _live_repl[0].term.prompt()
-        except BaseException:
-            _live_repl.pop().close()
-            raise
-    shared = _live_repl[0]
-    shared.begin()
-    failures = request.session.testsfailed
-    yield shared
-    try:
-        if request.session.testsfailed == failures:  # passed: back to an empty prompt, or say why not
-            shared.reset()
-            return
-    except BaseException:
-        _live_repl.pop().close()
-        raise
-    _live_repl.pop().close()  # failed: whatever state it left, the next check starts afresh
 
 
 def test_task_streams_reasoning_actions_answer_and_approved_write(repl: SharedRepl) -> None:
