@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +31,7 @@ from swecli.memory.playbook import Playbook
 from swecli.messages import ImagePart, SystemBlock, UserMessage
 from swecli.models.thinking import Thinking
 from swecli.permissions import Approver, Policy
+from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolRegistry
 from swecli.tools.environment import CommandEnvironment
 
@@ -80,7 +81,7 @@ def repo_map_prompt(root: Path, budget: int, count: Callable[[str], int], wait: 
     return memory_section(rmap, budget, count) if rmap is not None else ""
 
 
-@dataclass
+@datarecord
 class EventBus:
     """Fans the loop's events out to every listener (renderer, transcript, log, notes). Sub-agents
     report from their own threads, so one event is delivered at a time."""
@@ -106,7 +107,7 @@ ProviderFor = Callable[[str], Provider]
 
 # --- subsystems ------------------------------------------------------------------------------------
 
-@dataclass
+@datarecord
 class Build:
     """What a subsystem may use while the agent is put together (`Subsystem.tools`)."""
 
@@ -153,7 +154,7 @@ class Subsystem:
         """The session ends: stop what it started (before the transcript and the provider close)."""
 
 
-@dataclass
+@datarecord
 class Opening:
     """What a subsystem may use to decide whether it takes part, and to set itself up."""
 
@@ -167,7 +168,7 @@ class Opening:
         self.bus(Notice("warning", text))
 
 
-@dataclass
+@datarecord
 class SessionNotes(Subsystem):
     """The session notes: a writer fed the loop's events, the `notes` tool, and the notes in the memory block."""
 
@@ -199,7 +200,7 @@ class SessionNotes(Subsystem):
         recorder.attach("notes", updater.handle, close=updater.close)
 
 
-@dataclass
+@datarecord
 class LearnedPlaybook(Subsystem):
     """The project's learned playbook: in the memory block, and updated by reflection after a completed task."""
 
@@ -238,7 +239,7 @@ class LearnedPlaybook(Subsystem):
             session.bus(Notice("warning", warning))
 
 
-@dataclass
+@datarecord
 class RepositoryMap(Subsystem):
     """The repository map: warmed up while the person types, the `repo_map` tool, and (with
     `context.repo_map_tokens`) the ranked map in the memory block."""
@@ -269,7 +270,7 @@ class RepositoryMap(Subsystem):
         return repo_map_prompt(self.root, budget, count) if budget else ""
 
 
-@dataclass
+@datarecord
 class Skills(Subsystem):
     """Skills: the `skill` tool, the catalog in the memory block, loaded skills kept through compaction, and
     user-level skill folders readable by read_file (with no skill found, only `/skills` says so)."""
@@ -308,7 +309,7 @@ class Skills(Subsystem):
         session.skills = self.catalog
 
 
-@dataclass
+@datarecord
 class Subagents(Subsystem):
     """Sub-agents: the `task` tool (`subagents.enabled`). Each sub-agent gets its own provider from
     `provider_for` (default: `make_provider` for these settings and the model asked for), and
@@ -354,7 +355,7 @@ class Subagents(Subsystem):
         return [task_tool(agents, delegator)]
 
 
-@dataclass
+@datarecord
 class ModelServer(Subsystem):
     """What the model's server said about itself (`swecli.llm.window`): a chat template that leaves the tool
     schemas out of the prompt is said once (and the schemas are not counted: the meter matches the
@@ -383,7 +384,7 @@ class ModelServer(Subsystem):
             remember_learnt(session.settings, event.server_window)
 
 
-@dataclass
+@datarecord
 class McpServers(Subsystem):
     """MCP servers (`mcp.servers`): started in the background when the session opens (never waited for);
     their tools reach the loop through the registry's source, loaded or deferred within `mcp.schema_budget`.
@@ -597,7 +598,7 @@ def explain_provider_error(settings: Settings, error: Exception) -> str:
     return (f"{text} (hint: OpenAI-compatible servers usually answer under /v1; try --base-url {suggested})")
 
 
-@dataclass
+@datarecord
 class AgentSession:
     """A running session: the agent and everything around it, closed together."""
 

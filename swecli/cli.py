@@ -13,7 +13,6 @@ import gc
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -22,6 +21,7 @@ from typer.core import TyperArgument, TyperCommand
 
 from swecli import __version__
 from swecli.errors import SwecliError
+from swecli.records import datarecord
 
 if TYPE_CHECKING:
     from swecli.config import Settings
@@ -250,7 +250,7 @@ def _settings(root: Path, flags: dict[str, Any], trust_project: bool) -> Setting
     return resolve_window(settings)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Invocation:
     """What the command line asks of a session, besides the settings."""
 
@@ -631,7 +631,7 @@ def _settings_for_budget(root: Path, settings: Settings) -> Settings:
         return settings
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ServerFlags:
     """A server as `swecli mcp add` was told of it: a command with its arguments, or a URL."""
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from swecli.errors import SwecliError
 from swecli.lazy import regex
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW, PRESETS, known_context_window
+from swecli.records import datarecord
 from swecli.trust import Split, guarded, lookup, split_untrusted
 
 Mode = Literal["default", "auto", "plan"]
@@ -33,6 +33,11 @@ SERVER_NAME = regex(r"[A-Za-z0-9_-]+")
 
 
 class Section(BaseModel):
+    """A settings table. Its defaults are made by lambdas (`default_factory=lambda: []`), not by a class or
+    `list` itself: pydantic reads each default factory's signature to see whether it takes the data, and
+    for a class or a builtin that is `inspect`'s parser of text signatures (tokenize's patterns compiled
+    on the way): ~17 M instructions on every start's path, 1.4% of `-p`'s way to its first request."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
@@ -104,15 +109,15 @@ class SandboxConfig(Section):
     """How bash commands are confined (bubblewrap, Linux): `workspace-write` lets them write only to the
     project, the writable paths and a private /tmp; `read-only` writes nowhere; `off` runs them
     unconfined. Plan mode always uses read-only. Applies in default and auto mode alike."""
-    writable_paths: list[str] = Field(default_factory=list)
+    writable_paths: list[str] = Field(default_factory=lambda: [])
     """More directories commands may write to (`~/.cache`, `../shared-build`); `~` is the home
     directory, relative paths are under the project."""
     network: bool = False
     """Let sandboxed commands use the network (package installs, `git push`, API calls)."""
-    hidden_paths: list[str] = Field(default_factory=list)
+    hidden_paths: list[str] = Field(default_factory=lambda: [])
     """More files or directories sandboxed commands must not see, beyond the built-in credentials list
     (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`, `~/.netrc`, ...)."""
-    pass_env: list[str] = Field(default_factory=list)
+    pass_env: list[str] = Field(default_factory=lambda: [])
     """Environment variables commands get whatever they hold, by name or shell pattern (`GITHUB_TOKEN`
     for `gh`, `NPM_*`, `MYAPP_*`), beyond the allowlist `inherit_env` gives them."""
     inherit_env: Literal["core", "all", "none"] = "core"
@@ -172,13 +177,13 @@ class McpServerConfig(Section):
 
     command: str = ""
     """The executable that runs a stdio server (looked up on PATH)."""
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=lambda: [])
     """Its arguments."""
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=lambda: {})
     """Extra environment variables for the command (merged over PATH, HOME, USER, SHELL, TERM, LOGNAME)."""
     url: str = ""
     """The endpoint of a streamable-HTTP server (instead of `command`)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=lambda: {})
     """HTTP headers sent to `url` (an Authorization token, for instance)."""
     enabled: bool = True
     """false: configured but not started (`/mcp enable NAME` starts it for one session)."""
@@ -195,7 +200,7 @@ class McpServerConfig(Section):
 
 
 class McpConfig(Section):
-    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    servers: dict[str, McpServerConfig] = Field(default_factory=lambda: {})
     """The MCP servers, one `[mcp.servers.NAME]` table each."""
     schema_budget: float = Field(0.1, ge=0)
     """When the MCP tool schemas together exceed this, they are deferred behind one `tool_search` tool:
@@ -218,7 +223,7 @@ class McpConfig(Section):
         return int(self.schema_budget) if self.schema_budget > 1 else int(self.schema_budget * window)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ServerWindow:
     """The context window a server reported for one model at one base URL (see `swecli.llm.window`)."""
 
@@ -262,15 +267,15 @@ class Settings(Section):
     probe_context_window: bool = True
     """When `context_limit` is not set, ask the server for the window it runs (llama.cpp, vLLM, Ollama,
     LM Studio, OpenRouter); cached per base URL and model under the user's cache directory."""
-    context: ContextConfig = Field(default_factory=ContextConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    memory: MemoryConfig = Field(default_factory=MemoryConfig)
-    hooks: HookConfig = Field(default_factory=HookConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    skills: SkillsConfig = Field(default_factory=SkillsConfig)
-    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
-    images: ImagesConfig = Field(default_factory=ImagesConfig)
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    context: ContextConfig = Field(default_factory=lambda: ContextConfig())
+    tools: ToolsConfig = Field(default_factory=lambda: ToolsConfig())
+    memory: MemoryConfig = Field(default_factory=lambda: MemoryConfig())
+    hooks: HookConfig = Field(default_factory=lambda: HookConfig())
+    mcp: McpConfig = Field(default_factory=lambda: McpConfig())
+    skills: SkillsConfig = Field(default_factory=lambda: SkillsConfig())
+    subagents: SubagentsConfig = Field(default_factory=lambda: SubagentsConfig())
+    images: ImagesConfig = Field(default_factory=lambda: ImagesConfig())
+    sandbox: SandboxConfig = Field(default_factory=lambda: SandboxConfig())
 
     _server_window: ServerWindow | None = PrivateAttr(None)
     _project_trusted: bool = PrivateAttr(False)
@@ -398,7 +403,7 @@ def trust_store_path(env: dict[str, str] | None = None) -> Path:
     return user_config_path(env).parent / "trusted.json"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ConfigLayer:
     """One configuration file, read and checked for unknown keys."""
 
@@ -423,7 +428,7 @@ def config_layers(root: Path, env: dict[str, str]) -> list[ConfigLayer]:
     return layers
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class UntrustedLayer:
     """What trust would change in one untrusted layer."""
 
@@ -517,10 +522,10 @@ def _with_user_layers(merged: dict[str, Any], sources: dict[str, str],
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
     if not path.is_file():
         return {}
+    import tomllib  # only for a file to read (~8 M instructions: a start without any config file skips it)
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from swecli.messages import ToolCall
+from swecli.records import datarecord
 
 SAME_CALL_LIMIT = 3
 STREAK_LIMIT = 5
 
 
-@dataclass
+@datarecord
 class DenialWatch:
     """Refused calls of the current turn (`reset` at its start)."""
 

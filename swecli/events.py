@@ -7,11 +7,12 @@ over `Event` that ends in `assert_never`, so mypy reports a listener that forget
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from swecli.llm.base import ReasoningDelta, TextDelta, Waiting
 from swecli.messages import Message, ToolCall, Usage
+from swecli.records import datarecord
 from swecli.tools.base import ToolResult
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ModelCallStarted:
     """A request to the model is about to go out."""
 
@@ -48,7 +49,7 @@ class ModelCallStarted:
     here from the next request on); 0: not known to the sender."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ModelCallFinished:
     """A model call's answer is in, with what it cost."""
 
@@ -61,7 +62,7 @@ class ModelCallFinished:
     reported: bool = True
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ToolStarted:
     """A tool call was approved and begins to run."""
 
@@ -70,7 +71,7 @@ class ToolStarted:
     args: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ToolOutput:
     """Output of a running tool as it arrives (bash), for a live view; the result carries all of it."""
 
@@ -79,7 +80,7 @@ class ToolOutput:
     text: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ToolFinished:
     """A tool call ended (or was refused: `approved` False), with its result."""
 
@@ -90,7 +91,7 @@ class ToolFinished:
     approved: bool = True
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class MessageAppended:
     """A message joined the history (what the session recorder and the transcript write)."""
 
@@ -98,7 +99,7 @@ class MessageAppended:
     message: Message
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class HistoryReplaced:
     """The history was rewritten on purpose (compaction, decay, /clear)."""
 
@@ -107,7 +108,7 @@ class HistoryReplaced:
     reason: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class CompactionDone:
     """The history was compacted: how, and how much it saved."""
 
@@ -132,7 +133,7 @@ class CompactionDone:
         return 1 - self.tokens_after / self.tokens_before if self.tokens_before else 0.0
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class SummarySpent:
     """What a compaction's summary requests cost, applied or not (a summary that would not have shrunk the
     conversation, or that was dropped, was still billed): part of the session's spend, logged as `summary`."""
@@ -143,7 +144,7 @@ class SummarySpent:
     """auto | manual | overflow | background."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class BackgroundSummary:
     """A summary of the older history made while the loop works (see `swecli.context.background`):
     reported when it starts, and when it ends up used or not."""
@@ -165,7 +166,7 @@ class BackgroundSummary:
         return self.phase == "used"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ContextOverflow:
     """The provider rejected a request as too large for the model's window (logged as `context_overflow`)."""
 
@@ -180,7 +181,7 @@ class ContextOverflow:
     """The server's window was smaller, and swecli plans with it from now on."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Notice:
     """A sentence for the person, at a level: "info", "warning" or "error"."""
 
@@ -189,7 +190,7 @@ class Notice:
     text: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class TurnFinished:
     """The loop's turn is over: its answer, what it cost, and why it stopped."""
 
@@ -209,7 +210,7 @@ class TurnFinished:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ChildEvent:
     """An event of a sub-agent (`swecli.delegation`), reported on the parent's bus: `call_id` is the
     parent's `task` call that started it, so front ends fold its progress under that call and the

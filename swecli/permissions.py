@@ -20,12 +20,13 @@ is why it cannot run here (then commands are asked for as described above).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from swecli.messages import ToolCall
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ MODES = ("default", "auto", "plan")
 UNSANDBOXED = "runs without the sandbox (it cannot start here)"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ApprovalRequest:
     """What the person is asked about one tool call."""
 
@@ -49,7 +50,7 @@ class ApprovalRequest:
     """A caution that still allows "always" (e.g. that the command runs unsandboxed)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Decision:
     """The person's answer to an `ApprovalRequest`."""
 
@@ -60,7 +61,7 @@ class Decision:
 Approver = Callable[[ApprovalRequest], Decision]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Verdict:
     """The policy's answer for one tool call: run it (and where), or what to say instead."""
 
@@ -76,7 +77,7 @@ class Verdict:
     blocked it (default mode, with someone to ask); None otherwise."""
 
 
-@dataclass
+@datarecord
 class Policy:
     """The session's permission mode and what the person allowed for good."""
 

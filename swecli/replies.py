@@ -17,16 +17,16 @@ the user is told:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Literal
 
 from swecli.llm.base import ResponseDone
 from swecli.messages import AssistantMessage, ToolCall, ToolMessage
+from swecli.records import datarecord
 
 Action = Literal["finish", "run_tools", "continue"]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ReplyVerdict:
     """What the loop does with a reply: run its tool calls, finish the turn, or continue it."""
 
@@ -39,7 +39,7 @@ class ReplyVerdict:
     """Ids of tool calls cut short by the output limit: answered with an error, never run."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class OutputLimit:
     """The `max_tokens` a request sent, and what set it: the configured reply size, or the window (a
     quarter of it at most, and never more than the prompt left). A warning about a cut answer names the

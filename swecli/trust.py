@@ -29,11 +29,12 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from swecli.errors import SwecliError
+from swecli.records import datarecord
 
 Rule = Literal["free", "narrow", "add", "trust"]
 
@@ -171,7 +172,7 @@ def narrows(key: str, value: Any, base: Any) -> bool:
     return False
 
 
-@dataclass
+@datarecord
 class Split:
     """An untrusted layer cut in two: what applies anyway, and what waits for trust."""
 
@@ -224,7 +225,7 @@ class TrustStoreError(SwecliError):
     """trusted.json cannot be read or written; `str()` names the file and the fix."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Decision:
     """The person's answer about one project's configuration, remembered per user."""
 

@@ -77,9 +77,11 @@ def test_compile_patterns_compiles_a_modules_lazy_patterns_once() -> None:
 
 def test_the_repls_commands_load_no_markdown_renderer() -> None:
     """`/notes` draws markdown and `/init` a diff; building the REPL's registry at start must not import
-    rich.markdown (markdown-it) or pygments for them: ~120 M instructions on every REPL start before."""
-    code = ("import sys; from swecli.ui.commands import default_registry; default_registry(); "
+    rich.markdown (markdown-it) or pygments for them: ~120 M instructions on every REPL start before. Nor
+    rich.table (`/help`, `/context`, the running turn's spinner), which the prompt does not need either."""
+    code = ("import sys; from rich.console import Console; from swecli.ui.commands import default_registry; "
+            "from swecli.ui.render import Renderer; default_registry(); Renderer(Console()); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('markdown_it', 'pygments') "
-            "or m in ('rich.markdown', 'rich.syntax')))")
+            "or m in ('rich.markdown', 'rich.syntax', 'rich.table', 'rich.spinner')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

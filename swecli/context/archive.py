@@ -17,12 +17,13 @@ import hashlib
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Protocol
 
 from swecli.errors import SwecliError
 from swecli.messages import Message
+from swecli.records import datarecord
 from swecli.session.private import make_private_dir, write_private
 from swecli.session.secrets import Redactor
 
@@ -47,7 +48,7 @@ class Archive(Protocol):
         ...
 
 
-@dataclass
+@datarecord
 class DiskArchive:
     """Writes under `<root>/.swecli/compactions/`, one stamp per compaction."""
 
@@ -93,7 +94,7 @@ class DiskArchive:
             return None
 
 
-@dataclass
+@datarecord
 class MemoryArchive:
     """Keeps everything in memory: for tests and for library use without a project root."""
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Literal
 
 from swecli.context.archive import Archive
@@ -36,11 +36,12 @@ from swecli.context.hooks import PreCompactDecision
 from swecli.context.tokens import TokenCounter
 from swecli.llm.base import CancelToken, Provider
 from swecli.messages import AssistantMessage, Message, ToolMessage, Usage, UserMessage
+from swecli.records import datarecord
 
 Phase = Literal["running", "ready", "failed", "cancelled", "declined"]
 
 
-@dataclass
+@datarecord
 class SummaryJob:
     """One summary made ahead of its compaction. The fields below the line are written by its thread,
     once, before `done` is set; read them only after."""
@@ -112,7 +113,7 @@ ProviderSource = Callable[[], tuple[Provider, bool]]
 """Returns the provider for the summary, and whether the job owns it (and closes it when done)."""
 
 
-@dataclass
+@datarecord
 class SummaryWork:
     """What the job's thread needs besides the job itself."""
 

@@ -8,9 +8,9 @@ raw and the calibrated figures are kept.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from swecli.messages import Usage
+from swecli.records import datarecord
 
 MIN_RATIO, MAX_RATIO = 0.5, 2.5
 """A provider/local ratio outside this range is a misreport (e.g. usage that excludes cached tokens
@@ -30,7 +30,7 @@ def provider_prompt_tokens(usage: Usage) -> int:
     return usage.input_tokens
 
 
-@dataclass
+@datarecord
 class Calibration:
     """Smoothed ratio provider_prompt_tokens / local_count, applied to later estimates."""
 
@@ -93,7 +93,7 @@ def decay_recent_for(window: int, configured: int | None = None) -> int:
     return min(DECAY_RECENT_CEILING, keep_recent_for(window))
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ContextBudget:
     """The window and its three levels, lowest first: `warning_limit` (the background summary of the
     older history starts), `limit` (compaction: the ready summary is applied) and `hard_limit` (the
@@ -139,7 +139,7 @@ class ContextBudget:
         return max(floor, min(self.reserve, self.window - prompt_tokens))
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ContextState:
     """What the next request would send, by component, in calibrated (provider) tokens.
 

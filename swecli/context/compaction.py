@@ -28,7 +28,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from swecli.context.archive import Archive, ArchiveError, MemoryArchive
@@ -38,6 +38,7 @@ from swecli.context.tokens import head_by_tokens, tail_by_tokens
 from swecli.lazy import regex
 from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, ProviderError, complete
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
+from swecli.records import datarecord
 
 STRATEGIES = ("summarize", "truncate", "importance")
 SUMMARY_MARKER = "[swecli: compacted context]"
@@ -54,7 +55,7 @@ place}. What a pin keeps is re-attached verbatim after compaction, like the user
 skill's instructions, see `swecli.skills`)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class CompactionParams:
     """Budgets are in local tokens (the manager converts from provider tokens with its calibration)."""
 
@@ -85,7 +86,7 @@ class CompactionParams:
     """Compact even when nothing is over budget (a manual /compact)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class CompactionResult:
     """The history after one compaction, and what was done to it."""
 
@@ -167,7 +168,7 @@ _NO_ARCHIVE = MemoryArchive()
 """For planning only: nothing is saved then."""
 
 
-@dataclass
+@datarecord
 class _Work:
     """What one compaction works with: the history, its parameters, its counters."""
 
@@ -193,7 +194,7 @@ class _Work:
         return self.params.fixed + sum(self.count(m) for m in history)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class CompactionIO:
     """What a compaction reads and writes besides the history."""
 
@@ -229,7 +230,7 @@ def compact_history(history: Sequence[Message], params: CompactionParams, count:
     return _assemble(work, history, prepared)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class PreparedSpan:
     """What replaces a compacted span `history[:cut]`: the prompts (and turns, and pinned messages) it
     keeps, then its summary message. Made ahead of time by a background summary, or at once by

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.context.ledger import Ledger
@@ -49,6 +48,7 @@ from swecli.context.offload import OffloadError, offload_path_in, save_output
 from swecli.context.tokens import MESSAGE_OVERHEAD, IdentityCache, TokenCounter
 from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from swecli.records import datarecord
 from swecli.session.secrets import Redactor
 from swecli.tools.facts import facts_for
 
@@ -68,7 +68,7 @@ MadeAhead = Callable[[ToolMessage], "ToolMessage | None"]
 """The digest already made for an output (`foldahead.FoldsAhead.made`), or None: then it is made now."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class DecayPolicy:
     """When a tool's results may be folded to a reference, declared per tool."""
 
@@ -91,7 +91,7 @@ def room_policy(tool: str) -> DecayPolicy:
     return DecayPolicy(min_age=1, keep=policy_for(tool).keep)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class DecayResult:
     """The history after a decay pass, and what folding saved."""
 
@@ -107,7 +107,7 @@ class DecayResult:
         return self.folded > 0
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Candidate:
     """A tool result that may be folded, and the tokens folding it would save."""
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 
 MAX_LINE_CHARS = 1_200
 """Longer lines (minified code, data dumps) are not messages: skipped."""
@@ -146,7 +147,7 @@ ERROR = _join(_ERRORS)
 _ANY_VERDICT = regex("|".join(f"(?:^{p})" for p in _VERDICTS), re.MULTILINE)
 
 
-@dataclass
+@datarecord
 class Found:
     """What a tool's output says went wrong: verdicts, errors and where."""
 

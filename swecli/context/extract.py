@@ -13,12 +13,13 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
 
 from swecli.context.diagnostics import scan
 from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for
 
 LIMITS = {
@@ -48,7 +49,7 @@ _TITLES = {
 }
 
 
-@dataclass
+@datarecord
 class Facts:
     """What the history shows was done (files, commands, errors, locations), kept next to a summary."""
 

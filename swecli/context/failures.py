@@ -13,12 +13,13 @@ import json
 import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from swecli.context.diagnostics import FAILED_TEST
 from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for
 
 FailureKind = Literal[
@@ -135,7 +136,7 @@ def describe_call(call: ToolCall, limit: int = 80) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Observation:
     """One tool call as the tracker saw it; `kind` is set when it failed."""
 
@@ -148,7 +149,7 @@ class Observation:
     """kind + evidence with numbers masked: two failures with the same signature failed the same way."""
 
 
-@dataclass
+@datarecord
 class _KeyState:
     """One distinct call's recent failures."""
 
@@ -157,7 +158,7 @@ class _KeyState:
     last_seen: int = 0
 
 
-@dataclass
+@datarecord
 class FailureTracker:
     """Notices a call that keeps failing the same way, or a loop of identical calls."""
 

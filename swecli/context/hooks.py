@@ -26,14 +26,16 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from swecli.records import datarecord
 
 _KNOWN_KEYS = {"cancel", "instructions", "summary"}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class PreCompactInput:
     """What a pre-compact hook is told (as JSON on its stdin)."""
 
@@ -53,7 +55,7 @@ class PreCompactInput:
                            "strategy": self.strategy, "background": self.background})
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class PreCompactDecision:
     """What pre-compact hooks answered: cancel, extra instructions, or a summary of their own."""
 

@@ -20,14 +20,14 @@ it costs a tenth of its tokens).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from swecli.messages import ImagePart, Message, ToolMessage, UserMessage
+from swecli.records import datarecord
 
 ImageCost = Callable[[int, int], int]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ImageAging:
     """The history after old images were replaced by references, and what it saved."""
 

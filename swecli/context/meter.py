@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from swecli.config import ContextConfig
 from swecli.context.budget import Calibration, ContextBudget, ContextState, keep_recent_for, provider_prompt_tokens
@@ -21,9 +20,10 @@ from swecli.llm.base import ModelRequest
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
 from swecli.models.presets import DEFAULT_CONTEXT_WINDOW
 from swecli.models.thinking import MIN_BUDGET, Thinking
+from swecli.records import datarecord
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Prompt:
     """The parts every request sends besides the history: the stable prefix."""
 
@@ -33,7 +33,7 @@ class Prompt:
     """Session-stable memory (OPENCLI.md, playbook): sent after `system`, never compacted."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Limits:
     """The model the engine plans for and the size of its replies."""
 

@@ -37,12 +37,12 @@ import json
 import os
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.errors import SwecliError
 from swecli.lazy import regex
+from swecli.records import datarecord
 from swecli.session.private import make_private_dir, open_private, write_private
 from swecli.session.secrets import Redactor
 from swecli.tools.facts import facts_for
@@ -73,7 +73,7 @@ class OffloadError(SwecliError):
     """The offload file could not be written; the caller keeps the full output in the context."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Offloaded:
     """A big tool output saved to a file, and the preview that enters the context instead."""
 
@@ -245,7 +245,7 @@ def _target(root: Path, call_id: str, content: str, redactor: Redactor | None) -
     return data, target
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class StagedOutput:
     """An output written ahead where nothing names it (`stage_output`), moved to the file it will be read
     from only when a digest names that file (`publish`)."""

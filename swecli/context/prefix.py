@@ -24,11 +24,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from swecli.context.tokens import MESSAGE_OVERHEAD, TOOL_SCHEMA_OVERHEAD, IdentityCache, TokenCounter, serialize_tool
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema, UserMessage
+from swecli.records import datarecord
 
 if TYPE_CHECKING:
     from swecli.llm.base import ModelRequest
@@ -37,7 +38,7 @@ CACHED_PRICE = 0.1
 """What a cached prompt token costs relative to an uncached one (OpenAI and Anthropic read price)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Unit:
     """One cacheable piece of a request, in wire order."""
 
@@ -63,7 +64,7 @@ class Reuse:
         return self.total_tokens - self.shared_tokens + CACHED_PRICE * self.shared_tokens
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class PrefixReport(Reuse):
     """How much of one request's prompt repeats the previous request's (what a cache can serve)."""
 
@@ -79,7 +80,7 @@ class PrefixReport(Reuse):
     """Set when the prefix changed without a marked rewrite (an append-only violation)."""
 
 
-@dataclass
+@datarecord
 class PrefixStats(Reuse):
     """The prefix reuse of a session's requests so far."""
 
@@ -112,7 +113,7 @@ def describe(msg: Message) -> str:
     return f"a user message ({msg.kind})"
 
 
-@dataclass
+@datarecord
 class PrefixMonitor:
     """Measures each request's prefix against the previous one, serializing each message once."""
 

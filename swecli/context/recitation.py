@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from swecli.context.todo import TodoState
 from swecli.context.tokens import IdentityCache
 from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from swecli.records import datarecord
 
 GOAL_CHARS = 400
 """The goal is truncated to this many characters in the recitation."""
@@ -76,7 +76,7 @@ def _fold(word: str) -> str:
     return word[:-1]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Decision:
     """What the recitation decided for one iteration (for logs and `/context`)."""
 

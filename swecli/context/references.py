@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from swecli.context.extract import Facts, extract_facts
 from swecli.lazy import regex
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage
+from swecli.records import datarecord
 
 RefKind = Literal["error", "test", "location", "file", "command", "url", "symbol"]
 
@@ -49,7 +50,7 @@ _NOISE = frozenset({"Traceback (most recent call last):"})
 _FILE_KINDS = (("files_modified", "modified", 1.5), ("files_created", "created", 1.5), ("files_read", "read", 0.0))
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Reference:
     """Something a summary dropped and where its full text can be read again."""
 

@@ -27,9 +27,10 @@ import math
 import statistics
 from collections import deque
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from swecli.context.budget import ContextBudget
+from swecli.records import datarecord
 
 FIRST_LATENCY = 30.0
 """Seconds a summary is assumed to take before one has been measured: a model's summary of a long history
@@ -48,7 +49,7 @@ def _samples() -> deque[float]:
     return deque(maxlen=SAMPLES)
 
 
-@dataclass
+@datarecord
 class Runway:
     """How fast the prompt grows and how long summaries take: when the background summary must start."""
 

@@ -7,11 +7,12 @@ recitation block in the dynamic tail (`swecli.context.recitation`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare
 
@@ -53,7 +54,7 @@ class TodoArgs(BaseModel):
     items: list[TodoItem] = Field(description="The complete task list, in order. An empty list clears it.")
 
 
-@dataclass
+@datarecord
 class TodoState:
     """The current list; `version` counts writes so the recitation can tell the list changed."""
 

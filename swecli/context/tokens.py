@@ -46,11 +46,11 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema
+from swecli.records import datarecord
 
 if TYPE_CHECKING:
     import tiktoken
@@ -71,7 +71,7 @@ FALLBACK_CHARS_PER_TOKEN = 3.0
 third; 3 overestimates prose instead, the safe direction for a budget, and calibration corrects it."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class _EncodingSpec:
     """A tiktoken encoding's constants, and the digest that checks its vocabulary."""
 

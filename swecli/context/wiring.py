@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from swecli.context.archive import Archive
 from swecli.context.compaction import Pin
@@ -20,11 +19,12 @@ from swecli.context.todo import TodoState
 from swecli.context.tokens import TokenCounter
 from swecli.events import Event, Notice
 from swecli.llm.base import CancelToken, Provider
+from swecli.records import datarecord
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Wiring:
     """How the context engine reaches the rest of the session (events, cancel, the summary's provider)."""
 
@@ -46,7 +46,7 @@ class Wiring:
     """The token counter to use (one for the model is made when None)."""
 
 
-@dataclass
+@datarecord
 class Reporter:
     """Emits the engine's events to whoever listens (nobody in a bare engine)."""
 

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from swecli.errors import SwecliError
 from swecli.lazy import regex
+from swecli.records import datarecord
 
 NAME = regex(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 DEFAULT_AGENT = "explore"
@@ -44,7 +45,7 @@ one report for the main agent: it sees only that report, not your tool calls.
 matter, and say what you could not find or verify. No preamble; keep it short."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class AgentDefinition:
     """A sub-agent: its instructions, its tools and its model."""
 
@@ -95,7 +96,7 @@ def read_only_tools() -> frozenset[str]:
     return frozenset(tool.name for tool in [*default_tools(), REPO_MAP] if not tool.mutating)
 
 
-@dataclass
+@datarecord
 class AgentCatalog:
     """The sub-agents the `task` tool offers, and what was left out and why."""
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
 from swecli.config import SubagentsConfig
@@ -26,13 +26,14 @@ from swecli.delegation.definitions import AgentCatalog, AgentDefinition
 from swecli.events import ChildEvent, Event, ModelCallFinished, ToolStarted, TurnFinished
 from swecli.llm.base import CancelToken, Provider
 from swecli.messages import AssistantMessage, Message, Usage
+from swecli.records import datarecord
 
 WRAP_UP = ("Stop here: you have used your budget for this job. Do not call any more tools. Write your report "
            "now from what you have found so far, and say what is left unexplored.")
 POLL = 0.05
 
 
-@dataclass
+@datarecord
 class LinkedCancel(CancelToken):
     """Cancelled when cancelled itself or when `parent` is (the child's token: Esc reaches it)."""
 
@@ -66,7 +67,7 @@ Spawn = Callable[[AgentDefinition, CancelToken, Callable[[Event], None]], ChildA
 """(definition, the child's cancel token, where its events go) -> a ready child with a fresh context."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ChildOutcome:
     """What a sub-agent's run gives back: its report and what it cost."""
 
@@ -78,7 +79,7 @@ class ChildOutcome:
     tool_calls: int
 
 
-@dataclass
+@datarecord
 class Delegator:
     """Runs sub-agents for one parent session (shared by every `task` call, possibly in parallel)."""
 
@@ -143,7 +144,7 @@ class Delegator:
         return f"{head_by_tokens(answer, limit, self.count).rstrip()}\n[report cut at {limit} tokens{more}]"
 
 
-@dataclass
+@datarecord
 class _Watch:
     """Counts a child's steps, tools and tokens from its events, and stops it at its token budget."""
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Protocol
 
 from swecli.errors import ControlFlow, SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolSchema, Usage
 from swecli.models.thinking import Thinking
+from swecli.records import datarecord
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ModelRequest:
     """Everything one model call sends, in the order the prompt cache sees it."""
 
@@ -30,7 +31,7 @@ class ModelRequest:
     """Extended thinking / reasoning effort for this request (off unless the loop asks)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class TextDelta:
     """A piece of the answer's text as it streams in."""
 
@@ -38,7 +39,7 @@ class TextDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ReasoningDelta:
     """A piece of the model's reasoning as it streams in (shown apart, never sent back as text)."""
 
@@ -46,7 +47,7 @@ class ReasoningDelta:
     text: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ToolCallStarted:
     """The model began a tool call (its arguments are still streaming)."""
 
@@ -55,7 +56,7 @@ class ToolCallStarted:
     name: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ProviderNote:
     """Something the user should read once about how the provider is being talked to (a fallback
     it switched to for the rest of the session)."""
@@ -63,7 +64,7 @@ class ProviderNote:
     text: str
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ResponseDone:
     """The whole reply, once the stream ended."""
 
@@ -77,7 +78,7 @@ class ResponseDone:
     model: str = ""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Waiting:
     """Nothing has arrived from the server for `seconds` (sent every few seconds of silence, so a front
     end can show the wait instead of looking frozen)."""
@@ -92,7 +93,7 @@ class Waiting:
 StreamEvent = TextDelta | ReasoningDelta | ToolCallStarted | Waiting | ProviderNote | ResponseDone
 
 
-@dataclass
+@datarecord
 class CancelToken:
     """Set by the UI (Esc / Ctrl-C); providers and tools check it and stop within a second."""
 

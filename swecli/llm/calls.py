@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from swecli.llm.arguments import normalize_arguments
 from swecli.messages import AssistantMessage, Message, ToolCall
+from swecli.records import datarecord
 
 
-@dataclass
+@datarecord
 class PendingCall:
     """A tool call whose arguments are still streaming in."""
 

@@ -23,11 +23,11 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from swecli.config import ConfigError, Settings
 from swecli.llm.transport import client_tls, is_loopback_url
 from swecli.models.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
+from swecli.records import datarecord
 
 PROBE_TIMEOUT = 0.5
 QUIET_WAIT = 2.0
@@ -35,7 +35,7 @@ QUIET_WAIT = 2.0
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class LocalServer:
     provider: str
     base_url: str
@@ -46,7 +46,7 @@ def default_local_servers() -> list[LocalServer]:
     return [LocalServer(name, PRESETS[name].base_url) for name in LOCAL_ORDER]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Listing:
     """What `GET {base}/models` gave: the model ids (None: nothing usable answered), and whether the
     question timed out (a busy server: no answer is not "no models")."""
@@ -114,7 +114,7 @@ def ask_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT)
     return Listing([str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")])
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class _Waiting:
     """How a slow model listing is announced: `say` after `quiet` seconds."""
 

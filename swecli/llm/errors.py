@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from swecli.lazy import regex
@@ -26,6 +25,7 @@ from swecli.llm.base import (
     StreamingToolsUnsupported,
     TransientError,
 )
+from swecli.records import datarecord
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 529})
 """Plus every 5xx: timeouts, lock conflicts, rate limits, overloaded."""
@@ -84,7 +84,7 @@ _OUTAGE = regex(r"\b5\d\d\b|bad gateway|service unavailable|gateway time-?out|te
                      r"overloaded|origin is unreachable|web server is down", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ErrorInfo:
     """What a server's error body says, whatever its shape."""
 

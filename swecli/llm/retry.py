@@ -15,12 +15,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from swecli.errors import ControlFlow
 from swecli.llm.base import Cancelled, CancelToken, ProviderError
+from swecli.records import datarecord
 
 T = TypeVar("T")
 
@@ -36,7 +36,7 @@ class Retryable(ControlFlow):
         """A tighter bound for this kind of failure (an empty stream is retried only once)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class RetryNotice:
     """Told to `on_retry` before each wait, so a front end can show why nothing is happening."""
 
@@ -47,7 +47,7 @@ class RetryNotice:
     error: ProviderError
 
 
-@dataclass
+@datarecord
 class RetryPolicy:
     """How many times, and how long apart, a failed request is tried again."""
 
@@ -101,7 +101,7 @@ def _wait_for(failure: Retryable, policy: RetryPolicy, retries: int) -> float | 
     return max(0.0, failure.retry_after)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Deadline:
     """The instant a model call gives up, retries included (`Settings.request_deadline`)."""
 

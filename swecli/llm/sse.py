@@ -13,15 +13,14 @@ with status 200: an error, or a whole answer from a server that ignores `stream`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from swecli.lazy import regex
+from swecli.records import datarecord
 
 _LINE_BREAK = regex(rb"[\r\n]")
 _STRAY_LIMIT = 4_000_000  # a whole non-streamed JSON answer must fit; SSE streams never fill it
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class SSEEvent:
     """One Server-Sent Event, its data lines joined."""
 

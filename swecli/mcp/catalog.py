@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -33,6 +32,7 @@ from swecli.mcp.manager import McpManager, ServerState, ServerTool
 from swecli.mcp.names import tool_name
 from swecli.mcp.search import ToolIndex
 from swecli.messages import ToolSchema
+from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolChanges, ToolContext, ToolResult
 
 TOOL_SEARCH = "tool_search"
@@ -41,7 +41,7 @@ GIST_WORDS = 5
 """Words of a deferred tool's description shown in tool_search's own description."""
 
 
-@dataclass
+@datarecord
 class Entry:
     spec: ServerTool
     tool: Tool[McpArguments]

@@ -16,7 +16,6 @@ file in the user's config directory is private to the user (0600); the project's
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +28,7 @@ from swecli.config import (
     user_config_path,
 )
 from swecli.errors import SwecliError
+from swecli.records import datarecord
 
 Scope = Literal["local", "project", "user"]
 SCOPES: tuple[Scope, ...] = ("local", "project", "user")
@@ -39,7 +39,7 @@ class McpConfigError(SwecliError):
     """One sentence saying what is wrong and what to do."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ScopeFile:
     """Where one scope's servers are written: a file, and the table in it that holds the settings."""
 

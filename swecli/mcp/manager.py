@@ -28,12 +28,13 @@ import math
 import threading
 import time
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from swecli.config import McpServerConfig
 from swecli.errors import SwecliError
+from swecli.records import datarecord
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -55,7 +56,7 @@ class McpCallError(SwecliError):
     """A call that did not produce a result: server not ready, timed out, interrupted, connection lost."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ServerTool:
     """One tool a server offers, in the server's own terms."""
 
@@ -67,7 +68,7 @@ class ServerTool:
     """The server's `readOnlyHint` annotation."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ServerState:
     """A snapshot of one server (the manager hands out copies; they never change under the reader)."""
 
@@ -86,7 +87,7 @@ class ServerState:
         return cfg.url if cfg.url else " ".join([cfg.command, *cfg.args])
 
 
-@dataclass
+@datarecord
 class _Live:
     """The loop thread's handles for one running server."""
 
@@ -97,7 +98,7 @@ class _Live:
     stopping: Status | None = None
 
 
-@dataclass
+@datarecord
 class McpManager:
     servers: dict[str, McpServerConfig]
     root: Path

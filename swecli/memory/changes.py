@@ -23,11 +23,11 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from swecli.errors import ControlFlow
+from swecli.records import datarecord
 from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules, work_tree_top
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ WATCH_MASK = IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | I
 """Content writes, creations, deletions and renames; not attribute changes (`touch`, `chmod`) or reads."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Changes:
     """The files one command changed."""
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.errors import SwecliError
@@ -25,6 +24,7 @@ from swecli.llm.base import ModelRequest
 from swecli.memory.notes import write_atomically
 from swecli.memory.scan import ScanLimits, render_scan, scan_project
 from swecli.messages import SystemBlock, UserMessage
+from swecli.records import datarecord
 
 TEMPLATE_FILE = "OPENCLI.md.template"
 OUTPUT_FILE = "OPENCLI.md"
@@ -151,7 +151,7 @@ def diff_for_update(old: str, new: str, path: str = OUTPUT_FILE) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class InitResult:
     path: Path
     text: str

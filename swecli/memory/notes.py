@@ -28,7 +28,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -39,6 +39,7 @@ from swecli.events import CompactionDone, MessageAppended, ModelCallStarted, Too
 from swecli.memory.changes import ChangeTracker, track_changes
 from swecli.memory.opencli import CountTokens, fit_to_budget
 from swecli.messages import AssistantMessage, UserMessage
+from swecli.records import datarecord
 from swecli.session.log import modified_path
 from swecli.session.private import make_private_dir
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -107,7 +108,7 @@ def section_key(heading: str) -> str | None:
     return None
 
 
-@dataclass
+@datarecord
 class Section:
     """One `## heading` of the notes and its lines."""
 
@@ -137,7 +138,7 @@ class Section:
         self.lines = [line for line in self.lines if not (line.startswith("- ") and marker in line)]
 
 
-@dataclass
+@datarecord
 class NotesDocument:
     """The session notes file, read into its sections so that each is updated in place."""
 

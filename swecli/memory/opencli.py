@@ -11,8 +11,9 @@ telling the model how to read the rest (and the files after it are not loaded).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from swecli.records import datarecord
 
 MEMORY_FILES = ("OPENCLI.md", "AGENTS.md", "CLAUDE.md")
 """In precedence order: earlier files win where instructions conflict."""
@@ -20,7 +21,7 @@ MEMORY_FILES = ("OPENCLI.md", "AGENTS.md", "CLAUDE.md")
 CountTokens = Callable[[str], int]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class MemoryFile:
     """A project memory file (AGENTS.md and the like) as it goes into the prompt."""
 

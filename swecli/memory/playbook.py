@@ -20,11 +20,12 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any, Literal
 
 from swecli.errors import SwecliError
+from swecli.records import datarecord
 from swecli.session.private import make_private_dir
 
 PLAYBOOK_FILE = Path(".swecli") / "playbook.json"
@@ -44,7 +45,7 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-@dataclass
+@datarecord
 class Bullet:
     """One lesson of the playbook and how often it helped or hurt."""
 
@@ -61,7 +62,7 @@ class Bullet:
         return self.helpful - self.harmful
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Change:
     """What one delta did: `added`, `merged` (into an existing near-duplicate), `tagged`, `removed`."""
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from swecli.context.failures import FailureKind, FailureTracker, classify, evidence_line
@@ -32,6 +32,7 @@ from swecli.lazy import regex
 from swecli.llm.base import CancelToken, ModelRequest, Provider, complete
 from swecli.memory.playbook import MAX_CONTENT_CHARS, Change, Playbook, PlaybookError, normalize_section, similarity
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, UserMessage
+from swecli.records import datarecord
 from swecli.tools.facts import ToolFacts, facts_for
 
 TEST_COMMAND = regex(
@@ -53,7 +54,7 @@ REREAD_ON_MISMATCH = ("When edit_file cannot find old_string, re-read the exact 
                       "guessing the text again.")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Delta:
     op: Literal["add", "tag", "remove"]
     section: str = ""
@@ -71,7 +72,7 @@ class Delta:
         return what + target + " (" + self.source + f" {self.confidence:.2f})"
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Step:
     """One tool call of the task and how it went."""
 
@@ -381,7 +382,7 @@ def llm_deltas(provider: Provider, request: ModelRequest, cancel: CancelToken | 
 
 # --- the reflector ----------------------------------------------------------------------------
 
-@dataclass
+@datarecord
 class Reflection:
     task: str
     deltas: list[Delta] = field(default_factory=list)
@@ -406,7 +407,7 @@ MAX_REMEMBERED = 64
 """Prompts remembered as reflected on (a session's recent tasks)."""
 
 
-@dataclass
+@datarecord
 class Reflector:
     playbook: Playbook
     provider: Provider | None = None

@@ -16,9 +16,11 @@ import os
 import re
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from swecli.records import datarecord
 
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
@@ -98,7 +100,7 @@ def pattern_hits(rel: str, text: str) -> list[tuple[str, int, str]]:
     return [(kind, number, line) for (kind, number), line in hits.items()]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ScanLimits:
     max_files: int = 5_000
     max_seconds: float = 3.0
@@ -109,7 +111,7 @@ class ScanLimits:
     max_deps: int = 30
 
 
-@dataclass
+@datarecord
 class ProjectScan:
     root: Path
     files: list[str] = field(default_factory=list)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from swecli.records import datarecord
 
 Wire = Literal["openai", "anthropic"]
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Preset:
     """A provider swecli knows by name: its wire format, URL and key variable."""
 

@@ -15,7 +15,7 @@ for exactly that (a server swecli does not know may serve a reasoning model).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from swecli.records import datarecord
 
 EFFORT_BUDGETS = {"low": 2_048, "medium": 8_192, "high": 24_576}
 """The Anthropic budget an effort word stands for."""
@@ -27,7 +27,7 @@ OFF_WORDS = frozenset({"off", "false", "no", "none", "0", ""})
 ON_WORDS = frozenset({"on", "true", "yes"})
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Thinking:
     """How much the model may think before answering, in each wire's own terms."""
 

@@ -29,12 +29,13 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple, TypeGuard
 
 from swecli.errors import ControlFlow
+from swecli.records import datarecord
 from swecli.repomap.discover import snapshot, start_listing, unchanged
 from swecli.repomap.languages import language_for
 from swecli.repomap.parse import Facts, parse_file, parse_paths
@@ -64,7 +65,7 @@ class Stat(NamedTuple):
     size: int
 
 
-@dataclass
+@datarecord
 class Index:
     """The parsed project: every file, and each parsed file's facts and stat (what says it changed)."""
 

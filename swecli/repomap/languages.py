@@ -12,7 +12,7 @@ Capture names shared by every query:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from swecli.records import datarecord
 
 PYTHON = """
 (class_definition name: (identifier) @name) @def.class
@@ -151,7 +151,7 @@ QUERIES = {"python": PYTHON, "javascript": JAVASCRIPT, "typescript": TYPESCRIPT,
            "rust": RUST, "java": JAVA, "c": C, "cpp": CPP, "ruby": RUBY, "elixir": ELIXIR}
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class LanguageSpec:
     """A grammar and the file suffixes it parses."""
 

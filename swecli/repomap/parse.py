@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 from swecli.repomap.languages import QUERIES, language_for, split_query
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ class Symbol(NamedTuple):
     """The enclosing class, module or function ("" at the top level)."""
 
 
-@dataclass
+@datarecord
 class Facts:
     """What one parsed file defines, imports and refers to."""
 

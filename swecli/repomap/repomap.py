@@ -20,11 +20,12 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from swecli.records import datarecord
 from swecli.repomap.builds import Builds, Pending
 from swecli.repomap.graph import Graph, Resolver, build_graph
 from swecli.repomap.index import (
@@ -54,7 +55,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 3.5)
 
 
-@dataclass
+@datarecord
 class RepoMap:
     """The project's map: its index and the graph of which file uses which."""
 

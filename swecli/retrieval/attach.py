@@ -9,10 +9,10 @@ the whole text for a file the person attached, numbered line ranges for an excer
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.errors import SwecliError
+from swecli.records import datarecord
 from swecli.tools.base import ToolError
 from swecli.tools.paths import display_path, resolve_in_root
 from swecli.tools.protected import secret_location
@@ -29,7 +29,7 @@ class AttachError(SwecliError):
     """A named file that cannot be attached; `str()` is one sentence saying why."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class FileText:
     """A file's text as read for an attachment (cut at the read limit)."""
 

@@ -32,12 +32,13 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from swecli.lazy import regex
 from swecli.messages import UserMessage
+from swecli.records import datarecord
 from swecli.retrieval.attach import AttachError, FileText, read, render_ranges, render_whole, resolve
 from swecli.retrieval.signals import SOURCE_WEIGHT, PathMention, Signals, extract
 
@@ -85,7 +86,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 3.5)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Evidence:
     """One reason a file matters to the task, with the lines it points at."""
 
@@ -98,7 +99,7 @@ class Evidence:
     """Lexical similarity or a graph neighbour: adds to a score, never enough to attach a file alone."""
 
 
-@dataclass
+@datarecord
 class Candidate:
     """A file that may be attached, and the evidence for it."""
 
@@ -123,7 +124,7 @@ class Candidate:
         return "; ".join(dict.fromkeys(reasons[:3]))
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Attachment:
     """What retrieval adds to the task: a whole file or its excerpts, and why."""
 
@@ -137,7 +138,7 @@ class Attachment:
     lines: int = 0
 
 
-@dataclass
+@datarecord
 class Retrieval:
     """What retrieval found for one task: attached, listed, and what went wrong."""
 

@@ -13,10 +13,11 @@ checked against the disk yet (retrieval.py resolves them).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 
 Source = Literal["title", "span", "code", "prose", "import"]
 SOURCE_WEIGHT: dict[Source, float] = {"title": 1.0, "span": 0.9, "import": 0.8, "code": 0.6, "prose": 0.45}
@@ -54,7 +55,7 @@ _SOURCE_SUFFIXES = frozenset({
 })
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class PathMention:
     """A path named in the task (a mention, a path, a traceback frame), with lines if given."""
 
@@ -67,7 +68,7 @@ class PathMention:
     """The last frame of a traceback: where the error was raised."""
 
 
-@dataclass
+@datarecord
 class Signals:
     """What the task's text says about where to look."""
 

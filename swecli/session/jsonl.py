@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from swecli.records import datarecord
 from swecli.session.private import open_private
 
 
@@ -68,7 +69,7 @@ class AppendOnlyFile:
         return self._fd is None
 
 
-@dataclass
+@datarecord
 class JsonlContents:
     """The records of a JSONL file that could be read, and why the others could not."""
 

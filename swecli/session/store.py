@@ -23,7 +23,7 @@ import os
 import secrets
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.records import datarecord
 from swecli.session.jsonl import AppendOnlyFile, read_jsonl
 from swecli.session.private import PRIVATE_DIR, ensure_private
 from swecli.session.secrets import NO_REDACTION, Redactor
@@ -186,7 +187,7 @@ class Transcript:
 # --- reading ----------------------------------------------------------------------------------
 
 
-@dataclass
+@datarecord
 class LoadedSession:
     """A saved session read back to go on with it (`--resume`, `--continue`)."""
 
@@ -284,7 +285,7 @@ def persist_closed_calls(transcript: Transcript, loaded: LoadedSession) -> None:
 # --- listing and deleting -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class SessionInfo:
     """One saved session as a list of them shows it."""
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from swecli.errors import SwecliError
 from swecli.lazy import regex
+from swecli.records import datarecord
 
 SKILL_FILE = "SKILL.md"
 NAME_PATTERN = regex(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -39,7 +40,7 @@ class SkillError(SwecliError):
     """A SKILL.md that cannot be used; `str()` says why in one sentence."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Skill:
     """One skill: its SKILL.md and where it was found."""
 
@@ -66,7 +67,7 @@ class Skill:
             raise SkillError(f"{self.path}: {exc}") from None
 
 
-@dataclass
+@datarecord
 class SkillCatalog:
     """The skills found for this project, and where they were looked for."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from swecli.errors import SwecliError
 from swecli.llm.base import CancelToken
 from swecli.messages import ImagePart, ToolCall, ToolSchema
+from swecli.records import datarecord
 from swecli.tools.environment import CommandEnvironment
 from swecli.tools.facts import OTHER, ToolFacts
 
@@ -33,7 +34,7 @@ class ToolError(SwecliError):
     """A failure the model should read and act on (bad path, missing string, ...)."""
 
 
-@dataclass
+@datarecord
 class ToolContext:
     """What every tool call may use: the project root, the cancel token, limits and the sandbox."""
 
@@ -60,7 +61,7 @@ class ToolContext:
     """Which environment variables commands get (`sandbox.inherit_env`, `sandbox.pass_env`), sandboxed or not."""
 
 
-@dataclass
+@datarecord
 class ToolResult:
     """What a tool call returns: the text the model sees and what the person is shown."""
 
@@ -80,7 +81,7 @@ class ToolResult:
     """Images for the model (read_file on an image file), sent with `content`."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Tool(Generic[A]):
     """One tool: its name, its pydantic argument model, the function that runs it, and its facts."""
 
@@ -133,7 +134,7 @@ class Tool(Generic[A]):
             raise ToolError(f"Invalid arguments for {self.name}: {problems}.") from None
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ToolChanges:
     """What a `ToolSource` adds to or removes from the registry at one request boundary."""
 

@@ -29,10 +29,10 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 
 Inherit = Literal["core", "all", "none"]
 
@@ -104,7 +104,7 @@ def secret_value(value: str) -> bool:
     return any(pattern.search(value) for pattern in _SECRET_VALUES)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class CommandEnvironment:
     """Which of swecli's environment variables a command it runs for the model gets."""
 

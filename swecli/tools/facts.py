@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from swecli.records import datarecord
 
 Kind = Literal["read", "list", "search", "write", "edit", "shell", "agent", "skill", "memory", "other"]
 """What a call does: reads a file, lists or searches the project, creates or overwrites a file, edits one,
@@ -44,7 +45,7 @@ def describe_any(args: Mapping[str, Any]) -> str:
     return one_line(" ".join(f"{k}={v!r}" for k, v in args.items()), 100)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ToolFacts:
     """What the rest of swecli needs to know about a tool, declared beside its code."""
 

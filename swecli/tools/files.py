@@ -6,13 +6,14 @@ import io
 import re
 import stat
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from pydantic import BaseModel, Field
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare
 from swecli.tools.images import is_image_path, load_image
@@ -69,7 +70,7 @@ class ListFilesArgs(BaseModel):
     max_depth: int | None = Field(None, ge=1, le=50, description="How many directory levels to show.")
 
 
-@dataclass
+@datarecord
 class _Tree:
     """Whole directory levels, breadth first, as many as fit in the entry limit."""
 
@@ -231,7 +232,7 @@ class ReadFileArgs(BaseModel):
     limit: int = Field(READ_LIMIT, ge=1, le=READ_LIMIT, description="How many lines to show.")
 
 
-@dataclass
+@datarecord
 class _Page:
     """The lines of a file one read_file call shows, and where it stopped."""
 
@@ -390,7 +391,7 @@ class WriteFileArgs(BaseModel):
     content: str = Field(description="The complete new content of the file.")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class _Change:
     """A planned write: where, what it does to the file, and the bytes that will be stored."""
 

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from swecli.errors import SwecliError
 from swecli.lazy import regex
 from swecli.llm.base import CancelToken
+from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.ignorecheck import RipgrepPlan, plan_ripgrep
@@ -71,7 +72,7 @@ class GrepArgs(BaseModel):
     case_insensitive: bool = Field(False, description="Match regardless of case.")
 
 
-@dataclass
+@datarecord
 class Hit:
     """One matching line."""
 
@@ -80,7 +81,7 @@ class Hit:
     text: str
 
 
-@dataclass
+@datarecord
 class Matches:
     """A search's hits and counts, and which engine found them."""
 
@@ -174,7 +175,7 @@ def compile_pattern(args: GrepArgs, flags: int = 0) -> re.Pattern[str]:
 _LINE_SENSITIVE = regex(r"\\[AZz]|\(\?<?[=!]")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class _PyMatcher:
     """The Python fallback's compiled patterns (when ripgrep is not installed)."""
 
@@ -232,7 +233,7 @@ def _search_stream(fh: BinaryIO, shown: str, matcher: _PyMatcher, matches: Match
         _match_lines(lines.rest(), lines, shown, matcher, matches)
 
 
-@dataclass
+@datarecord
 class _Lines:
     """Splits a byte stream into whole lines, keeping at most LONG_LINE_BYTES of a line not yet ended."""
 

@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from swecli.records import datarecord
 from swecli.tools.walk import ALWAYS_SKIP, IGNORE_FILE_LIMIT, IgnoreRules
 
 RIPGREP_IGNORE_FILES = (".gitignore", ".rgignore")
@@ -36,7 +37,7 @@ RIPGREP_IGNORE_FILES = (".gitignore", ".rgignore")
 EXCLUDE_FILE = (".git", "info", "exclude")
 
 
-@dataclass
+@datarecord
 class RipgrepPlan:
     """How ripgrep is run so that it opens no ignore file it must not."""
 

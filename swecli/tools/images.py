@@ -13,11 +13,11 @@ import base64
 import io
 import re
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.lazy import regex
 from swecli.messages import ImagePart
+from swecli.records import datarecord
 from swecli.tools.base import ToolError
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
@@ -116,7 +116,7 @@ _PASTED = regex(
 """A path pasted or dropped into the terminal: absolute or ~/..., quoted, or with backslash-escaped spaces."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ImageRef:
     """An image path found in the person's text."""
 

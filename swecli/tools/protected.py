@@ -21,10 +21,10 @@ import posixpath
 import re
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 from swecli.tools.gitlinks import runs_later
 
 SECRET_PATHS: tuple[str, ...] = (
@@ -113,7 +113,7 @@ _DISKS = regex(r"^/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/|loop|sr)"
 _UNSET_PREFIX = regex(r"^\$\{?(\w+)\}?(/\*?|/\.\*?)?$")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Danger:
     kind: str
     """root | system | home | secret | here | parent | disk | dotfile | unset"""

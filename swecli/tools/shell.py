@@ -29,7 +29,9 @@ import functools
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
+
+from swecli.records import datarecord
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 """Programs that run shell code from `-c`, a script file, or their stdin."""
@@ -38,7 +40,7 @@ MAX_DEPTH = 4
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Word:
     """One shell word after quote removal; expansions are left as written (`$HOME`, `$(cmd)`)."""
 
@@ -54,7 +56,7 @@ class Word:
         return not self.parameters and not self.substituted
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Redirect:
     op: str
     """`>`, `>>`, `>|`, `&>`, `<`, `<<`, `<<<`, `>&`, `<&`, ..."""
@@ -69,7 +71,7 @@ class Redirect:
         return self.target is not None and self.op in (">", ">>", ">|", "&>", "&>>", "<>", ">&")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Command:
     """One simple command as the shell would run it."""
 
@@ -106,7 +108,7 @@ class Command:
         return replace(self, words=self.words[start:], assignments=(), via=via)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Function:
     name: str
     commands: tuple[Command, ...]
@@ -114,7 +116,7 @@ class Function:
     """Its body starts something with `&`."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Script:
     source: str
     commands: tuple[Command, ...]

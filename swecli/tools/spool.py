@@ -21,9 +21,11 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import BinaryIO
+
+from swecli.records import datarecord
 
 MEMORY_BYTES = 1 << 20
 """Output kept in memory before the spool moves to a temporary file."""
@@ -138,7 +140,7 @@ def _gap_note(dropped: int) -> bytes:
             f"limit for one output); its last {TAIL_BYTES >> 10} KiB follow]\n").encode()
 
 
-@dataclass
+@datarecord
 class FullOutput:
     """A tool's whole output: in memory (`data`) or in a temporary file (`path`) that this object owns."""
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from swecli.records import datarecord
 from swecli.tools.protected import Danger
 from swecli.tools.shell import Command, Word, output_text
 
@@ -40,7 +41,7 @@ _PASS_THROUGH = frozenset({"sort", "uniq", "cat", "tac", "tee", "head", "tail", 
 """Filters whose output is (part of) their input, unchanged: what they pass on is still a listing."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Scope:
     """What the whole line tells about its words."""
 

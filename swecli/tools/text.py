@@ -20,10 +20,10 @@ import difflib
 import functools
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from swecli.lazy import regex
+from swecli.records import datarecord
 from swecli.tools.base import ToolError
 
 BINARY_SNIFF_BYTES = 8192
@@ -87,7 +87,7 @@ def decode_line(raw: bytes, codec: str = "utf-8") -> str:
     return raw.decode(codec, errors="replace")
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class TextFile:
     """A text file as read, with what writing it back must keep (encoding, newlines, BOM)."""
 

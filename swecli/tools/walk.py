@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from swecli.records import datarecord
 from swecli.tools.base import ToolError
 from swecli.tools.protected import credential_locations, is_placeholder
 
@@ -31,7 +31,7 @@ ALWAYS_SKIP = frozenset({".git", ".hg", ".svn", ".swecli"})
 """Directory names never walked into: version-control internals and swecli's own state."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Entry:
     """One directory entry as the walk found it (symlinks never followed)."""
 

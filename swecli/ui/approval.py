@@ -10,13 +10,14 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from rich.console import Console
 from rich.text import Text
 
 from swecli.permissions import ApprovalRequest, Decision
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for
 from swecli.ui.keys import CTRL_C, ENTER, ESC, TypeAhead
 from swecli.ui.render import approval_preview
@@ -27,7 +28,7 @@ REASON_PROMPT = "  Reason for the model (optional, Enter to skip): "
 ANSWERS: dict[str, Literal["yes", "no", "always"]] = {"y": "yes", "n": "no", "a": "always"}
 
 
-@dataclass
+@datarecord
 class PendingApproval:
     """A question waiting for the person, answered from the prompt's thread."""
 
@@ -73,7 +74,7 @@ class ApprovalBridge:
             pending.answer(Decision("no", "swecli is shutting down"))
 
 
-@dataclass
+@datarecord
 class Answer:
     """The person's answer, and whether it also stops the turn."""
 

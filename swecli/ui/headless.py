@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, assert_never
 
@@ -61,6 +61,7 @@ from swecli.events import (
 )
 from swecli.llm.retry import format_seconds
 from swecli.messages import Usage
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for, key_argument
 from swecli.tools.visible import visible
 
@@ -197,7 +198,7 @@ class StreamJsonPrinter:
             self.out.flush()
 
 
-@dataclass
+@datarecord
 class Tally:
     """What a run spent and refused, from its events: the result reports it even when the turn never
     finished (a provider error, a second Ctrl-C)."""

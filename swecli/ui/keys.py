@@ -13,8 +13,10 @@ import select
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TextIO
+
+from swecli.records import datarecord
 
 # The names are the characters themselves, never words: a chunk of typed text is returned as it is, so a
 # name that could be typed ("esc" typed quickly arrives as one chunk) would read as the key.
@@ -113,7 +115,7 @@ class KeyWatcher:
         return bool(readable)
 
 
-@dataclass
+@datarecord
 class TypeAhead:
     """Keys typed while the agent works (or while `Allow?` waits): Enter queues the line as the next
     message."""

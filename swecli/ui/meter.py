@@ -5,8 +5,9 @@ The numbers come from one callable (`Repl.context_meter`); this module only form
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from swecli.records import datarecord
 
 Level = Literal["ok", "near", "over"]
 
@@ -14,7 +15,7 @@ NEAR_MARGIN = 0.10
 """The meter turns yellow this far (as a fraction of the window) below the compaction threshold."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Meter:
     """What the context meter under the prompt shows."""
 

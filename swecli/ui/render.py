@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, assert_never
 
 from rich.console import Console, Group, RenderableType
-from rich.spinner import Spinner
 from rich.text import Text
 
 from swecli.events import (
@@ -47,12 +47,14 @@ from swecli.events import (
     Waiting,
 )
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from swecli.records import datarecord
 from swecli.tools.facts import facts_for, key_argument, one_line
 from swecli.tools.visible import visible
 from swecli.ui.meter import format_tokens
 
 if TYPE_CHECKING:
     from rich.live import Live
+    from rich.spinner import Spinner
 
     from swecli.permissions import ApprovalRequest
     from swecli.tools.base import ToolResult
@@ -343,7 +345,7 @@ class BlockStream:
 
 # -- sub-agents -----------------------------------------------------------------------------------
 
-@dataclass
+@datarecord
 class ChildProgress:
     """A running sub-agent, as the live region shows it under its `task` call."""
 
@@ -388,7 +390,6 @@ class Renderer:
         self.diff_lines = diff_lines
         self._lock = threading.RLock()
         self._live: Live | None = None
-        self._spinner = Spinner("dots", style="cyan")
         self._turn_started = time.monotonic()
         self._activity = "Thinking"
         self._tool_started: float | None = None
@@ -643,6 +644,13 @@ class Renderer:
         if self.typing:
             parts.append(Text(f"  ❯ {self.typing}▏", overflow="ellipsis", no_wrap=True))
         return Group(*parts)
+
+    @cached_property
+    def _spinner(self) -> Spinner:
+        """Made for the first status line: rich.spinner imports rich.table, which the prompt never needs."""
+        from rich.spinner import Spinner
+
+        return Spinner("dots", style="cyan")
 
     def status_line(self, now: float | None = None) -> Text:
         now = time.monotonic() if now is None else now

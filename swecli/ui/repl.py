@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +46,7 @@ from swecli.events import (
 from swecli.llm.base import Provider, ProviderError
 from swecli.messages import ToolCall, Usage, UserMessage
 from swecli.permissions import MODES, Decision
+from swecli.records import datarecord
 from swecli.tools.bash import BASH
 from swecli.ui.approval import ApprovalBridge, PendingApproval, ask
 from swecli.ui.commands import CommandRegistry, default_registry, is_command
@@ -71,7 +72,7 @@ PLAN_QUESTION = ("Plan ready. Carry it out? [a] yes, changes without asking · [
 CARRY_OUT = "Carry out the plan above."
 
 
-@dataclass
+@datarecord
 class _Turn:
     """One task run on its worker thread: its result or error, handed back to the main thread."""
 
@@ -81,7 +82,7 @@ class _Turn:
     usage_before: Usage = field(default_factory=Usage)
 
 
-@dataclass
+@datarecord
 class Repl:
     """The interactive session: the prompt, the running task and the slash commands."""
 

@@ -10,12 +10,13 @@ no. Whatever is left out is named in one line at start, with how to trust the pr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from swecli.config import trust_store_path, untrusted_layers
 from swecli.delegation.definitions import AgentDefinition, load_agents
+from swecli.records import datarecord
 from swecli.trust import SECRET_KEYS, WHY, TrustStore, TrustStoreError, fingerprint, report_name, rule_for
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ SHOWN_CHARS = 160
 """A value longer than this is cut in the question (the file has it whole)."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class ProjectReview:
     """What trusting a project would change, and the fingerprint a decision is remembered with."""
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from swecli.context.budget import ContextState
@@ -54,6 +53,8 @@ def compact(ctx: CommandContext, args: str) -> None:
 def context_report(state: ContextState, context: ContextManager | None = None) -> Group:
     """The breakdown as a table, a bar, and how the numbers were obtained."""
     window = state.budget.window or 1
+    from rich.table import Table  # when /context is asked for, not when the REPL builds its commands
+
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
     table.add_column("component")
     table.add_column("tokens", justify="right")

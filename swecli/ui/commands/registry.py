@@ -20,12 +20,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from rich.console import RenderableType
 from rich.text import Text
+
+from swecli.records import datarecord
 
 if TYPE_CHECKING:
     from swecli.assembly import AgentSession
@@ -94,7 +95,7 @@ ArgCompleter = Callable[["CommandContext", str], Iterable[str]]
 COMMAND_LINE = re.compile(r"^/([A-Za-z][\w-]*)(?:\s+(.*))?$", re.DOTALL)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Command:
     """One slash command."""
 

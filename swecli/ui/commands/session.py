@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 
 from swecli.ui.commands.registry import CommandContext, Family
@@ -18,6 +17,8 @@ commands = Family()
 
 @commands.command("help", "List the commands and keys")
 def help_(ctx: CommandContext, args: str) -> None:
+    from rich.table import Table  # when the command runs, not when the REPL builds its commands
+
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()

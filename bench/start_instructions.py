@@ -1,0 +1,99 @@
+"""What a swecli start costs before it does its work, in instructions (which no load changes): the main
+thread's and all threads' user-space instructions (millions) of `swecli -p` to its first chat request, of
+the REPL to its first drawn prompt, and of the floor (`start_floor.py`: typer + pydantic + httpx alone on
+the same path), each tree beside the others, runs interleaved, medians. The 2-file sample project of
+`latency_bench.py` (warm: its map and index are built by a first run that is not counted), the scripted
+server on loopback, a fresh HOME per tree.
+
+    python bench/start_instructions.py [--old DIR ...] [--runs 3]
+
+A tree is a checkout with its own `.venv` (the newest, this one, is always measured). Counts start at the
+probe (`start_probe.py`), so the interpreter's own start (~60 M) is not in them; within one tree they
+repeat to ~0.5% on the main thread, ~3% over all threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+import pexpect  # noqa: E402
+from latency_bench import TASK, Tree, sample_project  # noqa: E402
+
+from swecli.testing.server import Reply, ScriptedLLM  # noqa: E402
+
+PROBE = ROOT / "bench" / "start_probe.py"
+FLOOR = ROOT / "bench" / "start_floor.py"
+CASES = {
+    "p": "`-p`, to its first request",
+    "repl": "REPL, to its prompt",
+    "floor": "floor: typer + pydantic + httpx alone, to the request",
+}
+
+
+def probe(tree: Tree, project: Path, case: str) -> dict[str, float]:
+    """One run of `case`: {"main": M, "all": M}."""
+    with tempfile.NamedTemporaryFile(prefix="start-", suffix=".json") as log, \
+            ScriptedLLM([Reply("done")], strict=False) as llm:
+        argv = tree.argv(llm, *(["-p", TASK] if case != "repl" else []))
+        argv[1:3] = [str(PROBE)]  # `python -m swecli` -> `python start_probe.py`
+        env = tree.env(PROBE_LOG=log.name, PROBE_UNTIL="prompt" if case == "repl" else "request",
+                       COLUMNS="160", LINES="50")
+        if case == "floor":
+            env["PROBE_SCRIPT"] = str(FLOOR)
+        if case == "repl":
+            child = pexpect.spawn(argv[0], argv[1:], cwd=str(project), env=env, dimensions=(50, 160), timeout=300)
+            child.expect(pexpect.EOF)
+        else:
+            subprocess.run(argv, cwd=project, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
+        text = Path(log.name).read_text()
+    if not text:
+        raise RuntimeError(f"{tree.label}: {case} did not reach its end point")
+    found = json.loads(text)
+    return {"main": found["main"], "all": found["main"] + sum(found["threads"].values())}
+
+
+def warm_up(tree: Tree, project: Path) -> None:
+    """One uncounted `-p` run: the project's map and index, and the compiled modules, are then in place."""
+    subprocess.run([tree.python, "-m", "compileall", "-q", str(tree.root / "swecli")], check=True)
+    with ScriptedLLM([Reply("done")], strict=False) as llm:
+        subprocess.run(tree.argv(llm, "-p", TASK), cwd=project, env=tree.env(), capture_output=True,
+                       stdin=subprocess.DEVNULL, timeout=300)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--old", action="append", default=[], help="another checkout with its own .venv")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    trees = [Tree(Path(old).name, Path(old).resolve()) for old in args.old] + [Tree("this", ROOT)]
+    project = sample_project(Path(tempfile.mkdtemp(prefix="start-instructions-")))
+    for tree in trees:
+        warm_up(tree, project)
+    found: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for _ in range(args.runs):
+        for case in CASES:
+            for tree in trees if case != "floor" else trees[-1:]:
+                found.setdefault((case, tree.label), []).append(probe(tree, project, case))
+    print("| M instructions, main thread / all threads | " + " | ".join(t.label for t in trees) + " |")
+    print("|---|" + "---|" * len(trees))
+    for case, label in CASES.items():
+        cells = []
+        for tree in trees:
+            runs = found.get((case, tree.label))
+            cells.append(f"{statistics.median(r['main'] for r in runs):,.0f} / "
+                         f"{statistics.median(r['all'] for r in runs):,.0f}" if runs else "")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Run `python -m swecli ARGS...` (or a script: PROBE_SCRIPT) and end it at a point of its start, writing the
+user-space instructions of its main thread and of every other thread so far (millions, Linux
+`perf_event_open`, as `perf stat -e instructions:u` counts them; from this probe's start, without the
+interpreter's own ~60 M) to PROBE_LOG as JSON. Used by `start_instructions.py`.
+
+    PROBE_LOG=FILE PROBE_UNTIL=request|prompt python bench/start_probe.py ARGS...
+
+- `request`: the connect that sends the first chat request (a thread named `swecli-*-stream`; with
+  PROBE_SCRIPT, the first connect of any thread);
+- `prompt`: the REPL's prompt, once prompt-toolkit has drawn it the first time (its `Renderer.render`
+  is wrapped when its module loads: the one thing this probe changes, and only to know when to stop).
+
+Standard library only, so an older tree's interpreter runs it unchanged.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import runpy
+import struct
+import sys
+import threading
+from types import ModuleType
+from typing import Any
+
+LOG = os.environ.pop("PROBE_LOG")
+UNTIL = os.environ.pop("PROBE_UNTIL", "request")
+SCRIPT = os.environ.pop("PROBE_SCRIPT", "")
+PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(os.uname().machine)
+
+
+def instruction_counter() -> int:
+    """A file descriptor counting the calling thread's user-space instructions."""
+    attr = bytearray(64)  # struct perf_event_attr, PERF_ATTR_SIZE_VER0
+    struct.pack_into("IIQ", attr, 0, 0, 64, 1)  # PERF_TYPE_HARDWARE, size, PERF_COUNT_HW_INSTRUCTIONS
+    struct.pack_into("Q", attr, 40, (1 << 5) | (1 << 6))  # exclude_kernel, exclude_hv
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(PERF_EVENT_OPEN, (ctypes.c_char * 64).from_buffer(attr), 0, -1, -1, 0)
+    if fd < 0:
+        raise SystemExit("start_probe: the kernel refuses to count instructions (perf_event_paranoid?)")
+    return int(fd)
+
+
+def millions(fd: int) -> float:
+    count: int = struct.unpack("q", os.read(fd, 8))[0]
+    return count / 1e6
+
+
+MAIN = instruction_counter()
+THREADS: list[tuple[str, int]] = []
+
+
+def count_threads() -> None:
+    """Give every thread started from now on a counter of its own."""
+    run = threading.Thread.run
+
+    def counted(self: threading.Thread) -> None:
+        THREADS.append((self.name, instruction_counter()))
+        run(self)
+
+    threading.Thread.run = counted  # type: ignore[method-assign]
+
+
+def finish() -> None:
+    threads: dict[str, float] = {}
+    for name, fd in list(THREADS):
+        threads[name] = round(threads.get(name, 0.0) + millions(fd), 1)
+    with open(LOG, "w") as log:
+        json.dump({"main": millions(MAIN), "threads": threads, "modules": len(sys.modules)}, log)
+    os._exit(0)
+
+
+def at_connect(event: str, args: tuple[Any, ...]) -> None:
+    if event == "socket.connect" and (SCRIPT or threading.current_thread().name.endswith("-stream")):
+        finish()
+
+
+class PromptDrawn(importlib.abc.MetaPathFinder):
+    """Loads `prompt_toolkit.renderer` as usual, then ends the process after its first `Renderer.render`."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if name != "prompt_toolkit.renderer":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            load(module)
+            render = module.Renderer.render
+
+            def render_then_finish(self: Any, *args: Any, **kwargs: Any) -> None:
+                render(self, *args, **kwargs)
+                finish()
+
+            module.Renderer.render = render_then_finish
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+if __name__ == "__main__":
+    count_threads()
+    if UNTIL == "prompt":
+        sys.meta_path.insert(0, PromptDrawn())
+    else:
+        sys.addaudithook(at_connect)
+    if SCRIPT:
+        sys.argv = [SCRIPT, *sys.argv[1:]]
+        runpy.run_path(SCRIPT, run_name="__main__")
+    else:
+        sys.argv = ["swecli", *sys.argv[1:]]
+        runpy.run_module("swecli", run_name="__main__", alter_sys=True)
