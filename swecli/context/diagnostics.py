@@ -124,6 +124,11 @@ _LOCATIONS = regex(
     r"|in (?P<cs>\S+\.\w{1,8}):line (?P<cs_line>\d+)"  # .NET stack frames
     r"|(?P<path>/?(?:[\w.@+-]+/)*[\w.+-]+\.[a-z][a-z0-9]{0,7}):(?P<line>\d+)\b"  # path:line[:col]
 )
+_LOCATION_MARK = regex(r'", line \d|\(\d+,\d+\)|:\[\d|:line \d|\.[a-z][a-z0-9]{0,7}:\d')
+"""A piece every match of `_LOCATIONS` holds (one per shape, in its order), so a line without one has no
+location. `_LOCATIONS` itself, unanchored, tries each shape at every position of a line and backtracks over
+each run of word characters (the path shape's nested repeats): on the shared trajectories' 37,889 output
+lines 1.25 s against 0.04 s for this test, which most lines (code, prose, listings) fail."""
 _LIBRARY_FRAME = regex(r"\s*at (?:java|javax|jdk|sun|kotlin|org\.junit|org\.opentest4j|org\.apache\.maven|"
                             r"org\.gradle|System)\.")
 """Stack frames inside the runtime or the test framework: their locations say nothing about the project."""
@@ -195,7 +200,7 @@ def _scan(text: str) -> Found:
 
 
 def _locations(line: str, into: list[tuple[str, int]]) -> None:
-    if ":" not in line and "(" not in line and ", line " not in line:
+    if _LOCATION_MARK.search(line) is None:
         return  # no location shape can match (most lines of a long output)
     for match in _LOCATIONS.finditer(line):
         groups = match.groupdict()

@@ -250,14 +250,18 @@ def test_decay_invariants(history: list[Message], keep: int, threshold: int) -> 
 @pytest.mark.parametrize("path", trajectory_paths(), ids=lambda p: p.name[:12])
 def test_a_loop_over_a_real_session_decays_in_rare_batches_and_keeps_the_prefix(path: Path) -> None:
     """Each step appends the real messages, decays like the loop would, and sends a request: the
-    prefix monitor sees only appends between decay events, and events stay rare."""
+    prefix monitor sees only appends between decay events, and events stay rare. Decayed as the loop
+    does (`Mechanisms.decay`): one `DecayScan` and one `Ledger` for the session, each step reading only
+    what was appended (a fresh `decay` of the whole history per step, the same decisions as the
+    incremental-scan test below shows, made this test quadratic: ~1 s of CPU per session)."""
     source = load_trajectory(path)[2]
     monitor = PrefixMonitor(counter)
+    scan, ledger = DecayScan(counter), Ledger(counter.message)
     history: list[Message] = []
     events = saved = 0
     for message in source:
         if isinstance(message, AssistantMessage) and history:  # the loop asks the model: prepare, request
-            result = decay(history, counter, keep_recent_tokens=8_000, min_savings_tokens=10_000)
+            result = scan.run(history, ledger.sync(history), keep_recent_tokens=8_000, min_savings_tokens=10_000)
             if result.changed:
                 assert_same_shape(history, result.history)
                 monitor.mark_rewrite("decay")

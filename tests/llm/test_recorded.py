@@ -221,6 +221,17 @@ def expect_anthropic(body: bytes) -> Expected:
 
 
 def expected(record: dict[str, Any], body: bytes) -> Expected:
+    """What the reference reader takes from `body`, read once per record (each is replayed twice)."""
+    key = (record["id"], body)
+    if key not in _EXPECTED:
+        _EXPECTED[key] = _read(record, body)
+    return _EXPECTED[key]
+
+
+_EXPECTED: dict[tuple[str, bytes], Expected] = {}
+
+
+def _read(record: dict[str, Any], body: bytes) -> Expected:
     if record["status"] != 200:
         return expect_error(record["status"], json.loads(body))
     return expect_anthropic(body) if record["wire"] == "anthropic" else expect_openai(body)
