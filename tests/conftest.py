@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,12 @@ def pytest_configure(config: pytest.Config) -> None:
     With `PYTHONDONTWRITEBYTECODE` set (CI machines set it) and an editable install, nothing writes the
     bytecode, so every one of the suite's hundreds of `swecli` processes compiled the source it imported
     again: ~0.3 s of CPU a start. `compileall` writes it whatever that variable says, as pip does for an
-    installed package; a module edited later is compiled again by its own process, as always."""
+    installed package; a module edited later is compiled again by its own process, as always.
+
+    For the same reason every pytest process (each xdist worker) rewrote every test module's asserts again on
+    every run (~9 s of CPU per process, measured by suitectx); pytest keeps its rewritten modules unless
+    bytecode writing is off, so it is switched on for this process (children keep the variable)."""
+    sys.dont_write_bytecode = False
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
         return
     import compileall
