@@ -206,7 +206,8 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
         stream.close()
         if proc.stdout is not None:
             proc.stdout.close()
-        reported = stream.status is not None and proc.returncode is None
+        # a command stopped by a timeout or Esc keeps bwrap's exit status, as before the runner reported
+        reported = stream.status is not None and proc.returncode is None and outcome.stopped in ("", "background")
         if proc.poll() is None:  # reported, or something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
         if reported:
