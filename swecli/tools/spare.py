@@ -5,7 +5,7 @@ network and mount namespaces; detaching the old root waits for an RCU grace peri
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
 out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
 command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. When
+command and lets it go; what is left on the path is bash reading the command and running `bash -c`. When
 the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
 a spare from the request), the next spare is started at once, so that it builds while this command runs
 and while the model answers. The session discards
@@ -23,8 +23,9 @@ Nothing is weakened:
   spare's namespace (the kernel drops a mount whose mount point is renamed over elsewhere), leaving the
   new file writable there.
 - The command reaches the sandbox through a memfd and a one-byte "go" on a pipe (both closed by the
-  waiting shell before it exec's `bash -c COMMAND`, so the command gets exactly the argv, environment,
-  descriptors and process group a fresh launch gives it). A spare that is discarded, or whose swecli
+  waiting shell before it runs `bash -c COMMAND` as a fresh launch's runner does, `sandbox.Reports`, so
+  the command gets exactly the argv, environment, descriptors, PID and process group a fresh launch gives
+  it). A spare that is discarded, or whose swecli
   dies, reads end-of-file on the pipe and exits without running anything; its process group is killed.
 - bwrap's `--die-with-parent` is tied to the thread that started it: spares are started by one
   long-lived daemon thread, never by a short-lived one.
