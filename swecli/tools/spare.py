@@ -248,7 +248,7 @@ class Spares:
             return
         try:
             order.spare = _start(order.sandbox, order.env)
-        except OSError:
+        except Exception:  # any error: this thread must live on (it discards every spare)
             order.spare = None  # take() launches fresh, which reports what goes wrong
         finally:
             order.done.set()
@@ -306,7 +306,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
         proc = subprocess.Popen(sandbox.wrap(waiter, layout, seccomp), cwd=sandbox.root, env=inner,
                                 stdin=subprocess.DEVNULL, stdout=reports.messages, stderr=subprocess.STDOUT,
                                 start_new_session=True, pass_fds=fds)
-    except OSError:
+    except BaseException:  # whatever failed (a NUL in a path is a ValueError): no descriptor is left open
         os.close(text_fd)
         os.close(go_write)
         reports.close()
