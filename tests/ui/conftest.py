@@ -1,6 +1,7 @@
 """Fixtures of the REPL's tests: a home of the test's own and `start`, which spawns swecli in a real
-pseudo-terminal, waits for the prompt and closes every terminal it started at the end; and no vocabulary
-load left waiting by a REPL or `-p` run in this process."""
+pseudo-terminal, waits for the prompt and closes every terminal it started at the end; `repl`, one real
+REPL shared by the checks that start from an empty prompt; and no vocabulary load left waiting by a REPL
+or `-p` run in this process."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import ScriptedLLM
-from tests.ui.harness import Terminal, spawn_swecli
+from tests.ui.harness import SharedRepl, Terminal, spawn_swecli
 
 
 @pytest.fixture
@@ -34,6 +35,46 @@ def start(project: Path, home: Path) -> Iterator[Any]:
     yield _start
     for term in terminals:
         term.close()
+
+
+@pytest.fixture(scope="session")
+def _live_repl() -> Iterator[list[SharedRepl]]:
+    live: list[SharedRepl] = []
+    yield live
+    for shared in live:
+        shared.close()
+
+
+@pytest.fixture
+def repl(_live_repl: list[SharedRepl], request: pytest.FixtureRequest,
+         tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedRepl]:
+    """The shared REPL (`tests.ui.harness.SharedRepl`) at an empty default-mode prompt, a new conversation:
+    started on first use, one per test process (xdist worker) for the REPL checks of every module; after a
+    failed check, or one it cannot be brought back from, the next check starts a new one."""
+    if not _live_repl:
+        base = tmp_path_factory.mktemp("shared-repl")
+        project, home = base / "project", base / "home"
+        project.mkdir()
+        home.mkdir()
+        llm = ScriptedLLM([]).start()
+        _live_repl.append(SharedRepl(spawn_swecli(llm.base_url, project, home), llm, project))
+        try:
+            _live_repl[0].term.prompt()
+        except BaseException:
+            _live_repl.pop().close()
+            raise
+    shared = _live_repl[0]
+    shared.begin()
+    failures = request.session.testsfailed
+    yield shared
+    try:
+        if request.session.testsfailed == failures:  # passed: back to an empty prompt, or say why not
+            shared.reset()
+            return
+    except BaseException:
+        _live_repl.pop().close()
+        raise
+    _live_repl.pop().close()  # failed: whatever state it left, the next check starts afresh
 
 
 @pytest.fixture(autouse=True)

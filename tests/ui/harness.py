@@ -21,13 +21,14 @@ import sys
 import termios
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pexpect
 
 if TYPE_CHECKING:
-    from swecli.testing.server import ScriptedLLM
+    from swecli.testing.server import ScriptedLLM, Step
     from swecli.ui.repl import Repl
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78MDEc]")
@@ -189,6 +190,56 @@ def spawn_swecli(base_url: str, project: Path, home: Path, *extra: str) -> Termi
     argv = [sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url", base_url,
             "--model", "scripted-model", *extra]
     return Terminal(argv, project, env)
+
+
+@dataclass
+class SharedRepl:
+    """One real `swecli` REPL in a pty that serves several checks in turn (`tests/ui/test_repl.py` `repl`):
+    a check whose subject is the terminal but not the process's start or exit gets it at an empty
+    default-mode prompt with a new conversation, adds the steps it scripts (`script`), and reads the
+    requests (`requests`) and output (`shown`, `raw_since`) from its own start only. A REPL start costs
+    ~2 s of CPU; the checks stay independent (a new conversation, the default mode, files of their own),
+    and a check that fails, leaves steps unused or cannot be brought back to that state closes the
+    session: the next check starts a new one, so one failure cannot fail the others."""
+
+    term: Terminal
+    llm: ScriptedLLM
+    project: Path
+    first_request: int = 0
+    text_at: int = 0
+    raw_at: int = 0
+
+    def begin(self) -> None:
+        """A check starts here: what it reads is from now on."""
+        self.first_request, self.text_at, self.raw_at = len(self.llm.requests), self.term.pos, len(self.term.raw)
+
+    def script(self, *steps: Step) -> None:
+        self.llm.add(*steps)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The requests the server got since this check began."""
+        return self.llm.requests[self.first_request:]
+
+    def shown(self) -> str:
+        return self.term.text[self.text_at:]
+
+    def raw_since(self) -> str:
+        return self.term.raw[self.raw_at:]
+
+    def reset(self) -> None:
+        """Back to a new conversation in default mode at a ready prompt (after a check that passed)."""
+        assert not self.llm.steps, f"{len(self.llm.steps)} scripted step(s) were never requested"
+        self.term.line("/mode default")
+        self.term.expect("Mode: default")
+        self.term.prompt()
+        self.term.line("/clear")
+        self.term.expect("Started a new conversation.")
+        self.term.prompt()
+
+    def close(self) -> None:
+        self.term.close()
+        self.llm.stop()
 
 
 def in_process(project: Path, llm: ScriptedLLM, *, continue_latest: bool = False, **settings: Any) -> Repl:

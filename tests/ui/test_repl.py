@@ -4,6 +4,10 @@ Every test waits for what a person would wait for (the prompt, the approval ques
 typing, with generous timeouts; none asserts on how long anything took. What a typed line does where the
 terminal plays no part (`!command`, a failed turn's line) runs on an in-process REPL at the end: a
 `swecli` start in a pty costs seconds of CPU (tests/ui/commands/ test the slash commands that way).
+The checks of keys and the screen that start from an empty prompt share one REPL (`repl`, in
+tests/ui/conftest.py: a `tests.ui.harness.SharedRepl`, a new conversation in default mode for each; a
+check that needs auto or plan mode types `/mode`). The checks whose subject is the start (`--continue`, a
+positional task) or the exit (the last lines after /exit, Ctrl-C twice) start a REPL of their own.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from tests.ui.harness import (
     ALT_ENTER,
     ESC,
     SHIFT_TAB,
+    SharedRepl,
     Terminal,
     assert_in_order,
     in_process,
@@ -63,70 +68,63 @@ def leave(term: Terminal) -> None:
     assert term.exit_status() == 0
 
 
-def test_task_streams_reasoning_actions_answer_and_approved_write(start: Any, project: Path) -> None:
-    steps: list[Step] = [
+def test_task_streams_reasoning_actions_answer_and_approved_write(repl: SharedRepl) -> None:
+    term, project = repl.term, repl.project
+    repl.script(
         Reply(reasoning="I will look at the project first.", calls=[Call("list_files", {"path": "."})]),
         Reply(calls=[Call("write_file", {"path": "hello.txt", "content": "hello [world]\n"})]),
         Reply(text="Created **hello.txt** with a greeting."),
-    ]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("create hello.txt")
-        term.expect("💭 Reasoning:")
-        term.expect("I will look at the project first.")
-        term.expect("📁 list .")
-        term.expect("📝 write hello.txt")
-        term.expect("+hello [world]")  # the diff, shown before asking; brackets printed as they are
-        term.expect(APPROVAL)
-        term.send("y")
-        term.expect("yes")
-        term.expect("⎿  ")
-        term.expect("Created hello.txt with a greeting.")  # Markdown rendered: no asterisks
-        term.expect("⏺ done in")
-        term.expect(" tokens")
-        term.prompt()
-        assert (project / "hello.txt").read_text() == "hello [world]\n"
-        term.send("\x04")  # Ctrl-D: leaving says how to come back
-        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
-        term.expect(f"resume it with: swecli --resume {sid}")
-        assert term.exit_status() == 0
-    history = (project / ".swecli" / "history").read_text()
+    )
+    term.line("create hello.txt")
+    term.expect("💭 Reasoning:")
+    term.expect("I will look at the project first.")
+    term.expect("📁 list .")
+    term.expect("📝 write hello.txt")
+    term.expect("+hello [world]")  # the diff, shown before asking; brackets printed as they are
+    term.expect(APPROVAL)
+    term.send("y")
+    term.expect("yes")
+    term.expect("⎿  ")
+    term.expect("Created hello.txt with a greeting.")  # Markdown rendered: no asterisks
+    term.expect("⏺ done in")
+    term.expect(" tokens")
+    term.prompt()
+    assert (project / "hello.txt").read_text() == "hello [world]\n"
+    history = (project / ".swecli" / "history").read_text()  # written as the line is entered
     assert "create hello.txt" in history
 
 
-def test_decline_with_reason_reaches_the_model(start: Any, project: Path) -> None:
-    (project / "data.txt").write_text("precious\n")
-    steps: list[Step] = [
+def test_decline_with_reason_reaches_the_model(repl: SharedRepl) -> None:
+    term = repl.term
+    (repl.project / "data.txt").write_text("precious\n")
+    repl.script(
         Reply(calls=[Call("bash", {"command": "rm data.txt"})]),
         Reply(text="Understood, I left data.txt alone."),
         Reply(text="The docs say to archive it."),
-    ]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("clean up the data file")
-        term.expect("⚡ bash rm data.txt")
-        term.expect(APPROVAL)
-        assert "$ rm data.txt" not in term.text  # the action line shows the command; it is not printed twice
-        term.send("what do the docs say?")  # type-ahead while Allow? waits: a message, 'a' and 'y' included
-        term.send("\r")
-        term.expect("⏎ queued: what do the docs say?")
-        term.expect(APPROVAL)  # asked again
-        term.send("n")
-        term.expect("Reason for the model")
-        term.settle()
-        term.line("we still need it")
-        term.expect("declined")
-        term.expect("Understood, I left data.txt alone.")
-        term.expect("⏺ done in")
-        term.expect("❯ what do the docs say?")  # the queued message goes next
-        term.expect("The docs say to archive it.")
-        term.prompt()
-        leave(term)
-    assert (project / "data.txt").read_text() == "precious\n"
-    (answer,) = tool_messages(llm.requests[1])
+    )
+    term.line("clean up the data file")
+    term.expect("⚡ bash rm data.txt")
+    term.expect(APPROVAL)
+    assert "$ rm data.txt" not in repl.shown()  # the action line shows the command; it is not printed twice
+    term.send("what do the docs say?")  # type-ahead while Allow? waits: a message, 'a' and 'y' included
+    term.send("\r")
+    term.expect("⏎ queued: what do the docs say?")
+    term.expect(APPROVAL)  # asked again
+    term.send("n")
+    term.expect("Reason for the model")
+    term.settle()
+    term.line("we still need it")
+    term.expect("declined")
+    term.expect("Understood, I left data.txt alone.")
+    term.expect("⏺ done in")
+    term.expect("❯ what do the docs say?")  # the queued message goes next
+    term.expect("The docs say to archive it.")
+    term.prompt()
+    assert (repl.project / "data.txt").read_text() == "precious\n"
+    (answer,) = tool_messages(repl.requests[1])
     assert "declined" in answer["content"]
     assert "Their reason: we still need it. Do not retry" in answer["content"]  # with its full stop
-    assert llm.requests[2]["messages"][-1] == {"role": "user", "content": "what do the docs say?"}
+    assert repl.requests[2]["messages"][-1] == {"role": "user", "content": "what do the docs say?"}
 
 
 def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(
@@ -165,37 +163,35 @@ def test_always_is_scoped_to_the_tool_for_edits_and_the_exact_command_for_bash(
     assert (project / "log.txt").read_text() == "first\nfirst\nsecond\n"
 
 
-def test_plan_mode_refuses_changes_and_shift_tab_cycles_modes(start: Any, project: Path) -> None:
-    steps: list[Step] = [
-        Reply(calls=[Call("write_file", {"path": "plan.txt", "content": "x\n"})]),
-        Reply(text="Plan: 1. write plan.txt."),
-    ]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.expect("default mode")  # the toolbar
-        term.line("/mode plan")
-        term.expect("Mode: plan")
-        term.prompt()
-        term.expect("plan mode")  # the toolbar, drawn under the new prompt
-        term.line("make plan.txt")
-        term.expect("📝 write plan.txt")
-        term.expect("refused in plan mode")
-        term.expect("Plan: 1. write plan.txt.")
-        term.expect("⏺ done in")
-        assert APPROVAL not in term.since()
-        term.expect("Plan ready. Carry it out?")
-        term.settle()
-        term.send("n")  # one key, as Allow? takes its answer
-        term.expect("Still in plan mode")
-        term.prompt()
-        term.send(SHIFT_TAB)
-        term.expect("default mode")
-        term.send(SHIFT_TAB)
-        term.expect("auto mode")
-        term.settle()
-        leave(term)
-    assert not (project / "plan.txt").exists()
-    (answer,) = tool_messages(llm.requests[1])
+def test_plan_mode_refuses_changes_and_shift_tab_cycles_modes(repl: SharedRepl) -> None:
+    term = repl.term
+    repl.script(
+        Reply(calls=[Call("write_file", {"path": "refused.txt", "content": "x\n"})]),
+        Reply(text="Plan: 1. write refused.txt."),
+    )
+    term.expect("default mode")  # the toolbar
+    term.line("/mode plan")
+    term.expect("Mode: plan")
+    term.prompt()
+    term.expect("plan mode")  # the toolbar, drawn under the new prompt
+    term.line("make refused.txt")
+    term.expect("📝 write refused.txt")
+    term.expect("refused in plan mode")
+    term.expect("Plan: 1. write refused.txt.")
+    term.expect("⏺ done in")
+    assert APPROVAL not in term.since()
+    term.expect("Plan ready. Carry it out?")
+    term.settle()
+    term.send("n")  # one key, as Allow? takes its answer
+    term.expect("Still in plan mode")
+    term.prompt()
+    term.send(SHIFT_TAB)
+    term.expect("default mode")
+    term.send(SHIFT_TAB)
+    term.expect("auto mode")
+    term.settle()
+    assert not (repl.project / "refused.txt").exists()
+    (answer,) = tool_messages(repl.requests[1])
     assert "plan mode" in answer["content"]
 
 
@@ -213,48 +209,47 @@ def _gone_soon(marker: str) -> bool:
     return not _sleep_running(marker)
 
 
-def test_esc_interrupts_a_long_command_and_the_next_request_is_valid(start: Any) -> None:
-    steps: list[Step] = [
+def test_esc_interrupts_a_long_command_and_the_next_request_is_valid(repl: SharedRepl) -> None:
+    term = repl.term
+    repl.script(
         Reply(text="Running the slow command.", calls=[Call("bash", {"command": "sleep 37.25"})]),
         Reply(text="It was interrupted; tell me how to go on."),
-    ]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm, "--mode", "auto")
-        term.line("run the slow thing")
-        term.expect("⚡ bash sleep 37.25")
-        term.expect("Running bash")  # the spinner: the command is under way
-        term.send(ESC)
-        term.expect("interrupted by user")
-        term.expect("⏺ interrupted after")
-        term.prompt()  # within the pexpect timeout, far below the command's 37 s
-        assert _gone_soon("37.25"), "the interrupted command's process is still running"
-        term.line("what happened?")
-        term.expect("It was interrupted; tell me how to go on.")
-        term.prompt()
-        leave(term)
-    follow_up = llm.requests[1]
+    )
+    term.line("/mode auto")
+    term.expect("Mode: auto")
+    term.prompt()
+    term.line("run the slow thing")
+    term.expect("⚡ bash sleep 37.25")
+    term.expect("Running bash")  # the spinner: the command is under way
+    term.send(ESC)
+    term.expect("interrupted by user")
+    term.expect("⏺ interrupted after")
+    term.prompt()  # within the pexpect timeout, far below the command's 37 s
+    assert _gone_soon("37.25"), "the interrupted command's process is still running"
+    term.line("what happened?")
+    term.expect("It was interrupted; tell me how to go on.")
+    term.prompt()
+    follow_up = repl.requests[1]
     assert_history_valid(follow_up)
     (answer,) = tool_messages(follow_up)
     assert "interrupted by user" in answer["content"]
     assert follow_up["messages"][-1] == {"role": "user", "content": "what happened?"}
 
 
-def test_esc_at_the_approval_prompt_declines_and_interrupts(start: Any, project: Path) -> None:
-    steps: list[Step] = [Reply(calls=[Call("write_file", {"path": "x.txt", "content": "x\n"})]), Reply(text="ok")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.line("write x")
-        term.expect(APPROVAL)
-        term.send(ESC)
-        term.expect("no (interrupted)")
-        term.expect("⏺ interrupted after")
-        term.prompt()
-        term.line("never mind")
-        term.expect("ok")
-        term.prompt()
-        leave(term)
-    assert not (project / "x.txt").exists()
-    assert_history_valid(llm.requests[1])
+def test_esc_at_the_approval_prompt_declines_and_interrupts(repl: SharedRepl) -> None:
+    term = repl.term
+    repl.script(Reply(calls=[Call("write_file", {"path": "x.txt", "content": "x\n"})]), Reply(text="ok"))
+    term.line("write x")
+    term.expect(APPROVAL)
+    term.send(ESC)
+    term.expect("no (interrupted)")
+    term.expect("⏺ interrupted after")
+    term.prompt()
+    term.line("never mind")
+    term.expect("ok")
+    term.prompt()
+    assert not (repl.project / "x.txt").exists()
+    assert_history_valid(repl.requests[1])
 
 
 def test_slash_commands_and_the_context_meter(start: Any) -> None:
@@ -291,41 +286,40 @@ def test_slash_commands_and_the_context_meter(start: Any) -> None:
         term.expect("Started a new conversation.")
         term.prompt()
         assert meter_tokens(term.expect(METER)) < before  # only the system prompt and tools remain
-        term.line("/exit")
+        term.line("/exit")  # leaving says how to come back
+        sid = term.expect(re.compile(r"Session \d{8}-\d{6}-[0-9a-f]{4}")).split()[1]
+        term.expect(f"resume it with: swecli --resume {sid}")
         assert term.exit_status() == 0
 
 
-def test_mentions_multiline_input_and_tab_completion(start: Any, project: Path) -> None:
-    (project / "src").mkdir()
-    (project / "src" / "app.py").write_text("def main():\n    return 42\n")
-    steps: list[Step] = [Reply(text="It returns 42."), Reply(text="Two lines received."),
-                         Reply(text="Paste received.")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm)
-        term.send("what does @src/ap")
-        term.settle()
-        term.send("\t")
-        term.settle()
-        term.line(" return?")
-        term.expect("📎 src/app.py · 2 lines")
-        term.expect("It returns 42.")
-        term.prompt()
-        term.send("line one")
-        term.send(ALT_ENTER)
-        term.line("line two")
-        term.expect("Two lines received.")
-        term.prompt()
-        term.send("\x1b[200~pasted one\rpasted two\x1b[201~")  # a bracketed paste, as terminals send it
-        term.line("")
-        term.expect("Paste received.")
-        term.prompt()
-        leave(term)
-    first = llm.requests[0]["messages"]
+def test_mentions_multiline_input_and_tab_completion(repl: SharedRepl) -> None:
+    term = repl.term
+    (repl.project / "src").mkdir()
+    (repl.project / "src" / "app.py").write_text("def main():\n    return 42\n")
+    repl.script(Reply(text="It returns 42."), Reply(text="Two lines received."), Reply(text="Paste received."))
+    term.send("what does @src/ap")
+    term.settle()
+    term.send("\t")
+    term.settle()
+    term.line(" return?")
+    term.expect("📎 src/app.py · 2 lines")
+    term.expect("It returns 42.")
+    term.prompt()
+    term.send("line one")
+    term.send(ALT_ENTER)
+    term.line("line two")
+    term.expect("Two lines received.")
+    term.prompt()
+    term.send("\x1b[200~pasted one\rpasted two\x1b[201~")  # a bracketed paste, as terminals send it
+    term.line("")
+    term.expect("Paste received.")
+    term.prompt()
+    first = repl.requests[0]["messages"]
     assert first[-1] == {"role": "user", "content": "what does @src/app.py return?"}
     assert "def main():\n    return 42" in first[-2]["content"]
     assert 'path="src/app.py"' in first[-2]["content"]
-    assert llm.requests[1]["messages"][-1]["content"] == "line one\nline two"
-    assert llm.requests[2]["messages"][-1]["content"] == "pasted one\npasted two"
+    assert repl.requests[1]["messages"][-1]["content"] == "line one\nline two"
+    assert repl.requests[2]["messages"][-1]["content"] == "pasted one\npasted two"
 
 
 def test_ctrl_c_on_an_empty_prompt_asks_once_more_then_leaves(start: Any) -> None:
@@ -342,20 +336,19 @@ def test_ctrl_c_on_an_empty_prompt_asks_once_more_then_leaves(start: Any) -> Non
         assert term.exit_status() == 0
 
 
-def test_ctrl_c_interrupts_a_streaming_answer_and_keeps_what_arrived(start: Any) -> None:
+def test_ctrl_c_interrupts_a_streaming_answer_and_keeps_what_arrived(repl: SharedRepl) -> None:
+    term = repl.term
     slow = Reply(text="First words arrive. " + "More words keep coming. " * 200, chunk=12, delay=0.05)
-    with ScriptedLLM([slow, Reply(text="Picking up again.")]) as llm:
-        term = start(llm)
-        term.line("tell me a long story")
-        term.expect("First words arrive.")  # streaming: shown in the live region
-        term.send("\x03")
-        term.expect("⏺ interrupted after")
-        term.prompt()
-        term.line("go on")
-        term.expect("Picking up again.")
-        term.prompt()
-        leave(term)
-    messages = llm.requests[1]["messages"]
+    repl.script(slow, Reply(text="Picking up again."))
+    term.line("tell me a long story")
+    term.expect("First words arrive.")  # streaming: shown in the live region
+    term.send("\x03")
+    term.expect("⏺ interrupted after")
+    term.prompt()
+    term.line("go on")
+    term.expect("Picking up again.")
+    term.prompt()
+    messages = repl.requests[1]["messages"]
     kept = [m for m in messages if m["role"] == "assistant"]
     assert kept and kept[-1]["content"].startswith("First words arrive.")
     assert len(kept[-1]["content"]) < len(slow.text)
@@ -484,82 +477,80 @@ def test_bang_runs_a_shell_command_and_the_model_sees_it_next_turn(project: Path
     assert '"event":"tool"' in log and "sed -i" in log
 
 
-def test_text_typed_while_the_model_works_is_queued_as_the_next_message(start: Any) -> None:
+def test_text_typed_while_the_model_works_is_queued_as_the_next_message(repl: SharedRepl) -> None:
+    term = repl.term
     typed = threading.Event()  # the first answer stops halfway until the second task is queued
     slow = Reply(text="Working on the first task, " + "step by step, " * 20 + "done.", chunk=8, hold=typed)
-    with ScriptedLLM([slow, Reply(text="Second task done.")]) as llm:
-        term = start(llm)
-        term.line("first task")
-        term.expect("Working on")
-        term.send("also the second task")
-        term.expect("❯ also the second task")  # being typed, under the spinner
-        term.send("\r")
-        term.expect("⏎ queued: also the second task")
-        assert "⏺ done in" not in term.text  # the first turn was still under way
-        typed.set()
-        term.expect("⏺ done in")
-        term.expect("❯ also the second task")  # sent as soon as the first turn ended
-        term.expect("Second task done.")
-        term.prompt()
-        leave(term)
-    assert llm.requests[1]["messages"][-1] == {"role": "user", "content": "also the second task"}
-    assert llm.requests[1]["messages"][-2]["content"].endswith("done.")
+    repl.script(slow, Reply(text="Second task done."))
+    term.line("first task")
+    term.expect("Working on")
+    term.send("also the second task")
+    term.expect("❯ also the second task")  # being typed, under the spinner
+    term.send("\r")
+    term.expect("⏎ queued: also the second task")
+    assert "⏺ done in" not in repl.shown()  # the first turn was still under way
+    typed.set()
+    term.expect("⏺ done in")
+    term.expect("❯ also the second task")  # sent as soon as the first turn ended
+    term.expect("Second task done.")
+    term.prompt()
+    assert repl.requests[1]["messages"][-1] == {"role": "user", "content": "also the second task"}
+    assert repl.requests[1]["messages"][-2]["content"].endswith("done.")
 
 
-def test_a_running_command_shows_its_last_lines_and_esc_leaves_what_the_model_got(start: Any) -> None:
+def test_a_running_command_shows_its_last_lines_and_esc_leaves_what_the_model_got(repl: SharedRepl) -> None:
+    term = repl.term
     command = "for i in $(seq 1 60); do echo progress line $i; sleep 0.2; done"
-    steps: list[Step] = [Reply(calls=[Call("bash", {"command": command})]), Reply(text="Stopped early.")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm, "--mode", "auto")
-        term.line("run the long job")
-        term.expect("progress line 3")  # live, while the command runs
-        assert "⏺" not in term.since()
-        term.expect("Running bash")
-        term.send(ESC)
-        term.expect("interrupted by user")
-        term.expect(re.compile(r"progress line \d+"))  # the partial output, under the result line
-        term.expect("⏺ interrupted after")
-        term.prompt()
-        term.line("ok")
-        term.expect("Stopped early.")
-        term.prompt()
-        leave(term)
-    (answer,) = tool_messages(llm.requests[1])
+    repl.script(Reply(calls=[Call("bash", {"command": command})]), Reply(text="Stopped early."))
+    term.line("/mode auto")
+    term.expect("Mode: auto")
+    term.prompt()
+    term.line("run the long job")
+    term.expect("progress line 3")  # live, while the command runs
+    assert "⏺" not in term.since()
+    term.expect("Running bash")
+    term.send(ESC)
+    term.expect("interrupted by user")
+    term.expect(re.compile(r"progress line \d+"))  # the partial output, under the result line
+    term.expect("⏺ interrupted after")
+    term.prompt()
+    term.line("ok")
+    term.expect("Stopped early.")
+    term.prompt()
+    (answer,) = tool_messages(repl.requests[1])
     assert "progress line 3" in answer["content"] and "interrupted by user" in answer["content"]
 
 
-def test_plan_mode_offers_to_carry_out_the_plan(start: Any, project: Path) -> None:
-    steps: list[Step] = [
+def test_plan_mode_offers_to_carry_out_the_plan(repl: SharedRepl) -> None:
+    term = repl.term
+    repl.script(
         Reply(text="Plan: 1. write plan.txt."),
         Reply(calls=[Call("write_file", {"path": "plan.txt", "content": "done\n"})]),
         Reply(text="Carried out."),
-    ]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm, "--mode", "plan")
-        term.line("plan the work")
-        term.expect("Plan: 1. write plan.txt.")
-        term.expect("Plan ready. Carry it out? [a] yes, changes without asking")
-        term.settle()
-        term.send("a")  # one key, no Enter
-        term.expect("Mode: auto")
-        term.expect("❯ Carry out the plan above.")
-        term.expect("📝 write plan.txt")
-        term.expect("Carried out.")
-        term.prompt()
-        assert APPROVAL not in term.text and "reflected" not in term.text
-        leave(term)
-    assert (project / "plan.txt").read_text() == "done\n"
-    assert llm.requests[1]["messages"][-1] == {"role": "user", "content": "Carry out the plan above."}
+    )
+    term.line("/mode plan")
+    term.expect("Mode: plan")
+    term.prompt()
+    term.line("plan the work")
+    term.expect("Plan: 1. write plan.txt.")
+    term.expect("Plan ready. Carry it out? [a] yes, changes without asking")
+    term.settle()
+    term.send("a")  # one key, no Enter
+    term.expect("Mode: auto")
+    term.expect("❯ Carry out the plan above.")
+    term.expect("📝 write plan.txt")
+    term.expect("Carried out.")
+    term.prompt()
+    assert APPROVAL not in repl.shown() and "reflected" not in repl.shown()
+    assert (repl.project / "plan.txt").read_text() == "done\n"
+    assert repl.requests[1]["messages"][-1] == {"role": "user", "content": "Carry out the plan above."}
 
 
-def test_clear_clears_the_screen(start: Any) -> None:
-    with ScriptedLLM([]) as llm:
-        term = start(llm)
-        term.line("/clear")
-        term.expect("Started a new conversation.")
-        assert "\x1b[2J" in term.raw  # the terminal was told to erase the screen
-        term.prompt()
-        leave(term)
+def test_clear_clears_the_screen(repl: SharedRepl) -> None:
+    repl.term.line("/clear")
+    repl.term.expect("Started a new conversation.")
+    assert "\x1b[2J" in repl.raw_since()  # the terminal was told to erase the screen
+    repl.term.prompt()
 
 
 def test_clear_leaves_no_spare_sandbox_waiting(project: Path) -> None:

@@ -10,13 +10,12 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools.sandbox import unavailable_reason
-from tests.ui.harness import assert_in_order, shown_for
+from tests.ui.harness import SharedRepl, assert_in_order, shown_for
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -52,30 +51,24 @@ def test_read_only_commands_do_not_ask_and_a_write_does(project: Path, monkeypat
 
 
 @pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
-def test_a_command_the_sandbox_blocked_can_run_outside_after_asking(start: Any, project: Path) -> None:
+def test_a_command_the_sandbox_blocked_can_run_outside_after_asking(repl: SharedRepl) -> None:
+    term = repl.term
     outside = Path(tempfile.mkdtemp(prefix="swecli-lift-", dir="/var/tmp"))
     target = outside / "installed.txt"
-    steps: list[Step] = [
-        Reply(calls=[Call("bash", {"command": f"echo tool > {target}"})]),
-        Reply(text="Installed."),
-    ]
+    repl.script(Reply(calls=[Call("bash", {"command": f"echo tool > {target}"})]), Reply(text="Installed."))
     try:
-        with ScriptedLLM(steps) as llm:
-            term = start(llm)
-            term.line("install the tool")
-            term.expect(APPROVAL)
-            term.send("y")
-            term.expect("Read-only file system")  # the reason, shown with the second question
-            term.expect(LIFT)
-            term.expect("Allow? [y]es / [n]o")
-            term.send("y")
-            term.expect("Installed.")
-            term.expect("⏺ done in")
-            term.prompt()
-            term.send("\x04")
-            assert term.exit_status() == 0
+        term.line("install the tool")
+        term.expect(APPROVAL)
+        term.send("y")
+        term.expect("Read-only file system")  # the reason, shown with the second question
+        term.expect(LIFT)
+        term.expect("Allow? [y]es / [n]o")
+        term.send("y")
+        term.expect("Installed.")
+        term.expect("⏺ done in")
+        term.prompt()
         assert target.read_text() == "tool\n"
-        told = str(llm.requests[1]["messages"][-1]["content"])
+        told = str(repl.requests[1]["messages"][-1]["content"])
         assert "the user allowed running it again outside the sandbox" in told
     finally:
         shutil.rmtree(outside, ignore_errors=True)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
-from tests.ui.harness import assert_in_order, shown_for
+from tests.ui.harness import SharedRepl, assert_in_order, shown_for
 
 pytest.importorskip("pexpect")
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
@@ -31,20 +31,21 @@ def test_an_answer_with_angle_brackets_is_shown_as_written(project: Path) -> Non
     ])
 
 
-def test_escape_sequences_a_command_prints_are_shown_not_obeyed(start: Any) -> None:
+def test_escape_sequences_a_command_prints_are_shown_not_obeyed(repl: SharedRepl) -> None:
+    term = repl.term
     command = r"printf '\033]0;pwned\007\033[2J\033[31mred\033[0m done\n'"
-    steps: list[Step] = [Reply(calls=[Call("bash", {"command": command})]),
-                         Reply(text="It printed escape \x1b[2Jcodes.")]
-    with ScriptedLLM(steps) as llm:
-        term = start(llm, "--mode", "auto")
-        term.line("run the printf")
-        start_of_turn = len(term.raw)
-        term.expect(r"\x1b]0;pwned\x07\x1b[2Jred done")  # the result preview, escaped
-        term.expect(r"It printed escape \x1b[2Jcodes.")  # the model's own text too
-        term.prompt()
-        shown = term.raw[start_of_turn:]
-        assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x07" not in shown
-    sent = tool_messages(llm.requests[1])[0]["content"]
+    repl.script(Reply(calls=[Call("bash", {"command": command})]), Reply(text="It printed escape \x1b[2Jcodes."))
+    term.line("/mode auto")
+    term.expect("Mode: auto")
+    term.prompt()
+    term.line("run the printf")
+    start_of_turn = len(term.raw)
+    term.expect(r"\x1b]0;pwned\x07\x1b[2Jred done")  # the result preview, escaped
+    term.expect(r"It printed escape \x1b[2Jcodes.")  # the model's own text too
+    term.prompt()
+    shown = term.raw[start_of_turn:]
+    assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x07" not in shown
+    sent = tool_messages(repl.requests[1])[0]["content"]
     assert sent.startswith("\\x1b]0;pwned\\x07\\x1b[2Jred done")  # colour codes dropped, the rest escaped
     assert "\x1b" not in sent
 

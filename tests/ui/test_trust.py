@@ -131,6 +131,11 @@ def test_a_change_to_a_trusted_configuration_asks_again(project: Path) -> None:
     pressed = keys("n")
     assert not decide_trust(project, env, shown, flag=False, ask=True, read_key=lambda: next(pressed))
     assert "This project's settings changed since you trusted it" in out.getvalue()
+    config.write_text('base_url = "http://127.0.0.1:9/v1"\n[subagents]\nmax_tokens = 9000000\n')  # a narrowing key
+    shown, out = console()  # raised past the user's own limit: it needs trust, and the question says why
+    pressed = keys(ESC)
+    assert not decide_trust(project, env, shown, flag=False, ask=True, read_key=lambda: next(pressed))
+    assert "subagents.max_tokens = 9000000  (a wider limit than yours)" in out.getvalue()
 
 
 def test_a_new_agent_with_tools_asks_again(project: Path) -> None:
@@ -261,23 +266,16 @@ def test_the_repl_applies_a_trusted_project_until_its_settings_change(project: P
         finally:
             term.close()
         assert marker.read_text() == "ran\n"
-        # No start in between to show the trust applied without a question: a stored trust applied by the next
-        # process is test_swecli_trust_trusts_lists_and_revokes's, and not asking for it decide_trust's above.
-        config.write_text(config.read_text() + "[subagents]\nmax_tokens = 9000000\n")  # raised behind your back
-        term = repl(project, home, mine)
-        try:
-            term.expect("This project's settings changed since you trusted it")  # it was remembered
-            term.expect("subagents.max_tokens = 9000000  (a wider limit than yours)")
-            term.expect(QUESTION)
-            term.send("\x1b")  # Esc: no
-            term.expect("Ignored project settings (you did not trust this project)")
-            term.prompt()
-            term.line("hello")
-            term.expect("from your provider")
-            term.prompt()
-            leave(term)
-        finally:
-            term.close()
+        # The settings raised behind your back after you trusted them: the next run does not apply them. In this
+        # process as `-p` (`next_run`): the decision and what it applies are the same code for the REPL's start;
+        # the question it would ask again is test_a_change_to_a_trusted_configuration_asks_again's, Esc read from
+        # a terminal is test_repl.py's (the same KeyWatcher answers Allow?), and a REPL start costs seconds.
+        config.write_text(config.read_text() + "[subagents]\nmax_tokens = 9000000\n")
+        again = next_run(project, home, mine)
+        assert again.returncode == 0, again.stderr
+        assert "Ignored project settings (this project is not trusted)" in again.stderr
+        assert "subagents.max_tokens" in again.stderr and "base_url" in again.stderr
+        assert again.stdout.strip() == "from your provider"
     assert all(KEY in h["authorization"] for h in theirs.headers + mine.headers)
 
 
