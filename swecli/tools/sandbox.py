@@ -128,7 +128,8 @@ class Reports:
     until the command exits) holds: bwrap passes extra descriptors on, and both of its processes (the one
     outside and the namespace's init) close every one but 0-2 (`close_extra_fds`), so the output ends when
     the command and whatever it left running close it, not when bwrap's exit chain has run (the command's exit
-    wakes the init, which signals the outer bwrap, which exits: measured ~3 ms a call at load 5.6). bwrap's
+    wakes the init, which signals the outer bwrap, which exits: ~3 ms a call at load 5.6, ~0.4 ms on a quiet
+    machine, where the runner's own fork costs ~1 ms more: docs/latency.md, percall3). bwrap's
     own messages (and the runner's) go to a memfd, read when the command has ended.
     """
 
