@@ -8,12 +8,14 @@ Each run starts `/bin/bash -c true` three ways, in a shuffled order so machine l
   the project, the hidden credentials; no capability drop, user namespace, seccomp filter or protected paths);
 - `bwrap alone`: `bwrap --ro-bind / / bash -c true`, bubblewrap's own floor on this machine (no namespace
   but the mount one);
-- `bwrap now`: `Sandbox.launch` (the allowlisted environment, the per-command layout: protected paths,
-  placeholders, toolchains under /tmp; the seccomp filter through a pipe) and `Launch.close`;
+- `bwrap now`: the bash tool's `run_command` with a fresh sandbox (`Sandbox.launch`: the allowlisted
+  environment, the per-command layout: protected paths, placeholders, toolchains under /tmp; the seccomp
+  filter through a pipe; the runner that reports the command's end; the checks after it);
 - `spare now`: what a command waits for when its sandbox was started while the model thought
-  (`swecli/tools/spare.py`): the layout checked again, the command handed over, bash exec'd, the checks
-  after it. The spare is started `THINKING` seconds before the timing; its CPU (set-up included) is counted,
-  as it is reaped.
+  (`swecli/tools/spare.py`), through `run_command` too: the layout checked again, the command handed over,
+  bash run, its end reported, the checks after it. The spare is started `THINKING` seconds before the timing.
+  Its CPU (set-up included) is counted when it is reaped, which is now off the path (on the spare's thread):
+  it may land in a later sample, so read the CPU column of the sandboxed rows as a total over the runs.
 The project is a git repository with a .vscode folder and a fake home with credentials, as a real one has.
 Printed: wall-clock median and 90th percentile in milliseconds and the overhead over bash alone, and the
 CPU time of the processes each call starts (bwrap, its init, bash), which machine load does not inflate.
@@ -37,6 +39,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from swecli.tools.base import ToolContext
+from swecli.tools.bash import command_environment, run_command
 from swecli.tools.environment import CommandEnvironment
 from swecli.tools.sandbox import Sandbox, unavailable_reason
 from swecli.tools.spare import Spares
@@ -97,12 +101,10 @@ def main() -> None:
         def old_bwrap() -> None:
             subprocess.run(old, env={**env, "TMPDIR": "/tmp"}, cwd=project, check=True)
 
+        ctx = ToolContext(root=project, sandbox=box)
+
         def new_bwrap() -> None:
-            launch = box.launch(ARGV, env)
-            try:
-                subprocess.run(launch.argv, env=launch.env, cwd=project, pass_fds=launch.pass_fds, check=True)
-            finally:
-                launch.close()
+            assert run_command("true", ctx, 60, box, Spares()).exit_code == 0
 
         def bwrap_alone() -> None:
             subprocess.run([box.bwrap, "--ro-bind", "/", "/", "/bin/bash", "-c", "true"], check=True)
@@ -110,21 +112,14 @@ def main() -> None:
         spares = Spares(take_wait=600)
 
         def spare() -> None:
-            started = spares.take(box, env, ARGV)
-            assert started is not None, "the spare was not used"
-            launch, proc = started
-            try:
-                assert proc.stdout is not None
-                proc.stdout.read()
-                proc.stdout.close()
-                assert proc.wait() == 0
-            finally:
-                launch.close()
+            used = spares.used
+            assert run_command("true", ctx, 60, box, spares).exit_code == 0
+            assert spares.used == used + 1, "the spare was not used"
 
         def ahead(run: Callable[[], None]) -> Callable[[], None]:
             """The spare is started (as while the model thinks) before the timing starts."""
             if run is spare:
-                spares.prepare(box, env)
+                spares.prepare(box, command_environment(ctx))
                 assert spares.wait_started(600)
                 time.sleep(THINKING)
             return run

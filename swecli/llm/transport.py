@@ -20,6 +20,7 @@ wire-format handler, and turns transport failures into `Retryable` errors.
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import socket
 import threading
@@ -307,15 +308,42 @@ _END = object()
 _Item = Any  # _Head | bytes | _Failed | _END
 
 
+class _Pumps:
+    """Long-lived threads that run the requests' `_Channel._pump`s. Starting a thread per request made the
+    caller wait for the new thread to come up (`Thread.start` waits for it to run) on every model call; an
+    idle pump is woken through its queue instead. A pump whose request was cancelled finishes it on its own
+    (its socket is shut down) and then waits for the next one; a request that finds every pump busy starts
+    another, so there are as many as requests have been under way at once."""
+
+    def __init__(self) -> None:
+        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._lock = threading.Lock()
+
+    def run(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), daemon=True, name="swecli-stream").start()
+        inbox.put(job)
+
+    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+        while True:
+            inbox.get()()  # the job hands its own errors to its caller (`_Channel._pump`)
+            with self._lock:
+                self._idle.append(inbox)
+
+
+_PUMPS = _Pumps()
+
+
 class _Channel:
     def __init__(self, client: httpx.Client, endpoint: Endpoint, body: dict[str, Any]) -> None:
-        self._items: queue.Queue[_Item] = queue.Queue()
+        self._items: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._quiet = threading.Event()
         self._response: httpx.Response | None = None
-        self._thread = threading.Thread(target=self._pump, args=(client, endpoint, body), daemon=True,
-                                        name=f"swecli-{endpoint.provider}-stream")
-        self._thread.start()
+        _PUMPS.run(functools.partial(self._pump, client, endpoint, body))
 
     def wait(self, cancel: CancelToken | None, handler: StreamHandler | None,
              watch: _Silence) -> Generator[StreamEvent, None, _Item]:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from swecli.llm.base import CancelToken
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
-from swecli.tools.sandbox import Denial, Sandbox
+from swecli.tools.sandbox import Denial, Launch, Reports, Sandbox
 from swecli.tools.spare import SETTLE, SPARES, Spares
 from swecli.tools.spool import FullOutput, Spool
 from swecli.tools.visible import without_colours
@@ -164,9 +164,8 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
     started = spares.take(sandbox, env, argv) if sandbox is not None else None
     launch = started[0] if started else sandbox.launch(argv, env) if sandbox is not None else None
     try:
-        proc = started[1] if started else _start(launch.argv if launch else argv, launch.env if launch else env,
-                                                 launch.pass_fds if launch else (), ctx)
-        _run(proc, ctx, outcome, start + timeout)
+        proc = started[1] if started else _start_sandboxed(launch, ctx) if launch else _start(argv, env, (), ctx)
+        _run(proc, ctx, outcome, start + timeout, launch.reports if launch else None, spares)
     finally:
         if launch is not None:
             outcome.notes = launch.close()
@@ -174,27 +173,56 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
     return outcome
 
 
-def _start(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...],
-           ctx: ToolContext) -> subprocess.Popen[bytes]:
+def _start(argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...], ctx: ToolContext,
+           stdout: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        argv, cwd=ctx.root, stdin=subprocess.DEVNULL, stdout=stdout,
         stderr=subprocess.STDOUT, start_new_session=True, env=env, pass_fds=pass_fds,
     )
 
 
-def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, deadline: float) -> None:
-    assert proc.stdout is not None
-    stream = _Stream(proc, proc.stdout.fileno(), outcome.output, _live_listener(ctx.on_output))
+def _start_sandboxed(launch: Launch, ctx: ToolContext) -> subprocess.Popen[bytes]:
+    reports = launch.reports
+    stdout = reports.messages if reports is not None else subprocess.PIPE
+    proc = _start(launch.argv, launch.env, launch.descriptors, ctx, stdout)
+    if reports is not None:
+        reports.started()
+    return proc
+
+
+def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, deadline: float,
+         reports: Reports | None = None, spares: Spares = SPARES) -> None:
+    """Pump the command's output until it is done or must be stopped. A sandboxed command's end is its
+    runner's report (`sandbox.Reports`): then its group is killed (what the command left running ends with
+    it, as bwrap's exit would end it a moment later) and bwrap is reaped off the path."""
+    fd = reports.output if reports is not None else _stdout(proc)
+    stream = _Stream(proc, fd, outcome.output, _live_listener(ctx.on_output),
+                     status_fd=reports.status if reports is not None else -1)
     try:
         outcome.stopped = _supervise(stream, ctx.cancel, deadline)
         if outcome.stopped:
             _kill_group(stream)
     finally:
         stream.close()
-        proc.stdout.close()
-        if proc.poll() is None:  # only if something above failed: never leave the group running
+        if proc.stdout is not None:
+            proc.stdout.close()
+        # a command stopped by a timeout or Esc keeps bwrap's exit status, as before the runner reported
+        reported = stream.status is not None and proc.returncode is None and outcome.stopped in ("", "background")
+        if proc.poll() is None:  # reported, or something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
-        outcome.exit_code = proc.wait()
+        if reported:
+            outcome.exit_code = stream.status
+            spares.reap(proc)
+        else:
+            outcome.exit_code = proc.wait()
+        said = reports.said() if reports is not None else b""
+        if said:  # bwrap could not set the sandbox up (or the runner failed): the reason is the output
+            outcome.output.write(said)
+
+
+def _stdout(proc: subprocess.Popen[bytes]) -> int:
+    assert proc.stdout is not None
+    return proc.stdout.fileno()
 
 
 @dataclass
@@ -206,6 +234,12 @@ class _Stream:
     out: OutputBuffer
     notify: Callable[[bytes], None] | None = None
     """Sees each chunk as it arrives (the live view of a running command)."""
+    status_fd: int = -1
+    """The runner's status pipe (`sandbox.Reports.status`, which closes it), -1 when there is none or once
+    it has been read."""
+    status: int | None = None
+    """The command's exit status as its runner reported it."""
+    status_read: bytes = b""
     eof: bool = False
     exited: int = -1
     """Once the output has ended: a descriptor (Linux's pidfd) that becomes readable when the shell exits,
@@ -213,29 +247,51 @@ class _Stream:
     (1, 2, 4 ms...: the sandbox's bwrap often exits just after the output ends)."""
 
     @property
+    def ended(self) -> bool:
+        """The command has ended: its runner reported its status, or the shell (or bwrap) has exited."""
+        return self.status is not None or self.proc.poll() is not None
+
+    @property
     def finished(self) -> bool:
-        """The shell has exited and nothing holds its output open any more."""
-        return self.eof and self.proc.poll() is not None
+        """The command has ended and nothing holds its output open any more."""
+        return self.eof and self.ended
 
     def wait(self, seconds: float) -> None:
-        """Read whatever output arrives within `seconds` (or just wait for the exit once output ended)."""
+        """Read whatever output (or status) arrives within `seconds`; once output ended, wait for the end."""
         if self.eof:
             self._wait_exit(seconds)
             return
-        ready, _, _ = select.select([self.fd], [], [], seconds)
-        if ready:
+        watched = [self.fd] if self.status_fd < 0 else [self.fd, self.status_fd]
+        ready, _, _ = select.select(watched, [], [], seconds)
+        if self.status_fd in ready:
+            self._read_status()
+        if self.fd in ready:
             data = os.read(self.fd, 65536)
             self.eof = not data
             self.out.write(data)
             if data and self.notify is not None:
                 self.notify(data)
 
+    def _read_status(self) -> None:
+        """One decimal line (the runner writes it with one `write`); end-of-file without one (the runner was
+        killed, bwrap failed) or anything else leaves the exit status to the process's own."""
+        data = os.read(self.status_fd, 64)
+        self.status_read += data
+        line, newline, _ = self.status_read.partition(b"\n")
+        if newline or not data or len(self.status_read) > 16:
+            self.status = int(line) if newline and line.isdigit() and int(line) < 256 else None
+            self.status_fd = -1
+
     def _wait_exit(self, seconds: float) -> None:
         if self.exited < 0 and self.proc.returncode is None:  # not reaped: the pid is still this child's
             self.exited = _exit_descriptor(self.proc.pid)
-        if self.exited >= 0:
-            select.select([self.exited], [], [], seconds)
-            self.proc.poll()
+        watched = [fd for fd in (self.status_fd, self.exited) if fd >= 0]
+        if watched:
+            ready, _, _ = select.select(watched, [], [], seconds)
+            if self.status_fd in ready:
+                self._read_status()
+            if self.exited in ready:
+                self.proc.poll()
             return
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(seconds)
@@ -277,7 +333,7 @@ def _supervise(stream: _Stream, cancel: CancelToken, deadline: float) -> str:
             return "cancel"
         if now >= deadline:
             return "timeout"
-        if exited_at is None and stream.proc.poll() is not None:
+        if exited_at is None and stream.ended:
             exited_at = now
         if exited_at is not None and now - exited_at >= PIPE_GRACE:
             return "background"  # the shell is done, but jobs it left behind still hold the output open

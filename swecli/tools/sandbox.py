@@ -120,6 +120,63 @@ class Layout:
 
 
 @dataclass
+class Reports:
+    """How a sandboxed command's end is learned without waiting for bubblewrap to exit.
+
+    Inside the sandbox the command is started by a runner shell (`runner`) that waits for it and writes its
+    exit status on a pipe of its own. The command's output goes to a pipe only the command (and the runner,
+    until the command exits) holds: bwrap passes extra descriptors on, and both of its processes (the one
+    outside and the namespace's init) close every one but 0-2 (`close_extra_fds`), so the output ends when
+    the command and whatever it left running close it, not when bwrap's exit chain has run (the command's exit
+    wakes the init, which signals the outer bwrap, which exits: ~3 ms a call at load 5.6, ~0.4 ms on a quiet
+    machine, where the runner's own fork costs ~1 ms more: docs/latency.md, percall3). bwrap's
+    own messages (and the runner's) go to a memfd, read when the command has ended.
+    """
+
+    output: int
+    """Read end of the command's output pipe."""
+    status: int
+    """Read end of the runner's status pipe: the command's exit status as a decimal line, then end-of-file."""
+    messages: int
+    """A memfd: bwrap's and the runner's own stdout and stderr."""
+    passed: tuple[int, ...]
+    """The write ends for bwrap (`pass_fds`), closed here once it is started."""
+
+    @classmethod
+    def open(cls) -> Reports:
+        output, output_write = os.pipe()
+        status, status_write = os.pipe()
+        messages = os.memfd_create("swecli-sandbox-messages")
+        return cls(output, status, messages, (output_write, status_write))
+
+    def runner(self, command: str) -> str:
+        """The script that runs `command` (a shell word: `"$@"`, `/bin/bash -c "$command"`) with its output on
+        the output pipe and its exit status written after it. SHLVL is given back the level the runner shell
+        counted (as bash's own `exec` does), so the command's environment is what `bwrap -- argv` gives it."""
+        out, status = self.passed
+        return (f'SHLVL=$((SHLVL-1)); {command} >&{out} 2>&1 {out}>&- {status}>&-; code=$?; exec {out}>&-; '
+                f'echo "$code" >&{status}')
+
+    def started(self) -> None:
+        """bwrap has its copies of the write ends: drop swecli's (the output's end-of-file depends on it)."""
+        for fd in self.passed:
+            os.close(fd)
+        self.passed = ()
+
+    def said(self) -> bytes:
+        """What bwrap or the runner printed (a set-up failure's message), usually nothing."""
+        size = os.fstat(self.messages).st_size
+        return os.pread(self.messages, size, 0) if size else b""
+
+    def close(self) -> None:
+        self.started()
+        for fd in (self.output, self.status, self.messages):
+            if fd >= 0:
+                os.close(fd)
+        self.output = self.status = self.messages = -1
+
+
+@dataclass
 class Launch:
     """A sandboxed command ready for `subprocess.Popen`; `close()` once it has ended."""
 
@@ -129,13 +186,22 @@ class Launch:
     root: Path
     checks: tuple[Callable[[], list[str]], ...] = ()
     notes: list[str] = field(default_factory=list)
+    reports: Reports | None = None
+    """The command's own output and exit status (`Reports`), closed with the launch."""
+
+    @property
+    def descriptors(self) -> tuple[int, ...]:
+        """What bwrap is given (`Popen`'s `pass_fds`): the filter and the reports' write ends."""
+        return self.pass_fds + (self.reports.passed if self.reports is not None else ())
 
     def close(self) -> list[str]:
-        """Release the filter's descriptor and move aside what the command planted; returns one sentence per
-        thing moved, for the model."""
+        """Release the descriptors and move aside what the command planted; returns one sentence per thing
+        moved, for the model."""
         for fd in self.pass_fds:
             os.close(fd)
         self.pass_fds = ()
+        if self.reports is not None:
+            self.reports.close()
         for check in self.checks:
             self.notes += check()
         self.checks = ()
@@ -187,11 +253,15 @@ class Sandbox:
 
     def launch(self, argv: list[str], env: Mapping[str, str]) -> Launch:
         """Everything `Popen` needs to run `argv` inside the sandbox with the environment `env` (already
-        the allowlisted one); placeholders for missing protected directories are made here."""
+        the allowlisted one), through the runner that reports its end (`Reports`: bwrap's stdout and stderr
+        go to `reports.messages`); placeholders for missing protected directories are made here."""
         inner = self.environment(env)
         layout = self.layout(inner)
         fd = syscalls.filter_fd(network=self.network)
-        return Launch(self.wrap(argv, layout, fd), inner, () if fd is None else (fd,), self.root, layout.checks)
+        reports = Reports.open()
+        runner = ["/bin/bash", "-c", reports.runner('"$@"'), "swecli-runner", *argv]
+        return Launch(self.wrap(runner, layout, fd), inner, () if fd is None else (fd,), self.root, layout.checks,
+                      reports=reports)
 
     def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs `argv` inside the sandbox."""

@@ -5,7 +5,7 @@ network and mount namespaces; detaching the old root waits for an RCU grace peri
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
 out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
 command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and exec'ing `bash -c`. When
+command and lets it go; what is left on the path is bash reading the command and running `bash -c`. When
 the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
 a spare from the request), the next spare is started at once, so that it builds while this command runs
 and while the model answers. The session discards
@@ -23,8 +23,9 @@ Nothing is weakened:
   spare's namespace (the kernel drops a mount whose mount point is renamed over elsewhere), leaving the
   new file writable there.
 - The command reaches the sandbox through a memfd and a one-byte "go" on a pipe (both closed by the
-  waiting shell before it exec's `bash -c COMMAND`, so the command gets exactly the argv, environment,
-  descriptors and process group a fresh launch gives it). A spare that is discarded, or whose swecli
+  waiting shell before it runs `bash -c COMMAND` as a fresh launch's runner does, `sandbox.Reports`, so
+  the command gets exactly the argv, environment, descriptors, PID and process group a fresh launch gives
+  it). A spare that is discarded, or whose swecli
   dies, reads end-of-file on the pipe and exits without running anything; its process group is killed.
 - bwrap's `--die-with-parent` is tied to the thread that started it: spares are started by one
   long-lived daemon thread, never by a short-lived one.
@@ -44,13 +45,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from swecli.tools import syscalls
-from swecli.tools.sandbox import Launch, Layout, Sandbox
+from swecli.tools.sandbox import Launch, Layout, Reports, Sandbox
 
-_WAITER = ('read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
-           'exec /bin/bash -c "$command"')
+_WAITER = 'read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; {run}'
 """The shell waiting in a spare: one byte on the go pipe (end-of-file: exit, nothing runs), then the
-command from the memfd (seekable, so bash reads it in blocks), both descriptors closed, and `bash -c`
-exec'd as a fresh launch runs it (bash's `exec` gives back the level SHLVL counted for the waiting shell)."""
+command from the memfd (seekable, so bash reads it in blocks), both descriptors closed, and `bash -c` run
+as a fresh launch's runner runs it (`sandbox.Reports.runner`: the command's own output pipe, its exit
+status reported as it exits)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
 SETTLE = 0.05
@@ -78,6 +79,7 @@ class Spare:
     mounted: list[tuple[int, int] | None]
     """What each path the command line mounts was when the spare started (`_identities`)."""
     proc: subprocess.Popen[bytes]
+    reports: Reports
     text_fd: int
     go_fd: int
 
@@ -94,8 +96,7 @@ class Spare:
         self._close_fds()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        self.reports.close()
         self.proc.wait()
 
     def _close_fds(self) -> None:
@@ -134,7 +135,7 @@ class Spares:
         """Spares that did not fit their command (the layout or the environment changed) and were discarded."""
         self._lock = threading.Lock()
         self._next: _Order | None = None
-        self._jobs: queue.SimpleQueue[_Order | Spare] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Order | Spare | subprocess.Popen[bytes]] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None
 
     def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
@@ -148,13 +149,24 @@ class Spares:
             if current is not None and current.sandbox == order.sandbox and current.env == order.env:
                 return
             self._next = order
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._work, name="swecli-spare-sandbox", daemon=True)
-                self._worker.start()
-                atexit.register(self.close)
+            self._start_worker()
         if current is not None:
             self._jobs.put(current)  # discarded once started
         self._jobs.put(order)
+
+    def reap(self, proc: subprocess.Popen[bytes]) -> None:
+        """Wait for a sandbox's bwrap off the loop's path: the command's end was learned from its runner
+        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for."""
+        with self._lock:
+            self._start_worker()
+        self._jobs.put(proc)
+
+    def _start_worker(self) -> None:
+        """Start the long-lived thread (once; with the lock held)."""
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="swecli-spare-sandbox", daemon=True)
+            self._worker.start()
+            atexit.register(self.close)
 
     def wait_started(self, timeout: float) -> bool:
         """Wait until the prepared spare has been started (or failed to); False if none is prepared."""
@@ -196,7 +208,7 @@ class Spares:
             return None
         self.used += 1
         spare.release(argv[2])
-        return Launch(argv, inner, (), sandbox.root, layout.checks), spare.proc
+        return Launch(argv, inner, (), sandbox.root, layout.checks, reports=spare.reports), spare.proc
 
     def close(self) -> None:
         """Discard the spare (at exit, or when the session that prepared it ends or clears its conversation:
@@ -212,7 +224,9 @@ class Spares:
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
-            if isinstance(job, Spare):
+            if isinstance(job, subprocess.Popen):
+                job.wait()
+            elif isinstance(job, Spare):
                 job.discard()
             elif job.done.is_set():
                 if job.spare is not None:
@@ -234,7 +248,7 @@ class Spares:
             return
         try:
             order.spare = _start(order.sandbox, order.env)
-        except OSError:
+        except Exception:  # any error: this thread must live on (it discards every spare)
             order.spare = None  # take() launches fresh, which reports what goes wrong
         finally:
             order.done.set()
@@ -284,21 +298,25 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     seccomp = syscalls.filter_fd(network=sandbox.network)
     text_fd = os.memfd_create("swecli-command")
     go_read, go_write = os.pipe()
+    reports = Reports.open()
     try:
-        waiter = ["/bin/bash", "-c", _WAITER.format(go=go_read, text=text_fd)]
-        fds = (go_read, text_fd) + (() if seccomp is None else (seccomp,))
+        run = reports.runner('/bin/bash -c "$command"')
+        waiter = ["/bin/bash", "-c", _WAITER.format(go=go_read, text=text_fd, run=run)]
+        fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
         proc = subprocess.Popen(sandbox.wrap(waiter, layout, seccomp), cwd=sandbox.root, env=inner,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, stdout=reports.messages, stderr=subprocess.STDOUT,
                                 start_new_session=True, pass_fds=fds)
-    except OSError:
+    except BaseException:  # whatever failed (a NUL in a path is a ValueError): no descriptor is left open
         os.close(text_fd)
         os.close(go_write)
+        reports.close()
         raise
     finally:
         os.close(go_read)
         if seccomp is not None:
             os.close(seccomp)
-    return Spare(sandbox, env, shape, mounted, proc, text_fd, go_write)
+    reports.started()
+    return Spare(sandbox, env, shape, mounted, proc, reports, text_fd, go_write)
 
 
 SPARES = Spares()

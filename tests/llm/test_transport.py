@@ -143,3 +143,27 @@ def test_a_plain_http_server_on_this_machine_costs_no_certificate_store() -> Non
         assert not transport.needs_certificates("http://localhost:11434/v1")
     finally:
         transport._SSL_CONTEXTS[:] = saved or transport._SSL_CONTEXTS
+
+
+def test_requests_one_after_another_do_not_start_a_thread_each() -> None:
+    """The pumps that run requests are kept: starting a thread made every model call wait for it to come up."""
+    import sys
+    import threading
+
+    started: list[threading.Thread] = []
+
+    def first_call(*_: object) -> None:  # runs in each thread started from here on, once
+        started.append(threading.current_thread())
+        sys.setprofile(None)
+
+    with ScriptedLLM([Reply(f"answer {n}") for n in range(6)]) as llm:
+        p = provider(llm, "openai")
+        threading.setprofile(first_call)
+        try:
+            answers = [e.message.content for _ in range(6) for e in p.stream(REQUEST) if isinstance(e, ResponseDone)]
+        finally:
+            threading.setprofile(None)  # type: ignore[arg-type]
+            p.close()
+    assert answers == [f"answer {n}" for n in range(6)]
+    pumps = [thread for thread in started if "stream" in thread.name]  # not the scripted server's handlers
+    assert len(pumps) <= 2  # one, or two when a request starts while the last one's pump still reads its end

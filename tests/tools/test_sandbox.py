@@ -441,3 +441,44 @@ def test_git_and_a_submodule_cannot_be_moved_aside(project: Path, home: Path) ->
         assert result.is_error, (attack, result.content)
     assert (project / ".git").is_dir() and (project / "lib" / ".git").is_dir()
     assert "fsmonitor" not in (project / "lib" / ".git" / "config").read_text()
+
+
+@needs_bwrap
+def test_what_a_command_leaves_running_ends_with_it_and_bwrap_is_reaped(project: Path, home: Path) -> None:
+    """The result comes from the runner's report (`sandbox.Reports`), not bwrap's exit: the group is then
+    killed and bwrap reaped off the path; nothing the command started outlives it, and no zombie is left."""
+    result = run(project, sandbox_for(project, home),
+                 "setsid sleep 31.3 >/dev/null 2>&1 & sleep 31.4 >/dev/null 2>&1 & echo started; exit 4")
+    assert result.content.startswith("started\n") and result.meta["exit_code"] == 4
+    deadline = time.monotonic() + 60
+    while (left := _processes("sleep 31.") + _bwrap_children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert left == []
+
+
+def _bwrap_children() -> list[int]:
+    """This process's children that are bwrap, zombies included (a zombie is one nobody reaped)."""
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in children:
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().split(" (", 1)[1].startswith("bwrap)"):
+                    found.append(int(pid))
+            except (OSError, IndexError):
+                continue
+    return found
+
+
+@needs_bwrap
+def test_what_bwrap_says_when_it_cannot_set_the_sandbox_up_is_the_output(project: Path, home: Path) -> None:
+    gone = project.parent / "removed-after-the-sandbox-was-made"
+    gone.mkdir()
+    box = sandbox_for(project, home, writable_paths=[str(gone)])
+    gone.rmdir()  # bwrap cannot bind it now
+    result = run(project, box, "echo never")
+    assert result.is_error and result.meta["exit_code"] != 0
+    assert "bwrap:" in result.content and str(gone) in result.content and "never" not in result.content

@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -258,3 +259,19 @@ def test_a_spare_gives_what_a_fresh_launch_gives_to_an_unprivileged_user() -> No
                              capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
         assert json.loads(out.stdout) == []
+
+
+def test_a_spare_that_cannot_start_leaves_the_pool_working(place: tuple[Path, Path]) -> None:
+    """Whatever a spare's start raises, the thread that starts and discards spares lives on (were it to die,
+    every spare handed to it afterwards would be left waiting)."""
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    spares = Spares(take_wait=120)
+    spares.prepare(replace(box, bwrap="bw\0rap"), command_environment(ctx))  # Popen raises ValueError
+    assert not spares.wait_started(120)
+    spares.prepare(box, command_environment(ctx))
+    assert spares.wait_started(120)
+    assert run_command("echo fine", ctx, 60, box, spares).output.text() == "fine\n" and spares.used == 1
+    spares.close()
+    assert _gone(project)
