@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from swecli.context.admission import input_too_large, pending_input
 from swecli.context.manager import ContextManager
@@ -58,6 +58,7 @@ from swecli.messages import (
 )
 from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
+from swecli.records import datarecord
 from swecli.replies import OutputLimit, cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 
@@ -74,7 +75,7 @@ class Interrupted(ControlFlow):
     pass
 
 
-@dataclass
+@datarecord
 class Agent:
     provider: Provider
     tools: ToolRegistry

@@ -26,7 +26,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from swecli.llm.base import (
@@ -50,6 +49,7 @@ from swecli.llm.retry import (
 )
 from swecli.llm.sse import SSEEvent, SSEParser
 from swecli.messages import AssistantMessage
+from swecli.records import datarecord
 
 if TYPE_CHECKING:
     import ssl
@@ -65,7 +65,7 @@ BACKSTOP_SECONDS = 5.0
 """httpx's own read timeout trails `Pacing.stall` by this much, so the clearer message comes first."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Pacing:
     """How long one attempt waits for a silent server, and how often it says so."""
 
@@ -97,7 +97,7 @@ class StreamHandler(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Endpoint:
     """Where one request goes, with which headers, and the variable that holds its key (for error messages)."""
 
@@ -286,7 +286,7 @@ class _Silence:
 
 # -- the worker thread and what it hands over -----------------------------------------------------
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class _Head:
     """The status line and headers of a response, handed from the worker to the caller."""
 
@@ -297,7 +297,7 @@ class _Head:
     """Only for error statuses: the whole (small) error body."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class _Failed:
     """An error raised in the worker thread, handed to the caller to raise."""
 

@@ -22,12 +22,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from swecli.llm.base import CancelToken
+from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolResult
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Launch, Reports, Sandbox
@@ -106,7 +107,7 @@ class OutputBuffer:
         return head.decode("utf-8", errors="ignore") + note + tail.decode("utf-8", errors="ignore")
 
 
-@dataclass
+@datarecord
 class _Outcome:
     exit_code: int | None = None
     stopped: str = ""
@@ -225,7 +226,7 @@ def _stdout(proc: subprocess.Popen[bytes]) -> int:
     return proc.stdout.fileno()
 
 
-@dataclass
+@datarecord
 class _Stream:
     """The running shell and its output pipe."""
 

@@ -51,12 +51,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Literal
 
 from swecli.config import SandboxConfig
 from swecli.lazy import regex
+from swecli.records import datarecord
 from swecli.tools import gitlinks, syscalls
 from swecli.tools.protected import (
     HOME_PROFILES,
@@ -92,7 +93,7 @@ _NETWORK = regex(
     r"ENETUNREACH|ECONNREFUSED|unable to access 'https?://)[^\n]*", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Denial:
     """A failure the sandbox caused."""
 
@@ -101,7 +102,7 @@ class Denial:
     """The output line that shows it."""
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Layout:
     """What one command's mounts protect beyond the fixed ones (computed per command: files come and go)."""
 
@@ -119,7 +120,7 @@ class Layout:
     created, a new dot entry of the home, a submodule set to run something) and says so in a sentence."""
 
 
-@dataclass
+@datarecord
 class Reports:
     """How a sandboxed command's end is learned without waiting for bubblewrap to exit.
 
@@ -176,7 +177,7 @@ class Reports:
         self.output = self.status = self.messages = -1
 
 
-@dataclass
+@datarecord
 class Launch:
     """A sandboxed command ready for `subprocess.Popen`; `close()` once it has ended."""
 
@@ -208,7 +209,7 @@ class Launch:
         return self.notes
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Sandbox:
     """How one bash command is confined (build one with `Sandbox.for_project`)."""
 
@@ -567,7 +568,7 @@ def _dot_entries(home: Path) -> frozenset[str]:
         return frozenset()
 
 
-@dataclass(frozen=True)
+@datarecord(frozen=True)
 class Submodules:
     """The project's submodules as one command finds them (`swecli/tools/gitlinks.py` says why they matter)."""
 

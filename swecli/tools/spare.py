@@ -42,8 +42,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from swecli.records import datarecord
 from swecli.tools import syscalls
 from swecli.tools.sandbox import Launch, Layout, Reports, Sandbox
 
@@ -68,7 +69,7 @@ loop for the CPU and the GIL (measured: +10-15 ms a call on a loaded machine whe
 started from a request that is answered at once, it is not ready in time (bwrap's whole start on the path)."""
 
 
-@dataclass
+@datarecord
 class Spare:
     """A started sandbox, waiting for its command."""
 
@@ -106,7 +107,7 @@ class Spare:
         self.text_fd = self.go_fd = -1
 
 
-@dataclass
+@datarecord
 class _Order:
     sandbox: Sandbox
     env: dict[str, str]
