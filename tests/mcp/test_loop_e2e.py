@@ -178,7 +178,9 @@ def test_the_real_time_server_from_pypi(project: Path) -> None:
     events: list[Event] = []
     server = McpServerConfig(command="mcp-server-time", args=["--local-timezone", "UTC"])
     with ScriptedLLM(steps) as llm:
-        s = session(project, llm, {"time": server}, events)
+        # the real server imports the whole SDK and its own dependencies: under load that took over the default
+        # 30 s (mcp.startup_timeout) three times in one afternoon, and the run went on without its tools
+        s = session(project, llm, {"time": server}, events, startup_timeout=90)
         s.run("what time is it in Tokyo?")
         s.close()
     assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= set(tool_names(llm.requests[0]))
