@@ -207,15 +207,18 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
         stream.close()
         if proc.stdout is not None:
             proc.stdout.close()
-        # a command stopped by a timeout or Esc keeps bwrap's exit status, as before the runner reported
-        reported = stream.status is not None and proc.returncode is None and outcome.stopped in ("", "background")
-        if proc.poll() is None:  # reported, or something above failed: never leave the group running
+        # a command stopped by a timeout or Esc keeps bwrap's exit status, as before the runner reported; a
+        # report read is the command's status even when bwrap's exit was seen (and reaped) first
+        reported = stream.status is not None and outcome.stopped in ("", "background")
+        running = proc.poll() is None
+        if running:  # reported, or something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
-        if reported:
+        if reported and running:
             outcome.exit_code = stream.status
             spares.reap(proc)
         else:
-            outcome.exit_code = proc.wait()
+            exited = proc.wait()
+            outcome.exit_code = stream.status if reported else exited
         said = reports.said() if reports is not None else b""
         if said:  # bwrap could not set the sandbox up (or the runner failed): the reason is the output
             outcome.output.write(said)

@@ -153,10 +153,12 @@ class Reports:
     def runner(self, command: str) -> str:
         """The script that runs `command` (a shell word: `"$@"`, `/bin/bash -c "$command"`) with its output on
         the output pipe and its exit status written after it. SHLVL is given back the level the runner shell
-        counted (as bash's own `exec` does), so the command's environment is what `bwrap -- argv` gives it."""
+        counted (as bash's own `exec` does), so the command's environment is what `bwrap -- argv` gives it.
+        The runner then exits with the command's status, so bwrap's own exit status says the same as the report
+        (bwrap exits with its child's): whichever of the two swecli sees first, the exit code is the command's."""
         out, status = self.passed
         return (f'SHLVL=$((SHLVL-1)); {command} >&{out} 2>&1 {out}>&- {status}>&-; code=$?; exec {out}>&-; '
-                f'echo "$code" >&{status}')
+                f'echo "$code" >&{status}; exit "$code"')
 
     def started(self) -> None:
         """bwrap has its copies of the write ends: drop swecli's (the output's end-of-file depends on it)."""

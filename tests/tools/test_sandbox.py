@@ -456,6 +456,23 @@ def test_what_a_command_leaves_running_ends_with_it_and_bwrap_is_reaped(project:
     assert left == []
 
 
+@needs_bwrap
+def test_bwraps_own_exit_status_is_the_commands(project: Path, home: Path) -> None:
+    """The runner reports the command's status on a pipe, and exits with it too: when swecli sees bwrap's exit
+    before it reads the report (a race two CI runs lost: `chmod` failed and the tool said "exit code 0"),
+    bwrap's status must say the same thing."""
+    launch = sandbox_for(project, home).launch(["/bin/bash", "-c", "exit 3"], {"PATH": "/usr/bin:/bin"})
+    try:
+        proc = subprocess.Popen(launch.argv, env=launch.env, pass_fds=launch.descriptors, cwd=project,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert launch.reports is not None
+        launch.reports.started()
+        assert proc.wait(60) == 3
+        assert os.read(launch.reports.status, 64) == b"3\n"
+    finally:
+        launch.close()
+
+
 def _bwrap_children() -> list[int]:
     """This process's children that are bwrap, zombies included (a zombie is one nobody reaped)."""
     found = []
