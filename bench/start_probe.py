@@ -15,62 +15,29 @@ Standard library only, so an older tree's interpreter runs it unchanged.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.abc
 import importlib.machinery
 import json
 import os
 import runpy
-import struct
 import sys
 import threading
 from types import ModuleType
 from typing import Any
 
+from thread_instructions import count_threads, instruction_counter, millions, per_thread
+
 LOG = os.environ.pop("PROBE_LOG")
 UNTIL = os.environ.pop("PROBE_UNTIL", "request")
 SCRIPT = os.environ.pop("PROBE_SCRIPT", "")
-PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241}.get(os.uname().machine)
-
-
-def instruction_counter() -> int:
-    """A file descriptor counting the calling thread's user-space instructions."""
-    attr = bytearray(64)  # struct perf_event_attr, PERF_ATTR_SIZE_VER0
-    struct.pack_into("IIQ", attr, 0, 0, 64, 1)  # PERF_TYPE_HARDWARE, size, PERF_COUNT_HW_INSTRUCTIONS
-    struct.pack_into("Q", attr, 40, (1 << 5) | (1 << 6))  # exclude_kernel, exclude_hv
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = libc.syscall(PERF_EVENT_OPEN, (ctypes.c_char * 64).from_buffer(attr), 0, -1, -1, 0)
-    if fd < 0:
-        raise SystemExit("start_probe: the kernel refuses to count instructions (perf_event_paranoid?)")
-    return int(fd)
-
-
-def millions(fd: int) -> float:
-    count: int = struct.unpack("q", os.read(fd, 8))[0]
-    return count / 1e6
-
-
 MAIN = instruction_counter()
-THREADS: list[tuple[str, int]] = []
-
-
-def count_threads() -> None:
-    """Give every thread started from now on a counter of its own."""
-    run = threading.Thread.run
-
-    def counted(self: threading.Thread) -> None:
-        THREADS.append((self.name, instruction_counter()))
-        run(self)
-
-    threading.Thread.run = counted  # type: ignore[method-assign]
+if MAIN is None:
+    raise SystemExit("start_probe: the kernel refuses to count instructions (perf_event_paranoid?)")
 
 
 def finish() -> None:
-    threads: dict[str, float] = {}
-    for name, fd in list(THREADS):
-        threads[name] = round(threads.get(name, 0.0) + millions(fd), 1)
     with open(LOG, "w") as log:
-        json.dump({"main": millions(MAIN), "threads": threads, "modules": len(sys.modules)}, log)
+        json.dump({"main": millions(MAIN), "threads": per_thread(), "modules": len(sys.modules)}, log)
     os._exit(0)
 
 
