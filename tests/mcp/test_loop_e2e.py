@@ -28,6 +28,9 @@ pytestmark = pytest.mark.xdist_group("mcp-loop")  # with `--dist loadgroup`: one
 
 def session(root: Path, llm: ScriptedLLM, servers: dict[str, McpServerConfig], events: list[Event], *,
             mode: str = "default", **mcp: Any) -> AgentSession:
+    # as long to start as this helper waits: under load a server that imports the whole SDK (the real PyPI
+    # one) ran out of the default 30 s three times in one afternoon, and the run went on without its tools
+    mcp.setdefault("startup_timeout", 90)
     settings = scripted_settings(llm, context={"offload": True}, mode=mode, mcp=McpConfig(servers=servers, **mcp))
     s = open_session(root, settings, listeners=[events.append])
     assert s.mcp is not None and s.mcp.manager.wait_started(90), s.mcp and s.mcp.manager.states()
@@ -178,9 +181,7 @@ def test_the_real_time_server_from_pypi(project: Path) -> None:
     events: list[Event] = []
     server = McpServerConfig(command="mcp-server-time", args=["--local-timezone", "UTC"])
     with ScriptedLLM(steps) as llm:
-        # the real server imports the whole SDK and its own dependencies: under load that took over the default
-        # 30 s (mcp.startup_timeout) three times in one afternoon, and the run went on without its tools
-        s = session(project, llm, {"time": server}, events, startup_timeout=90)
+        s = session(project, llm, {"time": server}, events)
         s.run("what time is it in Tokyo?")
         s.close()
     assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= set(tool_names(llm.requests[0]))
