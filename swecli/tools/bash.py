@@ -210,15 +210,11 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
         # a command stopped by a timeout or Esc keeps bwrap's exit status, as before the runner reported; a
         # report read is the command's status even when bwrap's exit was seen (and reaped) first
         reported = stream.status is not None and outcome.stopped in ("", "background")
-        running = proc.poll() is None
-        if running:  # reported, or something above failed: never leave the group running
+        if proc.poll() is None:  # reported, or something above failed: never leave the group running
             _signal_group(proc.pid, signal.SIGKILL)
-        if reported and running:
-            outcome.exit_code = stream.status
-            spares.reap(proc)
-        else:
-            exited = proc.wait()
-            outcome.exit_code = stream.status if reported else exited
+            if reported:
+                spares.reap(proc)  # bwrap's exit chain is waited for off the path
+        outcome.exit_code = stream.status if reported else proc.wait()
         said = reports.said() if reports is not None else b""
         if said:  # bwrap could not set the sandbox up (or the runner failed): the reason is the output
             outcome.output.write(said)
