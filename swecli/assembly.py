@@ -412,14 +412,12 @@ class McpServers(Subsystem):
         session.mcp = self.catalog
 
     def before_task(self, session: AgentSession) -> None:
-        """Servers still starting when a task begins get a short grace in the REPL (`START_GRACE`; later
+        """Servers still starting when a task begins get a short grace in the REPL (`mcp.repl_wait`; later
         ones join between requests), and in -p (`session.mcp_wait` set) until they are ready or have failed,
         up to `mcp.startup_timeout`, as Claude Code waits `MCP_TIMEOUT`. Esc or Ctrl-C skips the wait. Each
         server still not ready is named in a warning."""
         if self.catalog is not None and (starting := self.catalog.manager.starting()):
-            from swecli.mcp.manager import START_GRACE
-
-            wait = START_GRACE if session.mcp_wait is None else session.mcp_wait
+            wait = self.settings.mcp.repl_wait if session.mcp_wait is None else session.mcp_wait
             setting = " (mcp.startup_timeout)" if session.mcp_wait is not None else ""
             session.bus(Notice("info", f"waiting up to {wait:g}s{setting} for MCP server(s) {', '.join(starting)}"))
             # -p: a bit past the timeout, by when a server that hangs has been marked failed with its reason
@@ -615,7 +613,7 @@ class AgentSession:
     skills: SkillCatalog | None = None
     mcp: McpCatalog | None = None
     mcp_wait: float | None = None
-    """Seconds a task waits for MCP servers still starting (None: the REPL's short `START_GRACE`)."""
+    """Seconds a task waits for MCP servers still starting (None: the REPL's short `mcp.repl_wait`)."""
     playbook_changes: list[str] = field(default_factory=list)
     """What reflection changed in the playbook this session, one line each (shown by /playbook)."""
 

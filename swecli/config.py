@@ -210,6 +210,10 @@ class McpConfig(Section):
     for servers still starting (Claude Code's `MCP_TIMEOUT`), the REPL only a few seconds."""
     tool_timeout: float = Field(300.0, gt=0)
     """Seconds one MCP tool call may take before it is abandoned (the model gets an error)."""
+    repl_wait: float = Field(5.0, ge=0)
+    """Seconds a task typed in the REPL waits for servers still starting before it begins without their
+    tools (they join between requests once ready); raise it when a slow server's tools must be there from
+    the first request. `-p` waits up to `startup_timeout` instead."""
 
     @field_validator("servers")
     @classmethod
@@ -256,6 +260,9 @@ class Settings(Section):
     request_deadline: float = Field(1200.0, gt=0)
     """Give up on a model call whose answer has not begun after this many seconds, retries included."""
     max_retries: int = Field(5, ge=0)
+    wait_notice: float = Field(2.0, ge=0)
+    """Seconds swecli waits in silence before it says what it is waiting for: a local server slow to list the
+    models it serves, or input piped to `-p` that has not ended. 0 says it at once."""
     retry_base_delay: float = Field(1.0, ge=0)
     """Seconds before the first retry of a failed model call; each further retry waits twice as long (at
     most 30 s), half of it random. A server's own `Retry-After` wins. Lower it for a local server that

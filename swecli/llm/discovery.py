@@ -10,7 +10,7 @@ the preset's model (`gpt-4.1`, which that server does not have): the server's `/
 preset's own model when listed, else the first one.
 
 A configured server is waited for: a local server busy with another request on a loaded machine can take
-seconds to list its models, and start-up must not fail for that. After `QUIET_WAIT` seconds swecli says
+seconds to list its models, and start-up must not fail for that. After `wait_notice` seconds swecli says
 what it waits for, and it waits up to `request_timeout` (the silence it accepts from a server anyway);
 only then does it give up, with a sentence naming the wait and how to skip it (`--model`). An unconfigured
 port probed during auto-detection gets `PROBE_TIMEOUT`; one that accepted the connection but did not
@@ -30,8 +30,6 @@ from swecli.models.presets import KEY_ORDER, LOCAL_ORDER, PRESETS
 from swecli.records import datarecord
 
 PROBE_TIMEOUT = 0.5
-QUIET_WAIT = 2.0
-"""Seconds a configured server may take to list its models before swecli says what it is waiting for."""
 _BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
@@ -57,12 +55,12 @@ class Listing:
 
 def discover(settings: Settings, env: Mapping[str, str] | None = None,
              local_servers: Sequence[LocalServer] | None = None, timeout: float = PROBE_TIMEOUT,
-             on_wait: Callable[[str], None] | None = None, quiet_wait: float = QUIET_WAIT) -> Settings:
+             on_wait: Callable[[str], None] | None = None, quiet_wait: float | None = None) -> Settings:
     """Settings with provider, base_url, api_key and model resolved; raises ConfigError when impossible.
     `on_wait` hears what swecli waits for when a configured server is slow to list its models (default:
-    a line on stderr)."""
+    a line on stderr), after `quiet_wait` seconds (default: the `wait_notice` setting)."""
     env = os.environ if env is None else env
-    waiting = _Waiting(on_wait or _say, quiet_wait)
+    waiting = _Waiting(on_wait or _say, settings.wait_notice if quiet_wait is None else quiet_wait)
     if settings.provider:
         return _with_model(settings, timeout, waiting)
     if settings.base_url:  # a base URL alone means an OpenAI-compatible server
@@ -116,10 +114,10 @@ def ask_models(base_url: str, api_key: str = "", timeout: float = PROBE_TIMEOUT)
 
 @datarecord(frozen=True)
 class _Waiting:
-    """How a slow model listing is announced: `say` after `quiet` seconds."""
+    """How a slow model listing is announced: `say` after `quiet` seconds (0: before asking)."""
 
     say: Callable[[str], None]
-    quiet: float = QUIET_WAIT
+    quiet: float
 
 
 def _say(text: str) -> None:
@@ -148,20 +146,26 @@ def served_model(settings: Settings, timeout: float = PROBE_TIMEOUT, waiting: _W
     preset = PRESETS[settings.provider]
     if preset.wire != "openai" or (preset.default_model and settings.base_url.rstrip("/") == preset.base_url):
         return preset.default_model
-    models = _patient_listing(settings, waiting or _Waiting(_say), max(timeout, settings.request_timeout))
+    waiting = waiting or _Waiting(_say, settings.wait_notice)
+    models = _patient_listing(settings, waiting, max(timeout, settings.request_timeout))
     if not models:
         return preset.default_model
     return preset.default_model if preset.default_model in models else models[0]
 
 
 def _patient_listing(settings: Settings, waiting: _Waiting, limit: float) -> list[str] | None:
-    """The server's models, waiting up to `limit` seconds; after `waiting.quiet` seconds it says so."""
+    """The server's models, waiting up to `limit` seconds; after `waiting.quiet` seconds it says so (with 0,
+    before it asks: a note that cannot come after the answer)."""
     url = f"{settings.base_url.rstrip('/')}/models"
-    note = threading.Timer(waiting.quiet, waiting.say, [
-        f"waiting for {url} to list the models it serves (no answer after {waiting.quiet:g} s: the server may be "
-        f"busy; swecli waits up to {limit:g} s, request_timeout; --model NAME skips this question)"])
+    after = f"no answer after {waiting.quiet:g} s: the server may be busy; " if waiting.quiet else ""
+    text = (f"waiting for {url} to list the models it serves ({after}swecli waits up to {limit:g} s, "
+            "request_timeout; --model NAME skips this question)")
+    note = threading.Timer(waiting.quiet, waiting.say, [text])
     note.daemon = True
-    note.start()
+    if waiting.quiet:
+        note.start()
+    else:
+        waiting.say(text)
     try:
         listing = ask_models(settings.base_url, settings.api_key, limit)
     finally:

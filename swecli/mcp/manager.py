@@ -48,8 +48,6 @@ POLL = 0.05
 CLOSE_TIMEOUT = 10.0
 """Bound on `close()`: the SDK's stdio shutdown waits at most ~6 s for a stubborn server."""
 MAX_TOOL_PAGES = 100
-START_GRACE = 5.0
-"""Seconds a task waits for servers still starting when it begins (they never block the prompt)."""
 
 
 class McpCallError(SwecliError):

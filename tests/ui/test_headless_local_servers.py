@@ -159,16 +159,21 @@ def test_a_server_too_slow_to_list_its_models_gets_a_sentence_not_named_none(pro
 
 
 def test_a_server_slow_to_list_its_models_is_waited_for_and_answers(project: Path) -> None:
-    """A busy llama-server answering `/v1/models` after 2.5 s (over discovery's 2 s): `-p` says what it waits
-    for and then runs the task with the model the server serves (before: start-up failed with "named none")."""
-    info = ServerInfo("llamacpp", window=4096, metadata_delay=2.5)
+    """A busy llama-server answering `/v1/models` after 0.8 s (over the 0.5 s an unconfigured port gets): `-p`
+    says what it waits for and then runs the task with the model the server serves (before: start-up failed
+    with "named none"). The note comes at once (`wait_notice` 0), not after the 2 s a user waits first: a note
+    due after a delay would race the answer (`tests/llm/test_discovery.py` checks the delay). The window is not
+    asked for: that probe would wait for the slow server twice more (`/v1/models`, `/props`; `test_window.py`)."""
+    info = ServerInfo("llamacpp", window=4096, metadata_delay=0.8)
     with ScriptedLLM([Reply("hello")], model="gemma-3-270m", info=info) as llm:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, "SWECLI_WAIT_NOTICE": "0",
+               "SWECLI_PROBE_CONTEXT_WINDOW": "false"}
         out = swecli_in_process(["--base-url", llm.base_url, "-p", "hi"], project, env)
         waited_for = f"waiting for {llm.base_url}/models"
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "hello" and llm.requests[0]["model"] == "gemma-3-270m"
     assert waited_for in out.stderr and "named none" not in out.stderr
+    assert llm.metadata_requests == ["GET /v1/models"]  # asked once, and waited for
 
 
 TEN_THOUSAND_TOKENS = "Summarize this text in one line: " + "the quick brown fox jumps over the lazy dog " * 1_100
