@@ -380,8 +380,6 @@ def _project_trust(root: Path, *, flag: bool, ask: bool, to_stderr: bool,
 
 MAX_PIPED_TASK_BYTES = 100_000
 """A task read from stdin is kept verbatim in the history; data belongs in an attachment instead."""
-PIPE_NOTE_SECONDS = 2.0
-"""After this long without piped input, say what swecli is waiting for (an open pipe nobody closes)."""
 NEEDS_TASK = ('-p needs a task: swecli -p "fix the failing test in tests/test_api.py", or pipe it: '
               'echo "fix the failing test" | swecli -p.')
 
@@ -393,7 +391,7 @@ def _run_print(root: Path, settings: Settings, prompt: str, task: str | None, ou
     from swecli.ui.headless import run_headless
 
     given = " ".join(part.strip() for part in (prompt if prompt != "-" else "", task or "") if part.strip())
-    piped = read_piped_input(required=not given)
+    piped = read_piped_input(required=not given, notice=settings.wait_notice)
     if not given:
         text = piped.text(MAX_PIPED_TASK_BYTES) if piped is not None else ""
         if text is None:
@@ -408,10 +406,11 @@ def _run_print(root: Path, settings: Settings, prompt: str, task: str | None, ou
                         piped=piped)
 
 
-def read_piped_input(required: bool) -> FullOutput | None:
+def read_piped_input(required: bool, notice: float = 2.0) -> FullOutput | None:
     """What is piped into stdin (None for a terminal, or when nothing is). Unless `required`, only a pipe
     or a file counts: /dev/null or a socket left open by the caller (an IDE, another agent) is not
-    input meant for swecli, and waiting for it to end would hang."""
+    input meant for swecli, and waiting for it to end would hang. After `notice` seconds without input
+    (`wait_notice`), it says what it waits for (an open pipe nobody closes)."""
     import os
     import select
     import stat
@@ -427,7 +426,7 @@ def read_piped_input(required: bool) -> FullOutput | None:
         return None
     if not required and not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
         return None
-    if stat.S_ISFIFO(mode) and not select.select([fd], [], [], PIPE_NOTE_SECONDS)[0]:
+    if stat.S_ISFIFO(mode) and not select.select([fd], [], [], notice)[0]:
         sys.stderr.write("swecli: waiting for the input piped to stdin to end (run with < /dev/null to skip it)\n")
     spool = Spool()
     while chunk := os.read(fd, 1 << 16):
