@@ -87,7 +87,9 @@ def test_a_call_past_the_timeout_is_abandoned(manager: McpManager) -> None:
 
 
 def test_start_never_waits_and_a_hung_or_missing_server_gives_one_notice(project: Path) -> None:
-    hung = McpServerConfig(command=sys.executable, args=["-c", "import time; time.sleep(600)"])
+    pid_file = project / "hung.pid"  # a server that never answers and ignores the end of its input
+    hung = McpServerConfig(command=sys.executable, args=[
+        "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(600)"])
     manager = McpManager({"hung": hung, "ghost": McpServerConfig(command="no-such-mcp-server-xyz")}, project,
                          startup_timeout=0.5)  # the hung one is waited for this long: keep it short
     try:
@@ -105,6 +107,7 @@ def test_start_never_waits_and_a_hung_or_missing_server_gives_one_notice(project
             manager.call("ghost", "echo", {})
     finally:
         manager.close()
+    assert not alive(int(pid_file.read_text()))  # killed (after the SDK's 2 s for it to end at EOF), not orphaned
 
 
 def _pid_file_launcher(pid_file: Path) -> McpServerConfig:

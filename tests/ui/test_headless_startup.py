@@ -11,9 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from swecli.mcp import manager
 from swecli.repomap.builder import build_lock
 from swecli.repomap.index import PARALLEL_FROM, cache_path
 from swecli.repomap.repomap import RepoMap
@@ -145,21 +142,20 @@ def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
     assert early_imports(found) == []  # with retrieval on, warm: the map and the index read, nothing heavy
 
 
-def _mcp_config(servers: dict[str, list[str]], startup_timeout: float) -> None:
+def _mcp_config(servers: dict[str, list[str]], startup_timeout: float, repl_wait: float = 5.0) -> None:
     config = Path(os.environ["XDG_CONFIG_HOME"]) / "swecli" / "config.toml"
     config.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"[mcp]\nstartup_timeout = {startup_timeout}\n"]
+    lines = [f"[mcp]\nstartup_timeout = {startup_timeout}\nrepl_wait = {repl_wait}\n"]
     for name, args in servers.items():
         lines.append(f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\nargs = {json.dumps(args)}\n")
     config.write_text("\n".join(lines))
 
 
-def test_p_waits_for_a_slow_mcp_server(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The REPL's grace (5 s) made short, so that a server ready a second later is past it without the test
-    # waiting 5 s: -p's wait is another (mcp.startup_timeout), and only that one lets the server in.
-    monkeypatch.setattr(manager, "START_GRACE", 0.2)
+def test_p_waits_for_a_slow_mcp_server(project: Path) -> None:
+    # The REPL's grace (mcp.repl_wait, 5 s) made short, so that a server ready a second later is past it without
+    # the test waiting 5 s: -p's wait is another (mcp.startup_timeout), and only that one lets the server in.
     slow_start = launcher_args("import time; time.sleep(1)")  # the test server (forked), a second late
-    _mcp_config({"slow": slow_start}, startup_timeout=300)  # the wait ends when the server is ready
+    _mcp_config({"slow": slow_start}, startup_timeout=300, repl_wait=0.2)  # the wait ends when the server is ready
     with ScriptedLLM([Reply("done")]) as llm:
         out = run_swecli(project, llm, "-p", "say done")
     assert out.returncode == 0, out.stderr
@@ -170,11 +166,13 @@ def test_p_waits_for_a_slow_mcp_server(project: Path, monkeypatch: pytest.Monkey
 
 
 def test_p_names_an_mcp_server_that_never_starts(project: Path) -> None:
-    _mcp_config({"stuck": ["-c", "import time; time.sleep(600)"]}, startup_timeout=1)
+    # A server that never answers and ends when swecli closes its stdin. One that also ignores the end of its
+    # input is killed 2 s later (the SDK's wait): tests/mcp/test_manager.py's hung server, not this test's subject.
+    _mcp_config({"stuck": ["-c", "import sys; sys.stdin.read()"]}, startup_timeout=0.5)
     with ScriptedLLM([Reply("done")]) as llm:
         out = run_swecli(project, llm, "-p", "say done")
     assert out.returncode == 0, out.stderr
     assert not any(t["function"]["name"].startswith("mcp__") for t in llm.requests[0]["tools"])
     warnings = [line for line in not_about_the_sandbox(out.stderr.splitlines()) if line.startswith("warning:")]
     assert len(warnings) == 1 and "stuck" in warnings[0]
-    assert "not ready after 1s" in warnings[0] or "did not start within 1s" in warnings[0]
+    assert "not ready after 0.5s" in warnings[0] or "did not start within 0.5s" in warnings[0]
