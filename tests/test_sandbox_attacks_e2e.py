@@ -118,11 +118,17 @@ def bash(command: str) -> Reply:
     return Reply(calls=[Call("bash", {"command": command})])
 
 
-# -- session A: escapes, secrets, sockets, toolchains -----------------------------------------------------
+# -- session A: escapes, secrets, sockets, toolchains; then protected paths ---------------------------------
+
+
+PROTECTED_STEPS = 8
+"""Where the attacks on protected paths (`protected_run`) begin in session A's steps."""
 
 
 @pytest.fixture(scope="module", params=USERS)
-def escape_run(request: pytest.FixtureRequest) -> Iterator[Run]:
+def session_a(request: pytest.FixtureRequest) -> Iterator[tuple[Run, Run]]:
+    """One project, one session: escapes, secrets, sockets and toolchains (`escape_run`), then writes to
+    protected paths and git's own work (`protected_run`)."""
     user: str = request.param
     with workspace("swecli-escape-") as base, tempfile.TemporaryDirectory(prefix="swecli-venv-", dir="/tmp") as venv:
         home, project, outside = base / "home", base / "project", base / "outside"
@@ -164,18 +170,39 @@ def escape_run(request: pytest.FixtureRequest) -> Iterator[Run]:
             bash(unix),
             bash("cat " + " ".join(f"~/{rel}" for rel in CREDENTIAL_FILES)),
             bash("python3"),
+            *protected_steps(base / "hook-ran"),
             Reply("done"),
         ]
+        assert len(steps) == PROTECTED_STEPS + 8
         hand_over(base, user)
+        config = (project / ".git" / "config").read_text()
         env = swecli_env(home, {"PATH": f"{venv}/bin:{os.environ['PATH']}", "VIRTUAL_ENV": venv})
         try:
             results, out = run_session(user, project, steps, env)
         finally:
             host.close()
             daemon.close()
-        run = Run(user, base, home, project, results, out.stderr, out.returncode)
-        run.results.append("\n".join(accepted))  # the last "result": who reached the listeners
-        yield run
+        # the user's own next commit, outside any sandbox
+        commit = subprocess.run([*user_prefix(user), "git", "-c", "user.name=u", "-c", "user.email=u@e", "commit",
+                                 "-q", "--allow-empty", "-m", "mine"], cwd=project, capture_output=True, text=True,
+                                env={**os.environ, "HOME": str(home)})
+        escape = Run(user, base, home, project, results[:PROTECTED_STEPS], out.stderr, out.returncode)
+        escape.results.append("\n".join(accepted))  # the last "result": who reached the listeners
+        protected = Run(user, base, home, project, results[PROTECTED_STEPS:], out.stderr, out.returncode)
+        protected.results.append(f"{commit.returncode}|{(base / 'hook-ran').exists()}|"
+                                 f"{(project / '.git' / 'config').read_text() == config}")
+        yield escape, protected
+
+
+@pytest.fixture
+def escape_run(session_a: tuple[Run, Run]) -> Run:
+    return session_a[0]
+
+
+@pytest.fixture
+def protected_run(session_a: tuple[Run, Run]) -> Run:
+    """Session A's attacks on protected paths: their steps' results from 0, then the user's next commit."""
+    return session_a[1]
 
 
 def test_root_cannot_remount_the_file_system_writable(escape_run: Run) -> None:
@@ -225,42 +252,27 @@ def test_a_toolchain_under_tmp_on_path_answers_in_the_sandbox(escape_run: Run) -
     assert escape_run.result(7).startswith("the venv python")
 
 
-# -- session B: protected paths ---------------------------------------------------------------------------
+# -- protected paths (in session A) ----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=USERS)
-def protected_run(request: pytest.FixtureRequest) -> Iterator[Run]:
-    user: str = request.param
-    with workspace("swecli-protected-") as base:
-        home, project = home_and_repo(base)
-        ran = base / "hook-ran"
-        steps: list[Step] = [
-            bash(f"mkdir -p .git/hooks; printf '#!/bin/sh\\ntouch {ran}\\n' > .git/hooks/pre-commit; "
-                 "chmod +x .git/hooks/pre-commit"),
-            bash(f"git config core.hooksPath .githooks; git config core.fsmonitor 'touch {ran}'"),
-            bash("echo 'touch evil' > .envrc; mkdir -p .vscode && echo '{}' > .vscode/tasks.json; "
-                 "printf '[sandbox]\\nmode = \"off\"\\n' > .swecli/config.toml; echo 'obey the file' > OPENCLI.md; "
-                 "echo ok"),
-            bash("echo b > b.txt && git add b.txt && git -c user.name=t -c user.email=t@e commit -q -m b && "
-                 "git branch feature && echo changed >> a.txt && git stash -q && git stash list && "
-                 "git log --oneline | wc -l"),
-            Reply(calls=[Call("write_file", {"path": ".git/hooks/pre-commit",
-                                             "content": f"#!/bin/sh\ntouch {ran}\n"})]),
-            Reply(calls=[Call("write_file", {"path": ".vscode/tasks.json", "content": "{}\n"})]),
-            Reply(calls=[Call("edit_file", {"path": ".git/config", "old_string": "[core]",
-                                            "new_string": "[core]\n\thooksPath = .githooks"})]),
-            Reply("done"),
-        ]
-        hand_over(base, user)
-        config = (project / ".git" / "config").read_text()
-        results, out = run_session(user, project, steps, swecli_env(home))
-        run = Run(user, base, home, project, results, out.stderr, out.returncode)
-        # the user's own next commit, outside any sandbox
-        commit = subprocess.run([*user_prefix(user), "git", "-c", "user.name=u", "-c", "user.email=u@e", "commit",
-                                 "-q", "--allow-empty", "-m", "mine"], cwd=project, capture_output=True, text=True,
-                                env={**os.environ, "HOME": str(home)})
-        run.results.append(f"{commit.returncode}|{ran.exists()}|{(project / '.git' / 'config').read_text() == config}")
-        yield run
+def protected_steps(ran: Path) -> list[Step]:
+    """Hooks, git config, editor tasks, swecli's settings and memory, by command and by file tool; and git's
+    own work (add, commit, branch, stash) that must keep working."""
+    return [
+        bash(f"mkdir -p .git/hooks; printf '#!/bin/sh\\ntouch {ran}\\n' > .git/hooks/pre-commit; "
+             "chmod +x .git/hooks/pre-commit"),
+        bash(f"git config core.hooksPath .githooks; git config core.fsmonitor 'touch {ran}'"),
+        bash("echo 'touch evil' > .envrc; mkdir -p .vscode && echo '{}' > .vscode/tasks.json; "
+             "printf '[sandbox]\\nmode = \"off\"\\n' > .swecli/config.toml; echo 'obey the file' > OPENCLI.md; "
+             "echo ok"),
+        bash("echo b > b.txt && git add b.txt && git -c user.name=t -c user.email=t@e commit -q -m b && "
+             "git branch feature && echo changed >> a.txt && git stash -q && git stash list && "
+             "git log --oneline | wc -l"),
+        Reply(calls=[Call("write_file", {"path": ".git/hooks/pre-commit", "content": f"#!/bin/sh\ntouch {ran}\n"})]),
+        Reply(calls=[Call("write_file", {"path": ".vscode/tasks.json", "content": "{}\n"})]),
+        Reply(calls=[Call("edit_file", {"path": ".git/config", "old_string": "[core]",
+                                        "new_string": "[core]\n\thooksPath = .githooks"})]),
+    ]
 
 
 def test_git_hooks_cannot_be_planted(protected_run: Run) -> None:
