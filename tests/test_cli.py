@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import swecli_in_process
 
@@ -204,3 +209,34 @@ def test_every_help_page_shows_plain_metavars_and_whole_command_lines(project: P
             assert typer_ism not in shown.stdout, (page, typer_ism, shown.stdout)
         commands = shown.stdout.partition("\nCommands:\n")[2]
         assert not any(line.rstrip().endswith("...") for line in commands.splitlines()), (page, commands)
+
+
+def test_input_piped_to_p_that_has_not_ended_is_named_then_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe nobody has written to yet, after `wait_notice` seconds (0: at once): swecli says what it waits for,
+    then reads what comes to the end. The writer writes only once the note is out: no clock decides."""
+    from swecli.cli import read_piped_input
+
+    read_end, write_end = os.pipe()
+
+    class Stderr(io.StringIO):
+        def write(self, text: str) -> int:
+            if "waiting for the input piped to stdin" in text and write_end not in closed:
+                os.write(write_end, b"fix the failing test\n")
+                os.close(write_end)
+                closed.append(write_end)
+            return super().write(text)
+
+    def give_up() -> None:  # no note, no input: the read ends (and the test fails) instead of hanging
+        stderr.write("waiting for the input piped to stdin: never said")
+
+    closed: list[int] = []
+    stderr = Stderr()
+    watchdog = threading.Timer(60, give_up)
+    watchdog.start()
+    with open(read_end) as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        monkeypatch.setattr(sys, "stderr", stderr)
+        piped = read_piped_input(required=True, notice=0)
+    watchdog.cancel()
+    assert piped is not None and piped.text(1000) == "fix the failing test\n"
+    assert "(run with < /dev/null to skip it)" in stderr.getvalue()
