@@ -15,7 +15,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -260,13 +260,26 @@ def _records(project: Path, folder: str) -> list[dict[str, object]]:
 
 # -- SIGKILL mid-turn, then --continue ------------------------------------------------------------------
 
+class Halfway(threading.Event):
+    """`Reply(hold=...)`: the server sends half the stream, then waits on this; `reached` says it got there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reached = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.reached.set()
+        return super().wait(timeout)
+
+
 @pytest.mark.parametrize("wire", WIRES)
 def test_sigkill_mid_turn_then_continue_loses_nothing(project: Path, wire: Wire) -> None:
     """Killed while the model streams its second answer: every line written before the kill is still there,
     byte for byte, after `--continue`, and the resumed request carries every message the transcript held."""
     (project / "notes.txt").write_text("hello\n")
+    halfway = Halfway()
     first: list[Step] = [Reply("Reading it.", calls=[Call("read_file", {"path": "notes.txt"})]),
-                         Reply("This answer streams slowly and is killed halfway. " * 4, chunk=4, delay=0.05)]
+                         Reply("This answer streams and is killed halfway. " * 4, chunk=4, hold=halfway)]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}}
     if wire == "anthropic":
         env["ANTHROPIC_API_KEY"] = "sk-ant-test-0000000000"
@@ -276,11 +289,9 @@ def test_sigkill_mid_turn_then_continue_loses_nothing(project: Path, wire: Wire)
                                  "--model", "scripted-model", "-p", "read notes.txt", "--mode", "auto"],
                                 cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(llm.requests) < 2:
-            time.sleep(0.05)
-        time.sleep(0.3)  # mid-stream of the second answer
-        os.killpg(proc.pid, signal.SIGKILL)
+        assert halfway.reached.wait(120), "the second answer never began"
+        os.killpg(proc.pid, signal.SIGKILL)  # mid-stream of the second answer: half of it sent, the rest held
+        halfway.set()
         proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL and len(llm.requests) == 2
     transcript = next((project / ".swecli" / "sessions").glob("*.jsonl"))
