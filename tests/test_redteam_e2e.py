@@ -40,7 +40,8 @@ from tests.test_sandbox_attacks_e2e import (
 )
 from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
-pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
+pytestmark = [pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}"),
+              pytest.mark.xdist_group("redteam")]  # with `--dist loadgroup`: each session runs once per user
 needs_seccomp = pytest.mark.skipif(bool(syscalls.unavailable()), reason=syscalls.unavailable())
 
 PYTHON = "/usr/bin/python3"

@@ -30,7 +30,8 @@ from tests.helpers import tool_results
 from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
 REASON = unavailable_reason()
-pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
+pytestmark = [pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}"),
+              pytest.mark.xdist_group("sandbox-attacks")]  # with `--dist loadgroup`: each session runs once per user
 
 MARK = "S3CR3T"
 """In every secret this file plants: no tool result may contain it."""

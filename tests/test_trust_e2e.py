@@ -33,6 +33,7 @@ from swecli.testing.server import Call, Reply, ScriptedLLM, Step, Wire
 from tests.helpers import swecli_in_process
 from tests.unprivileged import USERS, seed_vocabularies, user_prefix
 
+pytestmark = pytest.mark.xdist_group("trust-e2e")  # with `--dist loadgroup`: `clone` and `narrowed` run once per user
 KEY = {"openai": "sk-user-secret-0123456789", "anthropic": "sk-ant-user-secret-0123456789"}
 QUIET = ("[context]\noffload = false\ndecay = false\nrecitation = false\nfailure_evidence = false\n"
          "playbook = false\njust_in_time = false\n[memory]\nsession_notes = false\n")
