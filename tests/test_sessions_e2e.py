@@ -71,10 +71,9 @@ def test_sigkill_mid_task_then_continue(project: Path) -> None:
         proc = subprocess.Popen(swecli_cmd(llm, "-p", "do the long task", "--mode", "auto"), cwd=project,
                                 env=env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and "sleep 60" not in _transcripts(project):
+        deadline = time.monotonic() + 60  # the second answer is in the transcript and the log: the command is next
+        while time.monotonic() < deadline and not ("sleep 60" in _transcripts(project) and _llm_calls(project) == 2):
             time.sleep(0.1)
-        time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
@@ -94,6 +93,13 @@ def test_sigkill_mid_task_then_continue(project: Path) -> None:
     assert "interrupted" in messages[5]["content"]
     # the resumed run appended to the same log
     assert [json.loads(line)["event"] for line in log_file.read_text().splitlines()].count("llm_call") == 3
+
+
+def _llm_calls(project: Path) -> int:
+    """The `llm_call` records of the session log so far (a line being written is not counted)."""
+    logs = list((project / ".swecli" / "logs").glob("*.jsonl")) if (project / ".swecli" / "logs").exists() else []
+    return sum(json.loads(line).get("event") == "llm_call" for path in logs
+               for line in path.read_text().splitlines(keepends=True) if line.endswith("\n"))
 
 
 def _transcripts(project: Path) -> str:
