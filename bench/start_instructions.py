@@ -1,9 +1,10 @@
 """What a swecli start costs before it does its work, in instructions (which no load changes): the main
 thread's and all threads' user-space instructions (millions) of `swecli -p` to its first chat request, of
-the REPL to its first drawn prompt, and of the floor (`start_floor.py`: typer + pydantic + httpx alone on
-the same path), each tree beside the others, runs interleaved, medians. The 2-file sample project of
-`latency_bench.py` (warm: its map and index are built by a first run that is not counted), the scripted
-server on loopback, a fresh HOME per tree.
+the REPL to its first drawn prompt, of a whole `-p` run to its exit in a fresh copy of the project (what each
+of the test suite's e2e processes pays: a cold map and index), and of the floor (`start_floor.py`: typer +
+pydantic + httpx alone on the same path), each tree beside the others, runs interleaved, medians. The 2-file
+sample project of `latency_bench.py` (warm: its map and index are built by a first run that is not counted),
+the scripted server on loopback, a fresh HOME per tree.
 
     python bench/start_instructions.py [--old DIR ...] [--runs 3]
 
@@ -27,7 +28,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 import pexpect  # noqa: E402
-from latency_bench import TASK, Tree, sample_project  # noqa: E402
+from latency_bench import TASK, Tree, fresh_copy, sample_project, wait_for_builders  # noqa: E402
 
 from swecli.testing.server import Reply, ScriptedLLM  # noqa: E402
 
@@ -36,18 +37,21 @@ FLOOR = ROOT / "bench" / "start_floor.py"
 CASES = {
     "p": "`-p`, to its first request",
     "repl": "REPL, to its prompt",
+    "fresh": "`-p`, whole run to its exit, in a fresh copy of the project",
     "floor": "floor: typer + pydantic + httpx alone, to the request",
 }
 
 
 def probe(tree: Tree, project: Path, case: str) -> dict[str, float]:
     """One run of `case`: {"main": M, "all": M}."""
+    if case == "fresh":
+        project = fresh_copy(project, project.parent, f"fresh-{tree.label}")
     with tempfile.NamedTemporaryFile(prefix="start-", suffix=".json") as log, \
             ScriptedLLM([Reply("done")], strict=False) as llm:
         argv = tree.argv(llm, *(["-p", TASK] if case != "repl" else []))
         argv[1:3] = [str(PROBE)]  # `python -m swecli` -> `python start_probe.py`
-        env = tree.env(PROBE_LOG=log.name, PROBE_UNTIL="prompt" if case == "repl" else "request",
-                       COLUMNS="160", LINES="50")
+        until = {"repl": "prompt", "fresh": "exit"}.get(case, "request")
+        env = tree.env(PROBE_LOG=log.name, PROBE_UNTIL=until, COLUMNS="160", LINES="50")
         if case == "floor":
             env["PROBE_SCRIPT"] = str(FLOOR)
         if case == "repl":
@@ -56,6 +60,8 @@ def probe(tree: Tree, project: Path, case: str) -> dict[str, float]:
         else:
             subprocess.run(argv, cwd=project, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
         text = Path(log.name).read_text()
+    if case == "fresh":
+        wait_for_builders(project)
     if not text:
         raise RuntimeError(f"{tree.label}: {case} did not reach its end point")
     found = json.loads(text)
@@ -65,6 +71,9 @@ def probe(tree: Tree, project: Path, case: str) -> dict[str, float]:
 def warm_up(tree: Tree, project: Path) -> None:
     """One uncounted `-p` run: the project's map and index, and the compiled modules, are then in place."""
     subprocess.run([tree.python, "-m", "compileall", "-q", str(tree.root / "swecli")], check=True)
+    # The decoded vocabulary, as every test's home has it: a run whose request outlives 50 ms starts its load.
+    subprocess.run([tree.python, "-c", "from swecli.context import tokens; tokens._read_ranks('o200k_base')"],
+                   env=tree.env(), capture_output=True, check=False)
     with ScriptedLLM([Reply("done")], strict=False) as llm:
         subprocess.run(tree.argv(llm, "-p", TASK), cwd=project, env=tree.env(), capture_output=True,
                        stdin=subprocess.DEVNULL, timeout=300)
