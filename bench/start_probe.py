@@ -8,13 +8,15 @@ interpreter's own ~60 M) to PROBE_LOG as JSON. Used by `start_instructions.py`.
 - `request`: the connect that sends the first chat request (a thread named `swecli-*-stream`; with
   PROBE_SCRIPT, the first connect of any thread);
 - `prompt`: the REPL's prompt, once prompt-toolkit has drawn it the first time (its `Renderer.render`
-  is wrapped when its module loads: the one thing this probe changes, and only to know when to stop).
+  is wrapped when its module loads: the one thing this probe changes, and only to know when to stop);
+- `exit`: the process's end (the last exit handler: after the session closed and its handlers ran).
 
 Standard library only, so an older tree's interpreter runs it unchanged.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import importlib.machinery
 import json
@@ -75,6 +77,8 @@ if __name__ == "__main__":
     count_threads()
     if UNTIL == "prompt":
         sys.meta_path.insert(0, PromptDrawn())
+    elif UNTIL == "exit":
+        atexit.register(finish)  # registered first, so it runs last
     else:
         sys.addaudithook(at_connect)
     if SCRIPT:

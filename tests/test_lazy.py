@@ -85,3 +85,20 @@ def test_the_repls_commands_load_no_markdown_renderer() -> None:
             "or m in ('rich.markdown', 'rich.syntax', 'rich.table', 'rich.spinner')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_fresh_small_project_is_mapped_and_indexed_without_numpy_bm25s_or_pathspec(tmp_path: Path) -> None:
+    """Every e2e test's project, and a user's first run in a new one: the map's thread ranked and indexed
+    two files with numpy and bm25s (~260 M instructions) and read `git init`'s comment-only
+    `.git/info/exclude` with pathspec (~40 M). Neither is needed for a small project."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "greet.py").write_text("def greet(name):\n    return 'Hello, ' + name\n")
+    (tmp_path / "src" / "mod0.py").write_text("from greet import greet\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert (tmp_path / ".git" / "info" / "exclude").read_text().startswith("#")
+    code = ("import sys; from pathlib import Path; from swecli.repomap.lexical import Lexical, terms; "
+            "from swecli.repomap.repomap import RepoMap; rmap = RepoMap.build(Path(sys.argv[1])); "
+            "scores = Lexical.build(rmap).scores(terms('greet')); assert rmap.ranked() and scores, scores; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'bm25s', 'pathspec')))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

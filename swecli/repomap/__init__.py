@@ -9,11 +9,12 @@
     index.py       facts for every file, cached under `.swecli/repomap/` by mtime and size
     graph.py       imports resolved to files, references to definitions, PageRank, file roles
     lexical.py     a BM25 index over paths, definitions and contents
+    postings.py    the BM25 matrix without numpy: read as bm25s saved it, built so for a small project
     views.py       text views shared by `swecli repomap`, `/repomap` and the tool
     tool.py        the `repo_map` tool
 
 Internal (used only inside the package, may change without notice): `builder`, `builds`, `discover`, `graph`, `index`,
-`languages`, `parse`.
+`languages`, `parse`, `postings`.
 
 What other packages may use is re-exported here (`from swecli.repomap import ...`); each name is imported from
 its module the first time it is used, so importing the package costs nothing. Used by the `repo_map` tool,

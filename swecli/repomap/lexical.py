@@ -7,27 +7,27 @@ three times, so `viewcode` finds `sphinx/ext/viewcode.py` before the files that 
 Cached under `.swecli/repomap/`: the terms of each file (`terms.json`, by mtime and size, so only changed
 files are read again) and the scored matrix (`bm25/`, by the map's fingerprint, so a warm start loads it).
 
-Building needs `bm25s` and numpy (~0.4 s to import); querying does not: a warm start reads the saved matrix
-into `Postings` (the standard library's `array`), whose scores are bm25s's own (its default "lucene" method
-stores each term's final score per document, so a query only adds them up). Retrieval runs before the first
-request of every `-p`, so numpy stays out of that path unless the index has to be built.
+Building needs `bm25s` and numpy (~0.4 s to import) from `graph.SMALL_PROJECT` files up; querying does not:
+a warm start reads the saved matrix into `postings.Postings` (the standard library's `array`), whose scores
+are bm25s's own (its default "lucene" method stores each term's final score per document, so a query only
+adds them up). Retrieval runs before the first request of every `-p`, so numpy stays out of that path
+unless the index has to be built; a small project's index is built by `Postings.build` (bm25s's arithmetic,
+to the bit) and saved in bm25s's format, so a fresh small project never imports numpy at all.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import os
 import shutil
-import sys
-from array import array
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from swecli.lazy import regex
 from swecli.repomap.builds import BuildFailed, Builds, Pending
+from swecli.repomap.graph import SMALL_PROJECT
 from swecli.repomap.index import CACHE_DIR, read_json, write_json
+from swecli.repomap.postings import Postings
 
 if TYPE_CHECKING:
     import bm25s
@@ -86,14 +86,15 @@ class Lexical:
         docs = sorted(rmap.index.facts)
         if not docs:
             return cls([], None, fingerprint)  # nothing to index (a project without source files)
-        import bm25s
-
         bags = _term_bags(rmap, docs)
-        model = bm25s.BM25()
-        model.index([bags[rel] or ["\0empty"] for rel in docs], show_progress=False)
+        corpus = [bags[rel] or ["\0empty"] for rel in docs]
+        model = Postings.build(corpus) if len(docs) <= SMALL_PROJECT else _bm25s_index(corpus)
         try:
             shutil.rmtree(cache_dir, ignore_errors=True)
-            model.save(str(cache_dir), show_progress=False)
+            if isinstance(model, Postings):
+                model.save(cache_dir)
+            else:
+                model.save(str(cache_dir), show_progress=False)
             write_json(root / CACHE_DIR / "bm25.json", {"version": CACHE_VERSION, "fingerprint": fingerprint,
                                                     "docs": docs})
         except OSError:
@@ -111,72 +112,12 @@ class Lexical:
         return {self.docs[i]: float(v) for i, v in enumerate(values) if v > 0}
 
 
-class Postings:
-    """A saved bm25s index, read without numpy: per term, the documents it occurs in and its score in each
-    (bm25s's CSC matrix: `indptr`, `indices`, `data`). Only the "lucene" method is read this way (its scores
-    need nothing but a sum); any other, or a file it does not expect, is left to bm25s."""
+def _bm25s_index(corpus: list[list[str]]) -> bm25s.BM25:
+    import bm25s
 
-    def __init__(self, vocab: dict[str, int], data: array[float], indices: array[int], indptr: array[int],
-                 documents: int) -> None:
-        self.vocab_dict = vocab
-        self.data, self.indices, self.indptr = data, indices, indptr
-        self.documents = documents
-
-    @classmethod
-    def load(cls, directory: Path) -> Postings | None:
-        try:
-            params = json.loads((directory / "params.index.json").read_text(encoding="utf-8"))
-            vocab = json.loads((directory / "vocab.index.json").read_text(encoding="utf-8"))
-            if params.get("method") != "lucene" or not isinstance(vocab, dict):
-                return None
-            data, indices, indptr = (read_npy(directory / f"{name}.csc.index.npy") for name in
-                                     ("data", "indices", "indptr"))
-        except (OSError, ValueError, SyntaxError, TypeError, KeyError):
-            return None
-        documents = params.get("num_docs")
-        columns = len(indptr) - 1  # bm25s adds "" to the vocabulary after the last column
-        if (data.typecode not in "fd" or indices.typecode in "fd" or len(data) != len(indices)
-                or not isinstance(documents, int) or len(vocab) - ("" in vocab) != columns):
-            return None
-        return cls({t: i for t, i in vocab.items() if t and isinstance(i, int) and 0 <= i < columns}, data, indices,
-                   indptr, documents)
-
-    def get_scores(self, query: list[str]) -> array[float]:
-        """bm25s's `get_scores` for known terms: each occurrence of a term adds its column (in float32, as
-        bm25s accumulates)."""
-        scores = array("f", bytes(4 * self.documents))
-        data, indices, indptr = self.data, self.indices, self.indptr
-        for term in query:
-            column = self.vocab_dict[term]
-            for k in range(indptr[column], indptr[column + 1]):
-                scores[indices[k]] += data[k]
-        return scores
-
-
-_NPY_TYPES = {"<f4": "f", "<f8": "d", "<i4": "i", "<i8": "q", "<u4": "I", "<u8": "Q"}
-
-
-def read_npy(path: Path) -> array[Any]:
-    """A one-dimensional little-endian array saved by `numpy.save`, as an `array.array`."""
-    with open(path, "rb") as handle:
-        blob = handle.read()
-    if blob[:6] != b"\x93NUMPY":
-        raise ValueError(f"{path.name} is not a .npy file")
-    width = 2 if blob[6] == 1 else 4
-    length = int.from_bytes(blob[8:8 + width], "little")
-    header = ast.literal_eval(blob[8 + width:8 + width + length].decode("latin-1"))
-    typecode = _NPY_TYPES.get(str(header.get("descr"))) if isinstance(header, dict) else None
-    if typecode is None or header.get("fortran_order") or len(header.get("shape", ())) != 1:
-        raise ValueError(f"{path.name}: not a one-dimensional array of a plain type")
-    values = array(typecode)
-    if values.itemsize != int(header["descr"][2:]):
-        raise ValueError(f"{path.name}: no array type of that width here")
-    values.frombytes(blob[8 + width + length:])
-    if sys.byteorder != "little":
-        values.byteswap()
-    if len(values) != header["shape"][0]:
-        raise ValueError(f"{path.name}: shorter than its header says")
-    return values
+    model = bm25s.BM25()
+    model.index(corpus, show_progress=False)
+    return model
 
 
 def _term_bags(rmap: RepoMap, docs: list[str]) -> dict[str, list[str]]:

@@ -71,11 +71,15 @@ class IgnoreRules:
         return chain[::-1]
 
     def _spec(self, directory: Path) -> GitIgnoreSpec | None:
+        """The rules of `directory`'s ignore files; None when they have none (blank and `#` lines only, as
+        the `.git/info/exclude` of every `git init` has: pathspec's import, ~40 M instructions, is then
+        not needed)."""
         if directory not in self._specs:
             lines = _read_lines(directory / ".gitignore")
             if directory == self._top:
                 lines = _read_lines(directory / ".git" / "info" / "exclude") + lines
-            self._specs[directory] = _ignore_file_spec(tuple(lines)) if lines else None
+            patterns = [line for line in lines if line and not line.startswith("#")]
+            self._specs[directory] = _ignore_file_spec(tuple(lines)) if patterns else None
         return self._specs[directory]
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
+import pytest
+
+from swecli.repomap import graph
 from swecli.repomap.graph import pagerank, role_of
 from swecli.repomap.repomap import RepoMap
 from tests.repomap.conftest import write
@@ -71,6 +75,34 @@ def test_pagerank_of_a_chain_and_of_nothing() -> None:
     ranks = pagerank(["a", "b", "c"], {"a": {"b": 1.0}, "b": {"c": 1.0}})
     assert ranks["c"] > ranks["b"] > ranks["a"] and abs(sum(ranks.values()) - 1) < 1e-9
     assert pagerank([], {}) == {}
+
+
+def random_graph(seed: int) -> tuple[int, list[tuple[int, int, float]]]:
+    """Up to 600 files (past numpy's pairwise-summation blocks of 8 and 128), many of them dangling."""
+    rng = random.Random(seed)
+    n = rng.randrange(1, 600)
+    weights: dict[tuple[int, int], float] = {}
+    for _ in range(rng.randrange(0, 4 * n)):
+        a, b = rng.randrange(n), rng.randrange(n)
+        if a != b and a % 4:
+            weights[a, b] = weights.get((a, b), 0.0) + rng.choice([1.0, 0.3, 0.15, 0.1, 1.3])
+    return n, [(a, b, w) for (a, b), w in weights.items()]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_plain_python_pagerank_is_numpys_to_the_bit(seed: int) -> None:
+    n, edges = random_graph(seed)
+    assert graph._ranks_python(n, edges, 100) == graph._ranks_numpy(n, edges, 100)
+
+
+def test_small_projects_are_ranked_without_numpy_and_big_ones_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    used = []
+    monkeypatch.setattr(graph, "_ranks_numpy", lambda n, edges, iterations: used.append(n) or [1.0 / n] * n)
+    nodes = [f"f{i}" for i in range(graph.SMALL_PROJECT + 1)]
+    pagerank(nodes[:-1], {"f0": {"f1": 1.0}})
+    assert used == []
+    pagerank(nodes, {"f0": {"f1": 1.0}})
+    assert used == [len(nodes)]
 
 
 def test_roles() -> None:

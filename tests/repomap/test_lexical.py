@@ -1,4 +1,5 @@
-"""The BM25 index: built with bm25s, read back without numpy (Postings), scores identical."""
+"""The BM25 index: built with bm25s (or, for a small project, by `Postings.build`), read back without numpy
+(Postings), scores identical."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from swecli.repomap import lexical
 from swecli.repomap.index import CACHE_DIR
-from swecli.repomap.lexical import Lexical, Postings, terms
+from swecli.repomap.lexical import Lexical, terms
+from swecli.repomap.postings import Postings
 from swecli.repomap.repomap import RepoMap
 from tests.repomap.conftest import write
 
@@ -27,14 +32,31 @@ def shop(root: Path) -> Path:
     return root
 
 
-def test_a_saved_index_is_read_without_numpy_and_scores_as_bm25s_does(project: Path) -> None:
+def test_a_saved_index_is_read_without_numpy_and_scores_as_bm25s_does(project: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     shop(project)
+    monkeypatch.setattr(lexical, "SMALL_PROJECT", 0)  # as for a big project
     built = Lexical.build(RepoMap.build(project))  # built with bm25s (and saved)
+    assert not isinstance(built.model, Postings)
     warm = Lexical.build(RepoMap.build(project))
     assert isinstance(warm.model, Postings) and warm.docs == built.docs
     for query in QUERIES:
         assert warm.scores(terms(query)) == built.scores(terms(query))
     assert built.scores(terms(QUERIES[0]))  # the comparison is not between two empty results
+
+
+def test_a_small_project_is_indexed_without_bm25s_and_scores_as_bm25s_does(project: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    shop(project)
+    small = Lexical.build(RepoMap.build(project))
+    assert isinstance(small.model, Postings)
+    monkeypatch.setattr(lexical, "SMALL_PROJECT", 0)
+    (project / CACHE_DIR / "bm25.json").unlink()
+    built = Lexical.build(RepoMap.build(project))
+    assert not isinstance(built.model, Postings) and built.docs == small.docs
+    for query in [*QUERIES, "money money money cart", "guide"]:
+        assert small.scores(terms(query)) == built.scores(terms(query))
+    assert small.scores(terms(QUERIES[0]))
 
 
 def test_a_warm_start_imports_no_numpy(project: Path) -> None:
@@ -54,7 +76,8 @@ def test_a_damaged_saved_index_is_built_again(project: Path) -> None:
     shop(project)
     built = Lexical.build(RepoMap.build(project))
     (project / CACHE_DIR / "bm25" / "indices.csc.index.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
+    assert Postings.load(project / CACHE_DIR / "bm25") is None
     again = Lexical.build(RepoMap.build(project))
-    assert not isinstance(again.model, Postings)  # rebuilt with bm25s
+    assert again.model is not None and again.model is not built.model  # built again
     assert again.scores(terms(QUERIES[0])) == built.scores(terms(QUERIES[0]))
     assert isinstance(Lexical.build(RepoMap.build(project)).model, Postings)  # and saved again
