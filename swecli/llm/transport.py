@@ -97,6 +97,11 @@ class StreamHandler(Protocol):
         ...
 
 
+Body = dict[str, Any] | bytes
+"""A request's JSON body: an object for httpx to encode, or the encoded bytes (the endpoint's headers then
+say `Content-Type: application/json`)."""
+
+
 @datarecord(frozen=True)
 class Endpoint:
     """Where one request goes, with which headers, and the variable that holds its key (for error messages)."""
@@ -209,7 +214,7 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
-def stream_sse(client: httpx.Client, endpoint: Endpoint, body: dict[str, Any], handler: StreamHandler,
+def stream_sse(client: httpx.Client, endpoint: Endpoint, body: Body, handler: StreamHandler,
                cancel: CancelToken | None, pacing: Pacing | None = None) -> Iterator[StreamEvent]:
     channel = _Channel(client, endpoint, body)
     watch = _Silence(endpoint, pacing)
@@ -338,7 +343,7 @@ _PUMPS = _Pumps()
 
 
 class _Channel:
-    def __init__(self, client: httpx.Client, endpoint: Endpoint, body: dict[str, Any]) -> None:
+    def __init__(self, client: httpx.Client, endpoint: Endpoint, body: Body) -> None:
         self._items: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._quiet = threading.Event()
@@ -373,9 +378,10 @@ class _Channel:
             with contextlib.suppress(OSError):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
-    def _pump(self, client: httpx.Client, endpoint: Endpoint, body: dict[str, Any]) -> None:
+    def _pump(self, client: httpx.Client, endpoint: Endpoint, body: Body) -> None:
+        sent = {"content": body} if isinstance(body, bytes) else {"json": body}
         try:
-            with client.stream("POST", endpoint.url, json=body, headers=dict(endpoint.headers)) as response:
+            with client.stream("POST", endpoint.url, headers=dict(endpoint.headers), **sent) as response:
                 self._response = response
                 if self._stop.is_set():
                     return
@@ -452,7 +458,7 @@ class HttpProvider:
         """Seconds one model call may wait for an answer to begin, retries included (None: no limit)."""
         self._client = client or make_client(timeout + BACKSTOP_SECONDS, self.base_url)
 
-    def _attempts(self, endpoint: Endpoint, body: dict[str, Any], handler: Callable[[], StreamHandler],
+    def _attempts(self, endpoint: Endpoint, body: Body, handler: Callable[[], StreamHandler],
                   cancel: CancelToken | None) -> Iterator[StreamEvent]:
         """One model call: `stream_sse` attempts with a fresh `handler()` each, under the retry policy,
         the stall limit and the deadline (which starts when the caller begins reading)."""
