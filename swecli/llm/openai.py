@@ -40,11 +40,9 @@ A server that says it cannot stream tool calls (`StreamingToolsUnsupported`) is 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from swecli.llm.base import (
@@ -65,7 +63,7 @@ from swecli.llm.errors import classify_stream_error, json_object, non_stream_err
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import Endpoint, HttpProvider
+from swecli.llm.transport import EncodedParts, Endpoint, HttpProvider, dumps_json
 from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, ToolSchema, Usage, UserMessage
 from swecli.models.vision import sends_images
 
@@ -147,14 +145,14 @@ class OpenAIProvider(HttpProvider):
         for as long as it is sent (`EncodedParts`)."""
         images = sends_images(self.images, self.model)
         with self._encoded.request() as encoded:
-            messages = [_dumps(item) if isinstance(item, dict) else
-                        encoded.of(item, images, functools.partial(wire_message, item, images))
+            messages = [dumps_json(item) if isinstance(item, dict) else
+                        encoded.of(item, images, functools.partial(_message_json, item, images))
                         for item in wire_items(request, images)]
-            parts = [b'{"model":' + _dumps(self.model), b'"messages":[' + b",".join(messages) + b"]"]
+            parts = [b'{"model":' + dumps_json(self.model), b'"messages":[' + b",".join(messages) + b"]"]
             if request.tools:
-                parts.append(b'"tools":' + encoded.of(request.tools, True,
-                                                      functools.partial(wire_tools, request.tools)))
-        parts += [_dumps(key) + b":" + _dumps(value) for key, value in self._settings(request).items()]
+                tools = encoded.of(request.tools, True, functools.partial(_tools_json, request.tools))
+                parts.append(b'"tools":' + tools)
+        parts += [dumps_json(key) + b":" + dumps_json(value) for key, value in self._settings(request).items()]
         return b",".join(parts) + b"}"
 
     def _settings(self, request: ModelRequest) -> dict[str, Any]:
@@ -209,47 +207,19 @@ def wire_items(request: ModelRequest, images: bool = True) -> Iterator[Message |
         yield {"role": "user", "content": request.tail}
 
 
+def _message_json(message: Message, images: bool) -> bytes:
+    return dumps_json(wire_message(message, images))
+
+
+def _tools_json(tools: tuple[ToolSchema, ...]) -> bytes:
+    return dumps_json(wire_tools(tools))
+
+
 def wire_tools(tools: tuple[ToolSchema, ...]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                               "parameters": t.parameters}} for t in tools]
 
 
-def _dumps(value: Any) -> bytes:
-    """JSON as httpx's `json=` encodes it (UTF-8: the parts are joined as bytes, with no second encoding)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
-class EncodedParts:
-    """The JSON of each history message (and of the tool list) as last sent, kept by the object it was made
-    from. Messages and tool schemas are frozen, and a history is mostly the same message objects request after
-    request (append-only, for the prompt cache), so a request encodes only what it has not sent before:
-    httpx's `json=` encoded the whole body every time (3-5 ms of CPU for a real 300-message history here, on
-    the path of every tool call). What the last request did not use is dropped."""
-
-    def __init__(self) -> None:
-        self._kept: dict[int, tuple[object, bool, bytes]] = {}
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def request(self) -> Iterator[_Using]:
-        using = _Using(self._kept)
-        yield using
-        with self._lock:
-            self._kept = using.used
-
-
-class _Using:
-    def __init__(self, kept: dict[int, tuple[object, bool, bytes]]) -> None:
-        self.kept = kept
-        self.used: dict[int, tuple[object, bool, bytes]] = {}
-
-    def of(self, item: object, variant: bool, wire: Callable[[], Any]) -> bytes:
-        """`item`'s JSON (`wire()` encoded), from the last request when it is the very same object."""
-        entry = self.kept.get(id(item))
-        if entry is None or entry[0] is not item or entry[1] != variant:
-            entry = (item, variant, _dumps(wire()))
-        self.used[id(item)] = entry
-        return entry[2]
 
 
 def image_url(image: ImagePart) -> dict[str, Any]:
