@@ -1,6 +1,6 @@
-"""The CPU of one request's body on the OpenAI wire, for real histories: the body built and encoded whole
-(httpx's `json=`, as before) against `OpenAIProvider.encoded_body` (each history message encoded once for
-as long as it is sent), per request of a session that grows one exchange at a time.
+"""The CPU of one request's body, both wires, for real histories: the body built and encoded whole (httpx's
+`json=`, as before) against the provider's `encoded_body` (each history message encoded once for as long as
+it is sent: `transport.EncodedParts`), per request of a session that grows one exchange at a time.
 
     python bench/request_body_bench.py [--files 4] [--requests 30]
 
@@ -22,6 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from swecli.llm.anthropic import AnthropicProvider  # noqa: E402
 from swecli.llm.base import ModelRequest  # noqa: E402
 from swecli.llm.openai import OpenAIProvider  # noqa: E402
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage  # noqa: E402
@@ -53,8 +54,8 @@ def main() -> None:
     args = parser.parse_args()
     tools = tuple(ToolSchema(name=f"tool{i}", description="d" * 300, parameters={"type": "object", "properties": {
         "a": {"type": "string", "description": "x" * 200}}}) for i in range(10))
-    print("| history | messages | body | whole body, `json=` (before) | `encoded_body` (after) |")
-    print("|---|---|---|---|---|")
+    print("| history | messages | wire | body | whole body, `json=` (before) | `encoded_body` (after) |")
+    print("|---|---|---|---|---|---|")
     for path in sorted(SHARED.glob("*.json"))[: args.files]:
         data = json.loads(path.read_text())
         history = messages(data["messages"])
@@ -62,19 +63,20 @@ def main() -> None:
         system = (SystemBlock(text=data.get("system") or "You are a coding agent."),)
         requests = [ModelRequest(system=system, messages=tuple(history[:end]), tools=tools, tail="Plan: go on")
                     for end in ends]
-        before, after = [], []
-        for way, spent in (("before", before), ("after", after)):
-            provider = OpenAIProvider(model="m", base_url="http://127.0.0.1:9/v1")
-            for request in requests:
-                start = time.thread_time()
-                if way == "before":
-                    body = json.dumps(provider.request_body(request), ensure_ascii=False, separators=(",", ":"),
-                                      allow_nan=False).encode()
-                else:
-                    body = provider.encoded_body(request)
-                spent.append(time.thread_time() - start)
-        print(f"| {path.name[:40]} | {len(requests[-1].messages)} | {len(body) // 1024} KB | "
-              f"{statistics.median(before) * 1000:.2f} ms | {statistics.median(after) * 1000:.2f} ms |")
+        for wire in (OpenAIProvider, AnthropicProvider):
+            before, after = [], []
+            for way, spent in (("before", before), ("after", after)):
+                provider = wire(model="m", base_url="http://127.0.0.1:9/v1")
+                for request in requests:
+                    start = time.thread_time()
+                    if way == "before":
+                        body = json.dumps(provider.request_body(request), ensure_ascii=False, separators=(",", ":"),
+                                          allow_nan=False).encode()
+                    else:
+                        body = provider.encoded_body(request)
+                    spent.append(time.thread_time() - start)
+            print(f"| {path.name[:40]} | {len(requests[-1].messages)} | {wire.default_name} | {len(body) // 1024} KB | "
+                  f"{statistics.median(before) * 1000:.2f} ms | {statistics.median(after) * 1000:.2f} ms |")
 
 
 if __name__ == "__main__":
