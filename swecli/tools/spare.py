@@ -3,13 +3,13 @@
 Starting bwrap costs tens of milliseconds of wall time that are mostly the kernel's (new user, PID, IPC,
 network and mount namespaces; detaching the old root waits for an RCU grace period), more on a loaded
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
-out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
-command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and running `bash -c`. When
-the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
-a spare from the request), the next spare is started at once, so that it builds while this command runs
-and while the model answers. The session discards
-its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
+out): bwrap builds the whole sandbox and runs the runner shell inside it, whose child (forked at once)
+waits on a pipe. When the command arrives, `Spares.take` checks that the spare is exactly what a fresh
+launch would be, hands it the command and lets it go; what is left on the path is that child reading the
+command and becoming `bash -c COMMAND` (an exec, no fork). When the command came within `QUICK_ANSWER` of
+the request (a model that answers at once leaves no time to start a spare from the request), the next spare
+is started at once, so that it builds while this command runs and while the model answers. The session
+discards its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
 - The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
@@ -23,9 +23,9 @@ Nothing is weakened:
   spare's namespace (the kernel drops a mount whose mount point is renamed over elsewhere), leaving the
   new file writable there.
 - The command reaches the sandbox through a memfd and a one-byte "go" on a pipe (both closed by the
-  waiting shell before it runs `bash -c COMMAND` as a fresh launch's runner does, `sandbox.Reports`, so
-  the command gets exactly the argv, environment, descriptors, PID and process group a fresh launch gives
-  it). A spare that is discarded, or whose swecli
+  waiting subshell before it becomes `bash -c COMMAND`, the runner's child as in a fresh launch,
+  `sandbox.Reports`, so the command gets exactly the argv, environment, descriptors, PID and process group
+  a fresh launch gives it). A spare that is discarded, or whose swecli
   dies, reads end-of-file on the pipe and exits without running anything; its process group is killed.
 - bwrap's `--die-with-parent` is tied to the thread that started it: spares are started by one
   long-lived daemon thread, never by a short-lived one.
