@@ -55,8 +55,11 @@ a subshell forked when the spare starts, so that no fork is left on the command'
 ~0.5-1 ms here; Python's `posix_spawn` of the fresh launch less). The subshell waits for one byte on the go
 pipe (end-of-file: it exits, nothing runs), reads the command from the memfd (seekable, so bash reads it in
 blocks), closes both descriptors and becomes `bash -c COMMAND`: the same process (PID 3, the runner's child,
-the output pipe as stdout and stderr), argv, environment and descriptors as a fresh launch's command. The
-runner reports its status as it exits."""
+the output pipe as stdout and stderr), argv, environment, descriptors and signal dispositions as a fresh
+launch's command. The runner reports its status as it exits. Unlike a fresh launch's runner it keeps its own
+copies of the go pipe's read end (its writer, swecli, has closed it: end-of-file) and of the memfd (the
+command's own text) while it waits: closing them means starting the subshell in the background and `wait`ing
+for it, which measured 0.3-0.8 ms slower on the command's path (docs/latency.md, percall4)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
 SETTLE = 0.05
