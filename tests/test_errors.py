@@ -4,6 +4,8 @@ sees) or `ControlFlow` (signals), and the map in `swecli/errors.py` names each o
 from __future__ import annotations
 
 import ast
+import functools
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,13 +22,26 @@ PACKAGE = Path(swecli.__file__).parent
 ROOTS = {"SwecliError", "ControlFlow"}
 
 
+def _class_definitions(body: Iterable[ast.AST]) -> Iterator[ast.ClassDef]:
+    """Every class statement in `body` and the blocks inside it. A class is a statement, so only statement
+    bodies are visited, not the expressions (most of the tree, which `ast.walk` would visit too)."""
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            yield node
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, block, None)
+            if isinstance(inner, list):
+                yield from _class_definitions(inner)
+
+
+@functools.cache
 def _exception_classes() -> dict[str, list[str]]:
-    """Every class in swecli whose bases lead to Exception, by name -> its bases' names."""
+    """Every class in swecli whose bases lead to Exception, by name -> its bases' names (parsed once per
+    process: both tests below read it, and parsing the package is their whole cost)."""
     bases: dict[str, list[str]] = {}
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ClassDef):
-                bases[node.name] = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
+        for node in _class_definitions(ast.parse(path.read_text(encoding="utf-8")).body):
+            bases[node.name] = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
 
     def is_exception(name: str, seen: frozenset[str] = frozenset()) -> bool:
         if name in ("Exception", "BaseException"):

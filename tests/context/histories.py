@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -41,30 +42,54 @@ def text_of(words: Sequence[str]) -> str:
     return " ".join(words)
 
 
-texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=40).map(text_of)
-big_texts = st.integers(min_value=50, max_value=1500).map(
-    lambda n: "\n".join(f"line {i}: value = compute({i}) # {WORDS[i % len(WORDS)]}" for i in range(n)))
+texts = st.binary(max_size=40).map(lambda picks: text_of([WORDS[pick % len(WORDS)] for pick in picks]))
+"""Up to 40 words. Drawn as one byte string (a byte per word), not a list of 40 separate draws: the same kind
+of texts, at a third of the drawing time (the histories are drawn from hundreds of these)."""
+
+
+@functools.cache
+def numbered_lines(count: int) -> str:
+    """A big tool output of `count` lines: the same text for the same count, built once per process (drawing
+    it anew for every example was a tenth of the drawing time)."""
+    return "\n".join(f"line {i}: value = compute({i}) # {WORDS[i % len(WORDS)]}" for i in range(count))
+
+
+big_texts = st.integers(min_value=50, max_value=1500).map(numbered_lines)
+
+# The strategies `turns` draws from, made once: hypothesis validates a strategy object on its first draw, and
+# made inside `turns` they were new objects (validated again) for every call, message and tool call, which was
+# most of the drawing time. The same strategies, so the same examples for the same seed.
+_STEPS = st.integers(0, 4)
+_CALLS = st.integers(1, 3)
+_TOOL_NAMES = st.sampled_from(["bash", "read_file", "edit_file"])
+_CALL_CONTENT = st.one_of(st.just(""), texts)
+_OUTPUTS = st.one_of(texts, big_texts)
+_FLAGS = st.booleans()
 
 
 @st.composite
 def turns(draw: st.DrawFn, turn_index: int) -> list[Message]:
     """One user turn: a prompt, some tool rounds (assistant with calls, then every result), an answer."""
+    return _turn(draw, turn_index)
+
+
+def _turn(draw: st.DrawFn, turn_index: int) -> list[Message]:
     out: list[Message] = [UserMessage(content=f"prompt {turn_index}: " + draw(texts))]
-    for step in range(draw(st.integers(0, 4))):
-        n_calls = draw(st.integers(1, 3))
+    for step in range(draw(_STEPS)):
+        n_calls = draw(_CALLS)
         calls = tuple(
-            ToolCall(id=f"t{turn_index}s{step}c{i}", name=draw(st.sampled_from(["bash", "read_file", "edit_file"])),
+            ToolCall(id=f"t{turn_index}s{step}c{i}", name=draw(_TOOL_NAMES),
                      arguments=json.dumps({"command": draw(texts), "path": f"src/m{i}.py"}))
             for i in range(n_calls)
         )
         # Tool-call-only assistant messages with empty content are the normal OpenAI shape.
-        content = draw(st.one_of(st.just(""), texts))
+        content = draw(_CALL_CONTENT)
         out.append(AssistantMessage(content=content, tool_calls=calls))
         for call in calls:
-            body = draw(st.one_of(texts, big_texts))
+            body = draw(_OUTPUTS)
             out.append(ToolMessage(tool_call_id=call.id, name=call.name, content=body,
-                                   is_error=draw(st.booleans())))
-    if draw(st.booleans()):
+                                   is_error=draw(_FLAGS)))
+    if draw(_FLAGS):
         out.append(AssistantMessage(content=draw(texts)))
     return out
 
@@ -72,9 +97,14 @@ def turns(draw: st.DrawFn, turn_index: int) -> list[Message]:
 @st.composite
 def histories(draw: st.DrawFn, min_turns: int = 1, max_turns: int = 12) -> list[Message]:
     history: list[Message] = []
-    for i in range(draw(st.integers(min_turns, max_turns))):
-        history.extend(draw(turns(i)))
+    for i in range(draw(_turn_counts(min_turns, max_turns))):
+        history.extend(_turn(draw, i))  # not draw(turns(i)): a new strategy object (validated again) per turn
     return history
+
+
+@functools.cache
+def _turn_counts(least: int, most: int) -> st.SearchStrategy[int]:
+    return st.integers(least, most)
 
 
 # --- invariants -----------------------------------------------------------------------------------

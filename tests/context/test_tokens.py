@@ -4,6 +4,7 @@ import gzip
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,13 +154,8 @@ def test_a_broken_vocabulary_falls_back_to_the_other_one_before_characters(
     assert counter.text("hello world") == 2
 
 
-def test_importing_the_module_loads_nothing() -> None:
-    import subprocess
-    import sys
-
-    code = ("import sys, swecli.context.manager, swecli.context.tokens as t; "
-            "assert t._loaded == {}, t._loaded; assert 'tiktoken' not in sys.modules")
-    subprocess.run([sys.executable, "-c", code], check=True)
+def test_importing_the_module_loads_nothing(fresh_process: dict[str, Any]) -> None:
+    assert fresh_process["imported"] == {"loaded": [], "tiktoken": False}
 
 
 @pytest.mark.parametrize(("model", "encoding"), [
@@ -311,7 +307,9 @@ def test_an_unwritable_cache_leaves_counting_exact(tmp_path: Path, monkeypatch: 
 
 PREFETCH_SCRIPT = r"""
 import json, sys, threading
+import swecli.context.manager
 from swecli.context import tokens
+imported = {"loaded": sorted(tokens._loaded), "tiktoken": "tiktoken" in sys.modules}  # before anything counts
 from swecli.context.tokens import TokenCounter, prefetch
 from swecli.messages import UserMessage
 
@@ -326,18 +324,35 @@ start.set()
 tokens._prefetches["o200k_base"].join(60)
 after = {"loading": tokens.loading("o200k_base"), "generation": counter.generation, "exact": counter.exact,
          "count": counter.message(message), "cached": counter.cached_messages()}
-print(json.dumps([before, after]))
+print(json.dumps({"imported": imported, "before": before, "after": after}))
 """
 
 
-def test_a_prefetch_estimates_until_the_vocabulary_is_in_and_keeps_no_estimate() -> None:
-    # A process of its own: encodings are loaded once per process, and this test needs one not loaded yet.
+@pytest.fixture(scope="module")
+def fresh_process(tmp_path_factory: pytest.TempPathFactory, _warm_vocabularies: list[Path]) -> dict[str, Any]:
+    """PREFETCH_SCRIPT's findings, from a process of its own: encodings are loaded once per process, and what
+    importing loads and what a prefetch does before its vocabulary is in need one with nothing loaded yet.
+    One process for both tests, with a home of its own holding the run's decoded vocabularies (a module's
+    fixture is made before the test's isolated environment is)."""
+    import os
     import subprocess
     import sys
 
+    home = tmp_path_factory.mktemp("fresh-process-home")
+    kept = home / ".cache" / "swecli" / "tokenizers"
+    kept.mkdir(parents=True)
+    for path in _warm_vocabularies:
+        (kept / path.name).symlink_to(path)
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+           "XDG_CONFIG_HOME": str(home / ".config")}
     out = subprocess.run([sys.executable, "-c", PREFETCH_SCRIPT], capture_output=True, text=True, timeout=120,
-                         check=True)
-    before, after = json.loads(out.stdout)
+                         check=True, env=env)
+    findings: dict[str, Any] = json.loads(out.stdout)
+    return findings
+
+
+def test_a_prefetch_estimates_until_the_vocabulary_is_in_and_keeps_no_estimate(fresh_process: dict[str, Any]) -> None:
+    before, after = fresh_process["before"], fresh_process["after"]
     text_tokens = len(("hello world, " * 30).strip()) / tokens.FALLBACK_CHARS_PER_TOKEN
     assert before["loading"] and before["generation"] == 0 and not before["exact"]
     assert not before["retrieval_ready"] and before["cached"] == 0  # an estimate is never kept

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from swecli.repomap.builder import build_elsewhere, build_lock
+from swecli.repomap.builder import build_elsewhere, build_lock, lock_path
 from swecli.repomap.index import CACHE_DIR, PARALLEL_FROM, TooMuchToParse, cache_path
+from swecli.repomap.lexical import Lexical
 from swecli.repomap.repomap import RepoMap, background
 from tests.repomap.conftest import write
 
@@ -44,16 +45,36 @@ def test_a_session_build_of_a_cold_project_goes_through_the_builder(project: Pat
     assert (project / CACHE_DIR / "bm25.json").is_file()  # only the builder makes the index with the map
 
 
+def blocked_on(lock: Path) -> int:
+    """How many processes wait for `lock`'s flock, as the kernel lists them (the `->` lines of /proc/locks)."""
+    inode = f":{lock.stat().st_ino} "
+    with open("/proc/locks", encoding="ascii") as locks:
+        return sum(1 for line in locks if "-> FLOCK" in line and inode in line)
+
+
+def saved_files(root: Path) -> dict[str, tuple[int, int]]:
+    """What a build writes when it parses or indexes (index.json alone may be rewritten by a warm run that
+    re-lists the files): each file's inode and mtime, which every rewrite changes (they are replaced)."""
+    return {name: (stat.st_ino, stat.st_mtime_ns) for name in ("symbols.json", "links.json", "bm25.json")
+            for stat in [(root / CACHE_DIR / name).stat()]}
+
+
 def test_one_builder_at_a_time_the_second_finds_the_work_done(project: Path) -> None:
     many_files(project)
     finished: list[bool] = []
-    with build_lock(project):  # another builder at work
+    with build_lock(project):  # the first builder at work: this test, holding the lock
         waiting = threading.Thread(target=lambda: finished.append(build_elsewhere(project)))
         waiting.start()
-        time.sleep(1.0)
-        assert waiting.is_alive() and not cache_path(project).exists()
+        deadline = time.monotonic() + 120
+        while not blocked_on(lock_path(project)):  # the second builder is a process waiting for the lock
+            assert waiting.is_alive() and time.monotonic() < deadline, "the second builder did not wait"
+            time.sleep(0.02)
+        assert not cache_path(project).exists()
+        Lexical.build(RepoMap.build(project, workers=1))  # the first builder's work, done while it waits
+        saved = saved_files(project)
     waiting.join(300)
-    assert finished == [True] and RepoMap.build(project, max_parse=0).index.parsed == 0
+    assert finished == [True] and saved_files(project) == saved  # it parsed and indexed nothing again
+    assert RepoMap.build(project, max_parse=0).index.parsed == 0
 
 
 def test_the_builder_never_imports_code_from_the_project(project: Path) -> None:
