@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,17 +42,17 @@ PROBE = ROOT / "bench" / "call_path_probe.py"
 
 
 def one_run(tree: Tree, project: Path, calls: int, thinking: float,
-            profile: Path | None = None, sections: list[str] | None = None
-            ) -> list[tuple[float, float, float, float, float]]:
+            profile: Path | None = None, sections: list[str] | None = None,
+            steps: list[dict[str, Any]] | None = None) -> list[tuple[float, float, float, float, float]]:
     """(loop CPU, wall) of each gap between a reply with a bash call and the next request, then (loop CPU,
     wall less the model's thinking, the test server's own work in that wall) of the request that follows;
-    the first call left out."""
+    the first call left out. `steps`: a list the step table's rows are added to (`STEPS` marked)."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)
         return Reply(calls=[Call("bash", {"command": "true"})])
 
-    steps: list[Step] = [think for _ in range(calls)]
-    llm = TimedLLM([*steps, Reply("done")])
+    script: list[Step] = [think for _ in range(calls)]
+    llm = TimedLLM([*script, Reply("done")])
     with tempfile.NamedTemporaryFile(prefix="probe-", suffix=".jsonl") as log, llm:
         argv = tree.argv(llm, "-p", TASK, "--mode", "auto")
         argv[1:3] = [str(PROBE)]
@@ -60,6 +61,8 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
             extra["PROBE_PROFILE"] = str(profile)
         if sections:
             extra["PROBE_SECTIONS"] = ",".join(sections)
+        if steps is not None:
+            extra["PROBE_MARKS"] = ",".join(STEPS)
         done = subprocess.run(argv, cwd=project, env=tree.env(**extra), text=True, capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=900)
         if done.returncode != 0:
@@ -73,7 +76,72 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
     server = [(t - a) + (w - t - thinking) for a, t, w in zip(llm.accepted, llm.times, llm.written, strict=True)]
     gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking, own)
             for b, s, b2, own in zip(backs, sends[1:], backs[1:], server[1:], strict=False)]
+    if steps is not None:
+        steps += _step_rows(marks, llm, calls)
     return gaps[1:calls]
+
+
+STEPS = [
+    "swecli.llm.transport:_Channel.wait", "swecli.llm.transport:_Channel.close", "swecli.agent:Agent.execute",
+    "swecli.permissions:Policy.check", "swecli.tools.base:ToolRegistry.run", "swecli.tools.bash:run_command",
+    "swecli.tools.spare:Spares.take", "swecli.tools.spare:Spare.release", "swecli.tools.bash:_supervise",
+    "swecli.tools.sandbox:Launch.close", "swecli.agent:Agent._finish", "swecli.agent:Agent._ready_tools",
+    "swecli.agent:Agent.sync_tools", "swecli.context.manager:ContextManager.prepare",
+    "swecli.agent:Agent._request", "swecli.assembly:EventBus.__call__", "swecli.llm.transport:_Channel.__init__",
+    "swecli.llm.transport:_Channel._pump", "httpx:Client.send",
+    "httpcore._sync.connection_pool:ConnectionPool.handle_request", "swecli.ui.headless:ProgressPrinter.__call__",
+    "swecli.session.recorder:SessionRecorder.handle", "swecli.memory.notes:NotesUpdater.handle",
+    "swecli.memory.changes:InotifyTracker.begin", "swecli.memory.changes:InotifyTracker.end",
+    "swecli.tools.base:ToolRegistry.ready", "swecli.tools.spare:Spares.prepare", "swecli.tools.sandbox:Sandbox.layout",
+    "swecli.replies:read_reply", "swecli.context.manager:ContextManager.tool_content",
+    "swecli.context.manager:ContextManager.request", "httpx:Client.build_request", "httpx._content:encode_json",
+    "swecli.llm.openai:OpenAIProvider.request_body", "swecli.llm.openai:OpenAIStream.finish",
+    "swecli.llm.openai:OpenAIStream.handle", "swecli.agent:Agent._account",
+]
+"""What `--steps` marks (entry and exit, every thread), for the step table of one call."""
+
+
+def _step_rows(marks: list[dict[str, Any]], llm: TimedLLM, calls: int) -> list[dict[str, Any]]:
+    """Per call after the first, from the reply's last byte written (the server) to the next request's
+    connection accepted: when each marked function was first entered and when that first call returned (ms
+    after the reply's last byte), and the time spent inside it, summed over its calls in that window."""
+    rows: list[dict[str, Any]] = []
+    marked = [m for m in marks if m["what"] in ("mark", "back", "send")]
+    for i in range(1, min(calls, len(llm.written) - 1)):
+        start, end = llm.written[i], llm.accepted[i + 1]
+        row: dict[str, Any] = {"end": end - start}
+        opened: dict[str, float] = {}
+        for mark in (m for m in marked if start <= m["t"] <= end):
+            key, at = mark.get("name", mark["what"]), mark["t"] - start
+            if mark.get("edge") == "exit" and key not in opened:
+                continue  # entered before the window (the previous request's stream)
+            cell = row.setdefault(key, {"enter": at, "exit": at, "spent": 0.0, "n": 0})
+            if mark.get("edge") == "enter":
+                opened[key] = at
+                cell["n"] += 1
+            elif mark.get("edge") == "exit":
+                cell["spent"] += at - opened[key]
+                cell["exit"] = at if cell["n"] == 1 else cell["exit"]
+        rows.append(row)
+    return rows
+
+
+def print_steps(label: str, rows: list[dict[str, Any]]) -> None:
+    names = {key for row in rows for key in row if key != "end"}
+    order = sorted(names, key=lambda k: statistics.median(r[k]["enter"] for r in rows if k in r))
+    total = statistics.median(r["end"] for r in rows)
+    print(f"\n{label}: {len(rows)} calls; reply's last byte written to the next request's connection accepted "
+          f"{total * 1000:.2f} ms (median)\n")
+    print("| step (marked function, or the probe's send/back) | entered | its first call returned | "
+          "time inside, summed | calls |")
+    print("|---|---|---|---|---|")
+    for key in order:
+        cells = [r[key] for r in rows if key in r]
+        enter = statistics.median(c["enter"] for c in cells) * 1000
+        leave = statistics.median(c["exit"] for c in cells) * 1000
+        spent = statistics.median(c["spent"] for c in cells) * 1000
+        count = statistics.median(c["n"] for c in cells)
+        print(f"| {key.split(':')[-1]} | {enter:.2f} | {leave:.2f} | {spent:.2f} | {count:g} |")
 
 
 def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
@@ -133,6 +201,21 @@ def sections(calls: int, thinking: float) -> None:
           f"the request: {statistics.median(g[2] for g in gaps) * 1000:.2f} ms")
 
 
+def step_table(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
+    base = Path(tempfile.mkdtemp(prefix="call-path-"))
+    project = sample_project(base, 100)
+    found: dict[str, list[dict[str, Any]]] = {t.label: [] for t in trees}
+    for tree in trees:
+        one_run(tree, project, 2, 0.0)
+    for run in range(runs):
+        for tree in trees if run % 2 == 0 else trees[::-1]:
+            one_run(tree, project, calls, thinking, steps=found[tree.label])
+        print(f"run {run + 1}/{runs} done", file=sys.stderr)
+    print(f"`bash -c true` alone {command_alone(project) * 1000:.2f} ms; model answers after {thinking} s")
+    for tree in trees:
+        print_steps(tree.label, found[tree.label])
+
+
 def profile(calls: int, thinking: float, top: int) -> None:
     base = Path(tempfile.mkdtemp(prefix="call-path-"))
     project = sample_project(base, 100)
@@ -155,6 +238,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="profile this tree's loop between calls")
     parser.add_argument("--top", type=int, default=60)
     parser.add_argument("--sections", action="store_true", help="time named parts of this tree's loop")
+    parser.add_argument("--steps", action="store_true", help="the step table of one call (marks on every thread)")
     args = parser.parse_args()
     if args.sections:
         sections(args.calls, args.thinking)
@@ -163,6 +247,9 @@ def main() -> None:
         profile(args.calls, args.thinking, args.top)
         return
     trees = ([Tree("old", Path(args.old).resolve())] if args.old else []) + [Tree("new", ROOT)]
+    if args.steps:
+        step_table(trees, args.runs, args.calls, args.thinking)
+        return
     compare(trees, args.runs, args.calls, args.thinking)
 
 

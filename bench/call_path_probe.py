@@ -24,10 +24,14 @@ from typing import Any
 LOG = os.environ.pop("PROBE_LOG")
 PROFILE = os.environ.pop("PROBE_PROFILE", "")
 CALLS = int(os.environ.pop("PROBE_CALLS", "0"))
+"""How many replies carry tool calls: the gap after the last one (the answer, then exit) is not profiled."""
 SECTIONS = [name for name in os.environ.pop("PROBE_SECTIONS", "").split(",") if name]
 """`module:Class.method` or `module:function` to time on the loop thread (CPU, summed, written to
 PROBE_LOG as {"what": "section", ...} lines): where a call's CPU goes without cProfile's inflation."""
-"""How many replies carry tool calls: the gap after the last one (the answer, then exit) is not profiled."""
+MARKS = [name for name in os.environ.pop("PROBE_MARKS", "").split(",") if name]
+"""`module:Class.method` or `module:function` whose every call is marked on entry and exit, on any thread
+(wall clock and the thread's name, written as {"what": "mark", ...} lines): the step table of one call
+(`call_path_bench.py --steps`)."""
 
 
 def main() -> None:
@@ -65,21 +69,19 @@ def main() -> None:
         _time_section(name, spent[name])
     atexit.register(lambda: marks.extend({"what": "section", "name": n, "cpu": c, "n": k}
                                          for n, (c, k) in spent.items()))
+    for name in MARKS:
+        _mark_calls(name, marks)
+    if MARKS:
+        _mark_collections(marks)
     sys.argv = ["swecli", *sys.argv[1:]]
     runpy.run_module("swecli", run_name="__main__", alter_sys=True)
 
 
 def _time_section(name: str, total: list[Any]) -> None:
     import functools
-    import importlib
     import threading
 
-    module_name, _, attr = name.partition(":")
-    owner: Any = importlib.import_module(module_name)
-    *path, last = attr.split(".")
-    for part in path:
-        owner = getattr(owner, part)
-    original = getattr(owner, last)
+    owner, last, original = _resolve(name)
     main = threading.main_thread()
 
     @functools.wraps(original)
@@ -94,6 +96,48 @@ def _time_section(name: str, total: list[Any]) -> None:
             total[1] += 1
 
     setattr(owner, last, timed)
+
+
+def _mark_calls(name: str, marks: list[dict[str, Any]]) -> None:
+    import functools
+    import threading
+
+    owner, last, original = _resolve(name)
+
+    @functools.wraps(original)
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        thread = threading.current_thread().name
+        marks.append({"what": "mark", "name": name, "edge": "enter", "t": time.monotonic(), "thread": thread})
+        try:
+            return original(*args, **kwargs)
+        finally:
+            marks.append({"what": "mark", "name": name, "edge": "exit", "t": time.monotonic(), "thread": thread})
+
+    setattr(owner, last, marked)
+
+
+def _mark_collections(marks: list[dict[str, Any]]) -> None:
+    """The cyclic collector's passes, as marks named `gc<generation>` (a pass stops every thread)."""
+    import gc
+    import threading
+
+    def note(phase: str, info: dict[str, Any]) -> None:
+        edge = "enter" if phase == "start" else "exit"
+        marks.append({"what": "mark", "name": f"gc{info['generation']}", "edge": edge, "t": time.monotonic(),
+                      "thread": threading.current_thread().name})
+
+    gc.callbacks.append(note)
+
+
+def _resolve(name: str) -> tuple[Any, str, Any]:
+    import importlib
+
+    module_name, _, attr = name.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *path, last = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner, last, getattr(owner, last)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ cached parts are also reported separately. Stop reasons are normalised to OpenAI
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -43,7 +44,7 @@ from swecli.llm.calls import IdAllocator, PendingCall, ids_in, to_tool_calls
 from swecli.llm.errors import classify_stream_error, non_stream_error
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
-from swecli.llm.transport import Endpoint, HttpProvider
+from swecli.llm.transport import EncodedParts, Endpoint, HttpProvider, dumps_json
 from swecli.messages import (
     AssistantMessage,
     ImagePart,
@@ -51,6 +52,7 @@ from swecli.messages import (
     SystemBlock,
     ThinkingBlock,
     ToolMessage,
+    ToolSchema,
     Usage,
     UserMessage,
 )
@@ -80,13 +82,37 @@ class AnthropicProvider(HttpProvider):
         return f"{self.base_url}/messages" if self.base_url.endswith("/v1") else f"{self.base_url}/v1/messages"
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
-        body = self.request_body(request)
-        endpoint = Endpoint(self.name, self.key_env, self.url, self._headers())
+        body = self.encoded_body(request)
+        endpoint = Endpoint(self.name, self.key_env, self.url, {**self._headers(), "Content-Type": "application/json"})
         taken = ids_in(request.messages)
 
         return self._attempts(endpoint, body, lambda: AnthropicStream(self.name, taken, self.model), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        body = self._settings(request)
+        body["messages"] = wire_messages(request, images=sends_images(self.images, self.model))
+        if request.tools:
+            body["tools"] = wire_tools(request.tools)
+        return body
+
+    def encoded_body(self, request: ModelRequest) -> bytes:
+        """`request_body(request)` as the JSON sent, each history message's content blocks encoded once for as
+        long as they are sent (`EncodedParts`); the last message, which carries the cache breakpoint, is
+        encoded for each request."""
+        parts = [dumps_json(key) + b":" + dumps_json(value) for key, value in self._settings(request).items()]
+        with self._encoded.request() as encoded:
+            parts.append(b'"messages":' + encoded_messages(request, sends_images(self.images, self.model), encoded))
+            if request.tools:
+                tools = encoded.of(request.tools, True, functools.partial(_tools_json, request.tools))
+                parts.append(b'"tools":' + tools)
+        return b"{" + b",".join(parts) + b"}"
+
+    @functools.cached_property
+    def _encoded(self) -> EncodedParts:
+        return EncodedParts()
+
+    def _settings(self, request: ModelRequest) -> dict[str, Any]:
+        """The body's fields besides the messages and the tools."""
         body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "stream": True}
         if request.thinking.on:
             # The budget comes on top of max_tokens, so the answer and its tool calls keep their room.
@@ -95,10 +121,6 @@ class AnthropicProvider(HttpProvider):
         system = wire_system(request.system)
         if system:
             body["system"] = system
-        body["messages"] = wire_messages(request, images=sends_images(self.images, self.model))
-        if request.tools:
-            body["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
-                             for t in request.tools]
         return body
 
     def _headers(self) -> dict[str, str]:
@@ -142,6 +164,47 @@ def wire_messages(request: ModelRequest, images: bool = True) -> list[dict[str, 
         else:
             turns.append({"role": "user", "content": [tail]})
     return turns
+
+
+def encoded_messages(request: ModelRequest, images: bool, encoded: EncodedParts.Using) -> bytes:
+    """`wire_messages(request, images)` as JSON, each message's blocks from `encoded` but the last one's."""
+    turns: list[tuple[str, list[bytes]]] = []
+    thinking, last = request.thinking.on, len(request.messages) - 1
+    for index, message in enumerate(request.messages):
+        role = "assistant" if isinstance(message, AssistantMessage) else "user"
+        if index == last:  # the cache breakpoint goes on its last block
+            blocks = content_blocks(message, images, thinking)
+            blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
+            part = dumps_json(blocks)[1:-1]
+        else:
+            part = encoded.of(message, (images, thinking), functools.partial(_blocks_json, message, images, thinking))
+        if turns and turns[-1][0] == role:
+            turns[-1][1].append(part)
+        else:
+            turns.append((role, [part]))
+    if turns and turns[0][0] == "assistant":
+        turns.insert(0, ("user", [dumps_json({"type": "text", "text": "(conversation continues)"})]))
+    if request.tail:
+        tail = dumps_json({"type": "text", "text": request.tail})
+        if turns and turns[-1][0] == "user":
+            turns[-1][1].append(tail)
+        else:
+            turns.append(("user", [tail]))
+    return b"[" + b",".join(b'{"role":"' + role.encode() + b'","content":[' + b",".join(parts) + b"]}"
+                            for role, parts in turns) + b"]"
+
+
+def _blocks_json(message: Message, images: bool, thinking: bool) -> bytes:
+    """A message's content blocks as JSON, without the list's brackets (a turn joins several messages')."""
+    return dumps_json(content_blocks(message, images, thinking))[1:-1]
+
+
+def wire_tools(tools: tuple[ToolSchema, ...]) -> list[dict[str, Any]]:
+    return [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+
+
+def _tools_json(tools: tuple[ToolSchema, ...]) -> bytes:
+    return dumps_json(wire_tools(tools))
 
 
 def image_block(image: ImagePart) -> dict[str, Any]:

@@ -40,6 +40,7 @@ A server that says it cannot stream tool calls (`StreamingToolsUnsupported`) is 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -62,8 +63,8 @@ from swecli.llm.errors import classify_stream_error, json_object, non_stream_err
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import Endpoint, HttpProvider
-from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, Usage, UserMessage
+from swecli.llm.transport import EncodedParts, Endpoint, HttpProvider, dumps_json
+from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, ToolSchema, Usage, UserMessage
 from swecli.models.vision import sends_images
 
 EMPTY_STREAM = ("the server returned an empty stream, which llama.cpp does when the request exceeds its "
@@ -84,6 +85,10 @@ class OpenAIProvider(HttpProvider):
     images: bool | None = None
     """Send images (True), their one-line stand-ins (False), or decide from the model's name (None);
     set by the factory from `images.accept`."""
+
+    @functools.cached_property
+    def _encoded(self) -> EncodedParts:
+        return EncodedParts()
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         probing = bool(request.tools) and self.stream_tools
@@ -124,25 +129,39 @@ class OpenAIProvider(HttpProvider):
     def _call(self, request: ModelRequest, cancel: CancelToken | None,
               empty_is_final: bool = False) -> Iterator[StreamEvent]:
         """One model call with its retries; `empty_is_final`: an empty body is raised at once, not retried."""
-        body = self.request_body(request)
-        endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
+        body = self.encoded_body(request)
+        endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions",
+                            {**self._headers(), "Content-Type": "application/json"})
         taken = ids_in(request.messages)
         return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model,
                                                                    empty_is_final=empty_is_final), cancel)
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        return {"model": self.model, "messages": wire_messages(request, sends_images(self.images, self.model)),
+                **({"tools": wire_tools(request.tools)} if request.tools else {}), **self._settings(request)}
+
+    def encoded_body(self, request: ModelRequest) -> bytes:
+        """`request_body(request)` as the JSON sent (keys in another order), each history message encoded once
+        for as long as it is sent (`EncodedParts`)."""
+        images = sends_images(self.images, self.model)
+        with self._encoded.request() as encoded:
+            messages = [dumps_json(item) if isinstance(item, dict) else
+                        encoded.of(item, images, functools.partial(_message_json, item, images))
+                        for item in wire_items(request, images)]
+            parts = [b'{"model":' + dumps_json(self.model), b'"messages":[' + b",".join(messages) + b"]"]
+            if request.tools:
+                tools = encoded.of(request.tools, True, functools.partial(_tools_json, request.tools))
+                parts.append(b'"tools":' + tools)
+        parts += [dumps_json(key) + b":" + dumps_json(value) for key, value in self._settings(request).items()]
+        return b",".join(parts) + b"}"
+
+    def _settings(self, request: ModelRequest) -> dict[str, Any]:
+        """The body's fields besides the model, the messages and the tools."""
         streamed = self.stream_tools or not request.tools
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": wire_messages(request, images=sends_images(self.images, self.model)),
-            "stream": streamed,
-        }
+        body: dict[str, Any] = {"stream": streamed}
         if streamed:
             body["stream_options"] = {"include_usage": True}
         if request.tools:
-            body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                               "parameters": t.parameters}}
-                             for t in request.tools]
             # Every provider's default, but llama-cpp-python's function-calling chat format puts the
             # tools into the prompt only when it is sent.
             body["tool_choice"] = "auto"
@@ -165,23 +184,42 @@ def wire_messages(request: ModelRequest, images: bool = True) -> list[dict[str, 
 
     Chat Completions tool messages carry text only, so the images a run of tool results returned
     follow it as one user message (the same place every time: the mapping stays deterministic)."""
-    messages: list[dict[str, Any]] = []
+    return [item if isinstance(item, dict) else wire_message(item, images) for item in wire_items(request, images)]
+
+
+def wire_items(request: ModelRequest, images: bool = True) -> Iterator[Message | dict[str, Any]]:
+    """The request's messages in the order they are sent: each history message as it is (`wire_message`
+    maps it), and the messages made for this request (the system message, the tool images, the tail)."""
     system = "\n\n".join(block.text for block in request.system if block.text)
     if system:
-        messages.append({"role": "system", "content": system})
+        yield {"role": "system", "content": system}
     returned: list[ImagePart] = []
     for message in request.messages:
         if returned and not isinstance(message, ToolMessage):
-            messages.append(tool_images_message(returned))
+            yield tool_images_message(returned)
             returned = []
-        messages.append(wire_message(message, images))
+        yield message
         if images and isinstance(message, ToolMessage):
             returned.extend(message.images)
     if returned:
-        messages.append(tool_images_message(returned))
+        yield tool_images_message(returned)
     if request.tail:
-        messages.append({"role": "user", "content": request.tail})
-    return messages
+        yield {"role": "user", "content": request.tail}
+
+
+def _message_json(message: Message, images: bool) -> bytes:
+    return dumps_json(wire_message(message, images))
+
+
+def _tools_json(tools: tuple[ToolSchema, ...]) -> bytes:
+    return dumps_json(wire_tools(tools))
+
+
+def wire_tools(tools: tuple[ToolSchema, ...]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": t.parameters}} for t in tools]
+
+
 
 
 def image_url(image: ImagePart) -> dict[str, Any]:

@@ -151,6 +151,8 @@ class InotifyTracker:
             touched = self._calls.pop(key)
             complete = key not in self._overflowed
             self._overflowed.discard(key)
+        if not touched:
+            return Changes([], complete)  # most commands write nothing: no ignore rules to read
         rules = IgnoreRules(self.root)  # fresh: the command may have edited a .gitignore
         paths = []
         for rel in sorted(touched):

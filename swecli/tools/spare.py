@@ -3,13 +3,13 @@
 Starting bwrap costs tens of milliseconds of wall time that are mostly the kernel's (new user, PID, IPC,
 network and mount namespaces; detaching the old root waits for an RCU grace period), more on a loaded
 machine. While the model thinks, a spare sandbox is started (`Spares.prepare`, called when a request goes
-out): bwrap builds the whole sandbox and runs `/bin/bash` inside it, which waits on a pipe. When the
-command arrives, `Spares.take` checks that the spare is exactly what a fresh launch would be, hands it the
-command and lets it go; what is left on the path is bash reading the command and running `bash -c`. When
-the command came within `QUICK_ANSWER` of the request (a model that answers at once leaves no time to start
-a spare from the request), the next spare is started at once, so that it builds while this command runs
-and while the model answers. The session discards
-its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
+out): bwrap builds the whole sandbox and runs the runner shell inside it, whose child (forked at once)
+waits on a pipe. When the command arrives, `Spares.take` checks that the spare is exactly what a fresh
+launch would be, hands it the command and lets it go; what is left on the path is that child reading the
+command and becoming `bash -c COMMAND` (an exec, no fork). When the command came within `QUICK_ANSWER` of
+the request (a model that answers at once leaves no time to start a spare from the request), the next spare
+is started at once, so that it builds while this command runs and while the model answers. The session
+discards its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
 - The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
@@ -23,9 +23,9 @@ Nothing is weakened:
   spare's namespace (the kernel drops a mount whose mount point is renamed over elsewhere), leaving the
   new file writable there.
 - The command reaches the sandbox through a memfd and a one-byte "go" on a pipe (both closed by the
-  waiting shell before it runs `bash -c COMMAND` as a fresh launch's runner does, `sandbox.Reports`, so
-  the command gets exactly the argv, environment, descriptors, PID and process group a fresh launch gives
-  it). A spare that is discarded, or whose swecli
+  waiting subshell before it becomes `bash -c COMMAND`, the runner's child as in a fresh launch,
+  `sandbox.Reports`, so the command gets exactly the argv, environment, descriptors, PID and process group
+  a fresh launch gives it). A spare that is discarded, or whose swecli
   dies, reads end-of-file on the pipe and exits without running anything; its process group is killed.
 - bwrap's `--die-with-parent` is tied to the thread that started it: spares are started by one
   long-lived daemon thread, never by a short-lived one.
@@ -48,11 +48,18 @@ from swecli.records import datarecord
 from swecli.tools import syscalls
 from swecli.tools.sandbox import Launch, Layout, Reports, Sandbox
 
-_WAITER = 'read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; {run}'
-"""The shell waiting in a spare: one byte on the go pipe (end-of-file: exit, nothing runs), then the
-command from the memfd (seekable, so bash reads it in blocks), both descriptors closed, and `bash -c` run
-as a fresh launch's runner runs it (`sandbox.Reports.runner`: the command's own output pipe, its exit
-status reported as it exits)."""
+_WAITER = ('(read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
+           'SHLVL=$((SHLVL-1)); exec /bin/bash -c "$command") {redirect}; {report}')
+"""The shells waiting in a spare: a runner, as in a fresh launch (`sandbox.Reports.runner`), whose command is
+a subshell forked when the spare starts, so that no fork is left on the command's path (a fork of bash costs
+~0.5-1 ms here; Python's `posix_spawn` of the fresh launch less). The subshell waits for one byte on the go
+pipe (end-of-file: it exits, nothing runs), reads the command from the memfd (seekable, so bash reads it in
+blocks), closes both descriptors and becomes `bash -c COMMAND`: the same process (PID 3, the runner's child,
+the output pipe as stdout and stderr), argv, environment, descriptors and signal dispositions as a fresh
+launch's command. The runner reports its status as it exits. Unlike a fresh launch's runner it keeps its own
+copies of the go pipe's read end (its writer, swecli, has closed it: end-of-file) and of the memfd (the
+command's own text) while it waits: closing them means starting the subshell in the background and `wait`ing
+for it, which measured 0.3-0.8 ms slower on the command's path (docs/latency.md, percall4)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
 SETTLE = 0.05
@@ -301,8 +308,8 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     go_read, go_write = os.pipe()
     reports = Reports.open()
     try:
-        run = reports.runner('/bin/bash -c "$command"')
-        waiter = ["/bin/bash", "-c", _WAITER.format(go=go_read, text=text_fd, run=run)]
+        script = _WAITER.format(go=go_read, text=text_fd, redirect=reports.redirect(), report=reports.report())
+        waiter = ["/bin/bash", "-c", script]
         fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
         proc = subprocess.Popen(sandbox.wrap(waiter, layout, seccomp), cwd=sandbox.root, env=inner,
                                 stdin=subprocess.DEVNULL, stdout=reports.messages, stderr=subprocess.STDOUT,

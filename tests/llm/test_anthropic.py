@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEParser
 from swecli.messages import (
     AssistantMessage,
+    ImagePart,
     SystemBlock,
     ThinkingBlock,
     ToolCall,
@@ -34,6 +36,7 @@ from swecli.messages import (
     Usage,
     UserMessage,
 )
+from swecli.models.thinking import Thinking
 from swecli.testing.server import Call, Drop, EmptyStream, Fail, Reply, ScriptedLLM
 from tests.llm.streams import run_pieces, splits
 
@@ -154,6 +157,48 @@ def collect(p: AnthropicProvider, req: ModelRequest | None = None) -> tuple[list
     events = list(p.stream(req or request()))
     assert isinstance(events[-1], ResponseDone)
     return events, events[-1]
+
+
+IMAGE = ImagePart(media_type="image/png", data="iVBORw0KGgo=", width=8, height=6, path="shot.png")
+CALLED = AssistantMessage(content="Reading.", thinking=(ThinkingBlock(text="Need a.py", signature="s1"),),
+                          tool_calls=(ToolCall(id="c1", name="read_file", arguments='{"path": "a.py"}'),))
+HISTORY = (
+    UserMessage(content="fix it \u00e9\u2603 \"quoted\" \\ back\nslash", images=(IMAGE,)),
+    CALLED,
+    ToolMessage(tool_call_id="c1", name="read_file", content="1: x = 1", images=(IMAGE,), is_error=True),
+    UserMessage(content="and then?"),
+)
+HISTORIES = [HISTORY, HISTORY[1:], HISTORY[:2], HISTORY[:3], (CALLED,), ()]
+"""Turns that merge, a history that opens with the assistant, one that ends with it, the empty one."""
+
+
+@pytest.mark.parametrize("history", HISTORIES)
+@pytest.mark.parametrize("images", [True, False])
+@pytest.mark.parametrize("thinking", [0, 2048])
+@pytest.mark.parametrize("tail", ["", "Plan: step 2"])
+def test_the_encoded_body_is_the_request_body(history: tuple[Any, ...], images: bool, thinking: int,
+                                              tail: str) -> None:
+    """What is sent (each message's blocks encoded once, the last one's with the cache breakpoint) is, as
+    JSON, exactly `request_body`, request after request."""
+    p = AnthropicProvider(model="claude-test", base_url="http://127.0.0.1:9")
+    p.images = images
+    tools = (ToolSchema(name="grep", description="Search", parameters={"type": "object"}),)
+    req = ModelRequest(system=request().system, messages=history, tools=tools, tail=tail,
+                       thinking=Thinking(budget=thinking))
+    for _ in range(2):  # the second time from what the first encoded
+        assert json.loads(p.encoded_body(req)) == p.request_body(req)
+    longer = replace(req, messages=(*history, AssistantMessage(content="ok"), UserMessage(content="more")))
+    assert json.loads(p.encoded_body(longer)) == p.request_body(longer)  # the breakpoint moved on
+
+
+def test_the_encoded_body_goes_over_the_wire_as_json() -> None:
+    with ScriptedLLM([Reply("a")], wire="anthropic") as llm:
+        p = provider(llm)
+        req = request(UserMessage(content="fix it \u2603"), CALLED,
+                      ToolMessage(tool_call_id="c1", name="read_file", content="1: x = 1"), tail="t")
+        collect(p, req)
+    assert llm.requests[0] == json.loads(json.dumps(p.request_body(req)))
+    assert {k.lower(): v for k, v in llm.headers[0].items()}["content-type"] == "application/json"
 
 
 def test_text_reasoning_parallel_calls_and_usage() -> None:

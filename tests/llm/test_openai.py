@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from swecli.llm.openai import OpenAIProvider, OpenAIStream
 from swecli.llm.retry import Retryable
 from swecli.messages import (
     AssistantMessage,
+    ImagePart,
     SystemBlock,
     ToolCall,
     ToolMessage,
@@ -349,6 +351,52 @@ def test_request_body_shape() -> None:
                                                                   "parameters": {"type": "object"}}}
     # Everything before the tail is byte-identical across requests (prefix caching).
     assert json.dumps(second["messages"][:-1]) == json.dumps(messages[:-1])
+
+
+IMAGE = ImagePart(media_type="image/png", data="iVBORw0KGgo=", width=8, height=6, path="shot.png")
+HISTORY = (
+    UserMessage(content="fix it \u00e9\u2603 \"quoted\" \\ back\nslash", images=(IMAGE,)),
+    AssistantMessage(content="", reasoning="r", tool_calls=(ToolCall(id="c1", name="read_file",
+                                                                     arguments='{"path": "a.py"}'),)),
+    ToolMessage(tool_call_id="c1", name="read_file", content="1: x = 1", images=(IMAGE,)),
+    AssistantMessage(content="done"),
+)
+
+
+@pytest.mark.parametrize("images", [True, False])
+@pytest.mark.parametrize("tools", [(), (ToolSchema(name="grep", description="Search", parameters={"type": "object"}),)])
+@pytest.mark.parametrize("tail", ["", "Plan: step 2"])
+def test_the_encoded_body_is_the_request_body(images: bool, tools: tuple[ToolSchema, ...], tail: str) -> None:
+    """What is sent (encoded once per message) is, as JSON, exactly `request_body`: every message kind, the
+    tool images after a run of results, the tail, the tools, the thinking effort."""
+    p = OpenAIProvider(model="gpt-5", base_url="http://127.0.0.1:9/v1", name="openai")
+    p.images = images
+    req = replace(request(*HISTORY, tail=tail, tools=tools), thinking=Thinking(effort="high", named_effort=True))
+    for _ in range(2):  # the second time from what the first encoded
+        assert json.loads(p.encoded_body(req)) == p.request_body(req)
+
+
+def test_a_message_replaced_by_another_is_sent_as_the_new_one() -> None:
+    """The encodings are kept by message object: a message that decay or compaction replaced (a new object,
+    however alike) is encoded again, and what a request no longer sends is forgotten."""
+    p = OpenAIProvider(model="m", base_url="http://127.0.0.1:9/v1")
+    first = request(*HISTORY)
+    assert json.loads(p.encoded_body(first)) == p.request_body(first)
+    folded = ToolMessage(tool_call_id="c1", name="read_file", content="[folded: see .swecli/outputs/1]")
+    second = request(*HISTORY[:2], folded, HISTORY[3], UserMessage(content="next"))
+    sent = json.loads(p.encoded_body(second))
+    assert sent == p.request_body(second) and sent["messages"][3]["content"] == "[folded: see .swecli/outputs/1]"
+    assert len(p._encoded._kept) == len(second.messages)  # HISTORY[2] is no longer kept
+
+
+def test_the_encoded_body_goes_over_the_wire_as_json() -> None:
+    with ScriptedLLM([Reply("a")]) as llm:
+        p = provider(llm)
+        req = request(UserMessage(content="fix it \u2603"), *HISTORY[1:2],
+                      ToolMessage(tool_call_id="c1", name="read_file", content="1: x = 1"), tail="t")
+        collect(p, req)
+    assert llm.requests[0] == json.loads(json.dumps(p.request_body(req)))
+    assert {k.lower(): v for k, v in llm.headers[0].items()}["content-type"] == "application/json"
 
 
 def test_no_tail_no_tools() -> None:

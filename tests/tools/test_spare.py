@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -133,6 +133,58 @@ def test_a_spare_let_go_without_its_signal_runs_nothing(place: tuple[Path, Path]
     assert spare.proc.wait(timeout=120) == 0
     assert not (project / "ran").exists()
     spare.discard()
+
+
+def test_the_commands_process_is_forked_before_the_command_comes(place: tuple[Path, Path]) -> None:
+    """No fork is left on the command's path: the spare's runner has its child waiting before the go byte, and
+    the command runs in that very process (it becomes `bash -c COMMAND`)."""
+    project, home = place
+    box, ctx, spares = started_spare(project, home)
+    spare = spares._next.spare if spares._next is not None else None
+    assert spare is not None
+    shells = lambda: [pid for pid in _group(spare.proc.pid) if _comm(pid) == "bash"]  # noqa: E731
+    waiting = _until(shells, lambda found: len(found) == 2)
+    assert len(waiting) == 2  # the runner and its child, before any command
+    started = spares.take(box, command_environment(ctx), ["/bin/bash", "-c", "exec sleep 60"])
+    assert started is not None
+    launch, proc = started
+    try:
+        ran = _until(lambda: [pid for pid in waiting if _comm(pid) == "sleep"], bool)
+        assert len(ran) == 1  # one of the processes that were waiting is now the command
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        launch.close()
+        spares.close()
+
+
+def _until(look: Callable[[], list[int]], done: Callable[[list[int]], bool]) -> list[int]:
+    """What `look()` finds once `done` says so (or after 120 s: then the assertion that follows says what)."""
+    deadline = time.monotonic() + 120
+    found = look()
+    while not done(found) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        found = look()
+    return found
+
+
+def _group(pgid: int) -> list[int]:
+    """The processes of a process group."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getpgid(int(entry.name)) == pgid:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def test_a_discarded_spare_leaves_no_process(place: tuple[Path, Path]) -> None:
