@@ -58,6 +58,7 @@ RULES: dict[str, Rule] = {
     "mcp.servers": "trust",
     "mcp.schema_budget": "free",
     "mcp.startup_timeout": "free",
+    "mcp.repl_wait": "free",
     "mcp.tool_timeout": "free",
     # Spending limits: a project may lower them, not raise them.
     "max_iterations": "narrow",
@@ -73,6 +74,7 @@ RULES: dict[str, Rule] = {
     "request_timeout": "free",
     "request_deadline": "free",
     "max_retries": "free",
+    "wait_notice": "free",
     "retry_base_delay": "free",
     "probe_context_window": "free",
     "context": "free",
