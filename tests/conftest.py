@@ -33,6 +33,23 @@ def pytest_configure(config: pytest.Config) -> None:
     compileall.compile_dir(Path(swecli.__file__).parent, quiet=1, workers=1)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (the README's `pytest`): one worker more than xdist would start, one per core.
+
+    About a fifth of a worker's time is spent waiting, not computing: on the swecli processes, servers and
+    ptys its tests start, which run on the other core. With one worker per core the suite used 162-170% of
+    2 cores; a third worker fills those waits. Measured on 2 cores, same checkout, one run after the other:
+    `-n 2` 231 s, `-n 3` 203 s, the same CPU (374 s user + sys both); docs/testing.md. A count the user
+    gives (`-n 4`, `PYTEST_XDIST_AUTO_NUM_WORKERS`) or `-n logical` is left to xdist."""
+    import os
+
+    from xdist.plugin import pytest_xdist_auto_num_workers as one_per_core
+
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") or config.option.numprocesses != "auto":
+        return None
+    return one_per_core(config) + 1
+
+
 def _is_loopback(address: object) -> bool:
     if not isinstance(address, tuple) or not address:
         return True  # AF_UNIX paths and the like
