@@ -83,7 +83,7 @@ class AnthropicProvider(HttpProvider):
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         body = self.encoded_body(request)
-        endpoint = Endpoint(self.name, self.key_env, self.url, {**self._headers(), "Content-Type": "application/json"})
+        endpoint = Endpoint(self.name, self.key_env, self.url, self._headers())
         taken = ids_in(request.messages)
 
         return self._attempts(endpoint, body, lambda: AnthropicStream(self.name, taken, self.model), cancel)

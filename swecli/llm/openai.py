@@ -130,8 +130,7 @@ class OpenAIProvider(HttpProvider):
               empty_is_final: bool = False) -> Iterator[StreamEvent]:
         """One model call with its retries; `empty_is_final`: an empty body is raised at once, not retried."""
         body = self.encoded_body(request)
-        endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions",
-                            {**self._headers(), "Content-Type": "application/json"})
+        endpoint = Endpoint(self.name, self.key_env, f"{self.base_url}/chat/completions", self._headers())
         taken = ids_in(request.messages)
         return self._attempts(endpoint, body, lambda: OpenAIStream(self.name, taken, self.model,
                                                                    empty_is_final=empty_is_final), cancel)

@@ -98,11 +98,6 @@ class StreamHandler(Protocol):
         ...
 
 
-Body = dict[str, Any] | bytes
-"""A request's JSON body: an object for httpx to encode, or the encoded bytes (the endpoint's headers then
-say `Content-Type: application/json`)."""
-
-
 def dumps_json(value: Any) -> bytes:
     """JSON as httpx's `json=` encodes it (UTF-8: the parts are joined as bytes, with no second encoding)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
@@ -110,7 +105,7 @@ def dumps_json(value: Any) -> bytes:
 
 class EncodedParts:
     """The JSON of each history message (and of the tool list) as last sent, kept by the object it was made
-    from, for a wire that sends its body encoded (`Body`). Messages and tool schemas are frozen, and a history
+    from, for the wires, which send their bodies as encoded JSON. Messages and tool schemas are frozen, and a history
     is mostly the same message objects request after request (append-only, for the prompt cache), so a
     request encodes only what it has not sent before: httpx's `json=` encoded the whole body every time (4-8
     ms of CPU for a real 200-375-message history here, on the path of every tool call). What the last request
@@ -256,7 +251,7 @@ def is_loopback_url(url: str) -> bool:
         return False
 
 
-def stream_sse(client: httpx.Client, endpoint: Endpoint, body: Body, handler: StreamHandler,
+def stream_sse(client: httpx.Client, endpoint: Endpoint, body: bytes, handler: StreamHandler,
                cancel: CancelToken | None, pacing: Pacing | None = None) -> Iterator[StreamEvent]:
     channel = _Channel(client, endpoint, body)
     watch = _Silence(endpoint, pacing)
@@ -385,7 +380,7 @@ _PUMPS = _Pumps()
 
 
 class _Channel:
-    def __init__(self, client: httpx.Client, endpoint: Endpoint, body: Body) -> None:
+    def __init__(self, client: httpx.Client, endpoint: Endpoint, body: bytes) -> None:
         self._items: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._quiet = threading.Event()
@@ -420,10 +415,10 @@ class _Channel:
             with contextlib.suppress(OSError):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
-    def _pump(self, client: httpx.Client, endpoint: Endpoint, body: Body) -> None:
-        sent = {"content": body} if isinstance(body, bytes) else {"json": body}
+    def _pump(self, client: httpx.Client, endpoint: Endpoint, body: bytes) -> None:
         try:
-            with client.stream("POST", endpoint.url, headers=dict(endpoint.headers), **sent) as response:
+            with client.stream("POST", endpoint.url, content=body,
+                               headers={**endpoint.headers, "Content-Type": "application/json"}) as response:
                 self._response = response
                 if self._stop.is_set():
                     return
@@ -500,7 +495,7 @@ class HttpProvider:
         """Seconds one model call may wait for an answer to begin, retries included (None: no limit)."""
         self._client = client or make_client(timeout + BACKSTOP_SECONDS, self.base_url)
 
-    def _attempts(self, endpoint: Endpoint, body: Body, handler: Callable[[], StreamHandler],
+    def _attempts(self, endpoint: Endpoint, body: bytes, handler: Callable[[], StreamHandler],
                   cancel: CancelToken | None) -> Iterator[StreamEvent]:
         """One model call: `stream_sse` attempts with a fresh `handler()` each, under the retry policy,
         the stall limit and the deadline (which starts when the caller begins reading)."""
