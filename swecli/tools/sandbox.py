@@ -151,23 +151,14 @@ class Reports:
         return cls(output, status, messages, (output_write, status_write))
 
     def runner(self, command: str) -> str:
-        """The script that runs `command` (a shell word: `"$@"`, `/bin/bash -c "$command"`) with its output on
+        """The script that runs `command` (`"$@"`, or a spare's waiting subshell, `spare._WAITER`) with its output on
         the output pipe and its exit status written after it. SHLVL is given back the level the runner shell
         counted (as bash's own `exec` does), so the command's environment is what `bwrap -- argv` gives it.
         The runner then exits with the command's status, so bwrap's own exit status says the same as the report
         (bwrap exits with its child's): whichever of the two swecli sees first, the exit code is the command's."""
-        return f'SHLVL=$((SHLVL-1)); {command} {self.redirect()}; {self.report()}'
-
-    def redirect(self) -> str:
-        """The redirections that give the command the output pipe, and neither write end besides."""
         out, status = self.passed
-        return f'>&{out} 2>&1 {out}>&- {status}>&-'
-
-    def report(self) -> str:
-        """What the runner does once the command has exited: close its own copy of the output pipe, write the
-        status, exit with it."""
-        out, status = self.passed
-        return f'code=$?; exec {out}>&-; echo "$code" >&{status}; exit "$code"'
+        return (f'SHLVL=$((SHLVL-1)); {command} >&{out} 2>&1 {out}>&- {status}>&-; code=$?; exec {out}>&-; '
+                f'echo "$code" >&{status}; exit "$code"')
 
     def started(self) -> None:
         """bwrap has its copies of the write ends: drop swecli's (the output's end-of-file depends on it)."""

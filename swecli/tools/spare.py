@@ -49,17 +49,18 @@ from swecli.tools import syscalls
 from swecli.tools.sandbox import Launch, Layout, Reports, Sandbox
 
 _WAITER = ('(read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
-           'SHLVL=$((SHLVL-1)); exec /bin/bash -c "$command") {redirect}; {report}')
-"""The shells waiting in a spare: a runner, as in a fresh launch (`sandbox.Reports.runner`), whose command is
-a subshell forked when the spare starts, so that no fork is left on the command's path (a fork of bash costs
-~0.5-1 ms here; Python's `posix_spawn` of the fresh launch less). The subshell waits for one byte on the go
-pipe (end-of-file: it exits, nothing runs), reads the command from the memfd (seekable, so bash reads it in
-blocks), closes both descriptors and becomes `bash -c COMMAND`: the same process (PID 3, the runner's child,
-the output pipe as stdout and stderr), argv, environment, descriptors and signal dispositions as a fresh
-launch's command. The runner reports its status as it exits. Unlike a fresh launch's runner it keeps its own
-copies of the go pipe's read end (its writer, swecli, has closed it: end-of-file) and of the memfd (the
-command's own text) while it waits: closing them means starting the subshell in the background and `wait`ing
-for it, which measured 0.3-0.8 ms slower on the command's path (docs/latency.md, percall4)."""
+           'exec /bin/bash -c "$command")')
+"""The command a spare's runner runs (`sandbox.Reports.runner`, as in a fresh launch): a subshell forked when
+the spare starts, so that no fork is left on the command's path (a fork of bash costs ~0.5-1 ms here;
+Python's `posix_spawn` of the fresh launch less). It waits for one byte on the go pipe (end-of-file: it
+exits, nothing runs), reads the command from the memfd (seekable, so bash reads it in blocks), closes both
+descriptors and becomes `bash -c COMMAND`: the same process (PID 3, the runner's child, the output pipe as
+stdout and stderr), argv, environment (bash's `exec` in a `( )` subshell leaves SHLVL as the runner set it),
+descriptors and signal dispositions as a fresh launch's command. The runner reports its status as it exits.
+Unlike a fresh launch's runner it keeps its own copies of the go pipe's read end (its writer, swecli, has
+closed it: end-of-file) and of the memfd (the command's own text) while it waits: closing them means
+starting the subshell in the background and `wait`ing for it, which measured 0.3-0.8 ms slower on the
+command's path (docs/latency.md, percall4)."""
 TAKE_WAIT = 1.0
 """Seconds `take` waits for a spare still being started before it starts the command fresh."""
 SETTLE = 0.05
@@ -308,8 +309,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     go_read, go_write = os.pipe()
     reports = Reports.open()
     try:
-        script = _WAITER.format(go=go_read, text=text_fd, redirect=reports.redirect(), report=reports.report())
-        waiter = ["/bin/bash", "-c", script]
+        waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd))]
         fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
         proc = subprocess.Popen(sandbox.wrap(waiter, layout, seccomp), cwd=sandbox.root, env=inner,
                                 stdin=subprocess.DEVNULL, stdout=reports.messages, stderr=subprocess.STDOUT,
