@@ -406,7 +406,7 @@ def _run_print(root: Path, settings: Settings, prompt: str, task: str | None, ou
                         piped=piped)
 
 
-def read_piped_input(required: bool, notice: float = 2.0) -> FullOutput | None:
+def read_piped_input(required: bool, notice: float) -> FullOutput | None:
     """What is piped into stdin (None for a terminal, or when nothing is). Unless `required`, only a pipe
     or a file counts: /dev/null or a socket left open by the caller (an IDE, another agent) is not
     input meant for swecli, and waiting for it to end would hang. After `notice` seconds without input

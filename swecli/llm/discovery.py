@@ -55,12 +55,12 @@ class Listing:
 
 def discover(settings: Settings, env: Mapping[str, str] | None = None,
              local_servers: Sequence[LocalServer] | None = None, timeout: float = PROBE_TIMEOUT,
-             on_wait: Callable[[str], None] | None = None, quiet_wait: float | None = None) -> Settings:
+             on_wait: Callable[[str], None] | None = None) -> Settings:
     """Settings with provider, base_url, api_key and model resolved; raises ConfigError when impossible.
     `on_wait` hears what swecli waits for when a configured server is slow to list its models (default:
-    a line on stderr), after `quiet_wait` seconds (default: the `wait_notice` setting)."""
+    a line on stderr), after the `wait_notice` setting's seconds."""
     env = os.environ if env is None else env
-    waiting = _Waiting(on_wait or _say, settings.wait_notice if quiet_wait is None else quiet_wait)
+    waiting = _Waiting(on_wait or _say, settings.wait_notice)
     if settings.provider:
         return _with_model(settings, timeout, waiting)
     if settings.base_url:  # a base URL alone means an OpenAI-compatible server

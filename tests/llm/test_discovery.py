@@ -94,8 +94,8 @@ def test_a_configured_server_slow_to_list_its_models_is_waited_for_and_the_wait_
     waits (up to request_timeout) and says what for, instead of failing with "named none"."""
     said: list[str] = []
     with ScriptedLLM(model="gemma-3-270m", info=ServerInfo("llamacpp", window=4096, metadata_delay=0.4)) as llm:
-        found = discover(Settings(base_url=llm.base_url), env={}, local_servers=NOWHERE, on_wait=said.append,
-                         quiet_wait=0.1)
+        found = discover(Settings(base_url=llm.base_url, wait_notice=0.1), env={}, local_servers=NOWHERE,
+                         on_wait=said.append)
         waited_for = f"waiting for {llm.base_url}/models"
     assert found.model == "gemma-3-270m"
     assert len(said) == 1 and waited_for in said[0] and "--model NAME" in said[0]
