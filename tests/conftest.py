@@ -117,10 +117,9 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))  # the context-window cache
     monkeypatch.setenv("HOME", str(home))
-    tokenizers = home / ".cache" / "swecli" / "tokenizers"
-    tokenizers.mkdir(parents=True)
-    for path in _warm_vocabularies:  # a link: a test that rewrites the cache replaces the link, not the file
-        (tokenizers / path.name).symlink_to(path)
+    from tests.unprivileged import link_vocabularies
+
+    link_vocabularies(home, _warm_vocabularies)
 
 
 @pytest.fixture

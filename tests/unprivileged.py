@@ -50,6 +50,15 @@ WARM_VOCABULARIES: list[Path] = []
 so set up before any module-scoped fixture of a test that calls `seed_vocabularies`)."""
 
 
+def link_vocabularies(home: Path, vocabularies: list[Path]) -> None:
+    """Link the run's decoded vocabularies into `home`'s `~/.cache`, where a swecli started with that home
+    looks for them (a test that rewrites the cache replaces the link, not the shared file)."""
+    target = home / ".cache" / "swecli" / "tokenizers"
+    target.mkdir(parents=True, exist_ok=True)
+    for path in vocabularies:
+        (target / path.name).symlink_to(path)
+
+
 def seed_vocabularies(home: Path) -> None:
     """Copy the run's decoded vocabularies (`tests/conftest.py` links them into every test's cache) into
     `home`'s `~/.cache`, so a swecli started with that home does not decode o200k again (seconds under

@@ -338,11 +338,10 @@ def fresh_process(tmp_path_factory: pytest.TempPathFactory, _warm_vocabularies: 
     import subprocess
     import sys
 
+    from tests.unprivileged import link_vocabularies
+
     home = tmp_path_factory.mktemp("fresh-process-home")
-    kept = home / ".cache" / "swecli" / "tokenizers"
-    kept.mkdir(parents=True)
-    for path in _warm_vocabularies:
-        (kept / path.name).symlink_to(path)
+    link_vocabularies(home, _warm_vocabularies)
     env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
            "XDG_CONFIG_HOME": str(home / ".config")}
     out = subprocess.run([sys.executable, "-c", PREFETCH_SCRIPT], capture_output=True, text=True, timeout=120,
