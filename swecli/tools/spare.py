@@ -69,6 +69,11 @@ built and sent) waits before it is started: its start is ~2-3 ms of Python (the 
 identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not while
 the model answers at once (the last command came within `QUICK_ANSWER` of its request, or none came yet):
 then the spare is needed as soon as possible."""
+REAP_AFTER = 1.0
+"""Seconds between the spare thread's sweeps for finished sandboxes while one may be running or unreaped
+(`Spares.reap`): it is not woken to reap a sandbox as the command ends, when the loop builds and sends the
+next request (the thread's wake-up and its return from `waitpid` each took the GIL from the loop there); it
+reaps at its next wake instead: the next spare's start, or this sweep."""
 QUICK_ANSWER = 0.2
 """A command that comes within this many seconds of the last request going out (a local or cached model
 that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
@@ -144,8 +149,15 @@ class Spares:
         """Spares that did not fit their command (the layout or the environment changed) and were discarded."""
         self._lock = threading.Lock()
         self._next: _Order | None = None
-        self._jobs: queue.SimpleQueue[_Order | Spare | subprocess.Popen[bytes]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Order | Spare | None] = queue.SimpleQueue()
+        """Orders to start, spares to discard; None only wakes the thread (`_sweep`)."""
         self._worker: threading.Thread | None = None
+        self._ended: list[subprocess.Popen[bytes]] = []
+        """Sandboxes whose command has ended, to reap (`reap`)."""
+        self._out: list[subprocess.Popen[bytes]] = []
+        """Spares handed a command, until `reap` is called for them or their bwrap is reaped otherwise."""
+        self._sweeping = False
+        """The thread waits at most `REAP_AFTER` (so what `reap` adds is reaped without waking it)."""
 
     def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
@@ -164,11 +176,26 @@ class Spares:
         self._jobs.put(order)
 
     def reap(self, proc: subprocess.Popen[bytes]) -> None:
-        """Wait for a sandbox's bwrap off the loop's path: the command's end was learned from its runner
-        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for."""
+        """Reap a sandbox's bwrap off the loop's path: the command's end was learned from its runner
+        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. The spare
+        thread is not woken for it while it sweeps (a spare's command is running: `_handed_over`); it reaps
+        at its next wake, which the loop's next `prepare` brings at once, or within `REAP_AFTER`."""
         with self._lock:
             self._start_worker()
-        self._jobs.put(proc)
+            self._ended.append(proc)
+            self._out = [out for out in self._out if out is not proc]
+            wake = not self._sweeping
+        if wake:  # a fresh launch's sandbox, with no sweep under way
+            self._jobs.put(None)
+
+    def _handed_over(self, proc: subprocess.Popen[bytes]) -> None:
+        """A spare's command is running: the thread sweeps until its sandbox is reaped. Woken now, while
+        the loop waits for the command, it need not be woken when the command ends."""
+        with self._lock:
+            self._out.append(proc)
+            wake = not self._sweeping
+        if wake:
+            self._jobs.put(None)
 
     def _start_worker(self) -> None:
         """Start the long-lived thread (once; with the lock held)."""
@@ -217,6 +244,7 @@ class Spares:
             return None
         self.used += 1
         spare.release(argv[2])
+        self._handed_over(spare.proc)
         return Launch(argv, inner, (), sandbox.root, layout.checks, reports=spare.reports), spare.proc
 
     def close(self) -> None:
@@ -232,10 +260,11 @@ class Spares:
 
     def _work(self) -> None:
         while True:
-            job = self._jobs.get()
-            if isinstance(job, subprocess.Popen):
-                job.wait()
-            elif isinstance(job, Spare):
+            job = self._next_job()
+            self._sweep()
+            if job is None:
+                continue
+            if isinstance(job, Spare):
                 job.discard()
             elif job.done.is_set():
                 if job.spare is not None:
@@ -243,6 +272,27 @@ class Spares:
                     job.spare = None
             else:
                 self._start(job)
+
+    def _next_job(self) -> _Order | Spare | None:
+        """The next job; None after `REAP_AFTER` while a sandbox may be waiting to be reaped."""
+        with self._lock:
+            self._sweeping = bool(self._ended or self._out)
+        try:
+            return self._jobs.get(timeout=REAP_AFTER if self._sweeping else None)
+        except queue.Empty:
+            return None
+
+    def _sweep(self) -> None:
+        """Reap the ended sandboxes whose bwrap has exited (never waits: it may be exiting still). A spare
+        still out is only dropped once its bwrap was reaped by the command's own path (a timeout, a
+        failure): polling it here could reap its pid while that path still watches it (`bash._Stream`)."""
+        with self._lock:
+            ended, self._ended = self._ended, []
+            self._out = [proc for proc in self._out if proc.returncode is None]
+        running = [proc for proc in ended if proc.poll() is None]
+        if running:
+            with self._lock:
+                self._ended += running
 
     def _stale(self, order: _Order) -> bool:
         with self._lock:
@@ -252,6 +302,7 @@ class Spares:
         wait = order.start_at - time.monotonic()
         if wait > 0:
             time.sleep(wait)  # this thread's own pace: nothing waits on it but a command, which take() bounds
+            self._sweep()  # the last command's sandbox, killed as this order was given, has exited by now
         if self._stale(order):
             order.done.set()
             return
