@@ -174,7 +174,7 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
             req_cpu[tree.label].append(statistics.median(g[2] for g in gaps))
             req_wall[tree.label].append(statistics.median(g[3] for g in gaps))
             req_server[tree.label].append(statistics.median(g[4] for g in gaps))
-            switches[tree.label].append(tuple(statistics.median(g[i] for g in gaps) for i in (5, 6, 7)))
+            switches[tree.label].append(tuple(statistics.fmean(g[i] for g in gaps) for i in (5, 6, 7)))
             alone.append(command_alone(project))
         print(f"run {run + 1}/{runs} done", file=sys.stderr)
     bash = statistics.median(alone)
@@ -189,12 +189,12 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
         rs = statistics.median(req_server[tree.label])
         print(f"| {tree.label} | {c * 1000:.1f} ms | {w * 1000:.1f} ms | {(w - bash) * 1000:.1f} ms | "
               f"{rc * 1000:.1f} ms | {rw * 1000:.1f} ms | {rs * 1000:.1f} ms |")
-    print("\nthe loop thread from the reply to the next request (medians; what a loaded machine does not inflate):\n")
+    print("\nthe loop thread from the reply to the next request (per call: means of a run, medians of the runs):\n")
     print("| build | M instructions (user space) | waits (voluntary switches: the command, the GIL) | preempted |")
     print("|---|---|---|---|")
     for tree in trees:
         ins, waits, preempted = (statistics.median(run[i] for run in switches[tree.label]) for i in range(3))
-        print(f"| {tree.label} | {ins:.2f} | {waits:g} | {preempted:g} |")
+        print(f"| {tree.label} | {ins:.2f} | {waits:.2f} | {preempted:.2f} |")
 
 
 SECTIONS = [
@@ -205,6 +205,11 @@ SECTIONS = [
     "swecli.tools.spare:Spares.prepare", "swecli.tools.bash:command_environment",
     "swecli.session.recorder:SessionRecorder.handle", "swecli.memory.notes:NotesUpdater.handle",
     "swecli.tools.bash:_run", "swecli.tools.bash:_format", "swecli.context.manager:ContextManager.tool_content",
+    "swecli.tools.sandbox:Sandbox.layout", "swecli.tools.spare:_identities", "swecli.tools.spare:_shape",
+    "swecli.ui.headless:ProgressPrinter.__call__", "swecli.agent:Agent._account", "swecli.tools.sandbox:Launch.close",
+    "swecli.session.jsonl:AppendOnlyFile.append", "swecli.session.jsonl:AppendOnlyFile._write_bytes",
+    "swecli.session.store:Transcript.append", "swecli.session.log:SessionLog.tool",
+    "swecli.session.log:SessionLog.llm_call", "swecli.session.log:SessionLog.context",
 ]
 """What `--sections` times on the loop thread."""
 
