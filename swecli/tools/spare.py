@@ -69,11 +69,13 @@ built and sent) waits before it is started: its start is ~2-3 ms of Python (the 
 identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not while
 the model answers at once (the last command came within `QUICK_ANSWER` of its request, or none came yet):
 then the spare is needed as soon as possible."""
-REAP_AFTER = 1.0
-"""Seconds between the spare thread's sweeps for finished sandboxes while one may be running or unreaped
-(`Spares.reap`): it is not woken to reap a sandbox as the command ends, when the loop builds and sends the
-next request (the thread's wake-up and its return from `waitpid` each took the GIL from the loop there); it
-reaps at its next wake instead: the next spare's start, or this sweep."""
+SWEEP_EVERY = 0.05
+"""Seconds between the spare thread's sweeps from the moment a spare's command starts until its sandbox is
+reaped and the next spare ordered. The thread is woken as the command starts, while the loop waits for it,
+and then neither the command's end (`Spares.reap`) nor the next spare's order with a settle time (`prepare`
+from the loop's `ready` hook) wakes it: both come while the loop builds and sends the next request, where a
+thread's wake-up takes the GIL from the loop (and its return from `waitpid` took it again). It finds them at
+its next sweep instead, mostly while the model thinks."""
 QUICK_ANSWER = 0.2
 """A command that comes within this many seconds of the last request going out (a local or cached model
 that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
@@ -157,7 +159,10 @@ class Spares:
         self._out: list[subprocess.Popen[bytes]] = []
         """Spares handed a command, until `reap` is called for them or their bwrap is reaped otherwise."""
         self._sweeping = False
-        """The thread waits at most `REAP_AFTER` (so what `reap` adds is reaped without waking it)."""
+        """The thread waits at most `SWEEP_EVERY`: what `reap` and `prepare` leave for it is found without
+        waking it."""
+        self._found: _Order | None = None
+        """An order `prepare` left for the sweeping thread."""
 
     def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
@@ -171,15 +176,19 @@ class Spares:
                 return
             self._next = order
             self._start_worker()
+            left = self._sweeping and order.start_at > self._asked  # found at the next sweep: no wake now
+            if left:
+                self._found = order
         if current is not None:
             self._jobs.put(current)  # discarded once started
-        self._jobs.put(order)
+        if not left:
+            self._jobs.put(order)
 
     def reap(self, proc: subprocess.Popen[bytes]) -> None:
         """Reap a sandbox's bwrap off the loop's path: the command's end was learned from its runner
         (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. The spare
         thread is not woken for it while it sweeps (a spare's command is running: `_handed_over`); it reaps
-        at its next wake, which the loop's next `prepare` brings at once, or within `REAP_AFTER`."""
+        at its next sweep (`SWEEP_EVERY`)."""
         with self._lock:
             self._start_worker()
             self._ended.append(proc)
@@ -274,11 +283,15 @@ class Spares:
                 self._start(job)
 
     def _next_job(self) -> _Order | Spare | None:
-        """The next job; None after `REAP_AFTER` while a sandbox may be waiting to be reaped."""
+        """The next job: an order left by `prepare`, or the queue's; None after `SWEEP_EVERY` while a
+        sandbox may be waiting to be reaped."""
         with self._lock:
+            found, self._found = self._found, None
+            if found is not None:
+                return found
             self._sweeping = bool(self._ended or self._out)
         try:
-            return self._jobs.get(timeout=REAP_AFTER if self._sweeping else None)
+            return self._jobs.get(timeout=SWEEP_EVERY if self._sweeping else None)
         except queue.Empty:
             return None
 
