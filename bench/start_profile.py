@@ -3,12 +3,16 @@ each module's import, inclusive and exclusive (what its own top level ran: its c
 dataclasses), grouped by package, and the main thread's count when each step of the start begins. The 2-file
 sample project of `latency_bench.py`, warm; the scripted server on loopback; one run (counts repeat to ~0.5%).
 
-    python bench/start_profile.py [--tree DIR] [--top 40]
+    python bench/start_profile.py [--tree DIR] [--top 40] [--closure-frozen]
 
 A tree is a checkout with its own `.venv` (default: this one). Run as `PROFILE_LOG=FILE python
 start_profile.py ARGS...` it is the probe instead (standard library only, so an older tree runs it): it wraps
 `importlib._bootstrap._load_unlocked` to time each import on the main thread, and the STEPS functions when
 their modules load, and ends the process at the connect that sends the first chat request.
+
+`--closure-frozen` measures what Python 3.11's frozen dataclasses cost: in the probed process only, each frozen
+class's `__setattr__`/`__delattr__` are closures with the same test and errors instead of source compiled per
+class (`dataclasses._frozen_get_del_attr`). A measurement, not a proposal to patch the standard library.
 """
 
 from __future__ import annotations
@@ -125,8 +129,33 @@ class _Steps(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _closure_frozen_methods() -> None:
+    """`dataclasses._frozen_get_del_attr` as closures: what dataclasses compiles for every frozen class."""
+    import dataclasses
+
+    def frozen_methods(cls: type, fields: list[Any], globals: Any) -> tuple[Callable[..., None], ...]:
+        names = frozenset(f.name for f in fields)
+
+        def __setattr__(self: Any, name: str, value: Any) -> None:
+            if type(self) is cls or name in names:
+                raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+            super(cls, self).__setattr__(name, value)
+
+        def __delattr__(self: Any, name: str) -> None:
+            if type(self) is cls or name in names:
+                raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+            super(cls, self).__delattr__(name)
+
+        return __setattr__, __delattr__
+
+    dataclasses._frozen_get_del_attr = frozen_methods  # type: ignore[attr-defined]
+
+
 def _probe(log: str) -> None:
     import importlib._bootstrap as bootstrap
+
+    if os.environ.pop("PROFILE_CLOSURE_FROZEN", ""):
+        _closure_frozen_methods()
 
     probe = _Probe(log)
     from thread_instructions import count_threads
@@ -185,6 +214,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", default=str(root), help="a checkout with its own .venv")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--closure-frozen", action="store_true",
+                        help="frozen dataclasses' __setattr__/__delattr__ as closures in the probed process")
     args = parser.parse_args()
     tree = Tree(Path(args.tree).name, Path(args.tree).resolve())
     project = sample_project(Path(tempfile.mkdtemp(prefix="start-profile-")))
@@ -193,8 +224,8 @@ def main() -> None:
             ScriptedLLM([Reply("done")], strict=False) as llm:
         argv = tree.argv(llm, "-p", TASK)
         argv[1:3] = [str(Path(__file__).resolve())]
-        subprocess.run(argv, cwd=project, env=tree.env(PROFILE_LOG=log.name), capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=300)
+        env = tree.env(PROFILE_LOG=log.name, PROFILE_CLOSURE_FROZEN="1" if args.closure_frozen else "")
+        subprocess.run(argv, cwd=project, env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=300)
         text = Path(log.name).read_text()
     if not text:
         raise SystemExit(f"{tree.label}: -p did not reach its first request")
