@@ -133,7 +133,7 @@ def _closure_frozen_methods() -> None:
     """`dataclasses._frozen_get_del_attr` as closures: what dataclasses compiles for every frozen class."""
     import dataclasses
 
-    def frozen_methods(cls: type, fields: list[Any], globals: Any) -> tuple[Callable[..., None], ...]:
+    def frozen_methods(cls: Any, fields: list[Any], globals: Any) -> tuple[Callable[..., None], ...]:
         names = frozenset(f.name for f in fields)
 
         def __setattr__(self: Any, name: str, value: Any) -> None:
