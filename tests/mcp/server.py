@@ -86,7 +86,7 @@ def lookup(key: str) -> list[TextContent | EmbeddedResource]:
 def _end_with_stdin() -> None:
     """Over HTTP nothing else ties the server to the test process that started it: that process holds the
     write end of our stdin, so its end (killed, not only stopped by its fixture) ends the server too."""
-    while sys.stdin.buffer.read1(4096):
+    while os.read(0, 4096):
         pass
     os._exit(0)
 
