@@ -96,6 +96,8 @@ class Agent:
     _stop_for_denials: str = field(default="", repr=False)
     _sent: ModelRequest | None = field(default=None, repr=False)
     """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
+    _readied: bool = field(default=False, repr=False)
+    """The tools' `ready` hooks ran after this step's calls: the request that follows needs no second call."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -108,6 +110,7 @@ class Agent:
         self.cancel.reset()
         self.denials.reset()
         self._stop_for_denials = ""
+        self._readied = False  # the mode or the sandbox may have changed since the last turn
         message = task if isinstance(task, UserMessage) else UserMessage(content=task)
         self._admit(message)
         self.append(message)
@@ -161,6 +164,7 @@ class Agent:
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
         self._ready_tools()  # the next request is built from here on: the next call's sandbox starts meanwhile
+        self._readied = True
         if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
             reason, self._stop_for_denials = self._stop_for_denials, ""
             raise Finished(reason, "denied")
@@ -175,7 +179,9 @@ class Agent:
         request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
-        self._ready_tools()
+        if not self._readied:  # a turn's first request (after the calls, `step` has called them already)
+            self._ready_tools()
+        self._readied = False
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:
