@@ -174,6 +174,9 @@ class FailureTracker:
     """Failures per kind in this session, for `/context` and the log."""
     _recent: deque[Observation] = field(default_factory=deque)
     _keys: dict[tuple[str, str], _KeyState] = field(default_factory=dict)
+    _note: tuple[int, str] | None = field(default=None, repr=False, compare=False)
+    """(calls, the note made after that many): the tail asks for the note twice a turn, and it changes only
+    when a call is observed."""
 
     def observe(self, call: ToolCall, result_text: str, is_error: bool) -> Observation:
         """Record one finished call. A shell command reporting a non-zero exit counts as failed."""
@@ -234,6 +237,11 @@ class FailureTracker:
 
     def note(self) -> str:
         """The evidence note for the tail, or "" when there is nothing worth saying."""
+        if self._note is None or self._note[0] != self.calls:
+            self._note = (self.calls, self._make_note())
+        return self._note[1]
+
+    def _make_note(self) -> str:
         repeated = self.repeated_failures()
         lines = [_failure_line(obs, n, same) for obs, n, same in repeated]
         failing = {obs.key for obs, _, _ in repeated}

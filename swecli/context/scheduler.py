@@ -112,8 +112,8 @@ class CompactionScheduler:
         return self.runway.start_level(meter.budget, floor)
 
     def _maybe_start(self, history: list[Message], provider: Provider, state: ContextState) -> None:
-        if state.total < self.start_level(state):
-            return
+        if state.total < self.runway.lowest_start(state.budget) or state.total < self.start_level(state):
+            return  # (the first check spares working out the level, most turns)
         compactor, count = self.compactor, self.meter.counter
         params = self._span_params()
         cut = plan_span(history, params, count.message, count.text)
