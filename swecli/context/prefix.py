@@ -94,9 +94,13 @@ class PrefixStats(Reuse):
     violations: int = 0
 
 
+_SORTED = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""`json.dumps` with these options, made once (it would build an encoder per message)."""
+
+
 def serialize_message(msg: Message | SystemBlock) -> str:
     """The deterministic byte form compared between requests: every field, sorted keys."""
-    return json.dumps(msg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _SORTED.encode(msg.model_dump(mode="json"))
 
 
 def _hash(text: str) -> bytes:

@@ -58,7 +58,9 @@ class CompactionScheduler:
         """Auto-compaction at a turn boundary, for a request of `state`'s size."""
         ledger = self.meter.ledger
         self.runway.observe(state.total, time.monotonic(), (ledger.generation, ledger.turn_start()))
-        if self.in_background():
+        if self.in_background() and self._idle(state):
+            self.compactor.look_ahead(history)  # no one to hold back: most turns, far below any level
+        elif self.in_background():
             with self.compactor.loop_compacting():  # what works ahead waits until the request is on its way
                 if self.job is None:
                     self._maybe_start(history, provider, state)
@@ -68,6 +70,12 @@ class CompactionScheduler:
                     return self._with_job(history, provider, state)
         # Nothing in the background (off, another strategy, nothing worth summarizing): on the spot.
         return self.compactor.compact(history, provider, "auto") if state.over_threshold else history
+
+    def _idle(self, state: ContextState) -> bool:
+        """Nothing works ahead (no summary under way, no digests being made), and no summary can start at
+        `state`'s size."""
+        return (self.job is None and self.compactor.folds_ahead is None
+                and state.total < self.runway.lowest_start(state.budget))
 
     def holds_decay(self, tokens: int) -> bool:
         """Whether decay waits: a summary is on its way and the prompt (`tokens`, without its tail) is past
