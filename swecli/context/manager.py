@@ -204,7 +204,7 @@ class ContextManager:
             # goes out while the vocabulary still loads; compaction waits below when it is near a limit.
             meter.counter.text.wait()
         open_calls = has_open_calls(history)
-        if not open_calls and not self.scheduler.holds_decay(meter.prompt_tokens(history)):
+        if not open_calls and not self.scheduler.holds_decay(history):
             history = self.mechanisms.decay(history, meter.sync(history), keep)
         state = meter.state(history, self._tail_for(history))
         if meter.counter.generation == 0 and self._near_a_limit(state):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from swecli.context import background
 from swecli.context.background import SummaryJob, SummaryWork
@@ -77,11 +77,11 @@ class CompactionScheduler:
         return (self.job is None and self.compactor.folds_ahead is None
                 and state.total < self.runway.lowest_start(state.budget))
 
-    def holds_decay(self, tokens: int) -> bool:
-        """Whether decay waits: a summary is on its way and the prompt (`tokens`, without its tail) is past
-        the warning level, so the compaction that rewrites this history anyway is near (a decay batch now
-        would cost a prompt-cache miss for little)."""
-        return self.job is not None and tokens >= self.meter.budget.warning_limit
+    def holds_decay(self, history: Sequence[Message]) -> bool:
+        """Whether decay waits: a summary is on its way and the prompt (without its tail) is past the warning
+        level, so the compaction that rewrites this history anyway is near (a decay batch now would cost a
+        prompt-cache miss for little). The prompt is measured only when a summary is on its way."""
+        return self.job is not None and self.meter.prompt_tokens(history) >= self.meter.budget.warning_limit
 
     def in_background(self) -> bool:
         config = self.compactor.config
