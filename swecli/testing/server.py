@@ -199,6 +199,9 @@ class ServerInfo:
     metadata_delay: float = 0.0
     """Seconds every metadata answer (`/v1/models`, `/props`, ...) waits first: a busy server on a loaded
     machine."""
+    metadata_gate: threading.Event | None = None
+    """When given, a metadata answer waits for it instead (at most `metadata_delay`): a server that stays busy
+    until the test has seen what start-up says while it waits, with no race between two clocks."""
 
 
 class ScriptedLLM:
@@ -290,10 +293,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         return
 
+    def _held_by_metadata_delay(self) -> bool:
+        """Wait as `ServerInfo.metadata_delay` says; True when the server stopped meanwhile."""
+        info = self.llm.info
+        if info.metadata_gate is None:
+            return self.llm._stopping.wait(info.metadata_delay)
+        info.metadata_gate.wait(info.metadata_delay)
+        return self.llm._stopping.is_set()
+
     def do_GET(self) -> None:
         path = self.path.rstrip("/")
         self.llm.metadata_requests.append(f"GET {path}")
-        if self.llm.info.metadata_delay and self.llm._stopping.wait(self.llm.info.metadata_delay):
+        if self.llm.info.metadata_delay and self._held_by_metadata_delay():
             return  # the server is stopping: no answer
         answer = _metadata(self.llm, "GET", path)
         if answer is None:

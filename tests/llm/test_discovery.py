@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -91,11 +92,19 @@ def test_configured_preset_at_another_url_asks_the_server(project: Path) -> None
 
 def test_a_configured_server_slow_to_list_its_models_is_waited_for_and_the_wait_is_said() -> None:
     """A busy llama-server answering `/v1/models` after the quiet wait (2 s by default; 0.1 s here): start-up
-    waits (up to request_timeout) and says what for, instead of failing with "named none"."""
+    waits (up to request_timeout) and says what for, instead of failing with "named none". The server answers
+    once the wait was said (at most 10 s: a start-up that never says it fails on `said`)."""
     said: list[str] = []
-    with ScriptedLLM(model="gemma-3-270m", info=ServerInfo("llamacpp", window=4096, metadata_delay=0.4)) as llm:
+    notice_said = threading.Event()
+
+    def say(text: str) -> None:
+        said.append(text)
+        notice_said.set()
+
+    busy = ServerInfo("llamacpp", window=4096, metadata_delay=10, metadata_gate=notice_said)
+    with ScriptedLLM(model="gemma-3-270m", info=busy) as llm:
         found = discover(Settings(base_url=llm.base_url, wait_notice=0.1), env={}, local_servers=NOWHERE,
-                         on_wait=said.append)
+                         on_wait=say)
         waited_for = f"waiting for {llm.base_url}/models"
     assert found.model == "gemma-3-270m"
     assert len(said) == 1 and waited_for in said[0] and "--model NAME" in said[0]

@@ -93,7 +93,8 @@ def _serve_http(folder: Path, command: list[str]) -> Iterator[HttpServer]:
     port = _free_port()
     log, notes = folder / "server.log", folder / "notes.txt"
     with open(log, "w") as handle:
-        process = subprocess.Popen([*command, "--http", str(port)], stdin=subprocess.DEVNULL, stdout=handle,
+        # stdin: a pipe only this process writes to, so the server ends with it even if it is killed
+        process = subprocess.Popen([*command, "--http", str(port)], stdin=subprocess.PIPE, stdout=handle,
                                    stderr=subprocess.STDOUT, env={**os.environ, "NOTES_FILE": str(notes)})
     try:
         deadline = time.monotonic() + 60
@@ -109,6 +110,7 @@ def _serve_http(folder: Path, command: list[str]) -> Iterator[HttpServer]:
     finally:
         process.terminate()
         process.wait(10)
+        process.stdin.close()  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

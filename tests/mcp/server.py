@@ -1,7 +1,7 @@
 """A small MCP server for the tests, written with the official SDK (`MCPServer`).
 
     python tests/mcp/server.py                 # stdio
-    python tests/mcp/server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp
+    python tests/mcp/server.py --http PORT     # streamable HTTP on 127.0.0.1:PORT/mcp, until stdin ends
 
 Most tests start a forked copy instead (`forkserver.py`, `launch.py`): the same server, without paying
 the SDK's import at every start.
@@ -18,6 +18,7 @@ import asyncio
 import base64
 import os
 import sys
+import threading
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -82,9 +83,18 @@ def lookup(key: str) -> list[TextContent | EmbeddedResource]:
     return [TextContent(type="text", text=f"found {key}"), EmbeddedResource(type="resource", resource=resource)]
 
 
+def _end_with_stdin() -> None:
+    """Over HTTP nothing else ties the server to the test process that started it: that process holds the
+    write end of our stdin, so its end (killed, not only stopped by its fixture) ends the server too."""
+    while os.read(0, 4096):
+        pass
+    os._exit(0)
+
+
 def main(args: list[str]) -> None:
     """Serve over stdio, or over HTTP with `--http PORT` (also what a forked copy runs: forkserver.py)."""
     if len(args) == 2 and args[0] == "--http":
+        threading.Thread(target=_end_with_stdin, daemon=True).start()
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:
         server.run()
