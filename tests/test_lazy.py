@@ -102,3 +102,34 @@ def test_a_fresh_small_project_is_mapped_and_indexed_without_numpy_bm25s_or_path
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'bm25s', 'pathspec')))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_pattern_that_needs_a_literal_answers_without_it_uncompiled() -> None:
+    """`regex(..., needs=...)`: a string without the literal gets re's own no-match answer from every method,
+    and the pattern stays uncompiled (a short task pays nothing for the traceback and code-fence patterns);
+    a string with it compiles the pattern and gets re's answer."""
+    import re
+
+    from swecli.lazy import regex
+
+    plain = re.compile(r"(\w+)\(")
+    call = regex(r"(\w+)\(", needs="(")
+    text = "no call in here"
+    assert call.search(text) is None and call.match(text) is None and call.fullmatch(text) is None
+    assert call.findall(text) == [] and list(call.finditer(text)) == []
+    assert call.sub("X", text) == plain.sub("X", text) and call.subn(lambda m: "X", string=text) == (text, 0)
+    assert call.split(text) == plain.split(text) == [text]
+    assert "pattern" not in vars(call)  # nothing compiled
+    assert call.findall("f(x) + g(y)") == ["f", "g"] and "pattern" in vars(call)
+    prompt = regex(r"^>>> (.*)$", re.MULTILINE, needs=(">>>", "In ["))
+    assert prompt.findall("a\n>>> x = 1\n") == ["x = 1"] and prompt.findall("In [") == []
+
+
+def test_a_needed_literal_with_letters_is_refused_under_ignorecase() -> None:
+    import re
+
+    from swecli.lazy import regex
+
+    with pytest.raises(ValueError, match="IGNORECASE"):
+        regex(r"file://\S+", re.IGNORECASE, needs="file")
+    assert regex(r"\w+://\S+", re.IGNORECASE, needs="://").search("See HTTPS://x.org") is not None

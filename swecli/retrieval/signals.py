@@ -23,31 +23,32 @@ Source = Literal["title", "span", "code", "prose", "import"]
 SOURCE_WEIGHT: dict[Source, float] = {"title": 1.0, "span": 0.9, "import": 0.8, "code": 0.6, "prose": 0.45}
 """How much a name found there says about where the change belongs (the strongest occurrence counts)."""
 
-_URL = regex(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
-MENTION = regex(r"(?:^|(?<=\s))@([^\s@]+)")
+_URL = regex(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE, needs="://")
+MENTION = regex(r"(?:^|(?<=\s))@([^\s@]+)", needs="@")
 _PATH = regex(
     r"(?<![\w/.@-])((?:[A-Za-z]:)?(?:\.{1,2}[/\\])?(?:[\w.-]+[/\\])+[\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7}"
-    r"|[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?::(\d+)(?:-(\d+))?)?"
+    r"|[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,7})(?::(\d+)(?:-(\d+))?)?", needs="."
 )
-_FRAME = regex(r'File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_PYTEST_FRAME = regex(r"^([\w./\\-]+\.\w+):(\d+): (?:in ([\w<>]+)|\w*(?:Error|Exception))", re.MULTILINE)
+_FRAME = regex(r'File "([^"\n]+)", line (\d+)(?:, in ([\w<>.]+))?', needs='File "')
+_PYTEST_FRAME = regex(r"^([\w./\\-]+\.\w+):(\d+): (?:in ([\w<>]+)|\w*(?:Error|Exception))", re.MULTILINE,
+                      needs=": ")
 _ERROR = regex(r"^\s*(?:E\s+)?([A-Z]\w*(?:\.\w+)*(?:Error|Exception|Warning|Exit|Failure)): (.{8,300})$",
-                    re.MULTILINE)
+                    re.MULTILINE, needs=": ")
 _DIAGNOSTIC = regex(r"^\s*(?:[\w./\\-]+:\d+:(?:\d+:)?\s*|(?:WARNING|ERROR|Warning|Error|warning|error):\s+)"
-                         r"(?:(?:WARNING|ERROR|warning|error):\s*)?([A-Za-z].{11,300})$", re.MULTILINE)
+                         r"(?:(?:WARNING|ERROR|warning|error):\s*)?([A-Za-z].{11,300})$", re.MULTILINE, needs=":")
 """Compiler, linter and build-tool style messages: `file:4: message`, `WARNING: message`."""
-_FENCE = regex(r"^```[^\n]*\n(.*?)(?:^```|\Z)", re.MULTILINE | re.DOTALL)
-_SPAN = regex(r"`([^`\n]{1,160})`")
-_FROM_IMPORT = regex(r"^\s*(?:>>> |\.\.\. )?from\s+([\w.]+)\s+import\s+\(?([\w\s,*]+)", re.MULTILINE)
-_IMPORT = regex(r"^\s*(?:>>> |\.\.\. )?import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.MULTILINE)
-_DOTTED = regex(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_FENCE = regex(r"^```[^\n]*\n(.*?)(?:^```|\Z)", re.MULTILINE | re.DOTALL, needs="```")
+_SPAN = regex(r"`([^`\n]{1,160})`", needs="`")
+_FROM_IMPORT = regex(r"^\s*(?:>>> |\.\.\. )?from\s+([\w.]+)\s+import\s+\(?([\w\s,*]+)", re.MULTILINE, needs="import")
+_IMPORT = regex(r"^\s*(?:>>> |\.\.\. )?import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.MULTILINE, needs="import")
+_DOTTED = regex(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])", needs=".")
 _NAME = regex(r"(?<![\w.])([A-Za-z_]\w{2,})")
-_CALLED = regex(r"(?:(?<=\.)|(?<![\w.]))([A-Za-z_]\w{2,})\s*\(")
-_ATTRIBUTE = regex(r"\b([A-Z]\w+)\.(_{0,2}[A-Za-z]\w+)")
+_CALLED = regex(r"(?:(?<=\.)|(?<![\w.]))([A-Za-z_]\w{2,})\s*\(", needs="(")
+_ATTRIBUTE = regex(r"\b([A-Z]\w+)\.(_{0,2}[A-Za-z]\w+)", needs=".")
 _CAMEL = regex(r"(?<![\w./-])((?:[A-Z][a-z0-9]+){2,}|[A-Z][a-z0-9]+[A-Z]\w*|[a-z]+(?:[A-Z][a-z0-9]*)+)"
                     r"(?![\w/-])")
-_SNAKE = regex(r"(?<![\w./-])(_{0,2}[a-z][a-z0-9]*(?:_[a-z0-9]+)+_{0,2})(?![\w/-])")
-_PROMPT_LINE = regex(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)\s?(.*)$", re.MULTILINE)
+_SNAKE = regex(r"(?<![\w./-])(_{0,2}[a-z][a-z0-9]*(?:_[a-z0-9]+)+_{0,2})(?![\w/-])", needs="_")
+_PROMPT_LINE = regex(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:)\s?(.*)$", re.MULTILINE, needs=(">>>", "...", "In ["))
 _SOURCE_SUFFIXES = frozenset({
     "py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "go", "rs", "java", "kt", "rb", "php", "c", "h", "cc",
     "cpp", "cxx", "hpp", "hh", "cs", "swift", "ex", "exs", "erl", "scala", "lua", "sh", "toml", "json", "yaml",

@@ -1,6 +1,15 @@
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
+import pytest
+
+import swecli.retrieval.signals as signals
+from swecli.lazy import regex
 from swecli.retrieval.signals import extract, mentioned_paths
+from swecli.testing.shared import TRAJECTORIES, trajectory_paths
 
 REPORT = '''Wrong result from `parse_amount` in shop.money
 Calling it on "1,5" gives 15:
@@ -48,3 +57,28 @@ def test_pytest_frames_and_mentions() -> None:
         ("tests/test_a.py", 33, "test_x"), ("src/a.py", 10, "")]
     assert mentioned_paths("look at @src/app.py, and @README.md. mail me@example.com @src/app.py") == \
         ["src/app.py", "README.md"]
+
+
+def _tasks() -> list[str]:
+    """The real tasks (each trajectory's first user message), a short one, and this file's report."""
+    tasks = ["fix the greeting typo in greet", "add a --verbose flag", REPORT]
+    for path in trajectory_paths():
+        tasks.append(str(json.loads(path.read_text())["messages"][1]["content"]))
+    return tasks
+
+
+@pytest.mark.skipif(not TRAJECTORIES.is_dir(), reason="../shared/trajectories not present")
+def test_each_patterns_needed_literal_is_in_every_match() -> None:
+    """A pattern given `needs` answers "no match" for a text without it: it must never have matched one. On
+    the real tasks, each with each needed literal taken out in turn, every method answers what re answers."""
+    guarded = {name: value for name, value in vars(signals).items() if getattr(value, "_needs", ())}
+    assert len(guarded) >= 15
+    for name, value in guarded.items():
+        pattern, flags = value._source
+        compiled = re.compile(pattern, flags)
+        for task in _tasks():
+            for text in [task, *(task.replace(literal, "") for literal in value._needs)]:
+                fresh: Any = regex(pattern, flags, needs=value._needs)  # uncompiled: its guard answers
+                assert fresh.findall(text) == compiled.findall(text), name
+                assert fresh.sub(" ", text) == compiled.sub(" ", text), name
+                assert (fresh.search(text) is None) == (compiled.search(text) is None), name
