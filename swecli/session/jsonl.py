@@ -15,8 +15,34 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from swecli.records import datarecord
 from swecli.session.private import open_private
+from swecli.session.secrets import NO_REDACTION, Redactor
+
+
+def encode_line(record: dict[str, Any], redactor: Redactor = NO_REDACTION) -> bytes:
+    """One JSONL line of `record` (ending with its newline), with every secret of `redactor` replaced.
+
+    Encoded by pydantic's encoder in one pass, then searched once for secrets; only a line that may hold
+    one is encoded again from the redacted object (the same line as redacting first: see
+    `Redactor.may_be_in_json`). The line parses to what `json.dumps(record, default=str)` wrote before;
+    the text differs only where JSON allows two spellings (a float's exponent: `1e-5`, not `1e-05`) and
+    for values JSON has no type for (pydantic writes a datetime, a set, a dataclass its own way; anything
+    else still goes through `str`)."""
+    try:
+        data = to_json(record, fallback=str, inf_nan_mode="constants")
+        if redactor.may_be_in_json(data):
+            data = to_json(redactor.redact_obj(record), fallback=str, inf_nan_mode="constants")
+    except PydanticSerializationError:  # what json refuses too (a lone surrogate): it says why, as before
+        return _json_line(redactor.redact_obj(record))
+    return data + b"\n"
+
+
+def _json_line(record: dict[str, Any]) -> bytes:
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    return line.encode("utf-8")
 
 
 class AppendOnlyFile:
@@ -46,17 +72,21 @@ class AppendOnlyFile:
 
     def _write_bytes(self, data: bytes) -> None:
         fd = self._require_fd()
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        written = os.write(fd, data)
+        if written < len(data):  # only a signal or a full disk cuts a write to a regular file short
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(fd, view):]
         if self.durable:
             os.fsync(fd)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        self.append_line(encode_line(record))
+
+    def append_line(self, line: bytes) -> None:
+        """A line already encoded (ending with its newline), written with one write()."""
         with self._lock:
-            self._write_bytes(line.encode("utf-8"))
+            self._write_bytes(line)
 
     def close(self) -> None:
         with self._lock:

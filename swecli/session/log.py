@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import Any
 from swecli.config import Settings
 from swecli.events import BackgroundSummary, CompactionDone, ContextOverflow, SummarySpent, TurnFinished
 from swecli.messages import ToolCall, Usage
-from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.jsonl import AppendOnlyFile, encode_line, read_jsonl
 from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.session.store import SessionError, log_path, logs_dir
 from swecli.tools.base import ToolResult
@@ -50,7 +51,26 @@ USER_INPUT_CHARS = 4_000
 
 
 def now_iso() -> str:
-    return datetime.now().astimezone().isoformat(timespec="milliseconds")
+    """The local time to the millisecond, with its UTC offset: `2026-11-26T19:34:12.123+01:00`."""
+    now = time.time()
+    second = int(now)
+    cached = _SECOND_ISO[0]
+    if cached[0] != second:
+        cached = _iso_of_second(second)
+    return f"{cached[1]}.{int((now - second) * 1000):03d}{cached[2]}"
+
+
+def _iso_of_second(second: int) -> tuple[int, str, str]:
+    """The date and time of one second, and its UTC offset, kept while the clock stays in that second: a
+    record's time was three datetimes made and formatted (~30,000 instructions, three records a tool call);
+    a day or an offset (daylight saving) changes only at a second's boundary. One tuple, replaced whole, so
+    a thread reading it never sees one second's date with another's offset."""
+    text = datetime.fromtimestamp(second).astimezone().isoformat(timespec="seconds")
+    _SECOND_ISO[0] = kept = (second, text[:19], text[19:])
+    return kept
+
+
+_SECOND_ISO: list[tuple[int, str, str]] = [(-1, "", "")]
 
 
 def config_digest(settings: Settings) -> str:
@@ -59,13 +79,17 @@ def config_digest(settings: Settings) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
+_ARGS_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+"""`json.dumps(..., ensure_ascii=False, default=str)`, kept: `dumps` with options builds an encoder per call."""
+
+
 def summarize_args(call: ToolCall) -> dict[str, Any] | str:
     """Tool arguments for the log: long strings cut (with their length), the whole bounded."""
     raw, data = call.arguments, call.args()
     if not data and raw.strip() not in ("", "{}"):
         return _cut(raw, ARG_VALUE_CHARS)  # malformed JSON from the model: keep a readable piece
     summary = {key: _cut(value, ARG_VALUE_CHARS) if isinstance(value, str) else value for key, value in data.items()}
-    text = json.dumps(summary, ensure_ascii=False, default=str)
+    text = _ARGS_ENCODER.encode(summary)
     return summary if len(text) <= ARGS_SUMMARY_CHARS else _cut(text, ARGS_SUMMARY_CHARS)
 
 
@@ -103,7 +127,7 @@ class SessionLog:
 
     def write(self, event: str, **fields: Any) -> None:
         record = {"ts": self._clock(), "event": event, **fields}
-        self._file.append(self.redactor.redact_obj(record))
+        self._file.append_line(encode_line(record, self.redactor))
 
     def session_start(self, settings: Settings, cwd: Path, resumed: bool = False) -> None:
         from swecli import __version__

@@ -131,25 +131,25 @@ class SessionRecorder:
 
     def _record(self, event: Event) -> None:  # noqa: C901 (one case per event kind, exhaustive: see events.py)
         log = self.log
-        match event:
-            case ChildEvent():
-                self._record_child(event)
+        match event:  # the most frequent first: each case passed over is an isinstance
+            case TextDelta() | ReasoningDelta() | Waiting() | ToolStarted() | ToolOutput():
+                pass  # streaming progress: the finished message and the tool record carry it
             case MessageAppended():
                 self._guard("transcript", lambda: self.transcript.append(event.message))
                 if isinstance(event.message, UserMessage) and event.message.kind == "prompt":
                     self._guard("log", lambda: log.user_input(event.message.content))
-            case HistoryReplaced():
-                self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
-                self._guard("log", lambda: log.history_replaced(event.reason, len(event.history)))
-            case ModelCallStarted():
-                if event.context_tokens:
-                    self._guard("log", lambda: log.context(event.context_tokens,
-                                                           event.window or self.settings.context_window))
             case ModelCallFinished():
                 self._guard("log", lambda: log.llm_call(event.usage, event.duration, event.model, event.finish_reason,
                                                         event.reported))
             case ToolFinished():
                 self._guard("log", lambda: log.tool(event.call, event.result, event.duration, event.approved))
+            case ModelCallStarted():
+                if event.context_tokens:
+                    self._guard("log", lambda: log.context(event.context_tokens,
+                                                           event.window or self.settings.context_window))
+            case HistoryReplaced():
+                self._guard("transcript", lambda: self.transcript.replace(event.history, event.reason))
+                self._guard("log", lambda: log.history_replaced(event.reason, len(event.history)))
             case CompactionDone():
                 self._guard("log", lambda: log.compaction(event))
             case SummarySpent():
@@ -163,8 +163,8 @@ class SessionRecorder:
             case Notice():
                 if event.level in ("error", "warning"):
                     self._guard("log", lambda: log.error(event.text, level=event.level))
-            case TextDelta() | ReasoningDelta() | Waiting() | ToolStarted() | ToolOutput():
-                pass  # streaming progress: the finished message and the tool record carry it
+            case ChildEvent():
+                self._record_child(event)
             case _:
                 assert_never(event)
 

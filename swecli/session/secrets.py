@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, AnyStr, Protocol
 
 REDACTED = "[REDACTED]"
 REDACTED_BYTES = REDACTED.encode()
@@ -47,6 +47,9 @@ class Redactor:
         encoded = sorted({v.encode("utf-8", errors="surrogatepass") for v in values}, key=len, reverse=True)
         self._bytes_pattern = re.compile(b"|".join(re.escape(v) for v in encoded)) if encoded else None
         self._longest = len(encoded[0]) if encoded else 0
+        self._json_plain = all(_json_plain(v) for v in values)
+        self._values = tuple(ordered)
+        self._encoded = tuple(encoded)
 
     @classmethod
     def from_environment(cls, settings: _HasApiKey | None = None, env: Mapping[str, str] | None = None) -> Redactor:
@@ -96,6 +99,19 @@ class Redactor:
             pending = pending[start_of_rest:]
         yield self.redact_bytes(pending)
 
+    def may_be_in_json(self, text: str | bytes) -> bool:
+        """Whether `redact_obj` could change the object `text` is the JSON encoding of (with `ensure_ascii`
+        off, as the session's files are written). False is certain: JSON writes a plain secret (no quote,
+        backslash, control character or surrogate: API keys and tokens are plain) as itself, so a string
+        holding one puts it in the text, and text without any holds none. A secret JSON would escape
+        cannot be ruled out this way: True then, and the caller redacts the object. This lets a line be
+        encoded once and searched once instead of every string of it redacted one by one."""
+        if not self._json_plain:
+            return True
+        if isinstance(text, bytes):
+            return _holds_any(text, self._encoded)
+        return _holds_any(text, self._values)
+
     def redact_obj(self, obj: Any) -> Any:
         """A copy of a JSON-like object (dicts, lists, strings, numbers) with every string redacted."""
         if self._pattern is None:
@@ -107,6 +123,20 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self.redact_obj(v) for v in obj]
         return obj
+
+
+def _holds_any(text: AnyStr, values: tuple[AnyStr, ...]) -> bool:
+    """`in` is a fast substring search (the alternation regex steps through the text); a loop, as a
+    generator for `any` costs more than the searches of a short line."""
+    for value in values:  # noqa: SIM110 (see the docstring)
+        if value in text:
+            return True
+    return False
+
+
+def _json_plain(secret: str) -> bool:
+    """Whether JSON text (ensure_ascii off) writes `secret` as itself."""
+    return not any(c in '"\\' or c < " " or "\ud800" <= c <= "\udfff" for c in secret)
 
 
 NO_REDACTION = Redactor(())

@@ -22,18 +22,19 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.records import datarecord
-from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.jsonl import AppendOnlyFile, encode_line, read_jsonl
 from swecli.session.private import PRIVATE_DIR, ensure_private
 from swecli.session.secrets import NO_REDACTION, Redactor
 
@@ -120,6 +121,40 @@ def message_from_json(data: object) -> Message:
     return _message_adapter.validate_python(data)
 
 
+def message_line(message: Message, redactor: Redactor = NO_REDACTION) -> bytes:
+    """The transcript's line for `message`, with every secret of `redactor` replaced (see `encode_line`):
+    the message encoded by its own pydantic serializer in one pass, then searched once for secrets."""
+    return _line(lambda: b'{"type":"message","message":' + _message_json(message) + b"}\n",
+                 lambda: {"type": "message", "message": message_to_json(message, redactor)}, redactor)
+
+
+def replace_line(history: Iterable[Message], reason: str, redactor: Redactor = NO_REDACTION) -> bytes:
+    """The transcript's line for a rewritten history (a compaction, /clear): every message of it."""
+    messages = list(history)
+    return _line(lambda: (b'{"type":"replace","reason":' + to_json(reason) + b',"messages":['
+                          + b",".join(_message_json(m) for m in messages) + b"]}\n"),
+                 lambda: {"type": "replace", "reason": reason,
+                          "messages": [message_to_json(m, redactor) for m in messages]}, redactor)
+
+
+def _message_json(message: Message) -> bytes:
+    """What `json.dumps(message.model_dump(mode="json"))` writes (ensure_ascii off, no spaces), in one pass:
+    a message holds only strings, integers, booleans and lists of them, which both spell alike."""
+    return message.__pydantic_serializer__.to_json(message)
+
+
+def _line(fast: Callable[[], bytes], record: Callable[[], dict[str, Any]], redactor: Redactor) -> bytes:
+    """`fast()`, or the line of `record()` redacted string by string when it may hold a secret or pydantic
+    refuses a message (a lone surrogate: json refuses it too, and says why)."""
+    try:
+        line = fast()
+    except PydanticSerializationError:
+        return encode_line(record(), redactor)
+    if redactor.may_be_in_json(line):
+        return encode_line(record(), redactor)
+    return line
+
+
 # --- writing ----------------------------------------------------------------------------------
 
 
@@ -173,11 +208,10 @@ class Transcript:
             self._file.append(self._meta(first_prompt))
 
     def append(self, message: Message) -> None:
-        self._open(message).append({"type": "message", "message": message_to_json(message, self.redactor)})
+        self._open(message).append_line(message_line(message, self.redactor))
 
     def replace(self, history: Iterable[Message], reason: str) -> None:
-        messages = [message_to_json(m, self.redactor) for m in history]
-        self._open(None).append({"type": "replace", "reason": reason, "messages": messages})
+        self._open(None).append_line(replace_line(history, reason, self.redactor))
 
     def close(self) -> None:
         if self._file is not None:
