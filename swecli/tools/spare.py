@@ -245,7 +245,7 @@ class Spares:
         inner = sandbox.environment(env)
         layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
-                and spare.env == dict(env) and spare.shape == _shape(sandbox, layout)
+                and spare.env == env and spare.shape == _shape(sandbox, layout)
                 and spare.mounted == _identities(spare.shape) and spare.proc.poll() is None)
         if not fits:
             self.refused += 1
