@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from swecli.session.jsonl import AppendOnlyFile, read_jsonl
+from swecli.session.jsonl import AppendOnlyFile, encode_line, read_jsonl
+from swecli.session.secrets import REDACTED, Redactor
 
 
 def test_append_writes_one_object_per_line(tmp_path: Path) -> None:
@@ -80,3 +81,35 @@ def test_durable_mode_fsyncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     f.append({"n": 1})
     f.close()
     assert calls
+
+
+def _dumps_line(record: dict[str, object]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def test_encode_line_parses_to_what_json_dumps_wrote_with_every_secret_replaced() -> None:
+    key = "sk-live-ABCDEFGH12345678"
+    redactor = Redactor([key])
+    record: dict[str, object] = {
+        "ts": "2026-11-26T19:34:12.123+00:00", "event": "tool", "args": {"command": f"curl -H {key}"},
+        "nested": [1, 2.5, 0.004, 1e-05, 1e16, True, None, {"k": "ünïcode \"q\" \\ \x00\x1f\t"}],
+        key: "a key that is a secret", "path": Path("src/a.py"), "big": 2**70,
+    }
+    line = encode_line(record, redactor)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line) == json.loads(_dumps_line(redactor.redact_obj(record)))
+    assert key.encode() not in line and REDACTED.encode() in line
+    plain = {k: v for k, v in record.items() if k not in ("nested", key)}
+    assert encode_line(plain) == _dumps_line(plain)  # floats aside, the very bytes
+
+
+def test_encode_line_fails_where_json_did() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        encode_line({"text": "lone \ud800 surrogate"})
+
+
+def test_append_line_writes_the_line_as_given(tmp_path: Path) -> None:
+    log = AppendOnlyFile(tmp_path / "log.jsonl")
+    log.append_line(b'{"a":1}\n')
+    log.append({"b": 2})
+    assert read_jsonl(log.path).records == [{"a": 1}, {"b": 2}]

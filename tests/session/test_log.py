@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from swecli.session.log import (
     find_log,
     format_log,
     modified_path,
+    now_iso,
     stats_from_records,
     summarize_args,
 )
@@ -188,3 +192,31 @@ def test_context_overflow_record_and_its_line(project: Path) -> None:
                         "requested": 5000, "adopted": True, "text": "prompt too long"}
     lines = format_log(log.path)
     assert any("server window 4096, planned 131,072 (adopted): prompt too long" in line for line in lines)
+
+
+def test_a_records_time_is_the_local_time_to_the_millisecond_with_its_offset() -> None:
+    before = datetime.now().astimezone()
+    stamps = [now_iso() for _ in range(3)]
+    after = datetime.now().astimezone()
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d(:\d\d)?", stamp)
+        moment = datetime.fromisoformat(stamp)
+        assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= moment <= after
+        assert moment.utcoffset() == after.utcoffset()
+    assert stamps == sorted(stamps)
+
+
+def test_a_records_time_follows_a_change_of_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        for zone, offset in (("IST-5:30", "+05:30"), ("EST5", "-05:00")):
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            first = second = now_iso()
+            # a second's text is kept while the clock stays in it: the new zone shows from the next second on
+            while second[:19] == first[:19]:
+                time.sleep(0.02)
+                second = now_iso()
+            assert second.endswith(offset), (zone, second)
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -69,3 +69,31 @@ def test_secrets_cut_by_any_piece_boundary_are_masked_in_a_stream(pieces: list[s
 
 def test_a_stream_without_secrets_passes_through_untouched() -> None:
     assert list(Redactor([]).redact_chunks([b"a", b"b"])) == [b"a", b"b"]
+
+
+def test_may_be_in_json_is_false_only_when_no_string_holds_a_secret() -> None:
+    redactor = Redactor([KEY])
+    clean, holding = json.dumps({"a": ["x", {"b": "y"}]}), json.dumps({"a": ["x", {"b": f"y{KEY}z"}]})
+    assert not redactor.may_be_in_json(clean) and not redactor.may_be_in_json(clean.encode())
+    assert redactor.may_be_in_json(holding) and redactor.may_be_in_json(holding.encode())
+    assert not Redactor([]).may_be_in_json(holding)
+    # a secret JSON escapes may hide behind its escapes: never ruled out
+    assert Redactor(['pass"word-12345']).may_be_in_json(clean)
+
+
+_plain = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_secrets = st.lists(st.sampled_from([KEY, "ghp_abcdefghijklmnop", 'tab\there-and"quote', "é-unicode-secret"]),
+                    max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(secrets=_secrets, pieces=st.lists(st.tuples(_plain, st.booleans()), min_size=1, max_size=6))
+def test_a_json_text_without_a_secret_is_an_object_redaction_leaves_alone(
+        secrets: list[str], pieces: list[tuple[str, bool]]) -> None:
+    redactor = Redactor(secrets)
+    planted = [text + (secrets[0] if secret and secrets else "") for text, secret in pieces]
+    obj = {text: [text, {"k": text}] for text in planted}
+    for text in (json.dumps(obj, ensure_ascii=False), json.dumps(obj, ensure_ascii=False, separators=(",", ":"))):
+        if not redactor.may_be_in_json(text):
+            assert redactor.redact_obj(obj) == obj
+            assert not redactor.may_be_in_json(text.encode())

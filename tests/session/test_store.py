@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, dangling_tool_calls
+from swecli.messages import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    ThinkingBlock,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    dangling_tool_calls,
+)
+from swecli.session.secrets import NO_REDACTION, Redactor
 from swecli.session.store import (
     RESUME_CLOSE_REASON,
     SessionError,
@@ -19,12 +29,15 @@ from swecli.session.store import (
     list_sessions,
     load_session,
     log_path,
+    message_line,
     new_session_id,
     persist_closed_calls,
+    replace_line,
     resolve_session_id,
     sessions_older_than,
     transcript_path,
 )
+from swecli.testing.shared import load_trajectory, trajectory_paths
 
 
 def conversation() -> list[Message]:
@@ -220,3 +233,58 @@ def test_sessions_older_than_and_the_list_line(project: Path) -> None:
     assert format_session_line(old) == ("20261101-090000-aaaa  2026-11-01 09:00     1 turn           0 tokens  "
                                         "an old task with lines")
     assert format_session_line(new).endswith("2 turns           0 tokens  " + "x" * 59 + "…")
+
+
+# --- the transcript's lines: pydantic's encoding, the same bytes as before -----------------------------
+
+KEY = "sk-live-ABCDEFGH12345678"
+
+
+def _old_line(record: dict[str, object]) -> bytes:
+    """How a transcript line was made before: every string redacted, then `json.dumps`."""
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n").encode()
+
+
+def _every_kind_of_message() -> list[Message]:
+    image = ImagePart(media_type="image/png", data="iVBORw0KGgo=", width=3, height=2, path="shot.png")
+    call = ToolCall(id="call_1", name="bash", arguments=f'{{"command": "echo {KEY} \\"quoted\\" é\\n"}}')
+    return [
+        UserMessage(content="fix the bug: ünïcode, \"quotes\", back\\slash, \x00\x1f\x7f\u2028 tabs\t",
+                    images=(image,)),
+        UserMessage(content="a summary", kind="summary"),
+        AssistantMessage(content="", reasoning="think", tool_calls=(call,),
+                         thinking=(ThinkingBlock(text="t", signature="sig"), ThinkingBlock(redacted="xyz"))),
+        ToolMessage(tool_call_id="call_1", name="bash", content=f"{KEY}\n[exit 0]", is_error=True, images=(image,)),
+        ToolMessage(tool_call_id="call_2", name="read_file", content="no secret here"),
+    ]
+
+
+@pytest.mark.parametrize("secrets", [[], [KEY], ["nothing-like-it-here"], ['a"quote\\and-backslash']])
+def test_message_and_replace_lines_are_the_bytes_json_dumps_wrote(secrets: list[str]) -> None:
+    redactor = Redactor(secrets)
+    history = _every_kind_of_message()
+    for message in history:
+        assert message_line(message, redactor) == _old_line(
+            {"type": "message", "message": redactor.redact_obj(message.model_dump(mode="json"))})
+    assert replace_line(history, f"compaction {KEY}", redactor) == _old_line(
+        {"type": "replace", "reason": redactor.redact(f"compaction {KEY}"),
+         "messages": [redactor.redact_obj(m.model_dump(mode="json")) for m in history]})
+    if secrets == [KEY]:
+        assert KEY.encode() not in b"".join(message_line(m, redactor) for m in history)
+
+
+@pytest.mark.skipif(not trajectory_paths(), reason="../shared/trajectories not present")
+def test_real_histories_lines_are_the_bytes_json_dumps_wrote() -> None:
+    for path in trajectory_paths():
+        history = load_trajectory(path)[2]
+        words = [w for m in history for w in m.content.split() if len(w) >= 12 and w.isalnum()]
+        # a word of the history taken as a secret, so that redaction really happens in some lines
+        for redactor in (NO_REDACTION, Redactor([KEY]), Redactor(words[len(words) // 2:][:1])):
+            for message in history:
+                assert message_line(message, redactor) == _old_line(
+                    {"type": "message", "message": redactor.redact_obj(message.model_dump(mode="json"))}), path
+
+
+def test_a_message_json_cannot_encode_fails_as_it_did() -> None:
+    with pytest.raises(UnicodeEncodeError):
+        message_line(ToolMessage(tool_call_id="c", name="bash", content="lone \ud800 surrogate"))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from swecli.tools.base import ToolContext
-from swecli.tools.bash import BASH, BashArgs, OutputBuffer
+from swecli.tools.bash import BASH, BashArgs, OutputBuffer, command_environment
+from swecli.tools.environment import CommandEnvironment
 from tests.tools.conftest import RunTool
 
 
@@ -202,3 +203,31 @@ def test_preview_is_the_full_command(ctx: ToolContext) -> None:
 @pytest.mark.parametrize("env", ["PAGER", "GIT_PAGER"])
 def test_pagers_are_disabled(run_tool: RunTool, env: str) -> None:
     assert run_tool("bash", command=f"echo ${env}").content.startswith("cat\n")
+
+
+def test_the_environment_kept_between_commands_follows_every_change(
+        project: Path, run_tool: RunTool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command's environment is built once and kept (see `command_environment`): a variable set, changed or
+    removed in swecli's environment, or another policy, is seen by the very next command."""
+    show = 'echo "[${PYTEST_KEPT-unset}] [${OTHER_VAR-unset}]"'
+    monkeypatch.delenv("PYTEST_KEPT", raising=False)
+    assert "[unset]" in run_tool("bash", command=show).content
+    monkeypatch.setenv("PYTEST_KEPT", "one")
+    assert "[one]" in run_tool("bash", command=show).content
+    monkeypatch.setenv("PYTEST_KEPT", "two")
+    assert "[two]" in run_tool("bash", command=show).content
+    monkeypatch.setenv("OTHER_VAR", "x")  # not in the core allowlist: withheld until pass_env names it
+    assert "[two] [unset]" in run_tool("bash", command=show).content
+    ctx = ToolContext(root=project, environment=CommandEnvironment(pass_env=("OTHER_VAR",)))
+    assert command_environment(ctx)["OTHER_VAR"] == "x"
+    monkeypatch.delenv("PYTEST_KEPT")
+    assert "[unset]" in run_tool("bash", command=show).content
+
+
+def test_each_caller_gets_its_own_copy_of_the_environment(project: Path) -> None:
+    ctx = ToolContext(root=project)
+    first = command_environment(ctx)
+    first["PAGER"] = "less"
+    first["INJECTED"] = "1"
+    again = command_environment(ctx)
+    assert again["PAGER"] == "cat" and "INJECTED" not in again
