@@ -73,6 +73,8 @@ from swecli.tools.protected import (
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 
 _BASE_FLAGS = ("--die-with-parent", "--unshare-pid", "--unshare-ipc")
+_FILESYSTEM_ROOT = Path("/")
+"""Made once: a `Path` built to compare with (~20,000 instructions) cost more than the rest of a comparison."""
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 """Parts of the fresh /proc bound read-only (Docker's list): writing a sysctl needs no capability, only uid 0
 (kernel/sysctl.c test_perm), and root inside is uid 0 outside, so /proc/sys/kernel/core_pattern or
@@ -274,7 +276,7 @@ class Sandbox:
             args.append("--unshare-net")
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
-        whole = self.root == Path("/") and self.mode == "workspace-write"  # started in /: see docs
+        whole = self.root == _FILESYSTEM_ROOT and self.mode == "workspace-write"  # started in /: see docs
         args += ["--bind" if whole else "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for proc in PROC_READ_ONLY:
             args += ["--ro-bind-try", proc, proc]
@@ -335,7 +337,7 @@ class Sandbox:
         if home is not None and home.is_relative_to(self.root) and home.is_dir():
             existing += sorted(p for p in home.iterdir() if p.name.startswith(".") and p.exists())
             files += [home / name for name in HOME_PROFILES]
-        if self.root == Path("/"):
+        if self.root == _FILESYSTEM_ROOT:
             existing += [Path("/", d) for d in sorted(SYSTEM_DIRS) if Path("/", d).is_dir()]
         return dirs, files, existing
 

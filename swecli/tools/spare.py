@@ -41,7 +41,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import field
 
 from swecli.records import datarecord
@@ -92,8 +92,9 @@ class Spare:
     env: dict[str, str]
     shape: list[str]
     """Its bwrap command line without descriptor numbers, to compare with a fresh launch's."""
-    mounted: list[tuple[int, int] | None]
-    """What each path the command line mounts was when the spare started (`_identities`)."""
+    mounted: dict[str, tuple[int, int] | None]
+    """What each path the command line mounts was when the spare started (`_identities`), by path: once
+    `shape` is found the same, these are the paths to look at again."""
     proc: subprocess.Popen[bytes]
     reports: Reports
     text_fd: int
@@ -246,7 +247,7 @@ class Spares:
         layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
                 and spare.env == env and spare.shape == _shape(sandbox, layout)
-                and spare.mounted == _identities(spare.shape) and spare.proc.poll() is None)
+                and spare.mounted == _identities(spare.mounted) and spare.proc.poll() is None)
         if not fits:
             self.refused += 1
             self._jobs.put(spare)
@@ -347,27 +348,33 @@ _MOUNTS_TWO = frozenset({"--bind", "--ro-bind", "--ro-bind-try", "--bind-try", "
 _MOUNTS_ONE = frozenset({"--tmpfs", "--remount-ro"})
 
 
-def _identities(shape: list[str]) -> list[tuple[int, int] | None]:
-    """(device, inode) of every path a bind or tmpfs in `shape` names, None where there is none."""
+def _mounted_paths(shape: list[str]) -> list[str]:
+    """Every path a bind or tmpfs in `shape` names, once (a bind's source is mostly its target)."""
     paths = [path for i, arg in enumerate(shape) if arg in _MOUNTS_TWO for path in shape[i + 1:i + 3]]
     paths += [shape[i + 1] for i, arg in enumerate(shape) if arg in _MOUNTS_ONE]
-    found = {path: _identity(path) for path in dict.fromkeys(paths)}  # a bind's source is mostly its target
-    return [found[path] for path in paths]
+    return list(dict.fromkeys(paths))
 
 
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return info.st_dev, info.st_ino
+def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
+    """(device, inode) of each path, None where there is none. At `take` the paths are the spare's own
+    (`Spare.mounted`), looked at again once the command line was found the same: the same paths as reading
+    them out of the new command line, without the scan (one loop: ~28 paths a command, each a `stat`)."""
+    found: dict[str, tuple[int, int] | None] = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            found[path] = None
+        else:
+            found[path] = (info.st_dev, info.st_ino)
+    return found
 
 
 def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     inner = sandbox.environment(env)
     layout = sandbox.layout(inner)
     shape = _shape(sandbox, layout)
-    mounted = _identities(shape)  # before bwrap mounts anything: what a fresh launch would mount now
+    mounted = _identities(_mounted_paths(shape))  # before bwrap mounts anything: what a fresh launch would mount
     seccomp = syscalls.filter_fd(network=sandbox.network)
     text_fd = os.memfd_create("swecli-command")
     go_read, go_write = os.pipe()
