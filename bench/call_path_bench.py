@@ -58,7 +58,7 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
     with tempfile.NamedTemporaryFile(prefix="probe-", suffix=".jsonl") as log, llm:
         argv = tree.argv(llm, "-p", TASK, "--mode", "auto")
         argv[1:3] = [str(PROBE)]
-        extra = {"PROBE_LOG": log.name, "PROBE_CALLS": str(calls)}
+        extra = {"PROBE_LOG": log.name, "PROBE_CALLS": str(calls), **EXTRA_ENV}
         if profile is not None:
             extra["PROBE_PROFILE"] = str(profile)
         if sections:
@@ -71,7 +71,8 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
             raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
         marks = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
     for mark in (m for m in marks if m["what"] == "section"):
-        print(f"  {mark['name']}: {mark['cpu'] / calls * 1000:.2f} ms a call ({mark['n']} runs in all)")
+        print(f"  {mark['name']}: {mark['cpu'] / calls * 1000:.2f} ms, {mark.get('ins', 0) / calls:.3f} M instructions "
+              f"a call ({mark['n']} runs in all)")
     backs = [m for m in marks if m["what"] == "back"]
     sends = [m for m in marks if m["what"] == "send"]
     # the server's work on request k: accepted to arrival, and its answer (after thinking) to the last byte
@@ -81,6 +82,10 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
     if steps is not None:
         steps += _step_rows(marks, llm, calls)
     return gaps[1:calls]
+
+
+EXTRA_ENV: dict[str, str] = {}
+"""Added to every run's environment (`--api-key`)."""
 
 
 def _switches(back: dict[str, Any], send: dict[str, Any]) -> tuple[float, float, float]:
@@ -262,7 +267,12 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=60)
     parser.add_argument("--sections", action="store_true", help="time named parts of this tree's loop")
     parser.add_argument("--steps", action="store_true", help="the step table of one call (marks on every thread)")
+    parser.add_argument("--api-key", action="store_true",
+                        help="runs with an API key in the environment, as a user's are: every line swecli writes "
+                             "to the session's files is then searched for it (redacted)")
     args = parser.parse_args()
+    if args.api_key:
+        EXTRA_ENV["OPENAI_API_KEY"] = "sk-bench-0123456789abcdefghijklmn"
     if args.sections:
         sections(args.calls, args.thinking)
         return
