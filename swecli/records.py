@@ -143,24 +143,28 @@ def _frozen(cls: type[Any], own: dict[str, Any], kw_only: bool, init: bool, slot
     made: Any = dataclasses.dataclass(cls, frozen=based, kw_only=kw_only, init=init, slots=slots,
                                       repr=False, eq=False)
     made.__dataclass_params__.frozen = True
+    builder = None
     if init and "__init__" not in own and not based:
-        code = made.__init__.__code__
-        _BUILDERS[id(code)] = code
+        builder = made.__init__.__code__
+        _BUILDERS[id(builder)] = builder
     names = frozenset(f.name for f in dataclasses.fields(made))
     # `cls`, not `made`: with slots, dataclasses' methods name the class as it was before its slotted copy
     # was made (so a name that is not a field fails in `super()` with a TypeError); the same here.
-    made.__setattr__, made.__delattr__ = _setattr_of(cls, names), _delattr_of(cls, names)
+    made.__setattr__, made.__delattr__ = _setattr_of(cls, names, builder), _delattr_of(cls, names)
     if slots and not based:  # what dataclasses gives a frozen class with slots, for pickle and copy
         _set_state(made, own)
     return made
 
 
-def _setattr_of(cls: type[Any], names: frozenset[str]) -> Callable[[Any, str, Any], None]:
-    set_plainly = object.__setattr__
+def _setattr_of(cls: type[Any], names: frozenset[str], builder: CodeType | None
+                ) -> Callable[[Any, str, Any], None]:
+    """`builder`: the class's own generated `__init__`'s code, checked first (every field of every instance
+    made passes here: the common case must be cheap; the weak map's `get` is Python)."""
+    set_plainly, caller = object.__setattr__, sys._getframe
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        code = sys._getframe(1).f_code
-        if _BUILDERS.get(id(code)) is code:  # a frozen record's generated `__init__`, as a frozen one's would
+        code = caller(1).f_code
+        if code is builder or _BUILDERS.get(id(code)) is code:  # a generated `__init__`, as a frozen one's
             set_plainly(self, name, value)
         elif type(self) is cls or name in names:
             raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
