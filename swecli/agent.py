@@ -96,6 +96,8 @@ class Agent:
     _stop_for_denials: str = field(default="", repr=False)
     _sent: ModelRequest | None = field(default=None, repr=False)
     """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
+    _tools_ready: bool = field(default=False, repr=False)
+    """The tools were readied for the next request (after the last reply's calls)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -161,6 +163,7 @@ class Agent:
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
         self._ready_tools()  # the next request is built from here on: the next call's sandbox starts meanwhile
+        self._tools_ready = True  # so that request need not ready them again
         if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
             reason, self._stop_for_denials = self._stop_for_denials, ""
             raise Finished(reason, "denied")
@@ -175,7 +178,6 @@ class Agent:
         request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
-        self._ready_tools()
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:
@@ -217,8 +219,15 @@ class Agent:
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
+        # A request no step readied the tools for (a turn's first): they get ready once it is out (its first
+        # event: the server answered), off the path to it, and before the reply's calls run (at the latest,
+        # at its `ResponseDone`).
+        unready, self._tools_ready = not self._tools_ready, False
         try:
             for event in self.provider.stream(request, self.cancel):
+                if unready:
+                    unready = False
+                    self._ready_tools()
                 if isinstance(event, (TextDelta, ReasoningDelta, Waiting)):
                     self.on_event(event)
                 elif isinstance(event, ProviderNote):
