@@ -178,8 +178,12 @@ def test_tools_get_ready_with_the_next_call_s_sandbox_when_a_request_goes_out(pr
     seen: list[tuple[str, object]] = []
     tools = registry([])
     sent: list[int] = []  # requests the model had received when the tools got ready
-    ready = Tool("ready", "Gets ready.", Nothing, lambda args, ctx: ToolResult("ok"),
-                 ready=lambda ctx: (seen.append(("ready", ctx.sandbox)), sent.append(len(model.requests))))
+
+    def get_ready(ctx: ToolContext) -> None:
+        seen.append(("ready", ctx.sandbox))
+        sent.append(len(model.requests))
+
+    ready = Tool("ready", "Gets ready.", Nothing, lambda args, ctx: ToolResult("ok"), ready=get_ready)
     tools = ToolRegistry([*(tools.get(name) for name in tools.names()), ready])  # type: ignore[misc]
     model = ScriptedModel([calls(("echo", '{"text": "a"}')), say("done"), say("done again")])
     agent = loop_agent(model, tools, project, on_event=lambda e: seen.append((type(e).__name__, None)))
