@@ -8,6 +8,7 @@ raw and the calibrated figures are kept.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 from swecli.messages import Usage
 from swecli.records import datarecord
@@ -100,7 +101,8 @@ class ContextBudget:
     largest prompt that still leaves the full reply reserve; the loop waits for a summary only here).
 
     The reply reserve and the `max_tokens` of every request are one number (`reserve`), and each request
-    satisfies prompt + max_tokens <= window (`reply_tokens`)."""
+    satisfies prompt + max_tokens <= window (`reply_tokens`). The levels are worked out once per budget (it
+    is frozen; the meter hands out the same one while the window and the settings stay)."""
 
     window: int
     threshold: float = 0.8
@@ -108,22 +110,22 @@ class ContextBudget:
     """The reply size asked for (`Settings.max_tokens`)."""
     warning: float = 0.7
 
-    @property
+    @cached_property
     def reserve(self) -> int:
         """The max_tokens requests send: the configured reply size, at most a quarter of the window (a
         small local model cannot give more of itself to one reply)."""
         return max(1, min(self.max_tokens, self.window // 4))
 
-    @property
+    @cached_property
     def hard_limit(self) -> int:
         return max(0, self.window - self.reserve)
 
-    @property
+    @cached_property
     def limit(self) -> int:
         """The prompt size above which the next request triggers compaction."""
         return max(0, min(math.floor(self.window * self.threshold), self.hard_limit))
 
-    @property
+    @cached_property
     def warning_limit(self) -> int:
         return max(0, min(math.floor(self.window * self.warning), self.limit))
 
@@ -164,8 +166,9 @@ class ContextState:
     encoding: str = ""
     messages: int = 0
 
-    @property
+    @cached_property
     def total(self) -> int:
+        """(Worked out once: a state is frozen, and the loop asks for its total several times a turn.)"""
         return self.system + self.tools + self.memory + self.history + self.current_turn + self.tail
 
     @property

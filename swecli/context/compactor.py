@@ -46,6 +46,7 @@ from swecli.context.decay import DecayScan, fold_older, room_policy
 from swecli.context.engineering import NoMechanisms
 from swecli.context.foldahead import FoldsAhead
 from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
+from swecli.context.ledger import Ledger
 from swecli.context.meter import Meter
 from swecli.context.wiring import Reporter, Wiring
 from swecli.events import CompactionDone, SummarySpent
@@ -71,6 +72,8 @@ class Compactor:
         self.tool_meta: dict[str, dict[str, Any]] = {}
         self._room: DecayScan | None = None
         self._ahead: FoldsAhead | None = None
+        self._handed: tuple[tuple[object, ...], int, int] = ((), 0, 0)
+        """((worker, ledger generation, scan epoch), ready outputs handed over, older messages handed over)."""
         self.loop_free = threading.Event()
         """Cleared while the loop does its context work (`loop_compacting`): the threads that work ahead for it
         (the digests made ahead, the background summary) wait between two pieces of work instead of taking
@@ -219,7 +222,18 @@ class Compactor:
         scan = self._room_scan()
         scan.saving(ledger, keep)
         if make_digests:
-            self._folds_ahead().submit(scan.candidates(ledger), ledger.messages[:ledger.zone_start(keep)])
+            self._hand_over(ledger, scan, ledger.zone_start(keep))
+
+    def _hand_over(self, ledger: Ledger, scan: DecayScan, zone: int) -> None:
+        """Give the worker the outputs (and the other older messages) it was not given yet: what was handed
+        over is remembered by position, so a step costs what it added, not the whole history (the worker
+        takes each message once anyway). A rewrite, a restarted scan or another worker starts over."""
+        ahead = self._folds_ahead()
+        where = (ahead, ledger.generation, scan.epoch)
+        given = self._handed if self._handed[0] == where else (where, 0, 0)
+        _, candidates, older = given
+        ahead.submit(scan.candidates_since(ledger, candidates), ledger.messages[older:zone])
+        self._handed = (where, scan.ready(), max(older, zone))
 
     @property
     def folds_ahead(self) -> FoldsAhead | None:

@@ -165,9 +165,12 @@ class DecayScan:
         """A tool's policy when `rules` does not name it (`room_policy` when room is needed at once)."""
         self._savings = IdentityCache[int]()
         self._generation = -1
+        self.epoch = 0
+        """Counts the restarts: positions in `ready` hold from one restart to the next."""
         self._reset()
 
     def _reset(self) -> None:
+        self.epoch += 1
         self._scanned = 0
         self._ready: list[int] = []
         self._waiting: list[tuple[int, int]] = []
@@ -195,6 +198,14 @@ class DecayScan:
     def candidates(self, ledger: Ledger) -> list[Candidate]:
         """The results a run would fold now (as of the last `saving` or `run`), oldest first."""
         return [self._candidate(ledger, index) for index in sorted(self._ready)]
+
+    def ready(self) -> int:
+        """How many results a run would fold now; until the next restart (`epoch`) only ever more."""
+        return len(self._ready)
+
+    def candidates_since(self, ledger: Ledger, start: int) -> list[Candidate]:
+        """`candidates` that became ready after the first `start` of them (in this `epoch`), oldest first."""
+        return [self._candidate(ledger, index) for index in sorted(self._ready[start:])]
 
     def _advance(self, ledger: Ledger, keep_recent_tokens: int) -> None:
         zone = ledger.zone_start(keep_recent_tokens)

@@ -108,11 +108,22 @@ def evidence_line(text: str, kind: FailureKind) -> str:
 
 def normalized_args(raw: str) -> str:
     """Arguments in a canonical form: key order and whitespace inside strings do not matter."""
+    return _normalized(raw)[1]
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""`json.dumps` with these options, made once (it would build an encoder per call)."""
+
+
+def _normalized(raw: str) -> tuple[object, str]:
+    """(the arguments with the whitespace inside their strings squashed, None when they are not JSON; their
+    canonical form): parsed once for both the key and the label of a call."""
     try:
         data = json.loads(raw or "{}")
     except json.JSONDecodeError:
-        return " ".join(raw.split())
-    return json.dumps(_squash(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return None, " ".join(raw.split())
+    squashed = _squash(data)
+    return squashed, _CANONICAL.encode(squashed)
 
 
 def _squash(value: object) -> object:
@@ -125,14 +136,16 @@ def _squash(value: object) -> object:
     return value
 
 
-def describe_call(call: ToolCall, limit: int = 80) -> str:
-    """How a call is named in a note: the command for a shell tool, else `tool {args}`."""
+def describe_call(call: ToolCall, limit: int = 80, normalized: tuple[object, str] | None = None) -> str:
+    """How a call is named in a note: the command for a shell tool, else `tool {args}`. `normalized`: what
+    `_normalized` made of its arguments, when the caller has it."""
+    data, canonical = normalized or _normalized(call.arguments)
     label = ""
-    if facts_for(call.name).is_shell:
-        command = call.args().get("command")
-        label = " ".join(command.split()) if isinstance(command, str) else ""
+    if facts_for(call.name).is_shell and isinstance(data, dict):
+        command = data.get("command")
+        label = command if isinstance(command, str) else ""  # (squashed already)
     if not label:
-        label = f"{call.name} {normalized_args(call.arguments)}"
+        label = f"{call.name} {canonical}"
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
@@ -174,19 +187,23 @@ class FailureTracker:
     """Failures per kind in this session, for `/context` and the log."""
     _recent: deque[Observation] = field(default_factory=deque)
     _keys: dict[tuple[str, str], _KeyState] = field(default_factory=dict)
+    _note: tuple[int, str] | None = field(default=None, repr=False, compare=False)
+    """(calls, the note made after that many): the tail asks for the note twice a turn, and it changes only
+    when a call is observed."""
 
     def observe(self, call: ToolCall, result_text: str, is_error: bool) -> Observation:
         """Record one finished call. A shell command reporting a non-zero exit counts as failed."""
         failed = is_error or (facts_for(call.name).is_shell and bool(_EXIT_NONZERO.search(result_text[-200:])))
-        key = (call.name, normalized_args(call.arguments))
-        obs = Observation(key, describe_call(call), failed)
+        normalized = _normalized(call.arguments)
+        key = (call.name, normalized[1])
+        obs = Observation(key, describe_call(call, normalized=normalized), failed)
         if failed:
             kind = classify(call.name, result_text)
             evidence = evidence_line(result_text, kind)
             obs = Observation(key, obs.label, True, kind, evidence, kind + ":" + _VOLATILE.sub("#", evidence))
             self.failures[kind] = self.failures.get(kind, 0) + 1
         self.calls += 1
-        state = self._keys.setdefault(key, _KeyState())
+        state = self._keys.get(key) or self._keys.setdefault(key, _KeyState())
         state.streak = [*state.streak, obs] if failed else []
         state.last_seen = self.calls
         self._recent.append(obs)
@@ -234,6 +251,11 @@ class FailureTracker:
 
     def note(self) -> str:
         """The evidence note for the tail, or "" when there is nothing worth saying."""
+        if self._note is None or self._note[0] != self.calls:
+            self._note = (self.calls, self._make_note())
+        return self._note[1]
+
+    def _make_note(self) -> str:
         repeated = self.repeated_failures()
         lines = [_failure_line(obs, n, same) for obs, n, same in repeated]
         failing = {obs.key for obs, _, _ in repeated}

@@ -195,6 +195,13 @@ class ContextManager:
         The trigger counts everything the request will send, its dynamic tail included."""
         if not history:
             return history
+        self.meter.hold(history)
+        try:
+            return self._prepare(history, provider)
+        finally:
+            self.meter.hold(None)
+
+    def _prepare(self, history: list[Message], provider: Provider) -> list[Message]:
         meter = self.meter
         keep = meter.calibration.to_local(decay_recent_for(meter.window, meter.config.keep_recent_tokens))
         if (meter.counter.generation == 0 and any(isinstance(m, AssistantMessage) for m in history)
@@ -204,7 +211,7 @@ class ContextManager:
             # goes out while the vocabulary still loads; compaction waits below when it is near a limit.
             meter.counter.text.wait()
         open_calls = has_open_calls(history)
-        if not open_calls and not self.scheduler.holds_decay(meter.prompt_tokens(history)):
+        if not open_calls and not self.scheduler.holds_decay(history):
             history = self.mechanisms.decay(history, meter.sync(history), keep)
         state = meter.state(history, self._tail_for(history))
         if meter.counter.generation == 0 and self._near_a_limit(state):
@@ -220,7 +227,11 @@ class ContextManager:
 
     def request(self, history: list[Message], thinking: Thinking | None = None) -> ModelRequest:
         """The request for `history` (`Meter.request`), checked by the append-only check."""
-        request = self.meter.request(history, self._tail_for(history), thinking)
+        self.meter.hold(history)
+        try:
+            request = self.meter.request(history, self._tail_for(history), thinking)
+        finally:
+            self.meter.hold(None)
         self.mechanisms.check(request)
         return request
 

@@ -76,13 +76,25 @@ class Meter:
         self.last_request_tokens = 0
         self.last_request_generation = counter.generation
         self._counted_generation = counter.generation
+        self._fixed: tuple[tuple[object, ...], tuple[int, int, int]] | None = None
+        """(what the fixed parts' counts were made from, (system, tools, memory)): asked for several times
+        a turn, they change only with the session's prompt, tools or tokenizer."""
+        self._budget: tuple[tuple[object, ...], ContextBudget] | None = None
+        self._held: Sequence[Message] | None = None
+        """The loop's history during one of its calls (`hold`): not changed in place until the call ends."""
 
     # --- the window ---------------------------------------------------------------------------------
 
     @property
     def budget(self) -> ContextBudget:
-        return ContextBudget(window=self.window, threshold=self.config.threshold,
-                             max_tokens=self.max_tokens + self.thinking_budget, warning=self.config.warning_level)
+        """The window's levels (the same object while the window, the reply size and the thresholds are)."""
+        config = self.config
+        key = (self.window, self.max_tokens, self.thinking_budget, config.threshold, config.warning_threshold)
+        if self._budget is None or self._budget[0] != key:
+            budget = ContextBudget(window=self.window, threshold=config.threshold,
+                                   max_tokens=self.max_tokens + self.thinking_budget, warning=config.warning_level)
+            self._budget = (key, budget)
+        return self._budget[1]
 
     @property
     def keep_recent_tokens(self) -> int:
@@ -107,7 +119,19 @@ class Meter:
 
     def sync(self, history: Sequence[Message]) -> Ledger:
         self.settle()
+        if history is self._held and len(history) == len(self.ledger):
+            return self.ledger  # checked when the call began, and nothing changes it in place meanwhile
         return self.ledger.sync(history)
+
+    def hold(self, history: Sequence[Message] | None) -> None:
+        """`history` is the loop's, for one of its calls (`ContextManager.prepare`, `request`), and nothing
+        changes it in place until `hold(None)`: it is checked once, and synced again as that very list at the
+        same length it skips the check that it still extends the ledger (a comparison per message, several
+        times a call). Any other list (a decayed or compacted history) is checked as always."""
+        self._held = None
+        if history is not None:
+            self.sync(history)
+            self._held = history
 
     def settle(self) -> None:
         """Counts made while the vocabulary was still loading (`TokenCounter.generation` 0) were estimates:
@@ -123,13 +147,14 @@ class Meter:
         count = self.counter
         ledger = self.sync(history)
         turn = ledger.turn_start() if not turn_finished(history) else len(history)
+        system, tools, memory = self.fixed_parts()
         raw = {
-            "system": count.system(self.system),
-            "tools": count.tools(self.tools),
-            "memory": count.system(self.memory),
+            "system": system,
+            "tools": tools,
+            "memory": memory,
             "history": ledger.tokens(0, turn),
             "current_turn": ledger.tokens(turn) + REPLY_PRIMING,
-            "tail": self.tail[1] if tail is None else tail_tokens(count, tail),
+            "tail": self.tail[1] if tail is None or tail == self.tail[0] else tail_tokens(count, tail),
         }
         scale = self.calibration.apply
         return ContextState(
@@ -148,8 +173,17 @@ class Meter:
 
     def fixed_tokens(self) -> int:
         """Local tokens every request sends besides history and tail: system, memory, tool schemas."""
+        return sum(self.fixed_parts()) + REPLY_PRIMING
+
+    def fixed_parts(self) -> tuple[int, int, int]:
+        """Local tokens of the system prompt, the tool schemas and the session memory, counted again only
+        when one of them, the counter or its generation changed."""
         count = self.counter
-        return count.system(self.system) + count.system(self.memory) + count.tools(self.tools) + REPLY_PRIMING
+        key = (self.system, self.tools, self.memory, count, count.generation, count.tools_in_prompt)
+        if self._fixed is None or self._fixed[0] != key:  # the same objects: compared by identity, in C
+            parts = (count.system(self.system), count.tools(self.tools), count.system(self.memory))
+            self._fixed = (key, parts)
+        return self._fixed[1]
 
     def set_tail(self, tail: str) -> None:
         if tail != self.tail[0]:

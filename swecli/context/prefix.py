@@ -13,14 +13,16 @@ from the first changed message on). `PrefixMonitor` watches every request the lo
   `observe` returns a warning (the caller shows it as a Notice). The dynamic tail is exempt: it is
   sent after the history and may change every request.
 
-Comparison is by a deterministic serialization (`json.dumps(sort_keys=True)` of each part), hashed
-once per object: messages are immutable, so each one is serialized the first time it is seen and
-its key cached by identity (as `TokenCounter` caches counts). A request then costs O(new messages)
-serialization plus one dictionary lookup per message.
+Comparison is by identity first, then by a deterministic serialization (`json.dumps(sort_keys=True)` of
+each part), hashed once per object and cached by identity (as `TokenCounter` caches counts): messages are
+immutable, so the same object is the same bytes. Only two different objects at the same place (a rewrite,
+an equal copy of a message) are serialized to be compared. A request that extends the previous one costs
+one identity comparison per message (in C) and a count per new message; none is serialized.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -45,6 +47,7 @@ class Unit:
     kind: str
     """`tool`, `system`, `message` or `tail`."""
     key: bytes
+    """The hash of its serialization; b"" until it is needed (`PrefixMonitor` compares identity first)."""
     tokens: int
     label: str
 
@@ -94,9 +97,13 @@ class PrefixStats(Reuse):
     violations: int = 0
 
 
+_SORTED = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+"""`json.dumps` with these options, made once (it would build an encoder per message)."""
+
+
 def serialize_message(msg: Message | SystemBlock) -> str:
     """The deterministic byte form compared between requests: every field, sorted keys."""
-    return json.dumps(msg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _SORTED.encode(msg.model_dump(mode="json"))
 
 
 def _hash(text: str) -> bytes:
@@ -120,7 +127,7 @@ class PrefixMonitor:
     counter: TokenCounter
     stats: PrefixStats = field(default_factory=PrefixStats)
     serialized: int = 0
-    """Objects serialized so far (each once): the cost of the check grows with new messages only."""
+    """Objects serialized so far (each once, and only to compare it with another object in its place)."""
     _cache: IdentityCache[Unit] = field(default_factory=IdentityCache, repr=False)
     _previous: list[Unit] = field(default_factory=list, repr=False)
     _previous_request: ModelRequest | None = field(default=None, repr=False)
@@ -141,8 +148,8 @@ class PrefixMonitor:
             total = stable + (units[-1].tokens if request.tail else 0)
             warning = ""
         else:
-            units = self.units(request)
-            shared = shared_prefix(previous, units)
+            units = self._units(request)
+            shared = self._shared(previous, units, request)
             stable = sum(u.tokens for u in units if u.kind != "tail")
             total = sum(u.tokens for u in units)
             shared_tokens = sum(u.tokens for u in units[:shared])
@@ -164,39 +171,71 @@ class PrefixMonitor:
         if len(request.messages) < held or request.messages[:held] != before.messages:
             return None  # tuple equality: identical messages compare without their __eq__
         stable = self._previous[:-1] if before.tail else list(self._previous)
-        new = [self._cached(m) for m in request.messages[held:]]
+        new = [self._unit(m) for m in request.messages[held:]]
         units = stable + new
         tokens = self._previous_stable + sum(u.tokens for u in new)
         if request.tail:
-            units.append(self._tail(request.tail))
+            same_tail = request.tail == before.tail
+            units.append(self._previous[-1] if same_tail else self._tail(request.tail))
         shared, shared_tokens = len(stable), self._previous_stable
         if before.tail and not new and request.tail == before.tail:
             shared, shared_tokens = shared + 1, shared_tokens + units[-1].tokens  # the same request again
         return units, shared, shared_tokens, tokens
 
     def units(self, request: ModelRequest) -> list[Unit]:
-        """The request's cacheable pieces in wire order: tool schemas, system blocks, messages, tail."""
+        """The request's cacheable pieces in wire order (tool schemas, system blocks, messages, tail), each
+        with its key (`shared_prefix` compares them)."""
+        return [self._keyed(unit, source) for unit, source in zip(self._units(request), _sources(request),
+                                                                   strict=True)]
+
+    def _units(self, request: ModelRequest) -> list[Unit]:
+        """`units`, with the keys made so far only."""
         out = [self._tool(t) for t in request.tools]
-        out += [self._cached(b) for b in request.system]
-        out += [self._cached(m) for m in request.messages]
+        out += [self._unit(b) for b in request.system]
+        out += [self._unit(m) for m in request.messages]
         if request.tail:
             out.append(self._tail(request.tail))
         return out
 
+    def _shared(self, previous: list[Unit], units: list[Unit], request: ModelRequest) -> int:
+        """`shared_prefix` of the previous request's units and `request`'s: the same object is the same unit,
+        and two different objects are serialized to be compared."""
+        before = self._previous_request
+        if before is None:
+            return 0
+        shared = 0
+        for old, new, was, now in zip(previous, units, _sources(before), _sources(request), strict=False):
+            if old.kind != new.kind or (was is not now and self._keyed(old, was).key != self._keyed(new, now).key):
+                break
+            shared += 1
+        return shared
+
     def _tail(self, tail: str) -> Unit:
         return Unit("tail", _hash(tail), MESSAGE_OVERHEAD + self.counter.text(tail), "tail")
 
-    def _cached(self, obj: Message | SystemBlock) -> Unit:
+    def _unit(self, obj: Message | SystemBlock) -> Unit:
+        """The unit of a message or a system block, its key not made yet (a count and a label)."""
         unit = self._cache.get(obj)
         if unit is None:
-            self.serialized += 1
-            text = serialize_message(obj)
             if isinstance(obj, SystemBlock):
-                unit = Unit("system", _hash(text), self.counter.message(obj), "the system prompt")
+                unit = Unit("system", b"", self.counter.message(obj), "the system prompt")
             else:
-                unit = Unit("message", _hash(text), self.counter.message(obj), describe(obj))
+                unit = Unit("message", b"", self.counter.message(obj), describe(obj))
             self._cache.put(obj, unit)
         return unit
+
+    def _keyed(self, unit: Unit, source: Message | SystemBlock | ToolSchema | str) -> Unit:
+        """`unit` with its key, made now (and kept for `source`) if it was not."""
+        if unit.key:
+            return unit
+        kept = self._cache.get(source)
+        if kept is not None and kept.key:
+            return kept
+        assert not isinstance(source, ToolSchema | str)  # tool and tail units are made with their keys
+        self.serialized += 1
+        keyed = dataclasses.replace(unit, key=_hash(serialize_message(source)))
+        self._cache.put(source, keyed)
+        return keyed
 
     def _tool(self, schema: ToolSchema) -> Unit:
         unit = self._cache.get(schema)
@@ -242,6 +281,12 @@ class PrefixMonitor:
         stats.violations += bool(report.warning)
         stable = len(previous) - (1 if previous and previous[-1].kind == "tail" else 0)  # the tail comes last
         stats.breaks += bool(previous) and shared < stable
+
+
+def _sources(request: ModelRequest) -> list[Message | SystemBlock | ToolSchema | str]:
+    """What each of the request's units stands for, in the same order."""
+    tail: list[str] = [request.tail] if request.tail else []
+    return [*request.tools, *request.system, *request.messages, *tail]
 
 
 def shared_prefix(previous: Sequence[Unit], current: Sequence[Unit]) -> int:

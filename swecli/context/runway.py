@@ -60,6 +60,9 @@ class Runway:
     latencies: deque[float] = field(default_factory=_samples)
     """Seconds recent summaries took."""
     _last: tuple[int, float, Hashable] | None = None
+    _need: tuple[int | None] | None = field(default=None, repr=False, compare=False)
+    """`tokens_needed`, once worked out: asked for at every turn boundary, it changes only with a sample
+    (`observe`, `summary_took`)."""
 
     def observe(self, tokens: int, now: float, key: Hashable) -> None:
         """A turn boundary: the prompt's size, the time, and what must be the same at two boundaries for the
@@ -69,9 +72,11 @@ class Runway:
             return
         self.growth.append(max(0, tokens - last[0]))
         self.steps.append(now - last[1])
+        self._need = None
 
     def summary_took(self, seconds: float) -> None:
         self.latencies.append(seconds)
+        self._need = None
 
     @property
     def latency(self) -> float:
@@ -89,9 +94,18 @@ class Runway:
     def tokens_needed(self) -> int | None:
         """The room below the hard limit a summary started now uses up before it can be applied (None before
         two steps have been measured)."""
+        if self._need is None:
+            self._need = (self._tokens_needed(),)
+        return self._need[0]
+
+    def _tokens_needed(self) -> int | None:
         if not self.growth:
             return None
         return self.steps_needed() * self.step_growth()
+
+    def lowest_start(self, budget: ContextBudget) -> int:
+        """No `start_level` is below this, whatever the floor and the samples (a check that needs neither)."""
+        return int(budget.warning_limit * EARLIEST_SHARE)
 
     def start_level(self, budget: ContextBudget, floor: int) -> int:
         """The prompt size from which the background summary starts."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from swecli.context import background
 from swecli.context.background import SummaryJob, SummaryWork
@@ -58,7 +58,9 @@ class CompactionScheduler:
         """Auto-compaction at a turn boundary, for a request of `state`'s size."""
         ledger = self.meter.ledger
         self.runway.observe(state.total, time.monotonic(), (ledger.generation, ledger.turn_start()))
-        if self.in_background():
+        if self.in_background() and self._idle(state):
+            self.compactor.look_ahead(history)  # no one to hold back: most turns, far below any level
+        elif self.in_background():
             with self.compactor.loop_compacting():  # what works ahead waits until the request is on its way
                 if self.job is None:
                     self._maybe_start(history, provider, state)
@@ -69,11 +71,17 @@ class CompactionScheduler:
         # Nothing in the background (off, another strategy, nothing worth summarizing): on the spot.
         return self.compactor.compact(history, provider, "auto") if state.over_threshold else history
 
-    def holds_decay(self, tokens: int) -> bool:
-        """Whether decay waits: a summary is on its way and the prompt (`tokens`, without its tail) is past
-        the warning level, so the compaction that rewrites this history anyway is near (a decay batch now
-        would cost a prompt-cache miss for little)."""
-        return self.job is not None and tokens >= self.meter.budget.warning_limit
+    def _idle(self, state: ContextState) -> bool:
+        """Nothing works ahead (no summary under way, no digests being made), and no summary can start at
+        `state`'s size."""
+        return (self.job is None and self.compactor.folds_ahead is None
+                and state.total < self.runway.lowest_start(state.budget))
+
+    def holds_decay(self, history: Sequence[Message]) -> bool:
+        """Whether decay waits: a summary is on its way and the prompt (without its tail) is past the warning
+        level, so the compaction that rewrites this history anyway is near (a decay batch now would cost a
+        prompt-cache miss for little). The prompt is measured only when a summary is on its way."""
+        return self.job is not None and self.meter.prompt_tokens(history) >= self.meter.budget.warning_limit
 
     def in_background(self) -> bool:
         config = self.compactor.config
@@ -112,8 +120,8 @@ class CompactionScheduler:
         return self.runway.start_level(meter.budget, floor)
 
     def _maybe_start(self, history: list[Message], provider: Provider, state: ContextState) -> None:
-        if state.total < self.start_level(state):
-            return
+        if state.total < self.runway.lowest_start(state.budget) or state.total < self.start_level(state):
+            return  # (the first check spares working out the level, most turns)
         compactor, count = self.compactor, self.meter.counter
         params = self._span_params()
         cut = plan_span(history, params, count.message, count.text)

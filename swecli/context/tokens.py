@@ -331,9 +331,21 @@ def wait_loaded(name: str) -> None:
         thread.join()
 
 
+MEMO_ENTRIES = 1_024
+MEMO_CHARS = 2_000_000
+"""The texts a `Tokenizer` remembers the count of: the newest this many, in this many characters at most."""
+MEMO_TEXT_CHARS = 256_000
+"""A longer text is not remembered (it would push out everything else; an output that long is offloaded)."""
+
+
 class Tokenizer:
     """Counts the tokens of a string with one encoding, or estimates them if it cannot load (for good, or
-    for now: while a `prefetch` of it is under way)."""
+    for now: while a `prefetch` of it is under way).
+
+    The counts of the latest texts are remembered (`MEMO_ENTRIES`, `MEMO_CHARS`): each tiktoken call costs
+    ~20k instructions even for a word, and a turn asks about the same texts again and again (a tool's name
+    on every call and result, the dynamic tail once by the meter and once by the append-only check, a tool
+    output once by offload and once more as the message that holds it). Only final counts are kept."""
 
     def __init__(self, encoding: str = "o200k_base") -> None:
         self.encoding_name = encoding
@@ -341,6 +353,10 @@ class Tokenizer:
         """The encoding actually in use ("" for the characters-based fallback)."""
         self._encode: Callable[[str], list[int]] | None = None
         self._resolved = False
+        self._memo: dict[str, int] = {}
+        self._memo_chars = 0
+        self._memo_lock = threading.Lock()
+        """Inserts and evictions only (a lookup is one dict read): digests are counted on a worker too."""
 
     def _resolve(self) -> None:
         for name in _candidates(self.encoding_name):
@@ -382,11 +398,30 @@ class Tokenizer:
     def __call__(self, text: str) -> int:
         if not text:
             return 0
+        known = self._memo.get(text)
+        if known is not None:
+            return known
         if not self._settle() or self._encode is None:
             return math.ceil(len(text) / FALLBACK_CHARS_PER_TOKEN)
         # encode_ordinary: text that looks like a special token is counted as plain text, which is
         # how providers treat message content.
-        return len(self._encode(text))
+        count = len(self._encode(text))
+        if len(text) <= MEMO_TEXT_CHARS:
+            self._remember(text, count)
+        return count
+
+    def _remember(self, text: str, count: int) -> None:
+        """Keep `text`'s count, dropping the oldest counts kept beyond the memo's bounds."""
+        memo = self._memo
+        with self._memo_lock:
+            if text in memo:
+                return
+            memo[text] = count
+            self._memo_chars += len(text)
+            while len(memo) > MEMO_ENTRIES or self._memo_chars > MEMO_CHARS:
+                oldest = next(iter(memo))
+                del memo[oldest]
+                self._memo_chars -= len(oldest)
 
 
 V = TypeVar("V")

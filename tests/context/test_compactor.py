@@ -120,3 +120,28 @@ def test_a_compaction_that_would_not_shrink_the_conversation_is_not_applied(tmp_
     assert context.compact(history, ScriptedModel([say(long)]), trigger="manual") is history
     assert any(isinstance(e, Notice) and "would not shrink" in e.text for e in events)
     assert context.compactions == []
+
+
+def outputs_made_ahead(context: ContextManager, history: list[Message]) -> set[str]:
+    """The tool-call ids whose digest the worker has made (it finished what it was handed first)."""
+    ahead = context.compactor.folds_ahead
+    assert ahead is not None and ahead.settled(30)
+    return {m.tool_call_id for m in history if isinstance(m, ToolMessage) and ahead.made(m) is not None}
+
+
+def test_outputs_are_handed_to_the_worker_as_they_grow_old_and_again_after_a_rewrite(tmp_path: Path) -> None:
+    """A step hands over only what it added (positions are remembered), yet nothing is skipped; a rewrite
+    (new message objects at the same positions) starts the handing over again."""
+    context = engine(tmp_path, [])
+    full = session(16)
+    history = full[:3]
+    for end in range(5, len(full) + 1, 2):  # one step at a time, as the loop grows it
+        history = full[:end]
+        context.compactor.look_ahead(history, make_digests=True)
+    zone = context.meter.sync(history).zone_start(2_000)
+    older = {m.tool_call_id for m in history[:zone] if isinstance(m, ToolMessage)}
+    assert len(older) >= 10 and outputs_made_ahead(context, history) == older
+    rewritten = [m.model_copy() for m in history]  # equal, but other objects: what a rewrite hands in
+    context.compactor.look_ahead(rewritten, make_digests=True)
+    assert outputs_made_ahead(context, rewritten) == older
+    context.close()

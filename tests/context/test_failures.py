@@ -170,3 +170,14 @@ def test_long_output_keeps_the_verdict_at_the_end() -> None:
             + "FAILED tests/a.py::t - boom\n1 failed in 3s\nexit code 1")
     assert classify("bash", text) == "test_failure"
     assert evidence_line(text, "test_failure") == "FAILED tests/a.py::t - boom"
+
+
+def test_the_note_asked_for_twice_a_turn_follows_every_call_until_it_lingers_out() -> None:
+    tracker = FailureTracker()
+    notes = []
+    for i in range(10):
+        tracker.observe(bash("pytest -q", i) if i < 3 else read(f"src/m{i}.py", i), PYTEST_FAIL, i < 3)
+        notes.append(tracker.note())
+        assert tracker.note() == notes[-1]  # the request asks again, after prepare did
+    assert notes[:2] == ["", ""] and "failed 3 times in a row" in notes[2]
+    assert notes[2] == notes[6] and notes[7:] == ["", "", ""]  # five calls on, the model has moved on

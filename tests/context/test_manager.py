@@ -133,6 +133,23 @@ def test_no_compaction_while_a_tool_call_waits_for_its_result() -> None:
     assert context.prepare(history, ScriptedModel([])) is history
 
 
+def test_a_history_changed_in_place_between_two_calls_is_counted_from_what_it_holds_now() -> None:
+    """During one of the loop's calls its history is checked once; between two calls, a list changed in place
+    at the same length (no append) is read again, never trusted from the call before."""
+    context = manager(window=200_000)
+    call = ToolCall(id="1", name="dump")
+    history: list[Message] = [UserMessage(content="dump it"), AssistantMessage(tool_calls=(call,)),
+                              ToolMessage(tool_call_id="1", name="dump", content="short")]
+    history = context.prepare(history, ScriptedModel([]))
+    before = context.request(history)
+    history[2] = ToolMessage(tool_call_id="1", name="dump", content="a much longer output " * 200)
+    history = context.prepare(history, ScriptedModel([]))
+    after = context.request(history)
+    counter = context.counter
+    assert context.meter.last_request_tokens == counter.request(after) > counter.request(before)
+    assert context.state(history).raw_total == counter.request(after)
+
+
 def test_auto_compact_can_be_switched_off() -> None:
     context = manager(auto_compact=False)
     history: list[Message] = [UserMessage(content="x " * 10_000)]

@@ -64,3 +64,21 @@ def test_an_overflow_proves_the_count_low() -> None:
     m.request([UserMessage(content="word " * 3_000)], "", None)
     m.learn_from_overflow()
     assert m.calibration.ratio >= (8_000 - m.last_request.max_tokens) / m.last_request_tokens  # type: ignore[union-attr]
+
+
+def test_the_fixed_parts_and_the_budget_are_counted_again_when_what_they_come_from_changes() -> None:
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser")]
+    before, budget = m.state(history), m.budget
+    assert m.budget is budget and m.fixed_parts() is m.fixed_parts()  # kept while nothing changed
+    more = ToolSchema(name="grep", description="Search the files for a pattern.", parameters={"type": "object"})
+    m.tools = (*PROMPT.tools, more)  # MCP tools arrived
+    m.memory = (SystemBlock(text="# OPENCLI.md\nUse pytest, and run ruff before every commit."),)
+    after = m.state(history)
+    assert after.tools == m.counter.tools(m.tools) > before.tools and after.memory > before.memory
+    m.counter.tools_in_prompt = False  # a server whose template leaves the schemas out
+    assert m.state(history).tools == 0 and m.fixed_tokens() == after.system + after.memory + REPLY_PRIMING
+    m.window, m.max_tokens = 16_000, 2_000
+    assert m.budget is not budget and (m.budget.window, m.budget.reserve) == (16_000, 2_000)
+    m.config.threshold = 0.5  # /config set context.threshold
+    assert m.budget.limit == 8_000

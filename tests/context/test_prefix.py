@@ -127,17 +127,26 @@ def test_the_tail_may_change_freely(monitor: PrefixMonitor) -> None:
     assert not report.warning and monitor.stats.breaks == 0
 
 
-def test_serialization_cost_grows_with_new_messages_only(monitor: PrefixMonitor) -> None:
+def test_only_two_different_objects_in_one_place_are_serialized(monitor: PrefixMonitor) -> None:
+    """Appends are compared by identity: nothing is serialized however long the history (the tool schemas
+    are, once, to be counted). A rewrite serializes the pairs it compares, up to the first difference."""
     history: list[Message] = [UserMessage(content="go")]
     monitor.observe(request(history))
-    base = monitor.serialized
-    assert base == len(TOOLS) + len(SYSTEM) + 1
+    assert monitor.serialized == len(TOOLS)
     for n in range(20):
-        before = monitor.serialized
         history += step(n)
-        monitor.observe(request(history))
-        assert monitor.serialized - before == 2  # the two new messages, nothing else
-    assert monitor.serialized == base + 40
+        monitor.observe(request(history, tail=f"step {n}"))
+    assert monitor.serialized == len(TOOLS)
+    monitor.mark_rewrite("compaction")
+    summary = UserMessage(content="summary of steps 0-9", kind="summary")
+    compacted = [history[0], summary, *history[21:]]  # the prompt kept, a summary, the newest steps kept
+    report = monitor.observe(request(compacted, tail="step 19"))
+    assert report.shared_units == len(TOOLS) + len(SYSTEM) + 1 and not report.warning
+    assert monitor.serialized == len(TOOLS) + 2  # the first step's call, and the summary in its place
+    copies = [m.model_copy() for m in compacted]  # equal, but other objects (a resumed transcript)
+    report = monitor.observe(request(copies, tail="step 19"))
+    assert not report.warning and report.shared_units == len(TOOLS) + len(SYSTEM) + len(copies) + 1
+    assert monitor.serialized == len(TOOLS) + 2  # equal messages are equal fields: no bytes needed
 
 
 def test_serialization_is_deterministic_and_complete() -> None:

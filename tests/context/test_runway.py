@@ -60,3 +60,17 @@ def test_the_estimates_follow_the_recent_steps() -> None:
     for i in range(20):
         runway.observe(i * (500 if i < 10 else 3_000), float(i), "turn")
     assert runway.step_growth() > 2_000  # the last eight steps, not the whole session
+
+
+def test_what_the_runway_needs_follows_every_new_sample_and_no_level_is_below_the_lowest() -> None:
+    runway = Runway()
+    lowest = runway.lowest_start(BUDGET)
+    assert lowest == 35_000 and all(runway.start_level(BUDGET, floor) >= lowest for floor in range(0, 100_001, 5_000))
+    needs = []
+    for i, tokens in enumerate((50_000, 51_000, 55_000, 59_000)):  # steps of 1k, 4k, 4k tokens, a second each
+        runway.observe(tokens, float(i), "turn")  # asked for between two samples, as a turn does
+        needs.append(runway.tokens_needed())
+        assert all(runway.start_level(BUDGET, floor) >= lowest for floor in range(0, 100_001, 5_000))
+    assert needs == [None, 31 * 1_000, 31 * 2_500, 31 * 3_000]  # a 30 s guess: 30 steps, and the one applying it
+    runway.summary_took(1.0)  # a quick summary: far fewer steps to wait
+    assert runway.tokens_needed() == 2 * 3_000

@@ -395,3 +395,33 @@ def test_known_is_a_count_already_made_and_never_counts() -> None:
     assert count.known(message) is None  # asking did not count it
     made = count.message(message)
     assert count.known(message) == made > 0
+
+
+def spied(tokenizer: Tokenizer) -> list[str]:
+    """The texts `tokenizer` hands to tiktoken from now on (its encoding loaded first)."""
+    assert tokenizer("warm") > 0 and tokenizer._encode is not None
+    encode, seen = tokenizer._encode, []
+
+    def counting(text: str) -> list[int]:
+        seen.append(text)
+        return encode(text)
+
+    tokenizer._encode = counting
+    return seen
+
+
+def test_a_text_asked_about_again_is_tokenized_once_and_the_memo_stays_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "MEMO_ENTRIES", 8)
+    tokenizer = Tokenizer("o200k_base")
+    seen = spied(tokenizer)
+    tail = "[Failure evidence]\n- `pytest -q` failed 3 times in a row"
+    assert tokenizer(tail) == tokenizer(tail) == tokenizer("".join(tail)) > 0  # an equal text is the same text
+    assert seen == [tail]
+    texts = [f"output {n}" for n in range(12)]
+    first = [tokenizer(text) for text in texts]
+    assert len(tokenizer._memo) == 8 and tail not in tokenizer._memo  # the oldest went first
+    assert [tokenizer(text) for text in texts] == first and seen.count("output 0") == 2  # forgotten, counted again
+    long = "x " * (tokens.MEMO_TEXT_CHARS // 2 + 1)
+    tokenizer(long)
+    assert long not in tokenizer._memo  # too long to keep: it would push out everything else
