@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import pstats
 import statistics
 import subprocess
@@ -43,10 +44,11 @@ PROBE = ROOT / "bench" / "call_path_probe.py"
 
 def one_run(tree: Tree, project: Path, calls: int, thinking: float,
             profile: Path | None = None, sections: list[str] | None = None,
-            steps: list[dict[str, Any]] | None = None) -> list[tuple[float, float, float, float, float]]:
+            steps: list[dict[str, Any]] | None = None) -> list[tuple[float, ...]]:
     """(loop CPU, wall) of each gap between a reply with a bash call and the next request, then (loop CPU,
-    wall less the model's thinking, the test server's own work in that wall) of the request that follows;
-    the first call left out. `steps`: a list the step table's rows are added to (`STEPS` marked)."""
+    wall less the model's thinking, the test server's own work in that wall) of the request that follows,
+    then the loop thread's instructions, waits and preemptions in the gap (`_switches`); the first call left
+    out. `steps`: a list the step table's rows are added to (`STEPS` marked)."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)
         return Reply(calls=[Call("bash", {"command": "true"})])
@@ -74,11 +76,19 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
     sends = [m for m in marks if m["what"] == "send"]
     # the server's work on request k: accepted to arrival, and its answer (after thinking) to the last byte
     server = [(t - a) + (w - t - thinking) for a, t, w in zip(llm.accepted, llm.times, llm.written, strict=True)]
-    gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking, own)
-            for b, s, b2, own in zip(backs, sends[1:], backs[1:], server[1:], strict=False)]
+    gaps = [(s["cpu"] - b["cpu"], s["t"] - b["t"], b2["cpu"] - s["cpu"], b2["t"] - s["t"] - thinking, own,
+             *_switches(b, s)) for b, s, b2, own in zip(backs, sends[1:], backs[1:], server[1:], strict=False)]
     if steps is not None:
         steps += _step_rows(marks, llm, calls)
     return gaps[1:calls]
+
+
+def _switches(back: dict[str, Any], send: dict[str, Any]) -> tuple[float, float, float]:
+    """The loop thread's user-space instructions (millions; NaN where perf counters are refused), voluntary
+    context switches (each a wait for another thread or process: the command, the GIL) and involuntary ones
+    (preempted) between a reply's return and the next request."""
+    ins = send["ins"] - back["ins"] if send.get("ins") is not None and back.get("ins") is not None else math.nan
+    return ins, send["waits"] - back["waits"], send["preempted"] - back["preempted"]
 
 
 STEPS = [
@@ -152,6 +162,7 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
     req_cpu: dict[str, list[float]] = {t.label: [] for t in trees}
     req_wall: dict[str, list[float]] = {t.label: [] for t in trees}
     req_server: dict[str, list[float]] = {t.label: [] for t in trees}
+    switches: dict[str, list[tuple[float, ...]]] = {t.label: [] for t in trees}
     alone: list[float] = []
     for tree in trees:
         one_run(tree, project, 2, 0.0)  # warm the caches
@@ -163,6 +174,7 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
             req_cpu[tree.label].append(statistics.median(g[2] for g in gaps))
             req_wall[tree.label].append(statistics.median(g[3] for g in gaps))
             req_server[tree.label].append(statistics.median(g[4] for g in gaps))
+            switches[tree.label].append(tuple(statistics.fmean(g[i] for g in gaps) for i in (5, 6, 7)))
             alone.append(command_alone(project))
         print(f"run {run + 1}/{runs} done", file=sys.stderr)
     bash = statistics.median(alone)
@@ -177,6 +189,12 @@ def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
         rs = statistics.median(req_server[tree.label])
         print(f"| {tree.label} | {c * 1000:.1f} ms | {w * 1000:.1f} ms | {(w - bash) * 1000:.1f} ms | "
               f"{rc * 1000:.1f} ms | {rw * 1000:.1f} ms | {rs * 1000:.1f} ms |")
+    print("\nthe loop thread from the reply to the next request (per call: means of a run, medians of the runs):\n")
+    print("| build | M instructions (user space) | waits (voluntary switches: the command, the GIL) | preempted |")
+    print("|---|---|---|---|")
+    for tree in trees:
+        ins, waits, preempted = (statistics.median(run[i] for run in switches[tree.label]) for i in range(3))
+        print(f"| {tree.label} | {ins:.2f} | {waits:.2f} | {preempted:.2f} |")
 
 
 SECTIONS = [
@@ -187,6 +205,11 @@ SECTIONS = [
     "swecli.tools.spare:Spares.prepare", "swecli.tools.bash:command_environment",
     "swecli.session.recorder:SessionRecorder.handle", "swecli.memory.notes:NotesUpdater.handle",
     "swecli.tools.bash:_run", "swecli.tools.bash:_format", "swecli.context.manager:ContextManager.tool_content",
+    "swecli.tools.sandbox:Sandbox.layout", "swecli.tools.spare:_identities", "swecli.tools.spare:_shape",
+    "swecli.ui.headless:ProgressPrinter.__call__", "swecli.agent:Agent._account", "swecli.tools.sandbox:Launch.close",
+    "swecli.session.jsonl:AppendOnlyFile.append", "swecli.session.jsonl:AppendOnlyFile._write_bytes",
+    "swecli.session.store:Transcript.append", "swecli.session.log:SessionLog.tool",
+    "swecli.session.log:SessionLog.llm_call", "swecli.session.log:SessionLog.context",
 ]
 """What `--sections` times on the loop thread."""
 

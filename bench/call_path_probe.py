@@ -7,7 +7,10 @@ and the stats are written to PROBE_PROFILE at exit.
     PROBE_LOG=FILE [PROBE_PROFILE=FILE PROBE_CALLS=N] python bench/call_path_probe.py ARGS...
 
 `Agent._stream` is wrapped, nothing else; both the previous release and this tree have it, so one probe
-compares them. Lines are JSON: {"what": "send"|"back", "cpu": time.thread_time(), "t": time.monotonic()}.
+compares them. Lines are JSON: {"what": "send"|"back", "cpu": time.thread_time(), "t": time.monotonic(),
+"ins": the loop thread's user-space instructions in millions (None where perf counters are refused), "waits" and
+"preempted": its voluntary and involuntary context switches so far (`getrusage(RUSAGE_THREAD)`: a wait for
+another thread or process, the GIL included, is a voluntary one)}.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ import atexit
 import cProfile
 import json
 import os
+import resource
 import runpy
 import sys
 import time
 from typing import Any
+
+from thread_instructions import instruction_counter, millions
 
 LOG = os.environ.pop("PROBE_LOG")
 PROFILE = os.environ.pop("PROBE_PROFILE", "")
@@ -41,8 +47,14 @@ def main() -> None:
     profile = cProfile.Profile(time.thread_time) if PROFILE else None  # CPU, not wall
     marks: list[dict[str, Any]] = []
 
+    counter: list[int | None] = []
+
     def note(what: str) -> None:
-        marks.append({"what": what, "cpu": time.thread_time(), "t": time.monotonic()})
+        if not counter:  # the loop's own thread: the first note is made on it
+            counter.append(instruction_counter())
+        usage = resource.getrusage(resource.RUSAGE_THREAD)
+        marks.append({"what": what, "cpu": time.thread_time(), "t": time.monotonic(), "ins": millions(counter[0]),
+                      "waits": usage.ru_nvcsw, "preempted": usage.ru_nivcsw})
 
     def wrapped(self: Any, request: Any) -> Any:
         note("send")

@@ -96,8 +96,8 @@ class Agent:
     _stop_for_denials: str = field(default="", repr=False)
     _sent: ModelRequest | None = field(default=None, repr=False)
     """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
-    _tools_ready: bool = field(default=False, repr=False)
-    """The tools were readied for the next request (after the last reply's calls)."""
+    _readied: bool = field(default=False, repr=False)
+    """The tools' `ready` hooks ran after this step's calls: the request that follows needs no second call."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -110,6 +110,7 @@ class Agent:
         self.cancel.reset()
         self.denials.reset()
         self._stop_for_denials = ""
+        self._readied = False  # the mode or the sandbox may have changed since the last turn
         message = task if isinstance(task, UserMessage) else UserMessage(content=task)
         self._admit(message)
         self.append(message)
@@ -163,7 +164,7 @@ class Agent:
         if self.cancel.cancelled:  # interrupted during the last call: no further model call is made or counted
             raise Interrupted
         self._ready_tools()  # the next request is built from here on: the next call's sandbox starts meanwhile
-        self._tools_ready = True  # so that request need not ready them again
+        self._readied = True
         if self._stop_for_denials:  # every call of the reply has its result: the history stays well formed
             reason, self._stop_for_denials = self._stop_for_denials, ""
             raise Finished(reason, "denied")
@@ -222,7 +223,7 @@ class Agent:
         # A request no step readied the tools for (a turn's first): they get ready once it is out (its first
         # event: the server answered), off the path to it, and before the reply's calls run (at the latest,
         # at its `ResponseDone`).
-        unready, self._tools_ready = not self._tools_ready, False
+        unready, self._readied = not self._readied, False
         try:
             for event in self.provider.stream(request, self.cancel):
                 if unready:

@@ -191,8 +191,9 @@ def test_tools_get_ready_with_the_next_call_s_sandbox_when_a_request_goes_out(pr
     agent.policy.sandbox = box
     agent.run("go")
     order = [name for name, _ in seen if name in ("ready", "ModelCallStarted", "ToolFinished")]
-    # a turn's first request: the tools get ready once it is out, before its calls run; after the calls,
-    # while the next request is built (which then does not ready them again)
+    # a turn's first request: the tools get ready once it is out, before its calls run; after a call, once, while
+    # the next request is built (not again as that one goes out: nothing between them changes the sandbox, and
+    # each call costs the loop)
     assert order == ["ModelCallStarted", "ready", "ToolFinished", "ready", "ModelCallStarted"]
     assert sent == [1, 1]  # the first readying came after the request, not on its way
     assert all(sandbox == box for name, sandbox in seen if name == "ready")

@@ -69,6 +69,13 @@ built and sent) waits before it is started: its start is ~2-3 ms of Python (the 
 identities, Popen) that would take the GIL from the loop while it builds and sends the request. Not while
 the model answers at once (the last command came within `QUICK_ANSWER` of its request, or none came yet):
 then the spare is needed as soon as possible."""
+SWEEP_EVERY = 0.05
+"""Seconds between the spare thread's sweeps from the moment a spare's command starts until its sandbox is
+reaped and the next spare ordered. The thread is woken as the command starts, while the loop waits for it,
+and then neither the command's end (`Spares.reap`) nor the next spare's order with a settle time (`prepare`
+from the loop's `ready` hook) wakes it: both come while the loop builds and sends the next request, where a
+thread's wake-up takes the GIL from the loop (and its return from `waitpid` took it again). It finds them at
+its next sweep instead, mostly while the model thinks."""
 QUICK_ANSWER = 0.2
 """A command that comes within this many seconds of the last request going out (a local or cached model
 that answers at once) has its successor's spare started at once, as it is handed over; otherwise the next
@@ -144,8 +151,18 @@ class Spares:
         """Spares that did not fit their command (the layout or the environment changed) and were discarded."""
         self._lock = threading.Lock()
         self._next: _Order | None = None
-        self._jobs: queue.SimpleQueue[_Order | Spare | subprocess.Popen[bytes]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Order | Spare | None] = queue.SimpleQueue()
+        """Orders to start, spares to discard; None only wakes the thread (`_sweep`)."""
         self._worker: threading.Thread | None = None
+        self._ended: list[subprocess.Popen[bytes]] = []
+        """Sandboxes whose command has ended, to reap (`reap`)."""
+        self._out: list[subprocess.Popen[bytes]] = []
+        """Spares handed a command, until `reap` is called for them or their bwrap is reaped otherwise."""
+        self._sweeping = False
+        """The thread waits at most `SWEEP_EVERY`: what `reap` and `prepare` leave for it is found without
+        waking it."""
+        self._found: _Order | None = None
+        """An order `prepare` left for the sweeping thread."""
 
     def prepare(self, sandbox: Sandbox, env: Mapping[str, str], settle: float = 0.0) -> None:
         """Start a spare for `sandbox` and `env` (the command's environment, before the sandbox's own
@@ -159,16 +176,35 @@ class Spares:
                 return
             self._next = order
             self._start_worker()
+            left = self._sweeping and order.start_at > self._asked  # found at the next sweep: no wake now
+            if left:
+                self._found = order
         if current is not None:
             self._jobs.put(current)  # discarded once started
-        self._jobs.put(order)
+        if not left:
+            self._jobs.put(order)
 
     def reap(self, proc: subprocess.Popen[bytes]) -> None:
-        """Wait for a sandbox's bwrap off the loop's path: the command's end was learned from its runner
-        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for."""
+        """Reap a sandbox's bwrap off the loop's path: the command's end was learned from its runner
+        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. The spare
+        thread is not woken for it while it sweeps (a spare's command is running: `_handed_over`); it reaps
+        at its next sweep (`SWEEP_EVERY`)."""
         with self._lock:
             self._start_worker()
-        self._jobs.put(proc)
+            self._ended.append(proc)
+            self._out = [out for out in self._out if out is not proc]
+            wake = not self._sweeping
+        if wake:  # a fresh launch's sandbox, with no sweep under way
+            self._jobs.put(None)
+
+    def _handed_over(self, proc: subprocess.Popen[bytes]) -> None:
+        """A spare's command is running: the thread sweeps until its sandbox is reaped. Woken now, while
+        the loop waits for the command, it need not be woken when the command ends."""
+        with self._lock:
+            self._out.append(proc)
+            wake = not self._sweeping
+        if wake:
+            self._jobs.put(None)
 
     def _start_worker(self) -> None:
         """Start the long-lived thread (once; with the lock held)."""
@@ -217,6 +253,7 @@ class Spares:
             return None
         self.used += 1
         spare.release(argv[2])
+        self._handed_over(spare.proc)
         return Launch(argv, inner, (), sandbox.root, layout.checks, reports=spare.reports), spare.proc
 
     def close(self) -> None:
@@ -232,10 +269,11 @@ class Spares:
 
     def _work(self) -> None:
         while True:
-            job = self._jobs.get()
-            if isinstance(job, subprocess.Popen):
-                job.wait()
-            elif isinstance(job, Spare):
+            job = self._next_job()
+            self._sweep()
+            if job is None:
+                continue
+            if isinstance(job, Spare):
                 job.discard()
             elif job.done.is_set():
                 if job.spare is not None:
@@ -243,6 +281,31 @@ class Spares:
                     job.spare = None
             else:
                 self._start(job)
+
+    def _next_job(self) -> _Order | Spare | None:
+        """The next job: an order left by `prepare`, or the queue's; None after `SWEEP_EVERY` while a
+        sandbox may be waiting to be reaped."""
+        with self._lock:
+            found, self._found = self._found, None
+            if found is not None:
+                return found
+            self._sweeping = bool(self._ended or self._out)
+        try:
+            return self._jobs.get(timeout=SWEEP_EVERY if self._sweeping else None)
+        except queue.Empty:
+            return None
+
+    def _sweep(self) -> None:
+        """Reap the ended sandboxes whose bwrap has exited (never waits: it may be exiting still). A spare
+        still out is only dropped once its bwrap was reaped by the command's own path (a timeout, a
+        failure): polling it here could reap its pid while that path still watches it (`bash._Stream`)."""
+        with self._lock:
+            ended, self._ended = self._ended, []
+            self._out = [proc for proc in self._out if proc.returncode is None]
+        running = [proc for proc in ended if proc.poll() is None]
+        if running:
+            with self._lock:
+                self._ended += running
 
     def _stale(self, order: _Order) -> bool:
         with self._lock:
@@ -252,6 +315,7 @@ class Spares:
         wait = order.start_at - time.monotonic()
         if wait > 0:
             time.sleep(wait)  # this thread's own pace: nothing waits on it but a command, which take() bounds
+            self._sweep()  # the last command's sandbox, killed as this order was given, has exited by now
         if self._stale(order):
             order.done.set()
             return

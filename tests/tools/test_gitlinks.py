@@ -103,6 +103,24 @@ def test_hooks_directories_included_configs_and_hook_managers(tmp_path: Path) ->
     assert hook_paths(other / ".git", other) == ([], [other / ".pre-commit-config.yaml"])
 
 
+def test_a_config_rewritten_in_place_is_read_again_even_at_the_same_size_and_time(tmp_path: Path) -> None:
+    """Its parsed entries are kept by the text, which is read every time: an edit that keeps the file's size,
+    inode and modification time (what a stat-keyed cache would miss) is seen by the next layout."""
+    project = repo(tmp_path / "project")
+    config = project / ".git" / "config"
+    text = config.read_text()
+    base = text + "[core]\n\thooksPath = .aaaaa/_\n"
+    config.write_text(base)
+    assert hook_paths(project / ".git", project) == ([project / ".aaaaa" / "_"], [])
+    before = config.stat()
+    with config.open("r+") as handle:  # the same inode, the same size
+        handle.write(base.replace(".aaaaa/_", ".husky/_"))
+    os.utime(config, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = config.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert hook_paths(project / ".git", project) == ([project / ".husky" / "_", project / ".husky"], [])
+
+
 BOUNDED = """
 import resource, sys
 from pathlib import Path

@@ -21,6 +21,7 @@ from swecli.tools.bash import command_environment, run_command
 from swecli.tools.protected import remove_placeholders
 from swecli.tools.sandbox import Sandbox, unavailable_reason
 from swecli.tools.spare import Spares, _start
+from tests.tools.test_sandbox import _bwrap_children
 
 REASON = unavailable_reason()
 pytestmark = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -220,6 +221,23 @@ def test_after_a_slow_answer_the_next_spare_waits_for_the_request(place: tuple[P
     run_command("true", ctx, 60, box, spares)
     assert spares.used == 1 and not spares.wait_started(0)
     assert _gone(project)
+
+
+def test_a_spares_sandbox_is_reaped_after_its_command_without_another_request(place: tuple[Path, Path]) -> None:
+    """The spare thread is not woken as a spare's command ends (the loop then builds the next request): it
+    reaps the sandbox at its next wake, a request's spare or its own sweep. With no further request (the
+    session's last command, a caller outside the loop), the sweep still reaps it: no zombie is left."""
+    project, home = place
+    before = set(_bwrap_children())
+    box, ctx, spares = started_spare(project, home, quick_answer=0)
+    spare = set(_bwrap_children()) - before
+    assert len(spare) == 1
+    outcome = run_command("echo ran", ctx, 60, box, spares)
+    assert spares.used == 1 and outcome.output.text() == "ran\n" and outcome.exit_code == 0
+    deadline = time.monotonic() + 60
+    while spare & set(_bwrap_children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not spare & set(_bwrap_children())
 
 
 def test_a_spare_prepared_with_a_settle_time_starts_after_it(place: tuple[Path, Path]) -> None:
