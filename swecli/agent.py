@@ -179,9 +179,6 @@ class Agent:
         request = self._request()
         state = self.context.last_state
         self.on_event(ModelCallStarted(iteration, state.total if state is not None else 0, self.context.window))
-        if not self._readied:  # a turn's first request (after the calls, `step` has called them already)
-            self._ready_tools()
-        self._readied = False
         try:
             return self._stream(request)
         except ContextOverflowError as overflow:
@@ -223,8 +220,15 @@ class Agent:
 
     def _stream(self, request: ModelRequest) -> ResponseDone:
         start = time.monotonic()
+        # A request no step readied the tools for (a turn's first): they get ready once it is out (its first
+        # event: the server answered), off the path to it, and before the reply's calls run (at the latest,
+        # at its `ResponseDone`).
+        unready, self._readied = not self._readied, False
         try:
             for event in self.provider.stream(request, self.cancel):
+                if unready:
+                    unready = False
+                    self._ready_tools()
                 if isinstance(event, (TextDelta, ReasoningDelta, Waiting)):
                     self.on_event(event)
                 elif isinstance(event, ProviderNote):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 from swecli.agent import INTERRUPTED, Agent
@@ -176,8 +177,13 @@ def test_tools_get_ready_with_the_next_call_s_sandbox_when_a_request_goes_out(pr
 
     seen: list[tuple[str, object]] = []
     tools = registry([])
-    ready = Tool("ready", "Gets ready.", Nothing, lambda args, ctx: ToolResult("ok"),
-                 ready=lambda ctx: seen.append(("ready", ctx.sandbox)))
+    sent: list[int] = []  # requests the model had received when the tools got ready
+
+    def get_ready(ctx: ToolContext) -> None:
+        seen.append(("ready", ctx.sandbox))
+        sent.append(len(model.requests))
+
+    ready = Tool("ready", "Gets ready.", Nothing, lambda args, ctx: ToolResult("ok"), ready=get_ready)
     tools = ToolRegistry([*(tools.get(name) for name in tools.names()), ready])  # type: ignore[misc]
     model = ScriptedModel([calls(("echo", '{"text": "a"}')), say("done"), say("done again")])
     agent = loop_agent(model, tools, project, on_event=lambda e: seen.append((type(e).__name__, None)))
@@ -185,10 +191,25 @@ def test_tools_get_ready_with_the_next_call_s_sandbox_when_a_request_goes_out(pr
     agent.policy.sandbox = box
     agent.run("go")
     order = [name for name, _ in seen if name in ("ready", "ModelCallStarted", "ToolFinished")]
-    # a turn's first request: the tools get ready as it goes out; after a call, once, while the next request is
-    # built (not again as that one goes out: nothing between them changes the sandbox, and each call costs the loop)
+    # a turn's first request: the tools get ready once it is out, before its calls run; after a call, once, while
+    # the next request is built (not again as that one goes out: nothing between them changes the sandbox, and
+    # each call costs the loop)
     assert order == ["ModelCallStarted", "ready", "ToolFinished", "ready", "ModelCallStarted"]
+    assert sent == [1, 1]  # the first readying came after the request, not on its way
     assert all(sandbox == box for name, sandbox in seen if name == "ready")
     agent.policy.mode = "plan"
     agent.run("again")
     assert [s for name, s in seen if name == "ready"][-1] == box.read_only()  # plan mode: bash's read-only sandbox
+    assert sent == [1, 1, 3]
+
+
+def test_a_failure_to_get_ready_ends_the_turn_with_its_error(project: Path) -> None:
+    def fail(ctx: ToolContext) -> None:
+        raise RuntimeError("the sandbox cannot start")
+
+    tools = registry([])
+    broken = Tool("broken", "Cannot get ready.", Nothing, lambda args, ctx: ToolResult("ok"), ready=fail)
+    tools = ToolRegistry([*(tools.get(name) for name in tools.names()), broken])  # type: ignore[misc]
+    agent = loop_agent(ScriptedModel([say("done")]), tools, project)
+    with pytest.raises(RuntimeError, match="the sandbox cannot start"):
+        agent.run("go")

@@ -7,6 +7,7 @@ The registry may grow and shrink during a session (MCP servers that finish start
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterable
@@ -24,6 +25,8 @@ from swecli.tools.environment import CommandEnvironment
 from swecli.tools.facts import OTHER, ToolFacts
 
 if TYPE_CHECKING:
+    from pydantic.json_schema import GenerateJsonSchema
+
     from swecli.tools.sandbox import Sandbox
     from swecli.tools.spool import FullOutput
 
@@ -111,7 +114,7 @@ class Tool(Generic[A]):
     def schema(self) -> ToolSchema:
         if self.parameters is not None:
             return ToolSchema(name=self.name, description=self.description, parameters=self.parameters)
-        params = self.args.model_json_schema()
+        params = self.args.model_json_schema(schema_generator=_plain_defaults())
         params.pop("title", None)
         for prop in params.get("properties", {}).values():
             prop.pop("title", None)
@@ -167,6 +170,24 @@ def invalid_json(tool: str, raw: str, exc: json.JSONDecodeError) -> str:
                 "Send it again complete; split long content into smaller writes or edits.")
     return (f"Invalid JSON arguments for {tool}: {exc.msg} at position {exc.pos}; the call was not run. "
             "Send a JSON object matching the tool schema.")
+
+
+@functools.cache
+def _plain_defaults() -> type[GenerateJsonSchema]:
+    """pydantic's JSON schema generator, writing a `str`, `int`, `bool` or `None` default as it is: pydantic
+    builds a `TypeAdapter` per default to serialize it (~0.3 M instructions each, ~40 in the built-in tools'
+    schemas, on every start) and gets the same value. Anything else (a float: `inf` is written `null`; an enum;
+    a `str` subclass) still goes through pydantic. The schema is the prompt's stable prefix: it must not change
+    by a byte (`tests/tools/test_base.py` compares it with pydantic's own)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class PlainDefaults(GenerateJsonSchema):
+        def encode_default(self, dft: Any) -> Any:
+            if dft is None or type(dft) in (str, int, bool):
+                return dft
+            return super().encode_default(dft)
+
+    return PlainDefaults
 
 
 class ToolRegistry:

@@ -321,11 +321,54 @@ def _credential_locations(home: str, env: tuple[tuple[str, str], ...]) -> dict[s
         for entry in (e for e in values.get(variable, "").split(os.pathsep) if e.startswith("/")):
             found.update({posixpath.join(entry, rel).rstrip("/"): f"${variable}" + (f"/{rel}" if rel else "")
                           for rel in inside})
+    resolve = _Resolver()
     for location, label in list(found.items()):
         with contextlib.suppress(OSError, RuntimeError):
-            real = os.path.realpath(location)
-            found.setdefault(real, label)
+            found.setdefault(resolve(location), label)
     return found
+
+
+class _Resolver:
+    """`os.path.realpath`, each directory resolved once: the ~140 locations share ~30 directories, and
+    `realpath` (pure Python, an `lstat` per component) walked each one's from `/` again (~12 M instructions
+    on every start). The resolved form of `dir/name` is that of `dir` joined with `name`, resolved again only
+    when that is a symlink, which is what `realpath` computes component by component."""
+
+    def __init__(self) -> None:
+        self._directories: dict[str, str] = {}
+        self._links: dict[str, frozenset[str] | None] = {}
+
+    def __call__(self, path: str) -> str:
+        parts = path.split("/")
+        # realpath itself for what is not a plain absolute path: after a symlink loop it leaves the rest
+        # unresolved, and a `..` there is then taken away by text, not by the directory's resolved form.
+        if parts[0] or ".." in parts or "." in parts or "" in parts[1:]:
+            return os.path.realpath(path)
+        head, name = posixpath.split(path)
+        real_head = self._directories.get(head)
+        if real_head is None:
+            real_head = self._directories[head] = self(head) if head != "/" else "/"
+        joined = posixpath.join(real_head, name)
+        return os.path.realpath(joined) if self._is_link(real_head, name, joined) else joined
+
+    def _is_link(self, directory: str, name: str, path: str) -> bool:
+        """From one listing of `directory` (most locations do not exist: an `lstat` each raised and caught an
+        error); `lstat` itself where the directory cannot be listed but may be passed through."""
+        if directory not in self._links:
+            self._links[directory] = _symlinks_in(directory)
+        links = self._links[directory]
+        return posixpath.islink(path) if links is None else name in links
+
+
+def _symlinks_in(directory: str) -> frozenset[str] | None:
+    """The names of the symlinks in `directory`; empty if it is missing or no directory; None if unknown."""
+    try:
+        with os.scandir(directory) as entries:
+            return frozenset(entry.name for entry in entries if entry.is_symlink())
+    except (FileNotFoundError, NotADirectoryError):
+        return frozenset()
+    except OSError:
+        return None
 
 
 def system_secrets() -> list[Path]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from swecli.tools.protected import (
     secret_location,
     write_danger,
 )
+from tests.unprivileged import USERS, user_prefix, workspace
 
 
 @pytest.mark.parametrize(("path", "kind"), [
@@ -87,3 +90,40 @@ def test_starting_in_home_or_root_warns(tmp_path: Path) -> None:
     assert "started in your home directory" in broad_project_warning(home, home)
     assert "started in /:" in broad_project_warning(Path("/"), home)
     assert broad_project_warning(home / "project", home) == ""
+
+
+def test_credential_locations_resolve_as_realpath_does(tmp_path: Path) -> None:
+    """The locations' resolved forms are computed a directory at a time (`_Resolver`): for every path over
+    real, symlinked (absolute, relative, dangling, looping) and missing components, the same as realpath."""
+    from swecli.tools.protected import _Resolver
+
+    (tmp_path / "real" / "inner").mkdir(parents=True)
+    (tmp_path / "real" / "file").write_text("x")
+    links = {"abs": tmp_path / "real", "rel": Path("real/inner"), "dangling": tmp_path / "gone",
+             "loop": tmp_path / "loop", "tofile": tmp_path / "real" / "file", "up": Path("..")}
+    for name, target in links.items():
+        (tmp_path / name).symlink_to(target)
+        (tmp_path / "real" / "inner" / name).symlink_to(target)
+    parts = ["real", "inner", "file", "missing", ".", "..", *links]
+    paths = [f"{tmp_path}/{a}/{b}/{c}" for a in parts for b in parts for c in parts]
+    paths += [f"{tmp_path}/{a}" for a in parts] + [f"{tmp_path}/{a}/{b}" for a in parts for b in parts]
+    resolve = _Resolver()
+    assert [resolve(p) for p in paths] == [os.path.realpath(p) for p in paths]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_directory_that_cannot_be_listed_still_has_its_symlinks_resolved(user: str) -> None:
+    """A directory its user may pass through but not list (mode 711): its symlinks are found by `lstat`."""
+    with workspace("resolve-") as base:
+        (base / "real").mkdir(mode=0o755)
+        hidden = base / "hidden"
+        hidden.mkdir()
+        (hidden / "link").symlink_to(base / "real")
+        hidden.chmod(0o711)
+        paths = [f"{hidden}/link", f"{hidden}/link/.ssh", f"{hidden}/missing/x"]
+        script = ("import os, sys; from swecli.tools.protected import _Resolver; r = _Resolver(); "
+                  "print([r(p) for p in sys.argv[1:]] == [os.path.realpath(p) for p in sys.argv[1:]], "
+                  "os.path.realpath(sys.argv[1]))")
+        out = subprocess.run([*user_prefix(user), sys.executable, "-c", script, *paths], capture_output=True,
+                             text=True, check=True, cwd=Path(__file__).resolve().parents[2]).stdout.split()
+        assert out == ["True", str(base / "real")]
