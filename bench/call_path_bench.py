@@ -71,8 +71,9 @@ def one_run(tree: Tree, project: Path, calls: int, thinking: float,
             raise RuntimeError(f"{tree.label}: swecli -p failed ({done.returncode}): {done.stderr[-2000:]}")
         marks = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
     for mark in (m for m in marks if m["what"] == "section"):
-        print(f"  {mark['name']}: {mark['cpu'] / calls * 1000:.2f} ms, {mark.get('ins', 0) / calls:.3f} M instructions "
-              f"a call ({mark['n']} runs in all)")
+        counted = max(calls - 1, 1)  # the first call is left out
+        print(f"  {mark['name']}: {mark['cpu'] / counted * 1000:.2f} ms, {mark.get('ins', 0) / counted:.3f} M "
+              f"instructions a call ({mark['n']} runs in all)")
     backs = [m for m in marks if m["what"] == "back"]
     sends = [m for m in marks if m["what"] == "send"]
     # the server's work on request k: accepted to arrival, and its answer (after thinking) to the last byte
@@ -219,14 +220,16 @@ SECTIONS = [
 """What `--sections` times on the loop thread."""
 
 
-def sections(calls: int, thinking: float) -> None:
+def sections(trees: list[Tree], calls: int, thinking: float) -> None:
     base = Path(tempfile.mkdtemp(prefix="call-path-"))
     project = sample_project(base, 100)
-    tree = Tree("new", ROOT)
-    one_run(tree, project, 2, 0.0)
-    gaps = one_run(tree, project, calls, thinking, sections=SECTIONS)
-    print(f"loop CPU per call, reply to request: median {statistics.median(g[0] for g in gaps) * 1000:.2f} ms; "
-          f"the request: {statistics.median(g[2] for g in gaps) * 1000:.2f} ms")
+    for tree in trees:
+        one_run(tree, project, 2, 0.0)
+    for tree in trees:
+        print(f"{tree.label} ({tree.root}):")
+        gaps = one_run(tree, project, calls, thinking, sections=SECTIONS)
+        print(f"loop CPU per call, reply to request: median {statistics.median(g[0] for g in gaps) * 1000:.2f} ms; "
+              f"the request: {statistics.median(g[2] for g in gaps) * 1000:.2f} ms")
 
 
 def step_table(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:
@@ -273,13 +276,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.api_key:
         EXTRA_ENV["OPENAI_API_KEY"] = "sk-bench-0123456789abcdefghijklmn"
+    trees = ([Tree("old", Path(args.old).resolve())] if args.old else []) + [Tree("new", ROOT)]
     if args.sections:
-        sections(args.calls, args.thinking)
+        sections(trees, args.calls, args.thinking)
         return
     if args.profile:
         profile(args.calls, args.thinking, args.top)
         return
-    trees = ([Tree("old", Path(args.old).resolve())] if args.old else []) + [Tree("new", ROOT)]
     if args.steps:
         step_table(trees, args.runs, args.calls, args.thinking)
         return

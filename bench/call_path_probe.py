@@ -64,6 +64,7 @@ def main() -> None:
             return stream(self, request)
         finally:
             note("back")
+            _REPLIES[0] += 1
             if profile is not None and sum(m["what"] == "back" for m in marks) <= CALLS:
                 profile.enable()
 
@@ -98,7 +99,7 @@ def _time_section(name: str, total: list[Any]) -> None:
 
     @functools.wraps(original)
     def timed(*args: Any, **kwargs: Any) -> Any:
-        if threading.current_thread() is not main:
+        if threading.current_thread() is not main or _REPLIES[0] < 2:  # the first call's one-time costs left out
             return original(*args, **kwargs)
         counter = _section_counter()
         start, counted = time.thread_time(), millions(counter)
@@ -114,6 +115,8 @@ def _time_section(name: str, total: list[Any]) -> None:
 
 
 _SECTION_COUNTER: list[int | None] = []
+_REPLIES = [0]
+"""Replies returned so far: sections are timed from the second reply on (the second call, then the rest)."""
 
 
 def _section_counter() -> int | None:
