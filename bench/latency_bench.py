@@ -28,6 +28,9 @@ Rows:
   first-bash-call overhead: the first such gap less that median. On 100 files and on the 2,000-file copy.
   `calls_thinking`: the same with a model that takes 0.5 s to answer each request (less those 0.5 s), as a
   real one does: what swecli starts while the model thinks (the next command's sandbox) is then off the path.
+  `calls_kept`: the same on one kept-alive connection (`KeptAliveLLM`: chunked replies, as the real APIs and
+  llama.cpp send them), the window ending at the next request's first line read by the server: the other
+  rows' scripted server ends each reply with its connection, so each of their requests also opens a new one.
 """
 
 from __future__ import annotations
@@ -240,8 +243,16 @@ class _TimedHTTPServer(ThreadingHTTPServer):
 
 
 class _TimedHandler(server._Handler):
+    arrived = 0.0
+
+    def parse_request(self) -> bool:
+        self.arrived = time.monotonic()  # its first line is in: on a kept-alive connection, where a request begins
+        return super().parse_request()
+
     def do_POST(self) -> None:
         accepted = self.server.accepted.pop(self.request, 0.0)  # type: ignore[attr-defined]
+        if self.llm.keep_alive:
+            accepted = self.arrived
         before = len(self.llm.times)
         super().do_POST()
         if len(self.llm.times) > before:  # a chat request (not a metadata one): its reply is written
@@ -284,14 +295,25 @@ class CallOverhead:
     """Median of the test server's own work per gap (accept to arrival, and answer to last byte written)."""
 
 
-def tool_calls(tree: Tree, project: Path, thinking: float = 0.0) -> CallOverhead:
-    """The overhead of a light bash call, the model's own `thinking` left out."""
+class KeptAliveLLM(TimedLLM):
+    """`TimedLLM` sending its replies on a connection it keeps (`ScriptedLLM.keep_alive`), as the real APIs do:
+    a request then costs no new connection, and its server-side start is its first line's arrival."""
+
+    def __init__(self, steps: list[Step] | None = None) -> None:
+        super().__init__(steps)
+        self.keep_alive = True
+
+
+def tool_calls(tree: Tree, project: Path, thinking: float = 0.0, kept: bool = False) -> CallOverhead:
+    """The overhead of a light bash call, the model's own `thinking` left out (`kept`: on one kept-alive
+    connection, see `KeptAliveLLM`)."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)  # before the first byte, as a model reading its prompt
         return Reply(calls=[Call("bash", {"command": "true"})])
 
     steps: list[Step] = [think for _ in range(BASH_CALLS)]
-    _, llm, _ = headless(tree, project, [*steps, Reply("done")], "--mode", "auto", llm_class=TimedLLM)
+    _, llm, _ = headless(tree, project, [*steps, Reply("done")], "--mode", "auto",
+                         llm_class=KeptAliveLLM if kept else TimedLLM)
     assert isinstance(llm, TimedLLM)
     times, accepted, written = llm.times, llm.accepted, llm.written
     gaps = [b - a - thinking for a, b in itertools.pairwise(times)][:BASH_CALLS]
@@ -351,6 +373,8 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
         ("call100_own", "per-tool-call overhead, 100 files, less the test server's own work"),
         ("call100t_own", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s, less the "
                          "test server's own work"),
+        ("call100k_own", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s on a kept-alive "
+                         "connection, less the test server's own work"),
         ("call100_server", "the test server's own work per call (in the bench's process)"),
         ("call100t_server", f"the test server's own work per call, a model that answers in {THINKING} s"),
         ("first2k", "first-bash-call overhead, ~2,000 files"),
@@ -380,6 +404,7 @@ def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
         "repl": lambda: {"repl": first_request_repl(tree, small)},
         "calls": lambda: _call_rows("100", tool_calls(tree, hundred)),
         "calls_thinking": lambda: _call_rows("100t", tool_calls(tree, hundred, THINKING)),
+        "calls_kept": lambda: {"call100k_own": tool_calls(tree, hundred, THINKING, kept=True).swecli},
     }
     if big is not None:
         steps["cold"] = lambda: dict(zip(("cold", "warm"), cold_warm(tree, big, base), strict=True))
@@ -454,7 +479,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sympy", help="an unpacked ~2,000-file source tree (default: download sympy 1.12)")
     parser.add_argument("--only", default="version,p,repl,cold,calls,calls2k",
-                        help="comma-separated: version, p, repl, cold, calls, calls_thinking, calls2k")
+                        help="comma-separated: version, p, repl, cold, calls, calls_thinking, calls_kept, calls2k")
     parser.add_argument("--tokenizer", action="store_true", help="time the vocabulary's load, part by part")
     args = parser.parse_args()
     if args.tokenizer:

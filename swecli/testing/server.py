@@ -206,9 +206,13 @@ class ServerInfo:
 
 class ScriptedLLM:
     def __init__(self, steps: list[Step] | None = None, wire: Wire = "openai", model: str = "scripted-model",
-                 strict: bool = True, info: ServerInfo | None = None) -> None:
+                 strict: bool = True, info: ServerInfo | None = None, keep_alive: bool = False) -> None:
         self.steps: list[Step] = list(steps or [])
         self.wire = wire
+        self.keep_alive = keep_alive
+        """A whole streamed reply is sent in chunks on a connection kept open for the next request, as the real
+        APIs and llama.cpp send it; otherwise (the default, what the fault steps build on) the end of the
+        reply is the end of the connection, and every request opens a new one."""
         self.model = model
         self.strict = strict
         self.info = info or ServerInfo()
@@ -218,6 +222,8 @@ class ScriptedLLM:
         self.headers: list[dict[str, str]] = []
         self.metadata_requests: list[str] = []
         self.failures: list[str] = []
+        self.connections = 0
+        """Connections accepted so far."""
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -292,6 +298,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         return
+
+    def setup(self) -> None:
+        super().setup()
+        with self.llm._lock:
+            self.llm.connections += 1
 
     def _held_by_metadata_delay(self) -> bool:
         """Wait as `ServerInfo.metadata_delay` says; True when the server stopped meanwhile."""
@@ -406,16 +417,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, body: dict[str, Any], reply: Reply, limit: int | None = None, reset: bool = False,
                 garble: tuple[int, str] | None = None) -> None:
+        chunked = self.llm.keep_alive and limit is None and garble is None and not reset
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
+        self.send_header(*(("Transfer-Encoding", "chunked") if chunked else ("Connection", "close")))
         self.end_headers()
         events = list(_anthropic_events(self.llm, body, reply) if self.llm.wire == "anthropic" else
                       _openai_events(self.llm, body, reply))
+        half = len(events) // 2
+        if chunked:
+            events = [f"{len(event.encode()):x}\r\n{event}\r\n" for event in events] + ["0\r\n\r\n"]
         try:
             for n, event in enumerate(events):
-                if reply.hold is not None and n == len(events) // 2:
+                if reply.hold is not None and n == half:
                     reply.hold.wait(60)
                 if limit is not None and n >= limit:
                     break
@@ -423,15 +438,15 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write((garble[1] + "\n\n").encode())
                 self.wfile.write(event.encode())
                 self.wfile.flush()
-                if reply.delay:
+                if reply.delay and n < len(events) - 1:
                     time.sleep(reply.delay)
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up (an interrupt): nothing more to send
+            chunked = False  # the client hung up (an interrupt): nothing more to send, nor to read
         if reset:
             # SO_LINGER with a zero timeout: close() sends RST instead of FIN ("connection reset by peer").
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
-        self.close_connection = True
+        self.close_connection = not chunked
 
 
 # -- what the real APIs reject ----------------------------------------------------------------------

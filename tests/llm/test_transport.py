@@ -167,3 +167,19 @@ def test_requests_one_after_another_do_not_start_a_thread_each() -> None:
     assert answers == [f"answer {n}" for n in range(6)]
     pumps = [thread for thread in started if "stream" in thread.name]  # not the scripted server's handlers
     assert len(pumps) <= 2  # one, or two when a request starts while the last one's pump still reads its end
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_connection_the_server_keeps_alive_serves_the_next_requests(wire: Wire) -> None:
+    """Real APIs send a streamed reply in chunks and keep the connection for the next request; the scripted
+    server does so with `keep_alive` (by default each reply ends its connection)."""
+    for keep_alive, most in ((True, 2), (False, 6)):
+        with ScriptedLLM([Reply(f"answer {n}") for n in range(6)], wire=wire, keep_alive=keep_alive) as llm:
+            p = provider(llm, wire)
+            try:
+                answers = [e.message.content for _ in range(6) for e in p.stream(REQUEST)
+                           if isinstance(e, ResponseDone)]
+            finally:
+                p.close()
+        assert answers == [f"answer {n}" for n in range(6)]
+        assert (llm.connections <= most) if keep_alive else (llm.connections == most)  # two: see above
