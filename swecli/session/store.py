@@ -133,7 +133,7 @@ def replace_line(history: Iterable[Message], reason: str, redactor: Redactor = N
     messages = list(history)
     return _line(lambda: (b'{"type":"replace","reason":' + to_json(reason) + b',"messages":['
                           + b",".join(_message_json(m) for m in messages) + b"]}\n"),
-                 lambda: {"type": "replace", "reason": reason,
+                 lambda: {"type": "replace", "reason": redactor.redact(reason),
                           "messages": [message_to_json(m, redactor) for m in messages]}, redactor)
 
 
@@ -143,16 +143,17 @@ def _message_json(message: Message) -> bytes:
     return message.__pydantic_serializer__.to_json(message)
 
 
-def _line(fast: Callable[[], bytes], record: Callable[[], dict[str, Any]], redactor: Redactor) -> bytes:
-    """`fast()`, or the line of `record()` redacted string by string when it may hold a secret or pydantic
-    refuses a message (a lone surrogate: json refuses it too, and says why)."""
+def _line(fast: Callable[[], bytes], redacted: Callable[[], dict[str, Any]], redactor: Redactor) -> bytes:
+    """`fast()`, or the line of `redacted()` (the record with every string already redacted, so encoded once
+    and not searched nor redacted again) when it may hold a secret or pydantic refuses a message (a lone
+    surrogate: json refuses it too, and says why)."""
     try:
         line = fast()
+        if not redactor.may_be_in_json(line):
+            return line
     except PydanticSerializationError:
-        return encode_line(record(), redactor)
-    if redactor.may_be_in_json(line):
-        return encode_line(record(), redactor)
-    return line
+        pass
+    return encode_line(redacted())
 
 
 # --- writing ----------------------------------------------------------------------------------

@@ -288,3 +288,19 @@ def test_real_histories_lines_are_the_bytes_json_dumps_wrote() -> None:
 def test_a_message_json_cannot_encode_fails_as_it_did() -> None:
     with pytest.raises(UnicodeEncodeError):
         message_line(ToolMessage(tool_call_id="c", name="bash", content="lone \ud800 surrogate"))
+
+
+def test_a_line_that_may_hold_a_secret_is_redacted_and_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A secret JSON escapes makes every line take the redacting path: the record, redacted once, is encoded
+    once (not searched, redacted and encoded again)."""
+    from swecli.session import jsonl
+
+    encoded: list[object] = []
+    real = jsonl.to_json
+    monkeypatch.setattr(jsonl, "to_json", lambda value, **kw: encoded.append(value) or real(value, **kw))
+    redactor = Redactor(['a"quote\\and-backslash'])
+    history = _every_kind_of_message()
+    for message in history:
+        message_line(message, redactor)
+    replace_line(history, "compaction", redactor)
+    assert len(encoded) == len(history) + 1
