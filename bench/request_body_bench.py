@@ -4,9 +4,10 @@ it is sent: `transport.EncodedParts`), per request of a session that grows one e
 
     python bench/request_body_bench.py [--files 4] [--requests 30]
 
-Histories: `../shared/trajectories` (real sessions, OpenAI chat format), mapped to swecli's messages. For each
-file the last `--requests` prefixes that end before an assistant message are sent in order (what a session
-sends per tool call); printed: the median CPU (`time.thread_time`) per request of each way, the body's size.
+Histories: `../shared/trajectories` (real sessions, OpenAI chat format), as
+`swecli.testing.shared.load_trajectory` maps them. For each file the last `--requests` prefixes that end before an
+assistant message are sent in order (what a session sends per tool call); printed: the median CPU
+(`time.thread_time`) per request of each way, the body's size.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -25,26 +25,8 @@ sys.path.insert(0, str(ROOT))
 from swecli.llm.anthropic import AnthropicProvider  # noqa: E402
 from swecli.llm.base import ModelRequest  # noqa: E402
 from swecli.llm.openai import OpenAIProvider  # noqa: E402
-from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, ToolSchema, UserMessage  # noqa: E402
-
-SHARED = ROOT.parent / "shared" / "trajectories"
-
-
-def messages(raw: list[dict[str, Any]]) -> list[Message]:
-    found: list[Message] = []
-    for item in raw:
-        role, content = item.get("role"), item.get("content") or ""
-        content = content if isinstance(content, str) else json.dumps(content)
-        if role == "user":
-            found.append(UserMessage(content=content))
-        elif role == "assistant":
-            calls = tuple(ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
-                          for c in item.get("tool_calls") or [])
-            found.append(AssistantMessage(content=content, tool_calls=calls))
-        elif role == "tool":
-            found.append(ToolMessage(tool_call_id=item["tool_call_id"], name=item.get("name") or "tool",
-                                     content=content))
-    return found
+from swecli.messages import AssistantMessage, ToolSchema  # noqa: E402
+from swecli.testing.shared import load_trajectory, trajectory_paths  # noqa: E402
 
 
 def main() -> None:
@@ -56,11 +38,9 @@ def main() -> None:
         "a": {"type": "string", "description": "x" * 200}}}) for i in range(10))
     print("| history | messages | wire | body | whole body, `json=` (before) | `encoded_body` (after) |")
     print("|---|---|---|---|---|---|")
-    for path in sorted(SHARED.glob("*.json"))[: args.files]:
-        data = json.loads(path.read_text())
-        history = messages(data["messages"])
+    for path in trajectory_paths()[: args.files]:
+        system, _, history = load_trajectory(path)
         ends = [i for i, m in enumerate(history) if isinstance(m, AssistantMessage) and i > 0][-args.requests:]
-        system = (SystemBlock(text=data.get("system") or "You are a coding agent."),)
         requests = [ModelRequest(system=system, messages=tuple(history[:end]), tools=tools, tail="Plan: go on")
                     for end in ends]
         for wire in (OpenAIProvider, AnthropicProvider):
