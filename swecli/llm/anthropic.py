@@ -107,10 +107,6 @@ class AnthropicProvider(HttpProvider):
                 parts.append(b'"tools":' + tools)
         return b"{" + b",".join(parts) + b"}"
 
-    @functools.cached_property
-    def _encoded(self) -> EncodedParts:
-        return EncodedParts()
-
     def _settings(self, request: ModelRequest) -> dict[str, Any]:
         """The body's fields besides the messages and the tools."""
         body: dict[str, Any] = {"model": self.model, "max_tokens": request.max_tokens, "stream": True}

@@ -63,7 +63,7 @@ from swecli.llm.errors import classify_stream_error, json_object, non_stream_err
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import EncodedParts, Endpoint, HttpProvider, dumps_json
+from swecli.llm.transport import Endpoint, HttpProvider, dumps_json
 from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, ToolSchema, Usage, UserMessage
 from swecli.models.vision import sends_images
 
@@ -85,10 +85,6 @@ class OpenAIProvider(HttpProvider):
     images: bool | None = None
     """Send images (True), their one-line stand-ins (False), or decide from the model's name (None);
     set by the factory from `images.accept`."""
-
-    @functools.cached_property
-    def _encoded(self) -> EncodedParts:
-        return EncodedParts()
 
     def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         probing = bool(request.tools) and self.stream_tools
@@ -217,8 +213,6 @@ def _tools_json(tools: tuple[ToolSchema, ...]) -> bytes:
 def wire_tools(tools: tuple[ToolSchema, ...]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": t.name, "description": t.description,
                                               "parameters": t.parameters}} for t in tools]
-
-
 
 
 def image_url(image: ImagePart) -> dict[str, Any]:

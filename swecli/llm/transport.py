@@ -494,6 +494,8 @@ class HttpProvider:
         self.deadline = deadline
         """Seconds one model call may wait for an answer to begin, retries included (None: no limit)."""
         self._client = client or make_client(timeout + BACKSTOP_SECONDS, self.base_url)
+        self._encoded = EncodedParts()
+        """The JSON of the history messages (and tool list) the last request sent, for the wire's `encoded_body`."""
 
     def _attempts(self, endpoint: Endpoint, body: bytes, handler: Callable[[], StreamHandler],
                   cancel: CancelToken | None) -> Iterator[StreamEvent]:
