@@ -110,8 +110,8 @@ STEPS = [
     "swecli.memory.changes:InotifyTracker.begin", "swecli.memory.changes:InotifyTracker.end",
     "swecli.tools.base:ToolRegistry.ready", "swecli.tools.spare:Spares.prepare", "swecli.tools.sandbox:Sandbox.layout",
     "swecli.replies:read_reply", "swecli.context.manager:ContextManager.tool_content",
-    "swecli.context.manager:ContextManager.request", "httpx:Client.build_request", "httpx._content:encode_json",
-    "swecli.llm.openai:OpenAIProvider.request_body", "swecli.llm.openai:OpenAIStream.finish",
+    "swecli.context.manager:ContextManager.request", "httpx:Client.build_request",
+    "swecli.llm.openai:OpenAIProvider.encoded_body", "swecli.llm.openai:OpenAIStream.finish",
     "swecli.llm.openai:OpenAIStream.handle", "swecli.agent:Agent._account",
 ]
 """What `--steps` marks (entry and exit, every thread), for the step table of one call."""
