@@ -213,3 +213,25 @@ def test_a_failure_to_get_ready_ends_the_turn_with_its_error(project: Path) -> N
     agent = loop_agent(ScriptedModel([say("done")]), tools, project)
     with pytest.raises(RuntimeError, match="the sandbox cannot start"):
         agent.run("go")
+
+
+def test_a_turn_that_ended_after_its_calls_gets_its_tools_ready_again_for_its_own_first_request(
+        project: Path) -> None:
+    """A turn stopped right after its calls were readied for (the iteration limit) leaves the next turn's first
+    request unreadied for: the mode may have changed in between, and the tools get ready with its sandbox."""
+    from swecli.tools.sandbox import Sandbox
+
+    seen: list[object] = []
+    tools = registry([])
+    ready = Tool("ready", "Gets ready.", Nothing, lambda args, ctx: ToolResult("ok"),
+                 ready=lambda ctx: seen.append(ctx.sandbox))
+    tools = ToolRegistry([*(tools.get(name) for name in tools.names()), ready])  # type: ignore[misc]
+    model = ScriptedModel([calls(("echo", '{"text": "a"}')), say("done")])
+    agent = loop_agent(model, tools, project, max_iterations=1)
+    box = Sandbox.for_project(project)
+    agent.policy.sandbox = box
+    assert agent.run("go").stop_reason == "iteration_limit"
+    assert seen == [box, box]  # the first request, then after its call
+    agent.policy.mode = "plan"
+    agent.run("again")
+    assert seen == [box, box, box.read_only()]  # the new turn's request: plan mode's read-only sandbox

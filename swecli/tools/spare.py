@@ -177,7 +177,9 @@ class Spares:
                 return
             self._next = order
             self._start_worker()
-            left = self._sweeping and order.start_at > self._asked  # found at the next sweep: no wake now
+            # found at the next sweep, no wake now; not when it replaces an order: that one's discard, queued
+            # (and waking the thread anyway), comes first
+            left = current is None and self._sweeping and order.start_at > self._asked
             if left:
                 self._found = order
         if current is not None:

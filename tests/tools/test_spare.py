@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -345,3 +346,52 @@ def test_a_spare_that_cannot_start_leaves_the_pool_working(place: tuple[Path, Pa
     assert run_command("echo fine", ctx, 60, box, spares).output.text() == "fine\n" and spares.used == 1
     spares.close()
     assert _gone(project)
+
+
+def test_a_replaced_spare_is_discarded_before_its_successor_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An order replacing a started spare while the thread sweeps (a spare's command is running) is queued after
+    the replaced one's discard, not left for the next sweep ahead of it: two sandboxes are never kept at once."""
+    from swecli.tools import spare as spare_module
+
+    events: list[str] = []
+
+    class Started:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def discard(self) -> None:
+            events.append(f"discard {self.name}")
+
+    def start(sandbox: object, env: dict[str, str]) -> Started:
+        events.append(f"start {env['N']}")
+        return Started(env["N"])
+
+    class Running:
+        returncode: int | None = None
+
+    monkeypatch.setattr(spare_module, "_start", start)
+    spares = Spares()
+    box = object()
+    spares.prepare(box, {"N": "1"})  # type: ignore[arg-type]
+    assert spares.wait_started(60)
+    running = Running()
+    sweep, sweeping, go_on = spares._sweep, threading.Event(), threading.Event()
+
+    def held_sweep() -> None:  # the thread caught between two jobs (a sweep), as the order comes
+        if spares._sweeping:
+            sweeping.set()
+            go_on.wait(60)
+        sweep()
+
+    monkeypatch.setattr(spares, "_sweep", held_sweep)
+    spares._handed_over(running)  # type: ignore[arg-type]
+    assert sweeping.wait(60)
+    spares._quick = False  # a slow answer came: the ready hook's order waits its settle time
+    spares.prepare(box, {"N": "2"}, settle=0.05)  # type: ignore[arg-type]
+    go_on.set()
+    deadline = time.monotonic() + 60
+    while len(events) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    running.returncode = 0
+    spares.close()
+    assert events[:3] == ["start 1", "discard 1", "start 2"]
