@@ -30,7 +30,6 @@ from pydantic import BaseModel, Field
 from swecli.llm.base import CancelToken
 from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolResult
-from swecli.tools.environment import CommandEnvironment
 from swecli.tools.facts import ToolFacts, declare, one_line
 from swecli.tools.sandbox import Denial, Launch, Reports, Sandbox
 from swecli.tools.spare import SETTLE, SPARES, Spares
@@ -121,28 +120,8 @@ class _Outcome:
 
 def command_environment(ctx: ToolContext) -> dict[str, str]:
     """The environment a command gets: the allowlist, sandboxed or not, without pagers or prompts; a copy of
-    its own for each caller.
-
-    Built once and kept while its inputs are the same: the policy, and the process's environment, compared
-    entry by entry with a copy taken before it was built (a variable set or removed by anyone, through
-    `os.environ`, is seen at the next call). A tool call asks twice (the next spare's order, then the
-    command) and was a build each time, ~40,000 instructions; the compare and the copy are ~8,000."""
-    source = _process_environment()
-    kept = _kept_environment[0] if _kept_environment else None
-    if kept is None or kept[0] != ctx.environment or kept[1] != source:
-        kept = (ctx.environment, dict(source), {**ctx.environment.build(os.environ), **_ENV_OVERRIDES})
-        _kept_environment[:] = [kept]  # one tuple, replaced whole: another thread sees one build or the other
-    return dict(kept[2])
-
-
-_kept_environment: list[tuple[CommandEnvironment, dict[Any, Any], dict[str, str]]] = []
-"""The last environment built, with the policy and the copy of the process's environment it was built from."""
-
-
-def _process_environment() -> Mapping[Any, Any]:
-    """What `os.environ` holds, as it keeps it (`_data`: its items() would decode every name and value)."""
-    raw = getattr(os.environ, "_data", None)
-    return raw if isinstance(raw, dict) else os.environ
+    its own for each caller (`CommandEnvironment.build` keeps what it judged while nothing changed)."""
+    return {**ctx.environment.build(os.environ), **_ENV_OVERRIDES}
 
 
 def get_ready(ctx: ToolContext) -> None:

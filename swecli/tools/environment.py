@@ -121,13 +121,20 @@ class CommandEnvironment:
         cost a few milliseconds, and every bash call asks)."""
         raw = getattr(env, "_data", None) if env is os.environ else None
         if isinstance(raw, dict):  # os.environ holds bytes: its items() decodes every name and value, each call
-            return dict(self._build_raw(tuple(raw.items())))
+            return dict(self._build_process(raw))
         return dict(self._build(tuple(env.items())))
 
-    @functools.lru_cache(maxsize=4)  # noqa: B019 (as _build)
-    def _build_raw(self, raw: tuple[tuple[bytes, bytes], ...]) -> tuple[tuple[str, str], ...]:
-        """`_build` of the process's environment as `os.environ` keeps it (decoded as it decodes it)."""
-        return self._build(tuple((os.fsdecode(name), os.fsdecode(value)) for name, value in raw))
+    def _build_process(self, raw: dict[bytes, bytes]) -> dict[str, str]:
+        """`_build` of the process's environment as `os.environ` keeps it (decoded as it decodes it), kept
+        while this policy and that environment are the same: every bash call asks twice (the next spare's
+        order, then the command), and comparing the dicts (in C) costs far less than a tuple of every entry
+        to look the result up by. One tuple, replaced whole: another thread sees one build or the other."""
+        last = _LAST_PROCESS_BUILD[0] if _LAST_PROCESS_BUILD else None
+        if last is None or last[0] != self or last[1] != raw:
+            built = self._build(tuple((os.fsdecode(name), os.fsdecode(value)) for name, value in raw.items()))
+            last = (self, dict(raw), dict(built))
+            _LAST_PROCESS_BUILD[:] = [last]
+        return last[2]
 
     @functools.lru_cache(maxsize=4)  # noqa: B019 (a frozen, hashable settings object: a handful per process)
     def _build(self, items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
@@ -147,3 +154,7 @@ class CommandEnvironment:
     def withheld(self, env: Mapping[str, str]) -> list[str]:
         """The names of `env` a command does not get (for the docs' and the tests' explanations)."""
         return sorted(name for name, value in env.items() if not self.passes(name, value))
+
+
+_LAST_PROCESS_BUILD: list[tuple[CommandEnvironment, dict[bytes, bytes], dict[str, str]]] = []
+"""The last `CommandEnvironment._build_process`: its policy, a copy of the process's environment, the result."""
