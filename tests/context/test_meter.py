@@ -82,3 +82,18 @@ def test_the_fixed_parts_and_the_budget_are_counted_again_when_what_they_come_fr
     assert m.budget is not budget and (m.budget.window, m.budget.reserve) == (16_000, 2_000)
     m.config.threshold = 0.5  # /config set context.threshold
     assert m.budget.limit == 8_000
+
+
+def test_the_held_history_is_checked_again_after_another_list_of_its_length_was_synced() -> None:
+    """During a call the loop's list is checked once; a decayed copy of the same length synced meanwhile (the
+    ledger then holds the copy's messages) must not be taken for it."""
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser"), AssistantMessage(content="on it " * 300)]
+    decayed: list[Message] = [history[0], AssistantMessage(content="on it")]
+    m.hold(history)
+    try:
+        assert m.sync(decayed).tokens() == m.counter.messages(decayed)
+        assert m.sync(history).tokens() == m.counter.messages(history)
+        assert m.sync(history).messages == history
+    finally:
+        m.hold(None)
