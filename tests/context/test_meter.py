@@ -97,3 +97,13 @@ def test_the_held_history_is_checked_again_after_another_list_of_its_length_was_
         assert m.sync(history).messages == history
     finally:
         m.hold(None)
+
+
+def test_a_tail_other_than_the_latest_built_is_counted() -> None:
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser")]
+    m.set_tail("[Reminder: current goal]\nfix the parser")
+    longer = m.tail[0] + "\n[Failures]\n" + "pytest failed on test_parse_amount\n" * 20
+    assert m.state(history, m.tail[0]).tail == m.state(history).tail == m.tail[1]
+    counted = m.request_tokens(history, longer) - m.request_tokens(history, "")
+    assert m.state(history, longer).tail == counted > m.tail[1]
