@@ -80,8 +80,9 @@ class Meter:
         """(what the fixed parts' counts were made from, (system, tools, memory)): asked for several times
         a turn, they change only with the session's prompt, tools or tokenizer."""
         self._budget: tuple[tuple[object, ...], ContextBudget] | None = None
-        self._held: Sequence[Message] | None = None
-        """The loop's history during one of its calls (`hold`): not changed in place until the call ends."""
+        self._held: tuple[Sequence[Message], int] | None = None
+        """(the loop's history during one of its calls (`hold`), not changed in place until the call ends;
+        the ledger's generation once it was synced to it: another list synced since restarted the ledger)."""
 
     # --- the window ---------------------------------------------------------------------------------
 
@@ -119,19 +120,19 @@ class Meter:
 
     def sync(self, history: Sequence[Message]) -> Ledger:
         self.settle()
-        if history is self._held and len(history) == len(self.ledger):
-            return self.ledger  # checked when the call began, and nothing changes it in place meanwhile
-        return self.ledger.sync(history)
+        held, ledger = self._held, self.ledger
+        if held is not None and history is held[0] and held[1] == ledger.generation and len(history) == len(ledger):
+            return ledger  # checked when the call began, and nothing changes it in place meanwhile
+        return ledger.sync(history)
 
     def hold(self, history: Sequence[Message] | None) -> None:
         """`history` is the loop's, for one of its calls (`ContextManager.prepare`, `request`), and nothing
         changes it in place until `hold(None)`: it is checked once, and synced again as that very list at the
         same length it skips the check that it still extends the ledger (a comparison per message, several
-        times a call). Any other list (a decayed or compacted history) is checked as always."""
+        times a call), unless another list (a decayed or compacted history, checked as always) was synced since."""
         self._held = None
         if history is not None:
-            self.sync(history)
-            self._held = history
+            self._held = (history, self.sync(history).generation)
 
     def settle(self) -> None:
         """Counts made while the vocabulary was still loading (`TokenCounter.generation` 0) were estimates:

@@ -143,11 +143,13 @@ def test_a_history_changed_in_place_between_two_calls_is_counted_from_what_it_ho
     history = context.prepare(history, ScriptedModel([]))
     before = context.request(history)
     history[2] = ToolMessage(tool_call_id="1", name="dump", content="a much longer output " * 200)
+    changed = context.state(history).raw_total  # outside any call (/context, the toolbar): read again too
+    assert changed > context.meter.last_request_tokens
     history = context.prepare(history, ScriptedModel([]))
     after = context.request(history)
     counter = context.counter
     assert context.meter.last_request_tokens == counter.request(after) > counter.request(before)
-    assert context.state(history).raw_total == counter.request(after)
+    assert context.state(history).raw_total == counter.request(after) == changed
 
 
 def test_auto_compact_can_be_switched_off() -> None:

@@ -82,3 +82,28 @@ def test_the_fixed_parts_and_the_budget_are_counted_again_when_what_they_come_fr
     assert m.budget is not budget and (m.budget.window, m.budget.reserve) == (16_000, 2_000)
     m.config.threshold = 0.5  # /config set context.threshold
     assert m.budget.limit == 8_000
+
+
+def test_the_held_history_is_checked_again_after_another_list_of_its_length_was_synced() -> None:
+    """During a call the loop's list is checked once; a decayed copy of the same length synced meanwhile (the
+    ledger then holds the copy's messages) must not be taken for it."""
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser"), AssistantMessage(content="on it " * 300)]
+    decayed: list[Message] = [history[0], AssistantMessage(content="on it")]
+    m.hold(history)
+    try:
+        assert m.sync(decayed).tokens() == m.counter.messages(decayed)
+        assert m.sync(history).tokens() == m.counter.messages(history)
+        assert m.sync(history).messages == history
+    finally:
+        m.hold(None)
+
+
+def test_a_tail_other_than_the_latest_built_is_counted() -> None:
+    m = meter()
+    history: list[Message] = [UserMessage(content="fix the parser")]
+    m.set_tail("[Reminder: current goal]\nfix the parser")
+    longer = m.tail[0] + "\n[Failures]\n" + "pytest failed on test_parse_amount\n" * 20
+    assert m.state(history, m.tail[0]).tail == m.state(history).tail == m.tail[1]
+    counted = m.request_tokens(history, longer) - m.request_tokens(history, "")
+    assert m.state(history, longer).tail == counted > m.tail[1]

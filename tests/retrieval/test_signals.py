@@ -60,8 +60,10 @@ def test_pytest_frames_and_mentions() -> None:
 
 
 def _tasks() -> list[str]:
-    """The real tasks (each trajectory's first user message), a short one, and this file's report."""
-    tasks = ["fix the greeting typo in greet", "add a --verbose flag", REPORT]
+    """The real tasks (each trajectory's first user message), a short one, this file's report and a console
+    session (each of a prompt line's needed literals)."""
+    session = "In [1]: import shop\nIn [2]: shop.total(\n   ...:     [1])\n>>> for x in y:\n...     print(x)\n"
+    tasks = ["fix the greeting typo in greet", "add a --verbose flag", REPORT, session]
     for path in trajectory_paths():
         tasks.append(str(json.loads(path.read_text())["messages"][1]["content"]))
     return tasks
@@ -77,7 +79,11 @@ def test_each_patterns_needed_literal_is_in_every_match() -> None:
         pattern, flags = value._source
         compiled = re.compile(pattern, flags)
         for task in _tasks():
-            for text in [task, *(task.replace(literal, "") for literal in value._needs)]:
+            stripped = task
+            for literal in value._needs:
+                stripped = stripped.replace(literal, "")
+            assert compiled.search(stripped) is None, name  # none of them: no match
+            for text in [task, stripped, *(task.replace(literal, "") for literal in value._needs)]:
                 fresh: Any = regex(pattern, flags, needs=value._needs)  # uncompiled: its guard answers
                 assert fresh.findall(text) == compiled.findall(text), name
                 assert fresh.sub(" ", text) == compiled.sub(" ", text), name
