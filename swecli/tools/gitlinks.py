@@ -28,6 +28,7 @@ its bytes is not parsed at all.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from pathlib import Path
 
@@ -76,28 +77,31 @@ def _text(path: Path, limit: int = CONFIG_LIMIT, head: bool = False) -> str:
 
 def gitlinks(index: Path) -> frozenset[str]:
     """The paths (relative to the work tree) the index at `index` records as gitlinks; empty when it is missing
-    or unreadable. Cached per version of the file."""
+    or unreadable. The file is read every time: a command may rewrite it in place at the same size and set
+    its modification time back (the owner may), so nothing keyed by its `stat` can stand for its bytes; only
+    the parse of the same bytes is kept (an index without the gitlink mode in its bytes is not parsed)."""
     try:
-        info = index.stat()
-    except OSError:
-        return frozenset()
-    return _gitlinks(str(index), info.st_mtime_ns, info.st_size, info.st_ino)
-
-
-@functools.lru_cache(maxsize=16)
-def _gitlinks(index: str, _mtime: int, _size: int, _inode: int) -> frozenset[str]:
-    try:
-        data = _read(Path(index), INDEX_LIMIT)
+        data = _read(index, INDEX_LIMIT)
     except OSError:
         return frozenset()
     if data[:4] != b"DIRC" or _GITLINK_BYTES not in data:
         return frozenset()
-    config = Path(index).parent / "config"
     try:
-        sha256 = "sha256" in _text(config).lower()
+        sha256 = "sha256" in _text(index.parent / "config").lower()
     except OSError:
         sha256 = False
-    return frozenset(_entries(data, 32 if sha256 else 20))
+    key = (hashlib.blake2b(data, digest_size=16).digest(), sha256)
+    found = _PARSED_INDEXES.get(key)
+    if found is None:
+        found = frozenset(_entries(data, 32 if sha256 else 20))
+        if len(_PARSED_INDEXES) >= 16:
+            _PARSED_INDEXES.clear()
+        _PARSED_INDEXES[key] = found
+    return found
+
+
+_PARSED_INDEXES: dict[tuple[bytes, bool], frozenset[str]] = {}
+"""Gitlinks by a digest of the index's bytes (and its hash size): parsing is Python, the digest C."""
 
 
 def _entries(data: bytes, hash_size: int) -> list[str]:

@@ -161,3 +161,38 @@ def test_git_files_that_never_end_are_not_read(tmp_path: Path, kind: str) -> Non
     assert index == "[]" and hooks == "([], [])" and linked == f"[{(root / 'wtgit')!r}]"
     assert nested == repr((root / "sub" / ".git", root / "sub" / ".git"))
     assert why == "its config sets an unreadable config"
+
+
+def same_size_indexes(tmp_path: Path) -> tuple[Path, bytes, bytes]:
+    """A project and two indexes of the same size, no extensions: one records a file `abc`, the other a
+    gitlink `sub` (a planted submodule's) in its place."""
+    project = repo(tmp_path / "project")
+    blob = subprocess.run([*GIT, "-C", str(project), "hash-object", "-w", "a.txt"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run([*GIT, "-C", str(project), "rev-parse", "HEAD"], check=True, capture_output=True,
+                            text=True).stdout.strip()
+    index = project / ".git" / "index"
+    made = []
+    for info in (f"100644,{blob},abc", f"160000,{commit},sub"):
+        index.unlink()
+        git(project, "update-index", "--add", "--cacheinfo", info)
+        made.append(index.read_bytes())
+    assert len(made[0]) == len(made[1])
+    return project, made[0], made[1]
+
+
+def test_an_index_rewritten_in_place_at_the_same_size_and_time_is_read_again(tmp_path: Path) -> None:
+    """The model can rewrite `.git/index` (writable for `git add`) in place, keep its size and set its
+    modification time back (`touch -r`, `os.utime`: the file's owner may): a gitlink it adds must be seen, or
+    the planted submodule's config (`core.fsmonitor`) stays for the user's next `git status` to run."""
+    project, clean, linked = same_size_indexes(tmp_path)
+    index = project / ".git" / "index"
+    index.write_bytes(clean)
+    assert gitlinks(index) == frozenset()
+    before = index.stat()
+    with index.open("r+b") as handle:  # the same inode, the same size
+        handle.write(linked)
+    os.utime(index, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = index.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert gitlinks(index) == {"sub"}

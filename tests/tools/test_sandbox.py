@@ -499,3 +499,26 @@ def test_what_bwrap_says_when_it_cannot_set_the_sandbox_up_is_the_output(project
     result = run(project, box, "echo never")
     assert result.is_error and result.meta["exit_code"] != 0
     assert "bwrap:" in result.content and str(gone) in result.content and "never" not in result.content
+
+
+@needs_bwrap
+def test_a_submodule_planted_by_an_index_rewritten_in_place_with_its_old_time_is_moved_aside(
+        project: Path, home: Path, tmp_path: Path) -> None:
+    """An earlier command made `sub/.git` set to run something (no gitlink yet: nothing to move); this one
+    rewrites `.git/index` in place at the same size with a gitlink `sub` and sets its time back (`touch -r`):
+    the check after it must read the index again, not answer from what the layout read before the command."""
+    from tests.tools.test_gitlinks import same_size_indexes
+
+    source, clean, linked = same_size_indexes(tmp_path / "made")
+    shutil.rmtree(project)
+    shutil.copytree(source, project)
+    (project / ".git" / "index").write_bytes(clean)
+    git_repo(project / "sub")
+    subprocess.run(["git", "-C", str(project / "sub"), "config", "core.fsmonitor", "evil"], check=True)
+    (project / "linked.bin").write_bytes(linked)
+    box = sandbox_for(project, home)
+    assert not run(project, box, "true").is_error
+    result = run(project, box, "touch -r .git/index /tmp/ref && cat linked.bin > .git/index && "
+                               "touch -r /tmp/ref .git/index")
+    assert "made sub a submodule and its config sets core.fsmonitor" in result.content, result.content
+    assert not (project / "sub" / ".git").exists()
