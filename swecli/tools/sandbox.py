@@ -122,6 +122,20 @@ class Layout:
     created, a new dot entry of the home, a submodule set to run something) and says so in a sentence."""
 
 
+@datarecord(frozen=True)
+class Mounts:
+    """Everything a command's bwrap line is made of besides the sandbox's own settings (`Sandbox.command_line`):
+    the layout's mounts, the isolation flags this bwrap takes, and which hidden paths are directories now."""
+
+    isolation: tuple[str, ...]
+    toolchains: tuple[Path, ...]
+    pinned: tuple[Path, ...]
+    read_only: tuple[Path, ...]
+    hidden_dirs: tuple[bool, ...]
+    """`Path.is_dir()` of each of `Sandbox.hidden`, in order: an empty directory over a directory, /dev/null over
+    anything else."""
+
+
 @datarecord
 class Reports:
     """How a sandboxed command's end is learned without waiting for bubblewrap to exit.
@@ -270,8 +284,17 @@ class Sandbox:
 
     def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs `argv` inside the sandbox."""
-        layout = layout or Layout()
-        args = [self.bwrap, *_BASE_FLAGS, *isolation_flags(self.bwrap)]
+        return self.command_line(argv, self.mounts(layout or Layout()), seccomp_fd)
+
+    def mounts(self, layout: Layout) -> Mounts:
+        """What this command's line is made of beyond the sandbox's settings, read now (`command_line`)."""
+        return Mounts(isolation_flags(self.bwrap), layout.toolchains, layout.pinned, layout.read_only,
+                      tuple(path.is_dir() for path in self.hidden))
+
+    def command_line(self, argv: list[str], mounts: Mounts, seccomp_fd: int | None = None) -> list[str]:
+        """The bwrap command line from the sandbox's settings and `mounts` alone: one sandbox with equal
+        `Mounts` makes the same line (a spare is checked that way, `swecli/tools/spare.py`)."""
+        args = [self.bwrap, *_BASE_FLAGS, *mounts.isolation]
         if not self.network:
             args.append("--unshare-net")
         if seccomp_fd is not None:
@@ -281,18 +304,18 @@ class Sandbox:
         for proc in PROC_READ_ONLY:
             args += ["--ro-bind-try", proc, proc]
         args += ["--tmpfs", "/tmp"]
-        for path in layout.toolchains:
+        for path in mounts.toolchains:
             args += ["--ro-bind", str(path), str(path)]
         if not whole:
             bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
             args += [bind, str(self.root), str(self.root)]  # after /tmp: a project under /tmp stays visible
         if self.mode == "workspace-write":
-            for path in (*self.writable, *layout.pinned):
+            for path in (*self.writable, *mounts.pinned):
                 args += ["--bind", str(path), str(path)]
-        for path in layout.read_only:  # after the writable binds they sit in
+        for path in mounts.read_only:  # after the writable binds they sit in
             args += ["--ro-bind", str(path), str(path)]
-        for path in self.hidden:  # last: they win over every bind above
-            if path.is_dir():
+        for path, is_dir in zip(self.hidden, mounts.hidden_dirs, strict=True):  # last: they win over every bind
+            if is_dir:
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", "/dev/null", str(path)]

@@ -12,11 +12,13 @@ is started at once, so that it builds while this command runs and while the mode
 discards its spare when it closes or its conversation is cleared (`get_ready`'s counterpart, `stand_down`).
 
 Nothing is weakened:
-- The spare's bwrap command line is compared, argument by argument, with the one a fresh launch would
-  use now (the per-command layout is computed again: protected files come and go, placeholders, the
-  environment's toolchains); any difference discards the spare and the command starts fresh. The checks
-  that run after the command (a protected file it created, new dot entries of the home, submodules) are
-  the fresh layout's, taken just before the command runs.
+- The spare's bwrap command line is compared with the one a fresh launch would use now (the per-command
+  layout is computed again: protected files come and go, placeholders, the environment's toolchains): the
+  sandbox and everything else the line is made of (`sandbox.Mounts`: the layout's mounts, the isolation
+  flags, which hidden paths are directories) must be equal, which makes the lines equal argument by argument
+  (`Sandbox.command_line` reads nothing else); any difference discards the spare and the command starts
+  fresh. The checks that run after the command (a protected file it created, new dot entries of the home,
+  submodules) are the fresh layout's, taken just before the command runs.
 - The files and directories the command line mounts are compared too (device and inode of each bind's
   source and target, each tmpfs's target): a protected file replaced by a rename after the spare started
   (an approved `write_file` writes that way) would otherwise have its read-only mount detached in the
@@ -46,7 +48,7 @@ from dataclasses import field
 
 from swecli.records import datarecord
 from swecli.tools import syscalls
-from swecli.tools.sandbox import Launch, Layout, Reports, Sandbox
+from swecli.tools.sandbox import Launch, Mounts, Reports, Sandbox
 
 _WAITER = ('(read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
            'exec /bin/bash -c "$command")')
@@ -90,11 +92,12 @@ class Spare:
 
     sandbox: Sandbox
     env: dict[str, str]
-    shape: list[str]
-    """Its bwrap command line without descriptor numbers, to compare with a fresh launch's."""
+    mounts: Mounts
+    """What its bwrap command line was made of besides the sandbox's settings (`Sandbox.command_line`): equal
+    ones of an equal sandbox make the same line, so a fresh launch's is compared without building it."""
     mounted: dict[str, tuple[int, int] | None]
     """What each path the command line mounts was when the spare started (`_identities`), by path: once
-    `shape` is found the same, these are the paths to look at again."""
+    `mounts` are found the same, these are the paths to look at again."""
     proc: subprocess.Popen[bytes]
     reports: Reports
     text_fd: int
@@ -248,7 +251,7 @@ class Spares:
         inner = sandbox.environment(env)
         layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
-                and spare.env == env and spare.shape == _shape(sandbox, layout)
+                and spare.env == env and spare.mounts == sandbox.mounts(layout)
                 and spare.mounted == _identities(spare.mounted) and spare.proc.poll() is None)
         if not fits:
             self.refused += 1
@@ -341,9 +344,9 @@ def _taken(order: _Order) -> Spare | None:
     return spare
 
 
-def _shape(sandbox: Sandbox, layout: Layout) -> list[str]:
+def _shape(sandbox: Sandbox, mounts: Mounts) -> list[str]:
     """The bwrap command line without the parts that differ by construction (descriptors, the command)."""
-    return sandbox.wrap(["/bin/bash", "-c", "<command>"], layout, None)
+    return sandbox.command_line(["/bin/bash", "-c", "<command>"], mounts)
 
 
 _MOUNTS_TWO = frozenset({"--bind", "--ro-bind", "--ro-bind-try", "--bind-try", "--dev-bind", "--dev-bind-try"})
@@ -359,8 +362,8 @@ def _mounted_paths(shape: list[str]) -> list[str]:
 
 def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
     """(device, inode) of each path, None where there is none. At `take` the paths are the spare's own
-    (`Spare.mounted`), looked at again once the command line was found the same: the same paths as reading
-    them out of the new command line, without the scan (one loop: ~28 paths a command, each a `stat`)."""
+    (`Spare.mounted`), looked at again once the command line was found the same (`Spare.mounts`): the same
+    paths as reading them out of the new command line, without the scan (one loop: ~28 paths, each a `stat`)."""
     found: dict[str, tuple[int, int] | None] = {}
     for path in paths:
         try:
@@ -375,8 +378,9 @@ def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
 def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     inner = sandbox.environment(env)
     layout = sandbox.layout(inner)
-    shape = _shape(sandbox, layout)
-    mounted = _identities(_mounted_paths(shape))  # before bwrap mounts anything: what a fresh launch would mount
+    mounts = sandbox.mounts(layout)
+    # before bwrap mounts anything: what a fresh launch would mount
+    mounted = _identities(_mounted_paths(_shape(sandbox, mounts)))
     seccomp = syscalls.filter_fd(network=sandbox.network)
     text_fd = os.memfd_create("swecli-command")
     go_read, go_write = os.pipe()
@@ -384,7 +388,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     try:
         waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd))]
         fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
-        proc = subprocess.Popen(sandbox.wrap(waiter, layout, seccomp), cwd=sandbox.root, env=inner,
+        proc = subprocess.Popen(sandbox.command_line(waiter, mounts, seccomp), cwd=sandbox.root, env=inner,
                                 stdin=subprocess.DEVNULL, stdout=reports.messages, stderr=subprocess.STDOUT,
                                 start_new_session=True, pass_fds=fds)
     except BaseException:  # whatever failed (a NUL in a path is a ValueError): no descriptor is left open
@@ -397,7 +401,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
         if seccomp is not None:
             os.close(seccomp)
     reports.started()
-    return Spare(sandbox, env, shape, mounted, proc, reports, text_fd, go_write)
+    return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write)
 
 
 SPARES = Spares()

@@ -113,6 +113,39 @@ def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_rea
     spares.close()
 
 
+def test_a_protected_file_deleted_and_made_again_after_the_spare_started_stays_read_only(
+        place: tuple[Path, Path]) -> None:
+    """Deleted and made again (an editor, `rm` then `cat >`), the file may get the old one's inode number back
+    (ext4 reuses a freed one at once), so its identity looks the same and the spare may be used: the kernel
+    keeps the spare's read-only mount over the name (measured: it covers the new file), so it must stay
+    read-only, as in a fresh launch."""
+    project, home = place
+    (project / ".envrc").write_text("old\n")
+    box, ctx, spares = started_spare(project, home)
+    (project / ".envrc").unlink()
+    (project / ".envrc").write_text("approved\n")
+    outcome = run_command("cat .envrc; echo evil >> .envrc", ctx, 60, box, spares)
+    assert outcome.output.text().startswith("approved\n"), outcome.output.text()
+    assert outcome.exit_code != 0 and "Read-only file system" in outcome.output.text()
+    assert (project / ".envrc").read_text() == "approved\n"
+    spares.close()
+
+
+def test_a_spare_whose_hidden_file_became_a_directory_is_not_used(place: tuple[Path, Path]) -> None:
+    """The layout is the same, but a hidden credential file is now a directory (`Mounts.hidden_dirs`): the spare
+    covers it with /dev/null, which cannot hide what is in a directory; a fresh launch mounts an empty one."""
+    project, home = place
+    (home / ".netrc").write_text("machine example.com password hunter2\n")
+    box, ctx, spares = started_spare(project, home)
+    (home / ".netrc").unlink()
+    (home / ".netrc").mkdir()
+    (home / ".netrc" / "token").write_text("hunter2\n")
+    outcome = run_command("cat ~/.netrc/token; ls -A ~/.netrc", ctx, 60, box, spares)
+    assert spares.used == 0 and spares.refused == 1
+    assert "hunter2" not in outcome.output.text()
+    spares.close()
+
+
 def test_a_spare_for_another_sandbox_or_environment_is_not_used(place: tuple[Path, Path]) -> None:
     project, home = place
     box, ctx, spares = started_spare(project, home)
