@@ -28,8 +28,9 @@ its bytes is not parsed at all.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
+import stat
+import time
 from pathlib import Path
 
 from swecli.lazy import regex
@@ -77,31 +78,72 @@ def _text(path: Path, limit: int = CONFIG_LIMIT, head: bool = False) -> str:
 
 def gitlinks(index: Path) -> frozenset[str]:
     """The paths (relative to the work tree) the index at `index` records as gitlinks; empty when it is missing
-    or unreadable. The file is read every time: a command may rewrite it in place at the same size and set
-    its modification time back (the owner may), so nothing keyed by its `stat` can stand for its bytes; only
-    the parse of the same bytes is kept (an index without the gitlink mode in its bytes is not parsed)."""
-    try:
-        data = _read(index, INDEX_LIMIT)
-    except OSError:
-        return frozenset()
-    if data[:4] != b"DIRC" or _GITLINK_BYTES not in data:
-        return frozenset()
+    or unreadable. Kept per version of the file (`_version`), which every call looks at."""
     try:
         sha256 = "sha256" in _text(index.parent / "config").lower()
     except OSError:
         sha256 = False
-    key = (hashlib.blake2b(data, digest_size=16).digest(), sha256)
-    found = _PARSED_INDEXES.get(key)
-    if found is None:
-        found = frozenset(_entries(data, 32 if sha256 else 20))
-        if len(_PARSED_INDEXES) >= 16:
-            _PARSED_INDEXES.clear()
-        _PARSED_INDEXES[key] = found
+    try:
+        fd = os.open(index, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block (`_read`)
+    except (OSError, ValueError):
+        return frozenset()
+    try:
+        version = _version(os.fstat(fd), sha256)  # before the bytes: a change after this is a version to come
+        found = _BY_VERSION.get(version) if version is not None else None
+        if found is None:
+            found = _gitlinks_in(_read_fd(fd, version is not None), sha256)
+    except OSError:
+        return frozenset()
+    finally:
+        os.close(fd)
+    if version is not None and _settled(version):
+        if len(_BY_VERSION) >= 16:
+            _BY_VERSION.clear()
+        _BY_VERSION[version] = found
     return found
 
 
-_PARSED_INDEXES: dict[tuple[bytes, bool], frozenset[str]] = {}
-"""Gitlinks by a digest of the index's bytes (and its hash size): parsing is Python, the digest C."""
+_BY_VERSION: dict[tuple[int, ...], frozenset[str]] = {}
+"""Gitlinks by the index's device, inode, size, modification and change time (and the hash size). The change
+time (ctime) is what makes this a version: a command may rewrite the index in place at the same size and set
+its modification time back (`touch -r`: the owner may), but nothing short of the clock can set a ctime, which
+the kernel sets to now on every change. A change in the same clock tick as the last one could keep it, so a
+version is only kept once its ctime is `SETTLED_NS` old (git's "racily clean" rule): every later change then
+gets a later ctime."""
+SETTLED_NS = 2_000_000_000
+"""How old a ctime must be for its version to be kept: far above a file system's timestamp tick (jiffies:
+1-10 ms) and a network file system's rounding."""
+
+
+def _version(info: os.stat_result, sha256: bool) -> tuple[int, ...] | None:
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sha256)
+
+
+def _settled(version: tuple[int, ...]) -> bool:
+    return version[4] < time.time_ns() - SETTLED_NS
+
+
+def _read_fd(fd: int, regular: bool) -> bytes:
+    """The index's bytes (`_read`'s limits: not a regular file, or over `INDEX_LIMIT`: OSError)."""
+    if not regular:
+        raise OSError("the index is not a regular file")
+    chunks, left = [], INDEX_LIMIT + 1
+    want = min(left, os.fstat(fd).st_size + 1)  # `os.read` allocates what is asked: the size, not 1 MB
+    while left > 0 and (chunk := os.read(fd, want)):
+        chunks.append(chunk)
+        left -= len(chunk)
+        want = min(left, 1 << 16)
+    if left <= 0:
+        raise OSError(f"the index is over {INDEX_LIMIT:,} bytes")
+    return b"".join(chunks)
+
+
+def _gitlinks_in(data: bytes, sha256: bool) -> frozenset[str]:
+    if data[:4] != b"DIRC" or _GITLINK_BYTES not in data:
+        return frozenset()
+    return frozenset(_entries(data, 32 if sha256 else 20))
 
 
 def _entries(data: bytes, hash_size: int) -> list[str]:
