@@ -80,18 +80,14 @@ def gitlinks(index: Path) -> frozenset[str]:
     """The paths (relative to the work tree) the index at `index` records as gitlinks; empty when it is missing
     or unreadable. Kept per version of the file (`_version`), which every call looks at."""
     try:
-        sha256 = "sha256" in _text(index.parent / "config").lower()
-    except OSError:
-        sha256 = False
-    try:
         fd = os.open(index, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block (`_read`)
     except (OSError, ValueError):
         return frozenset()
     try:
-        version = _version(os.fstat(fd), sha256)  # before the bytes: a change after this is a version to come
+        version = _version(os.fstat(fd))  # before the bytes: a change after this is a version to come
         found = _BY_VERSION.get(version) if version is not None else None
         if found is None:
-            found = _gitlinks_in(_read_fd(fd, version is not None), sha256)
+            found = _gitlinks_in(_read_fd(fd, version is not None), index.parent / "config")
     except OSError:
         return frozenset()
     finally:
@@ -104,7 +100,7 @@ def gitlinks(index: Path) -> frozenset[str]:
 
 
 _BY_VERSION: dict[tuple[int, ...], frozenset[str]] = {}
-"""Gitlinks by the index's device, inode, size, modification and change time (and the hash size). The change
+"""Gitlinks by the index's device, inode, size, modification and change time. The change
 time (ctime) is what makes this a version: a command may rewrite the index in place at the same size and set
 its modification time back (`touch -r`: the owner may), but nothing short of the clock can set a ctime, which
 the kernel sets to now on every change. A change in the same clock tick as the last one could keep it, so a
@@ -115,10 +111,10 @@ SETTLED_NS = 2_000_000_000
 1-10 ms) and a network file system's rounding."""
 
 
-def _version(info: os.stat_result, sha256: bool) -> tuple[int, ...] | None:
+def _version(info: os.stat_result) -> tuple[int, ...] | None:
     if not stat.S_ISREG(info.st_mode):
         return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, sha256)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _settled(version: tuple[int, ...]) -> bool:
@@ -140,9 +136,15 @@ def _read_fd(fd: int, regular: bool) -> bytes:
     return b"".join(chunks)
 
 
-def _gitlinks_in(data: bytes, sha256: bool) -> frozenset[str]:
+def _gitlinks_in(data: bytes, config: Path) -> frozenset[str]:
+    """The gitlinks of an index's bytes; its object names' size is the repository's (`config`: its object
+    format is set when the repository is made, and the config is read-only to sandboxed commands)."""
     if data[:4] != b"DIRC" or _GITLINK_BYTES not in data:
         return frozenset()
+    try:
+        sha256 = "sha256" in _text(config).lower()
+    except OSError:
+        sha256 = False
     return frozenset(_entries(data, 32 if sha256 else 20))
 
 
