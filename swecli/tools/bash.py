@@ -189,6 +189,7 @@ def _start_sandboxed(launch: Launch, ctx: ToolContext) -> subprocess.Popen[bytes
     proc = _start(launch.argv, launch.env, launch.descriptors, ctx, stdout)
     if reports is not None:
         reports.started()
+        reports.learn_init()
     return proc
 
 
@@ -215,6 +216,9 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
             _signal_group(proc.pid, signal.SIGKILL)
             if reported:
                 spares.reap(proc)  # bwrap's exit chain is waited for off the path
+        if reports is not None:  # the checks after the command must not race with what it left running
+            _signal_group(proc.pid, signal.SIGKILL)  # its namespace's init too, if bwrap has exited before it
+            reports.wait_for_namespace()
         outcome.exit_code = stream.status if reported else proc.wait()
         said = reports.said() if reports is not None else b""
         if said:  # bwrap could not set the sandbox up (or the runner failed): the reason is the output

@@ -40,10 +40,12 @@ writable paths, no network) so the model is told, not left guessing.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import functools
 import os
 import re
+import select
 import shutil
 import stat
 import subprocess
@@ -81,6 +83,11 @@ PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", 
 /proc/sys/kernel/modprobe would name a program the kernel then runs as root outside the sandbox."""
 _ISOLATION_CHOICES = (("--unshare-user", "--disable-userns", "--cap-drop", "ALL"), ("--cap-drop", "ALL"))
 """Tried in order by `isolation_flags`: the first bwrap accepts here is used."""
+_CHILD_PID = regex(rb'"child-pid"\s*:\s*(\d+)')
+INFO_WAIT = 5.0
+"""Seconds to wait for bwrap's info (it writes it right after its first clone; a failed start closes it)."""
+NAMESPACE_WAIT = 5.0
+"""Seconds to wait, after a command, for its sandbox's last process (killed with SIGKILL: milliseconds)."""
 _TOOLCHAIN_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "GOROOT", "GOPATH")
 _EROFS = regex(r"[^\n]*Read-only file system[^\n]*")
 _EBUSY = regex(r"[^\n]*Device or resource busy[^\n]*")  # a rename over a protected file (git config)
@@ -157,14 +164,24 @@ class Reports:
     messages: int
     """A memfd: bwrap's and the runner's own stdout and stderr."""
     passed: tuple[int, ...]
-    """The write ends for bwrap (`pass_fds`), closed here once it is started."""
+    """The write ends for bwrap (`pass_fds`: output, status, info), closed here once it is started."""
+    info: int = -1
+    """Read end of bwrap's `--info-fd`: its JSON names the namespace's init (`child-pid`)."""
+    init: int = -1
+    """A pidfd of the PID namespace's init (`learn_init`), -1 when it could not be opened."""
 
     @classmethod
     def open(cls) -> Reports:
         output, output_write = os.pipe()
         status, status_write = os.pipe()
+        info, info_write = os.pipe()
         messages = os.memfd_create("swecli-sandbox-messages")
-        return cls(output, status, messages, (output_write, status_write))
+        return cls(output, status, messages, (output_write, status_write, info_write), info)
+
+    @property
+    def info_fd(self) -> int:
+        """The write end bwrap is told to write its info to (`--info-fd`)."""
+        return self.passed[2]
 
     def runner(self, command: str) -> str:
         """The script that runs `command` (`"$@"`, or a spare's waiting subshell, `spare._WAITER`) with its output on
@@ -172,7 +189,7 @@ class Reports:
         counted (as bash's own `exec` does), so the command's environment is what `bwrap -- argv` gives it.
         The runner then exits with the command's status, so bwrap's own exit status says the same as the report
         (bwrap exits with its child's): whichever of the two swecli sees first, the exit code is the command's."""
-        out, status = self.passed
+        out, status = self.passed[:2]
         return (f'SHLVL=$((SHLVL-1)); {command} >&{out} 2>&1 {out}>&- {status}>&-; code=$?; exec {out}>&-; '
                 f'echo "$code" >&{status}; exit "$code"')
 
@@ -182,6 +199,38 @@ class Reports:
             os.close(fd)
         self.passed = ()
 
+    def learn_init(self, timeout: float = INFO_WAIT) -> None:
+        """Open a pidfd on the namespace's init, whose pid bwrap writes as soon as it has cloned it (before the
+        sandbox is set up). The init exits only once every process of the namespace is gone (the kernel kills
+        and waits for them: `zap_pid_ns_processes`), which `wait_for_namespace` waits for."""
+        text = b""
+        deadline = time.monotonic() + timeout
+        while self.info >= 0 and b"}" not in text and (left := deadline - time.monotonic()) > 0:
+            if not select.select([self.info], [], [], left)[0]:
+                break
+            chunk = os.read(self.info, 4096)
+            if not chunk:
+                break
+            text += chunk
+        found = _CHILD_PID.search(text)
+        if found is not None:
+            with contextlib.suppress(OSError):
+                self.init = os.pidfd_open(int(found[1]))  # gone already (ESRCH): its namespace is empty
+        self._close_info()
+
+    def wait_for_namespace(self, timeout: float = NAMESPACE_WAIT) -> bool:
+        """Wait until no process of the sandbox is left (its init has exited; its group was killed, and a
+        process in a session of its own dies with the init): what runs after a command (the checks) must not
+        race with what the command left running. False when that was not seen within `timeout`."""
+        if self.init < 0:
+            return True
+        return bool(select.select([self.init], [], [], timeout)[0])
+
+    def _close_info(self) -> None:
+        if self.info >= 0:
+            os.close(self.info)
+            self.info = -1
+
     def said(self) -> bytes:
         """What bwrap or the runner printed (a set-up failure's message), usually nothing."""
         size = os.fstat(self.messages).st_size
@@ -189,10 +238,11 @@ class Reports:
 
     def close(self) -> None:
         self.started()
-        for fd in (self.output, self.status, self.messages):
+        self._close_info()
+        for fd in (self.output, self.status, self.messages, self.init):
             if fd >= 0:
                 os.close(fd)
-        self.output = self.status = self.messages = -1
+        self.output = self.status = self.messages = self.init = -1
 
 
 @datarecord
@@ -279,19 +329,21 @@ class Sandbox:
         fd = syscalls.filter_fd(network=self.network)
         reports = Reports.open()
         runner = ["/bin/bash", "-c", reports.runner('"$@"'), "swecli-runner", *argv]
-        return Launch(self.wrap(runner, layout, fd), inner, () if fd is None else (fd,), self.root, layout.checks,
-                      reports=reports)
+        return Launch(self.wrap(runner, layout, fd, reports.info_fd), inner, () if fd is None else (fd,), self.root,
+                      layout.checks, reports=reports)
 
-    def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None) -> list[str]:
+    def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None,
+             info_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs `argv` inside the sandbox."""
-        return self.command_line(argv, self.mounts(layout or Layout()), seccomp_fd)
+        return self.command_line(argv, self.mounts(layout or Layout()), seccomp_fd, info_fd)
 
     def mounts(self, layout: Layout) -> Mounts:
         """What this command's line is made of beyond the sandbox's settings, read now (`command_line`)."""
         return Mounts(isolation_flags(self.bwrap), layout.toolchains, layout.pinned, layout.read_only,
                       tuple(path.is_dir() for path in self.hidden))
 
-    def command_line(self, argv: list[str], mounts: Mounts, seccomp_fd: int | None = None) -> list[str]:
+    def command_line(self, argv: list[str], mounts: Mounts, seccomp_fd: int | None = None,
+                     info_fd: int | None = None) -> list[str]:
         """The bwrap command line from the sandbox's settings and `mounts` alone: one sandbox with equal
         `Mounts` makes the same line (a spare is checked that way, `swecli/tools/spare.py`)."""
         args = [self.bwrap, *_BASE_FLAGS, *mounts.isolation]
@@ -299,6 +351,8 @@ class Sandbox:
             args.append("--unshare-net")
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
         whole = self.root == _FILESYSTEM_ROOT and self.mode == "workspace-write"  # started in /: see docs
         args += ["--bind" if whole else "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for proc in PROC_READ_ONLY:

@@ -388,9 +388,9 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     try:
         waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd))]
         fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
-        proc = subprocess.Popen(sandbox.command_line(waiter, mounts, seccomp), cwd=sandbox.root, env=inner,
-                                stdin=subprocess.DEVNULL, stdout=reports.messages, stderr=subprocess.STDOUT,
-                                start_new_session=True, pass_fds=fds)
+        line = sandbox.command_line(waiter, mounts, seccomp, reports.info_fd)
+        proc = subprocess.Popen(line, cwd=sandbox.root, env=inner, stdin=subprocess.DEVNULL, stdout=reports.messages,
+                                stderr=subprocess.STDOUT, start_new_session=True, pass_fds=fds)
     except BaseException:  # whatever failed (a NUL in a path is a ValueError): no descriptor is left open
         os.close(text_fd)
         os.close(go_write)
@@ -401,6 +401,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
         if seccomp is not None:
             os.close(seccomp)
     reports.started()
+    reports.learn_init()  # here, off the command's path: bwrap writes it as it clones the namespace's init
     return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write)
 
 

@@ -131,6 +131,35 @@ def test_a_protected_file_deleted_and_made_again_after_the_spare_started_stays_r
     spares.close()
 
 
+LEFT_RUNNING = "setsid bash -c 'while :; do echo evil > .envrc; done' </dev/null >/dev/null 2>&1 & sleep 0.05"
+"""A command that leaves a process in a session of its own (out of the killed group) planting a protected file."""
+
+
+@pytest.mark.parametrize("in_spare", [True, False])
+def test_what_a_command_left_running_cannot_plant_after_the_checks(place: tuple[Path, Path], in_spare: bool) -> None:
+    """The checks after a command (a protected file it created is moved aside) run once its sandbox's last
+    process is gone: a leftover looping `echo > .envrc` must not make it again after the check (direnv would
+    run it outside). Before, it wrote up to ~10 ms after `run_command` returned, in most runs."""
+    project, home = place
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    ctx = ToolContext(root=project, sandbox=box)
+    for _ in range(3):
+        spares = Spares(take_wait=120)
+        if in_spare:
+            spares.prepare(box, command_environment(ctx))
+        outcome = run_command(LEFT_RUNNING, ctx, 60, box, spares)
+        assert spares.used == in_spare
+        returned = time.time_ns()
+        assert any("created .envrc" in note for note in outcome.notes), outcome.notes
+        assert not (project / ".envrc").exists()
+        spares.close()
+        time.sleep(0.05)  # what a leftover would write meanwhile, looked for afterwards
+        assert not (project / ".envrc").exists()
+        blocked = project / ".swecli" / "blocked"
+        assert all(path.stat().st_mtime_ns < returned for path in blocked.iterdir())
+        shutil.rmtree(blocked)
+
+
 def test_a_spare_whose_hidden_file_became_a_directory_is_not_used(place: tuple[Path, Path]) -> None:
     """The layout is the same, but a hidden credential file is now a directory (`Mounts.hidden_dirs`): the spare
     covers it with /dev/null, which cannot hide what is in a directory; a fresh launch mounts an empty one."""
