@@ -394,6 +394,49 @@ def test_a_spare_gives_what_a_fresh_launch_gives_to_an_unprivileged_user() -> No
         assert json.loads(out.stdout) == []
 
 
+LEFT_AS_USER = r"""
+import json, sys, time
+from pathlib import Path
+from tests.tools.test_spare import LEFT_RUNNING
+from swecli.tools.base import ToolContext
+from swecli.tools.bash import command_environment, run_command
+from swecli.tools.sandbox import Sandbox
+from swecli.tools.spare import Spares
+project, home = Path(sys.argv[1]), Path(sys.argv[2])
+box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+ctx = ToolContext(root=project, sandbox=box)
+found = []
+for in_spare in (True, False, True, False):
+    spares = Spares(take_wait=120)
+    if in_spare:
+        spares.prepare(box, command_environment(ctx))
+    outcome = run_command(LEFT_RUNNING, ctx, 60, box, spares)
+    spares.close()
+    time.sleep(0.05)
+    found.append([spares.used, any("created .envrc" in n for n in outcome.notes), (project / ".envrc").exists()])
+    (project / ".envrc").unlink(missing_ok=True)
+print(json.dumps(found))
+"""
+
+
+def test_what_a_command_left_running_cannot_plant_after_the_checks_as_an_unprivileged_user() -> None:
+    from tests.unprivileged import hand_over, user_prefix, workspace
+
+    prefix = user_prefix("nobody")
+    with workspace("swecli-spare-left-") as base:
+        home, project = base / "home", base / "project"
+        home.mkdir()
+        project.mkdir()
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        hand_over(base, "nobody")
+        repo = Path(__file__).resolve().parents[2]
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(repo), "LANG": "C.UTF-8"}
+        out = subprocess.run([*prefix, sys.executable, "-c", LEFT_AS_USER, str(project), str(home)], env=env,
+                             cwd=base, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert json.loads(out.stdout) == [[1, True, False], [0, True, False]] * 2
+
+
 def test_a_spare_that_cannot_start_leaves_the_pool_working(place: tuple[Path, Path]) -> None:
     """Whatever a spare's start raises, the thread that starts and discards spares lives on (were it to die,
     every spare handed to it afterwards would be left waiting)."""
