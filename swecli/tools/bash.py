@@ -212,12 +212,12 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
         # a command stopped by a timeout or Esc keeps bwrap's exit status, as before the runner reported; a
         # report read is the command's status even when bwrap's exit was seen (and reaped) first
         reported = stream.status is not None and outcome.stopped in ("", "background")
-        if proc.poll() is None:  # reported, or something above failed: never leave the group running
+        running = proc.poll() is None  # reported, or something above failed: never leave the group running
+        if running or reports is not None:  # a sandbox's init (in the group) may outlive bwrap
             _signal_group(proc.pid, signal.SIGKILL)
-            if reported:
-                spares.reap(proc)  # bwrap's exit chain is waited for off the path
+        if running and reported:
+            spares.reap(proc)  # bwrap's exit chain is waited for off the path
         if reports is not None:  # the checks after the command must not race with what it left running
-            _signal_group(proc.pid, signal.SIGKILL)  # its namespace's init too, if bwrap has exited before it
             reports.wait_for_namespace()
         outcome.exit_code = stream.status if reported else proc.wait()
         said = reports.said() if reports is not None else b""
