@@ -72,6 +72,36 @@ def ensure_private(folder: Path) -> int:
     return tightened
 
 
+def unlink_planted_links(folder: Path) -> list[str]:
+    """Remove every symlink among the records under `folder` (a project's `.swecli/`; the shared entries are
+    the project's and stay), returning each as `.swecli/REL (a link to TARGET)`. swecli never makes one: a
+    link there came with the repository or from a command, and swecli's writes would follow it
+    (`.swecli/logs -> /etc`), its reads too (a note linked to `~/.ssh/id_rsa` went into the prompt). The
+    target is left alone; directories are not followed, so this costs one listing per directory."""
+    removed: list[str] = []
+    stack = _records(folder)
+    while stack:
+        entry = stack.pop()
+        if entry.is_symlink():
+            try:
+                target = os.readlink(entry.path)
+                os.unlink(entry.path)
+            except OSError:
+                continue  # gone already, or not ours to remove: the writers then fail on it
+            removed.append(f"{folder.name}/{Path(entry.path).relative_to(folder).as_posix()} (a link to {target})")
+        elif entry.is_dir(follow_symlinks=False):
+            stack.extend(_records(Path(entry.path), skip_shared=False))
+    return sorted(removed)
+
+
+def _records(folder: Path, skip_shared: bool = True) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e for e in entries if not (skip_shared and e.name in SHARED)]
+    except OSError:
+        return []
+
+
 def _tighten_tree(top: os.DirEntry[str]) -> int:
     tightened = 0
     stack = [top]
