@@ -50,8 +50,9 @@ def write_private(path: Path, data: bytes) -> None:
 
 
 def open_private(path: Path, mode: str = "w") -> int:
-    """A file descriptor for writing `path` ("w" truncates, "a" appends), created 0600."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+    """A file descriptor for writing `path` ("w" truncates, "a" appends), created 0600. A link there is not
+    followed (OSError): swecli makes none among its records (`unlink_planted_links`)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if mode == "a" else os.O_TRUNC)
     make_private_dir(path.parent)
     fd = os.open(path, flags, PRIVATE_FILE)
     os.fchmod(fd, PRIVATE_FILE)  # an existing file keeps its mode through os.open: tighten it too

@@ -81,6 +81,16 @@ def test_links_among_the_records_are_removed_and_their_targets_left_alone(tmp_pa
     assert ensure_state_dir(project) == []
 
 
+def test_a_record_opened_for_writing_is_never_a_link(tmp_path: Path) -> None:
+    # e.g. a saved output named after a call id a local server numbers in order (`call_0`), planted as a link
+    (tmp_path / "bashrc").write_text("alias ll='ls -l'\n")
+    (tmp_path / "tool_results").mkdir()
+    (tmp_path / "tool_results" / "call_0.txt").symlink_to(tmp_path / "bashrc")
+    with pytest.raises(OSError):
+        open_private(tmp_path / "tool_results" / "call_0.txt", "w")
+    assert (tmp_path / "bashrc").read_text() == "alias ll='ls -l'\n"
+
+
 def test_a_state_folder_that_is_a_link_or_a_file_is_refused(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
