@@ -10,7 +10,6 @@ choose what that runs:
   program of that name planted there is never run.
 - `helper_environment()` is what such a helper gets: a fixed PATH, the locale and temp directory, and
   nothing else (no API keys, no `RIPGREP_CONFIG_PATH`, no `GIT_*`, no `LD_PRELOAD`).
-- `fixed_path()` covers libraries that look programs up on PATH while they load (pyseccomp's `find_library`).
 - `python_workers_without_cwd()` covers Python worker processes (the repository map's parse pool): a
   spawned worker starts with `python -c ...`, which puts the current directory (the project) first on
   `sys.path`, so a project file named `multiprocessing.py` ran inside it. `PYTHONSAFEPATH` keeps it out.
@@ -56,25 +55,6 @@ def helper_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 _SPAWN_LOCK = threading.Lock()
-
-
-@contextmanager
-def fixed_path() -> Iterator[None]:
-    """While a library that looks programs up on PATH is loaded into this process, PATH is `HELPER_PATH`.
-    pyseccomp finds libseccomp (and libc) with `ctypes.util.find_library`, which runs `gcc` or `cc`, then `ld`
-    and `objdump`, from PATH when `ldconfig -p` does not list the library (musl systems such as Alpine, a
-    libseccomp outside the cache, none installed): a project folder on PATH (direnv's `PATH_add bin`, an
-    activated in-project venv) would have had a `gcc` the repository planted run, with swecli's secrets."""
-    with _SPAWN_LOCK:
-        before = os.environ.get("PATH")
-        os.environ["PATH"] = HELPER_PATH
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("PATH", None)
-            else:
-                os.environ["PATH"] = before
 
 
 @contextmanager

@@ -70,11 +70,8 @@ def filter_fd(*, network: bool) -> int | None:
 
 @functools.lru_cache(maxsize=2)
 def _filter(network: bool) -> bytes | None:
-    from swecli.tools.own_process import fixed_path
-
     try:
-        with fixed_path():  # its import looks libseccomp up, maybe with `gcc` from PATH (see fixed_path)
-            import pyseccomp as seccomp
+        import pyseccomp as seccomp
     except (ImportError, OSError, AttributeError):  # no binding, or no libseccomp.so for it to load
         return None
     deny = seccomp.ERRNO(errno.EPERM)
