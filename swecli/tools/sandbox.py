@@ -61,6 +61,7 @@ from swecli.config import SandboxConfig
 from swecli.lazy import regex
 from swecli.records import datarecord
 from swecli.tools import gitlinks, syscalls
+from swecli.tools.own_process import trusted_program
 from swecli.tools.protected import (
     HOME_PROFILES,
     PROTECTED_DIRS,
@@ -132,8 +133,10 @@ class Layout:
 @datarecord(frozen=True)
 class Mounts:
     """Everything a command's bwrap line is made of besides the sandbox's own settings (`Sandbox.command_line`):
-    the layout's mounts, the isolation flags this bwrap takes, and which hidden paths are directories now."""
+    the bwrap found, the isolation flags it takes, the layout's mounts, and which hidden paths are directories now."""
 
+    program: str
+    """The bwrap started (`bwrap_program`: found on PATH outside the project)."""
     isolation: tuple[str, ...]
     toolchains: tuple[Path, ...]
     pinned: tuple[Path, ...]
@@ -339,14 +342,17 @@ class Sandbox:
 
     def mounts(self, layout: Layout) -> Mounts:
         """What this command's line is made of beyond the sandbox's settings, read now (`command_line`)."""
-        return Mounts(isolation_flags(self.bwrap), layout.toolchains, layout.pinned, layout.read_only,
+        program = bwrap_program(self.bwrap, self.root)
+        if program is None:  # unavailable_reason said so first: the session does not sandbox with it
+            raise OSError(errno.ENOENT, f"{self.bwrap} is not installed outside the project")
+        return Mounts(program, isolation_flags(program), layout.toolchains, layout.pinned, layout.read_only,
                       tuple(path.is_dir() for path in self.hidden))
 
     def command_line(self, argv: list[str], mounts: Mounts, seccomp_fd: int | None = None,
                      info_fd: int | None = None) -> list[str]:
         """The bwrap command line from the sandbox's settings and `mounts` alone: one sandbox with equal
         `Mounts` makes the same line (a spare is checked that way, `swecli/tools/spare.py`)."""
-        args = [self.bwrap, *_BASE_FLAGS, *mounts.isolation]
+        args = [mounts.program, *_BASE_FLAGS, *mounts.isolation]
         if not self.network:
             args.append("--unshare-net")
         if seccomp_fd is not None:
@@ -482,7 +488,7 @@ def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | No
     missing = [p for p in config.writable_paths if not _resolve(p, sandbox.root, home).exists()]
     warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
                 "remove it from the setting." for p in missing]
-    problem = unavailable_reason()
+    problem = unavailable_reason(sandbox.root)
     if not problem and not config.network and syscalls.unavailable():
         warnings.append(syscalls.unavailable())
     return sandbox, problem, warnings
@@ -751,14 +757,30 @@ NOT_LINUX = ("Commands cannot be sandboxed on this system (swecli's sandbox uses
              "mode; until then, commands that are not read-only ask first.")
 
 
-def unavailable_reason() -> str:
-    """"" when bwrap can sandbox commands here, else one sentence saying why and how to fix it."""
+def unavailable_reason(root: Path | None = None) -> str:
+    """"" when bwrap can sandbox commands in the project at `root` (the working directory by default), else
+    one sentence saying why and how to fix it."""
     if not sys.platform.startswith("linux"):
         return NOT_LINUX
-    path = shutil.which("bwrap")
+    path = bwrap_program("bwrap", Path.cwd() if root is None else root)
     if path is None:
         return MISSING
     return _probe(path)[0]
+
+
+def bwrap_program(name: str, root: Path) -> str | None:
+    """The bwrap swecli runs: `name` itself when it is a path, else the one on PATH outside the project and its
+    relative entries (`trusted_program`). swecli starts bwrap itself, outside any sandbox: a repository's
+    `bin/bwrap`, on PATH through direnv's `PATH_add bin` (or an activated in-project venv), ran every command
+    unsandboxed, and the start's probe ran it too (measured)."""
+    if os.path.isabs(name):
+        return name
+    return _trusted_bwrap(name, str(root), os.environ.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=8)
+def _trusted_bwrap(name: str, root: str, search: str) -> str | None:
+    return trusted_program(name, Path(root), search)
 
 
 def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
