@@ -14,11 +14,12 @@ discards its spare when it closes or its conversation is cleared (`get_ready`'s 
 Nothing is weakened:
 - The spare's bwrap command line is compared with the one a fresh launch would use now (the per-command
   layout is computed again: protected files come and go, placeholders, the environment's toolchains): the
-  sandbox and everything else the line is made of (`sandbox.Mounts`: the layout's mounts, the isolation
-  flags, which hidden paths are directories) must be equal, which makes the lines equal argument by argument
-  (`Sandbox.command_line` reads nothing else); any difference discards the spare and the command starts
-  fresh. The checks that run after the command (a protected file it created, new dot entries of the home,
-  submodules) are the fresh layout's, taken just before the command runs.
+  sandbox and everything else the line is made of (`sandbox.Mounts`: the bwrap found, its isolation flags,
+  the layout's mounts, which hidden paths are directories) must be equal, which makes the lines equal argument
+  by argument (`Sandbox.command_line` reads nothing else); any difference discards the spare and the command
+  starts fresh. The checks that run after the command (a protected file it created, new dot entries of the
+  home, submodules) are the fresh layout's, taken just before the command runs, and run once the sandbox's
+  last process is gone (`sandbox.Reports.wait_for_namespace`), as for a fresh launch.
 - The files and directories the command line mounts are compared too (device and inode of each bind's
   source and target, each tmpfs's target): a protected file replaced by a rename after the spare started
   (an approved `write_file` writes that way) would otherwise have its read-only mount detached in the
