@@ -417,8 +417,7 @@ class _Channel:
 
     def _pump(self, client: httpx.Client, endpoint: Endpoint, body: bytes) -> None:
         try:
-            with client.stream("POST", endpoint.url, content=body,
-                               headers={**endpoint.headers, "Content-Type": "application/json"}) as response:
+            with _sent(client, _TEMPLATES.request(client, endpoint, body)) as response:
                 self._response = response
                 if self._stop.is_set():
                     return
@@ -437,6 +436,60 @@ class _Channel:
         except Exception as exc:  # handed to the caller, who decides; nobody may be listening any more
             if not self._stop.is_set():
                 self._items.put(_Failed(exc))
+
+
+@contextlib.contextmanager
+def _sent(client: httpx.Client, request: httpx.Request) -> Iterator[httpx.Response]:
+    """`client.stream(...)` for a request already built: sent, its response closed after use."""
+    response = client.send(request, stream=True)
+    try:
+        yield response
+    finally:
+        response.close()
+
+
+class RequestTemplates:
+    """The `httpx.Request` of a model call, made from the last one built for the same client, URL and headers.
+
+    `Client.build_request` merges the URL, the client's headers, cookies and query parameters and its timeout
+    anew for every request (~0.3 ms of CPU here, on the path of every model call), though only the body and
+    its length change from one model call to the next. A template is one `build_request` with an empty body
+    (its `Content-Length` taken out); a request made from it carries its URL, its headers with the body's
+    length appended last (where `build_request` puts it) and its extensions, so the bytes on the wire are
+    the same (tests/llm/test_transport.py compares them). A client holding cookies (a server set one)
+    builds every request with `build_request`, as before: the cookie header is the jar's business."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[httpx.Client, str, tuple[tuple[str, str], ...], httpx.Request]] = {}
+        self._lock = threading.Lock()
+
+    def request(self, client: httpx.Client, endpoint: Endpoint, body: bytes) -> httpx.Request:
+        import httpx
+
+        headers = (*endpoint.headers.items(), ("Content-Type", "application/json"))
+        if client.cookies:
+            return client.build_request("POST", endpoint.url, content=body, headers=dict(headers))
+        with self._lock:
+            kept = self._kept.get(id(client))
+        if kept is None or kept[0] is not client or kept[1] != endpoint.url or kept[2] != headers:
+            template = client.build_request("POST", endpoint.url, content=b"", headers=dict(headers))
+            del template.headers["Content-Length"]
+            kept = (client, endpoint.url, headers, template)
+            with self._lock:
+                self._kept[id(client)] = kept
+        template = kept[3]
+        # `stream=`: the headers are complete (no second pass adding Host and the length), the body one piece.
+        request = httpx.Request("POST", template.url, extensions=template.extensions, stream=httpx.ByteStream(body),
+                                headers=httpx.Headers([*template.headers.raw, (b"Content-Length", b"%d" % len(body))]))
+        request.read()  # as `content=` leaves it: `request.content` readable (the same bytes object, not a copy)
+        return request
+
+    def forget(self, client: httpx.Client) -> None:
+        with self._lock:
+            self._kept.pop(id(client), None)
+
+
+_TEMPLATES = RequestTemplates()
 
 
 def _http_error(endpoint: Endpoint, head: _Head) -> Exception:
@@ -510,4 +563,5 @@ class HttpProvider:
         yield from retry_stream(attempt, self.retry, cancel, deadline)
 
     def close(self) -> None:
+        _TEMPLATES.forget(self._client)
         self._client.close()
