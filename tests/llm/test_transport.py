@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from swecli.llm.anthropic import AnthropicProvider
-from swecli.llm.base import ModelRequest, ResponseDone, StreamEvent, TransientError, Waiting
+from swecli.llm.base import ModelRequest, ProviderError, ResponseDone, StreamEvent, TransientError, Waiting
 from swecli.llm.openai import OpenAIProvider
 from swecli.llm.retry import RetryNotice
 from swecli.llm.transport import HEARTBEAT_SECONDS, HttpProvider, Pacing
@@ -183,3 +185,99 @@ def test_a_connection_the_server_keeps_alive_serves_the_next_requests(wire: Wire
                 p.close()
         assert answers == [f"answer {n}" for n in range(6)]
         assert (llm.connections <= most) if keep_alive else (llm.connections == most)  # two: see above
+
+
+class RawCapture:
+    """A loopback HTTP server that keeps every request's raw bytes (request line, headers, body) and answers
+    each with a one-event OpenAI stream, setting a cookie when `cookie` is given."""
+
+    def __init__(self, cookie: str = "") -> None:
+        import socket
+        import threading
+
+        self.cookie = cookie
+        self.requests: list[bytes] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with connection:
+                raw = b""
+                while b"\r\n\r\n" not in raw:
+                    raw += connection.recv(65536)
+                head = raw.split(b"\r\n\r\n", 1)[0]
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                while len(raw) < len(head) + 4 + length:
+                    raw += connection.recv(65536)
+                self.requests.append(raw)
+                chunk = ('{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}')
+                cookie = f"Set-Cookie: {self.cookie}; Path=/\r\n" if self.cookie else ""
+                connection.sendall((f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{cookie}"
+                                    f"Connection: close\r\n\r\ndata: {chunk}\n\ndata: [DONE]\n\n").encode())
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _as_built_by_httpx(p: HttpProvider, raw: bytes) -> bytes:
+    """What `client.build_request` would have sent for the same URL, headers and body as `raw` (the way
+    requests were built before templates), serialized as httpcore writes it."""
+    import h11
+
+    head, body = raw.split(b"\r\n\r\n", 1)
+    target = head.split(b"\r\n")[0].split(b" ")[1].decode()
+    sent = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+    own = {k.decode(): v.decode() for k, v in sent.items()
+           if k in (b"Accept", b"Authorization", b"x-api-key", b"anthropic-version", b"Content-Type")}
+    request = p._client.build_request("POST", p.base_url.removesuffix("/v1") + target, content=body, headers=own)
+    connection = h11.Connection(our_role=h11.CLIENT)
+    return b"".join(connection.send(event) or b"" for event in (
+        h11.Request(method=b"POST", target=request.url.raw_path, headers=request.headers.raw),
+        h11.Data(data=request.content), h11.EndOfMessage()))
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_requests_made_from_the_template_are_the_bytes_build_request_makes(wire: Wire) -> None:
+    """Each model call's request is made from a kept template, not `Client.build_request`: the same bytes on the
+    wire, for the first request (which makes the template) and the next ones (which reuse it with another body)."""
+    from swecli.llm import transport
+
+    server = RawCapture()
+    cls = OpenAIProvider if wire == "openai" else AnthropicProvider
+    p = cls(model="m", base_url=server.base_url, api_key="k", max_retries=0)
+    try:
+        for text in ("hi", "a longer question with \u00e9 in it", "hi"):
+            with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
+                list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
+        assert transport._TEMPLATES._kept[id(p._client)][0] is p._client  # made once, kept for this client
+        assert len(server.requests) == 3
+        for raw in server.requests:
+            assert raw == _as_built_by_httpx(p, raw)
+        assert server.requests[0] == server.requests[2] != server.requests[1]
+    finally:
+        p.close()
+        server.close()
+    assert id(p._client) not in transport._TEMPLATES._kept  # closed: forgotten
+
+
+def test_a_cookie_the_server_set_is_sent_back_as_before() -> None:
+    """A load balancer's sticky-session cookie: a client holding cookies builds its requests with
+    `build_request`, whose cookie header the template would not carry."""
+    server = RawCapture(cookie="lb=node-7")
+    p = OpenAIProvider(model="m", base_url=server.base_url, api_key="k")
+    try:
+        answers = [e.message.content for _ in range(2) for e in p.stream(REQUEST) if isinstance(e, ResponseDone)]
+    finally:
+        p.close()
+        server.close()
+    assert answers == ["ok", "ok"]
+    assert b"\r\nCookie: " not in server.requests[0].split(b"\r\n\r\n")[0]
+    assert b"\r\nCookie: lb=node-7\r\n" in server.requests[1].split(b"\r\n\r\n")[0] + b"\r\n"
+    assert server.requests[1] == _as_built_by_httpx(p, server.requests[1])
