@@ -16,7 +16,9 @@ is the machine's):
   the reading thread woken by the socket, the loop woken by it, the parse.
 
 Both wires (`openai`, `anthropic`), with and without a kept-alive connection. Also the child's main-thread
-and whole-process CPU per call (the thinking is idle time, so this is the transport's own work).
+and whole-process CPU per call, and the user-space instructions of its main thread and of all its threads
+(`thread_instructions.py`; what a loaded machine does not change): the thinking is idle time, so this is
+the transport's own work (and the main thread's polls of its cancel token while it waits).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ PROBE = ROOT / "bench" / "transport_probe.py"
 
 
 def one_run(tree: Tree, wire: str, kept: bool, calls: int, thinking: float) -> list[tuple[float, ...]]:
-    """Per call after the first: (send -> at server, last byte -> done, main CPU, process CPU), seconds."""
+    """Per call after the first: (send -> at server, last byte -> done, main CPU, process CPU) in seconds, then
+    the main thread's and all threads' user-space instructions (millions)."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)
         return Reply(calls=[Call("bash", {"command": "true"})])
@@ -58,7 +61,8 @@ def one_run(tree: Tree, wire: str, kept: bool, calls: int, thinking: float) -> l
         marks = [json.loads(line) for line in Path(log.name).read_text().splitlines()]
     rows = []
     for i, mark in enumerate(marks):
-        rows.append((llm.accepted[i] - mark["send"], mark["done"] - llm.written[i], mark["cpu"], mark["all"]))
+        rows.append((llm.accepted[i] - mark["send"], mark["done"] - llm.written[i], mark["cpu"], mark["all"],
+                     mark["ins"], mark["ins_all"]))
     return rows[1:]
 
 
@@ -80,19 +84,21 @@ def main() -> None:
         for wire, kept in cases:
             for tree in trees if run % 2 == 0 else trees[::-1]:
                 rows = one_run(tree, wire, kept, args.calls, args.thinking)
-                per_run = [statistics.median(r[k] for r in rows) for k in range(4)]
+                per_run = [statistics.median(r[k] for r in rows) for k in range(6)]
                 results.setdefault((tree.label, wire, kept), []).append(per_run)
         print(f"run {run + 1}/{args.runs} done", file=sys.stderr)
     print(f"transport per model call ({args.calls} calls a run, the model thinking {args.thinking} s; medians of "
           f"{args.runs} runs of per-run medians, the first call left out)\n")
-    print("| wire | connection | build | send -> at server | last byte -> done | main thread CPU | process CPU |")
-    print("|---|---|---|---|---|---|---|")
+    print("| wire | connection | build | send -> at server | last byte -> done | main thread CPU | process CPU "
+          "| M instructions, main thread | M instructions, all threads |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for wire, kept in cases:
         for tree in trees:
             runs = results[(tree.label, wire, kept)]
             cells = [statistics.median(r[k] for r in runs) * 1000 for k in range(4)]
+            ins = [statistics.median(r[k] for r in runs) for k in (4, 5)]
             print(f"| {wire} | {'kept' if kept else 'new'} | {tree.label} | {cells[0]:.2f} ms | {cells[1]:.2f} ms | "
-                  f"{cells[2]:.2f} ms | {cells[3]:.2f} ms |")
+                  f"{cells[2]:.2f} ms | {cells[3]:.2f} ms | {ins[0]:.3f} | {ins[1]:.3f} |")
 
 
 if __name__ == "__main__":

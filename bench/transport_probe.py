@@ -1,5 +1,7 @@
 """Make model calls with a provider alone and note when each began and when its `ResponseDone` came
-(`transport_bench.py` runs it with each tree's interpreter; standard library and swecli's provider API only).
+(`transport_bench.py` runs it with each tree's interpreter; standard library, swecli's provider API and
+`thread_instructions.py` only): the clock at both ends, and the main thread's and all threads' CPU and
+user-space instructions over the call.
 
     python bench/transport_probe.py BASE_URL WIRE CALLS LOG
 """
@@ -9,9 +11,20 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from thread_instructions import count_threads, instruction_counter, millions, per_thread
+
+    count_threads()  # the request threads are started later, each with a counter
+    main_counter = instruction_counter()
+
+    def instructions() -> tuple[float, float]:
+        own = millions(main_counter) or 0.0
+        return own, own + sum(per_thread().values())
+
     base_url, wire, calls, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     from swecli.llm.base import ModelRequest, ResponseDone
     from swecli.testing.shared import load_trajectory, trajectory_paths
@@ -29,11 +42,14 @@ def main() -> None:
     marks = []
     for _ in range(calls):
         cpu, whole = time.thread_time(), time.process_time()
+        ins, ins_all = instructions()
         send = time.monotonic()
         for event in provider.stream(request):
             if isinstance(event, ResponseDone):
                 done = time.monotonic()
-        marks.append({"send": send, "done": done, "cpu": time.thread_time() - cpu, "all": time.process_time() - whole})
+        after, after_all = instructions()
+        marks.append({"send": send, "done": done, "cpu": time.thread_time() - cpu, "all": time.process_time() - whole,
+                      "ins": after - ins, "ins_all": after_all - ins_all})
     provider.close()
     with open(log, "w") as out:
         out.writelines(json.dumps(mark) + "\n" for mark in marks)

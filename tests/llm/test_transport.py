@@ -281,3 +281,57 @@ def test_a_cookie_the_server_set_is_sent_back_as_before() -> None:
     assert b"\r\nCookie: " not in server.requests[0].split(b"\r\n\r\n")[0]
     assert b"\r\nCookie: lb=node-7\r\n" in server.requests[1].split(b"\r\n\r\n")[0] + b"\r\n"
     assert server.requests[1] == _as_built_by_httpx(p, server.requests[1])
+
+
+def _session_requests() -> list[ModelRequest]:
+    """A real session's requests in order (`../shared/trajectories`, the first file): its last 12 prefixes that
+    end before an assistant message, as the loop sends them one tool call after another."""
+    from swecli.messages import AssistantMessage
+    from swecli.testing.shared import load_trajectory, trajectory_paths
+
+    system, tools, history = load_trajectory(trajectory_paths()[0])
+    ends = [i for i, m in enumerate(history) if isinstance(m, AssistantMessage) and i > 0][-12:]
+    return [ModelRequest(system=system, messages=tuple(history[:end]), tools=tools, tail="Plan: go on")
+            for end in ends]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_growing_session_resumes_from_the_last_request_and_sends_the_same_body(wire: Wire) -> None:
+    """Each request begins with the last one's history: its encoding resumes from what the wire held (the
+    messages are not looked up one by one), and the body is still exactly `request_body`'s JSON."""
+    import json
+
+    p = (OpenAIProvider if wire == "openai" else AnthropicProvider)(model="m", base_url="http://127.0.0.1:9")
+    requests = _session_requests()
+    for n, req in enumerate(requests):
+        assert json.loads(p.encoded_body(req)) == p.request_body(req)
+        held = p._encoded._prefix
+        assert held is not None
+        assert held.messages == (req.messages if wire == "openai" else req.messages[:-1])  # kept for the next
+        if n:
+            previous = requests[n - 1].messages
+            assert held.messages[:len(previous) - 1] == previous[:-1]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_message_replaced_in_the_middle_is_sent_new_and_the_ones_before_it_are_not_encoded_again(
+        wire: Wire) -> None:
+    """Decay or compaction replaces an old message by a new object: the request cannot resume, the new message
+    is encoded, and the messages before it are still found kept (the resumed requests carried their parts),
+    the same bytes objects, not encoded again. Images sent or not (another variant) cannot resume either."""
+    import json
+    from dataclasses import replace
+
+    p = (OpenAIProvider if wire == "openai" else AnthropicProvider)(model="m", base_url="http://127.0.0.1:9")
+    first, second = _session_requests()[:2]
+    p.encoded_body(first)
+    early = {i: p._encoded._kept[id(m)][2] for i, m in enumerate(first.messages[:10])}
+    p.encoded_body(second)  # resumed
+    changed = second.messages[10].model_copy(update={"content": "[folded: see .swecli/outputs/1]"})
+    third = replace(second, messages=(*second.messages[:10], changed, *second.messages[11:]))
+    sent = json.loads(p.encoded_body(third))
+    assert sent == p.request_body(third) and "[folded: see .swecli/outputs/1]" in json.dumps(sent)
+    assert all(p._encoded._kept[id(third.messages[i])][2] is early[i] for i in early)
+    p.images = False  # another variant: every message mapped again
+    assert json.loads(p.encoded_body(third)) == p.request_body(third)
+    assert p._encoded._prefix is not None and p._encoded._prefix.variant in (False, (False, False))
