@@ -496,7 +496,10 @@ class RequestTemplates:
     builds every request with `build_request`, as before: the cookie header is the jar's business."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[httpx.Client, str, tuple[tuple[str, str], ...], httpx.Request]] = {}
+        import weakref
+
+        self._kept: weakref.WeakKeyDictionary[httpx.Client, tuple[str, tuple[tuple[str, str], ...], httpx.Request]]
+        self._kept = weakref.WeakKeyDictionary()  # a client nobody closed still goes when its provider goes
         self._lock = threading.Lock()
 
     def request(self, client: httpx.Client, endpoint: Endpoint, body: bytes) -> httpx.Request:
@@ -506,14 +509,14 @@ class RequestTemplates:
         if client.cookies:
             return client.build_request("POST", endpoint.url, content=body, headers=dict(headers))
         with self._lock:
-            kept = self._kept.get(id(client))
-        if kept is None or kept[0] is not client or kept[1] != endpoint.url or kept[2] != headers:
+            kept = self._kept.get(client)
+        if kept is None or kept[0] != endpoint.url or kept[1] != headers:
             template = client.build_request("POST", endpoint.url, content=b"", headers=dict(headers))
             del template.headers["Content-Length"]
-            kept = (client, endpoint.url, headers, template)
+            kept = (endpoint.url, headers, template)
             with self._lock:
-                self._kept[id(client)] = kept
-        template = kept[3]
+                self._kept[client] = kept
+        template = kept[2]
         # `stream=`: the headers are complete (no second pass adding Host and the length), the body one piece.
         request = httpx.Request("POST", template.url, extensions=template.extensions, stream=httpx.ByteStream(body),
                                 headers=httpx.Headers([*template.headers.raw, (b"Content-Length", b"%d" % len(body))]))
@@ -522,7 +525,7 @@ class RequestTemplates:
 
     def forget(self, client: httpx.Client) -> None:
         with self._lock:
-            self._kept.pop(id(client), None)
+            self._kept.pop(client, None)
 
 
 _TEMPLATES = RequestTemplates()

@@ -256,7 +256,8 @@ def test_requests_made_from_the_template_are_the_bytes_build_request_makes(wire:
         for text in ("hi", "a longer question with \u00e9 in it", "hi"):
             with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
                 list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
-        assert transport._TEMPLATES._kept[id(p._client)][0] is p._client  # made once, kept for this client
+        url = transport._TEMPLATES._kept[p._client][0]  # made once, kept for this client
+        assert url == f"{server.base_url}/{'chat/completions' if wire == 'openai' else 'messages'}"
         assert len(server.requests) == 3
         for raw in server.requests:
             assert raw == _as_built_by_httpx(p, raw)
@@ -264,7 +265,28 @@ def test_requests_made_from_the_template_are_the_bytes_build_request_makes(wire:
     finally:
         p.close()
         server.close()
-    assert id(p._client) not in transport._TEMPLATES._kept  # closed: forgotten
+    assert p._client not in transport._TEMPLATES._kept  # closed: forgotten
+
+
+def test_the_template_of_a_provider_nobody_closed_goes_with_it() -> None:
+    """The templates hold their clients weakly: a provider dropped without `close` (and its connection pool) is
+    not kept alive by them."""
+    import gc
+    import weakref
+
+    from swecli.llm import transport
+
+    server = RawCapture()
+    p = OpenAIProvider(model="m", base_url=server.base_url, api_key="k")
+    try:
+        assert [e.message.content for e in p.stream(REQUEST) if isinstance(e, ResponseDone)] == ["ok"]
+        client = weakref.ref(p._client)
+        assert p._client in transport._TEMPLATES._kept
+        del p
+        gc.collect()
+        assert client() is None
+    finally:
+        server.close()
 
 
 def test_a_cookie_the_server_set_is_sent_back_as_before() -> None:
