@@ -29,8 +29,8 @@
     todo.py          the model's own task list (the `todo` tool)
 
 Internal (used only inside the package, may change without notice): `archive`, `background`, `compaction`,
-`compaction_params`, `compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `foldahead`, `hooks`, `images`, `ledger`, `prefix`,
-`recitation`, `references`, `runway`, `scheduler`.
+`compaction_params`, `compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `foldahead`, `hooks`, `images`,
+`ledger`, `prefix`, `recitation`, `references`, `runway`, `scheduler`.
 
 What other packages may use is re-exported here (`from swecli.context import ...`); each name is imported from
 its module the first time it is used, so importing the package costs nothing.
