@@ -272,6 +272,7 @@ def test_the_template_of_a_provider_nobody_closed_goes_with_it() -> None:
     """The templates hold their clients weakly: a provider dropped without `close` (and its connection pool) is
     not kept alive by them."""
     import gc
+    import time
     import weakref
 
     from swecli.llm import transport
@@ -283,7 +284,10 @@ def test_the_template_of_a_provider_nobody_closed_goes_with_it() -> None:
         client = weakref.ref(p._client)
         assert p._client in transport._TEMPLATES._kept
         del p
-        gc.collect()
+        deadline = time.monotonic() + 10  # the request thread may still be reading the reply's end: wait for it
+        while client() is not None and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
         assert client() is None
     finally:
         server.close()
