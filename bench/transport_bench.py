@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from latency_bench import KeptAliveLLM, TimedLLM, Tree  # noqa: E402
 
 from swecli.testing.server import Call, Reply, Step  # noqa: E402
+from swecli.testing.shared import trajectory_paths  # noqa: E402
 
 PROBE = ROOT / "bench" / "transport_probe.py"
 
@@ -54,7 +55,8 @@ def one_run(tree: Tree, wire: str, kept: bool, calls: int, thinking: float) -> l
     llm = (KeptAliveLLM if kept else TimedLLM)(steps)
     llm.wire = wire  # type: ignore[assignment]
     with llm, tempfile.NamedTemporaryFile(prefix="transport-", suffix=".jsonl") as log:
-        done = subprocess.run([tree.python, str(PROBE), llm.base_url, wire, str(calls), log.name],
+        done = subprocess.run([tree.python, str(PROBE), llm.base_url, wire, str(calls), log.name,
+                               str(trajectory_paths()[0])],
                               env=tree.env(), capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             raise RuntimeError(f"{tree.label}: the probe failed: {done.stderr[-2000:]}")

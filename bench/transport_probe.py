@@ -3,7 +3,7 @@
 `thread_instructions.py` only): the clock at both ends, and the main thread's and all threads' CPU and
 user-space instructions over the call.
 
-    python bench/transport_probe.py BASE_URL WIRE CALLS LOG
+    python bench/transport_probe.py BASE_URL WIRE CALLS LOG TRAJECTORY
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ def main() -> None:
         own = millions(main_counter) or 0.0
         return own, own + sum(per_thread().values())
 
-    base_url, wire, calls, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    base_url, wire, calls, log, trajectory = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
     from swecli.llm.base import ModelRequest, ResponseDone
-    from swecli.testing.shared import load_trajectory, trajectory_paths
+    from swecli.testing.shared import load_trajectory
 
     if wire == "anthropic":
         from swecli.llm.anthropic import AnthropicProvider as Provider
     else:
         from swecli.llm.openai import OpenAIProvider as Provider  # type: ignore[assignment]
-    system, tools, history = load_trajectory(trajectory_paths()[0])
+    system, tools, history = load_trajectory(Path(trajectory))  # given: an older tree may not find ../shared
     cut = 60  # a point where every call has its results: the next message is no tool result
     while cut < len(history) and type(history[cut]).__name__ == "ToolMessage":
         cut += 1
