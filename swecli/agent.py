@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field, replace
 
+from swecli.collector import COLLECTOR, Collector
 from swecli.context.admission import input_too_large, pending_input
 from swecli.context.manager import ContextManager
 from swecli.denials import DenialWatch
@@ -98,6 +99,9 @@ class Agent:
     """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
     _readied: bool = field(default=False, repr=False)
     """The tools' `ready` hooks ran after this step's calls: the request that follows needs no second call."""
+    collector: Collector = field(default=COLLECTOR, repr=False)
+    """The garbage collector's schedule: held from a reply's end to the next request (`swecli.collector`)."""
+    _holding: bool = field(default=False, repr=False)
 
     @property
     def cancel(self) -> CancelToken:
@@ -114,21 +118,10 @@ class Agent:
         message = task if isinstance(task, UserMessage) else UserMessage(content=task)
         self._admit(message)
         self.append(message)
-        answer, reason = "", "done"
-        for iteration in range(1, self.max_iterations + 1):
-            try:
-                self.step(iteration)
-            except Finished as done:
-                answer, reason = done.answer, done.stop_reason
-                break
-            except Interrupted:
-                answer, reason = INTERRUPTED, "interrupted"
-                self.context.cancel_background("interrupted by the user")  # Esc stops everything under way
-                break
-        else:
-            reason = "iteration_limit"
-            answer = (f"Stopped after {self.max_iterations} iterations without a final answer "
-                      "(raise --max-iterations to let it go on).")
+        try:
+            iteration, answer, reason = self._iterate()
+        finally:
+            self._release_collector()  # the turn is over: collect while the person reads
         compactions = self.context.compactions[compactions_before:]
         summaries = self.context.compaction_usage - summaries_before  # summary requests are the turn's spend too
         turn = TurnFinished(answer, iteration, self.usage - usage_before + summaries, time.monotonic() - start,
@@ -136,6 +129,24 @@ class Agent:
                             compaction_wait=sum(c.waited for c in compactions))
         self.on_event(turn)
         return turn
+
+    def _iterate(self) -> tuple[int, str, str]:
+        """The turn's steps until one ends it: the last iteration, the answer and why it stopped."""
+        for iteration in range(1, self.max_iterations + 1):
+            try:
+                self.step(iteration)
+            except Finished as done:
+                return iteration, done.answer, done.stop_reason
+            except Interrupted:
+                self.context.cancel_background("interrupted by the user")  # Esc stops everything under way
+                return iteration, INTERRUPTED, "interrupted"
+        return self.max_iterations, (f"Stopped after {self.max_iterations} iterations without a final answer "
+                                     "(raise --max-iterations to let it go on)."), "iteration_limit"
+
+    def _release_collector(self) -> None:
+        if self._holding:
+            self._holding = False
+            self.collector.release()
 
     def step(self, iteration: int) -> None:
         self.sync_tools()
@@ -224,8 +235,13 @@ class Agent:
         # event: the server answered), off the path to it, and before the reply's calls run (at the latest,
         # at its `ResponseDone`).
         unready, self._readied = not self._readied, False
+        self._release_collector()  # collections run once the request is out, while the model thinks
+        first = True
         try:
             for event in self.provider.stream(request, self.cancel):
+                if first:
+                    first = False
+                    self.collector.resume()  # a model that answered before they ran: its reply collects
                 if unready:
                     unready = False
                     self._ready_tools()
@@ -234,6 +250,9 @@ class Agent:
                 elif isinstance(event, ProviderNote):
                     self.on_event(Notice("info", event.text))
                 elif isinstance(event, ResponseDone):
+                    if not self._holding:  # from here to the next request, nothing stops for a collection
+                        self._holding = True
+                        self.collector.hold()
                     self._sent = request
                     self._account(request, event, time.monotonic() - start)
                     return event

@@ -39,6 +39,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, assert_never
 
+from swecli.collector import ON_THE_WIRE
 from swecli.events import (
     BackgroundSummary,
     ChildEvent,
@@ -374,9 +375,6 @@ def init_event(session: AgentSession) -> dict[str, Any]:
     }
 
 
-ON_THE_WIRE = 0.05
-"""Seconds after a request starts by which it has been sent (loopback: ~2 ms; a TLS handshake mostly waits
-on the network, which leaves the interpreter free)."""
 
 
 def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
@@ -389,12 +387,15 @@ def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
 
     in_flight = threading.Event()
     prefetch(encoding_for_model(model), in_flight, delay=ON_THE_WIRE)
+    first = [True]
 
     def listener(event: Event) -> None:
         if isinstance(event, ModelCallStarted):
-            if not gc.isenabled():
-                gc.freeze()
-                gc.enable()
+            if first[0]:  # only start-up's switch: later the collector may be held (`swecli.collector`)
+                first[0] = False
+                if not gc.isenabled():
+                    gc.freeze()
+                    gc.enable()
             in_flight.set()
         elif isinstance(event, ModelCallFinished):
             in_flight.clear()
