@@ -18,8 +18,9 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field, replace
+from typing import Any
 
-from swecli.collector import COLLECTOR, Collector
+from swecli.collector import COLLECTOR
 from swecli.context.admission import input_too_large, pending_input
 from swecli.context.manager import ContextManager
 from swecli.denials import DenialWatch
@@ -99,9 +100,8 @@ class Agent:
     """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
     _readied: bool = field(default=False, repr=False)
     """The tools' `ready` hooks ran after this step's calls: the request that follows needs no second call."""
-    collector: Collector = field(default=COLLECTOR, repr=False)
-    """The garbage collector's schedule: held from a reply's end to the next request (`swecli.collector`)."""
     _holding: bool = field(default=False, repr=False)
+    """This loop holds the garbage collector: from a reply's end to the next request (`swecli.collector`)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -146,7 +146,7 @@ class Agent:
     def _release_collector(self) -> None:
         if self._holding:
             self._holding = False
-            self.collector.release()
+            COLLECTOR.release()
 
     def step(self, iteration: int) -> None:
         self.sync_tools()
@@ -241,7 +241,7 @@ class Agent:
             for event in self.provider.stream(request, self.cancel):
                 if first:
                     first = False
-                    self.collector.resume()  # a model that answered before they ran: its reply collects
+                    COLLECTOR.resume()  # a model that answered before they ran: its reply collects
                 if unready:
                     unready = False
                     self._ready_tools()
@@ -252,7 +252,7 @@ class Agent:
                 elif isinstance(event, ResponseDone):
                     if not self._holding:  # from here to the next request, nothing stops for a collection
                         self._holding = True
-                        self.collector.hold()
+                        COLLECTOR.hold()
                     self._sent = request
                     self._account(request, event, time.monotonic() - start)
                     return event
@@ -304,15 +304,15 @@ class Agent:
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved, ctx = True, self.tool_ctx
+        approved = True
+        # A running command's output reaches the live view as it arrives.
+        per_call: dict[str, Any] = {"on_output": lambda text: self.on_event(ToolOutput(call, text))}
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
             # The verdict also says how this call is confined (the sandbox for bash, or none).
-            ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
-        # A running command's output reaches the live view as it arrives.
-        ctx = replace(ctx, on_output=lambda text: self.on_event(ToolOutput(call, text)))
-        result = self.tools.run(call, ctx) if approved else ToolResult(
+            per_call.update(sandbox=verdict.sandbox, escalate=verdict.escalate)
+        result = self.tools.run(call, replace(self.tool_ctx, **per_call)) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
         return self._finish(call, result, start, approved)
 

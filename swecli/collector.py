@@ -1,25 +1,27 @@
 """When the cyclic garbage collector runs: not between a model's reply and the next request, but while the
 model thinks.
 
-CPython runs a collection whenever enough container objects were allocated since the last one, on whichever
-thread allocates. A tool call's path (the reply read, events written, the command run, the next request
-built and sent) allocates a few thousand, so a young-generation pass (~0.3 ms) landed on it almost every
-call, and now and then an older generation's (tens of ms on a long session's heap). The user waits for
-all of that; nobody waits while the model thinks.
+CPython runs a collection whenever enough container objects were allocated since the last one (700 by
+default), on whichever thread allocates. A tool call's path (the reply read, events written, the command
+run, the next request built and sent) allocates a few hundred to a few thousand, so a young-generation pass
+(~0.3 ms here) landed on it every call or two, and now and then an older generation's (milliseconds on a
+long session's heap). The user waits for all of that; nobody waits while the model thinks.
 
-So the loop `hold`s the collector when a reply is in and `release`s it when its next request is under way;
-while held, automatic collection is off. A release does not collect at once (the request is still being
-built and written): the collector's thread waits `ON_THE_WIRE`, and if no reply has come by then, switches
-automatic collection back on and allocates one object, which makes CPython run whatever collections are due,
-by its own rules (the same generations and thresholds, the old generation's 25% rule included), while the
-loop waits for the model. A model that answers before then (no thinking time) resumes automatic
-collection at its reply's first event (`resume`), which collects what is due there, on the path as before:
-a session that never waits still collects every call. Nothing is ever skipped: allocations made while held are counted,
-and the next collection takes them.
+So the loop `hold`s the collector when a reply is in and `release`s it when its next request is under way.
+While held, the young generation's threshold is `HELD_FACTOR` times higher: a call's own allocations never
+reach it, and a long hold (a command that runs for minutes, a sub-agent working under a `task` call) still
+collects, every `HELD_FACTOR` times as many allocations, so garbage stays bounded. A release does not
+collect at once (the request is still being built and written): the collector's thread waits `ON_THE_WIRE`,
+and if no reply has come by then, puts the threshold back and allocates one object, which makes CPython run
+whatever collections are due, by its own rules (the same generations and thresholds, the old generation's
+25% rule included), while the loop waits for the model. A model that answers before then (no thinking
+time) puts it back at its reply's first event (`resume`), which collects what is due there, on the path as
+before: a session that never waits still collects every call. Nothing is skipped: allocations made while
+held are counted, and the next collection takes them.
 
-Only a collector swecli switched off is switched back on: one that was off already (start-up's, before
-`-p`'s first request; a user's `gc.disable()`) is left as it is. Several loops (sub-agents on threads)
-share the one collector: it stays held while any of them is between its reply and its next request.
+A collector that is off (`gc.disable()`: start-up's, before `-p`'s first request, or a user's) or whose
+threshold is 0 is left alone. Several loops (sub-agents on threads) share the one collector: it stays held
+while any of them is between its reply and its next request.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import time
 ON_THE_WIRE = 0.05
 """Seconds after a request starts by which it has been sent (loopback: ~3 ms; a TLS handshake mostly
 waits on the network, which leaves the interpreter free): the collector's thread collects then."""
+HELD_FACTOR = 20
+"""How many times the young generation's threshold a hold allows (14,000 allocations at CPython's 700)."""
 
 
 class _Due:
@@ -46,25 +50,24 @@ class Collector:
         self.delay = delay
         self._lock = threading.Lock()
         self._holders = 0
-        self._switched_off = False
-        """Automatic collection is off because of a hold (and is switched on again by this schedule only)."""
+        self._raised: tuple[int, int, int] | None = None
+        """The thresholds a hold raised (to put back), while they are raised."""
         self._epoch = 0
         """Changes at every hold and release: a pending collection whose epoch is not the latest is dropped."""
         self._inbox: queue.SimpleQueue[tuple[int, float]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
 
-    @property
-    def held(self) -> bool:
-        return self._holders > 0
-
     def hold(self) -> None:
-        """A reply is in: no automatic collection until the next request is under way (`release`)."""
+        """A reply is in: no collection for the call's own allocations until the next request is under way."""
         with self._lock:
             self._holders += 1
             self._epoch += 1
-            if self._holders == 1 and gc.isenabled():
-                gc.disable()
-                self._switched_off = True
+            if self._holders > 1 or self._raised is not None or not gc.isenabled():
+                return
+            thresholds = gc.get_threshold()
+            if thresholds[0]:
+                self._raised = thresholds
+                gc.set_threshold(thresholds[0] * HELD_FACTOR, *thresholds[1:])
 
     def release(self) -> None:
         """A request is under way (or the turn is over): collect what is due once it is out, while the model
@@ -72,7 +75,7 @@ class Collector:
         with self._lock:
             self._holders -= 1
             self._epoch += 1
-            if self._holders or not self._switched_off:
+            if self._holders or self._raised is None:
                 return
             epoch = self._epoch
             if self._thread is None:
@@ -81,22 +84,21 @@ class Collector:
         self._inbox.put((epoch, time.monotonic() + self.delay))
 
     def resume(self) -> None:
-        """A reply is streaming in before the pending collection ran (a model that does not think): automatic
-        collection is on again, and what is due is collected now, as it would have been without a schedule
-        (a reply whose first event is its last would otherwise be read with collection on but nothing
-        allocated before the next hold)."""
-        if self._switched_off and not self._holders:
-            with self._lock:
-                switched = self._switch_on()
-            if switched:
-                _Due()
+        """A reply is streaming in before the pending collection ran (a model that does not think): the
+        threshold is put back and what is due collected now, as it would have been without a schedule."""
+        if self._raised is not None and not self._holders:
+            self._lower(None)
 
-    def _switch_on(self) -> bool:
-        if self._holders or not self._switched_off:
-            return False
-        self._switched_off = False
-        gc.enable()
-        return True
+    def _lower(self, epoch: int | None) -> None:
+        """Put the threshold back (unless held again, or a later release is pending: `epoch`) and collect
+        what is due (outside the lock: finalizers run too)."""
+        with self._lock:
+            raised = self._raised
+            if raised is None or self._holders or (epoch is not None and epoch != self._epoch):
+                return
+            self._raised = None
+            gc.set_threshold(*raised)
+        _Due()
 
     def _serve(self) -> None:
         while True:
@@ -104,10 +106,7 @@ class Collector:
             wait = at - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-            with self._lock:
-                switched = epoch == self._epoch and self._switch_on()
-            if switched:
-                _Due()  # CPython's own collections run here, if any is due (outside the lock: finalizers run too)
+            self._lower(epoch)
 
 
 COLLECTOR = Collector()

@@ -10,7 +10,6 @@ import pytest
 from pydantic import BaseModel
 
 from swecli.agent import INTERRUPTED, Agent
-from swecli.collector import Collector
 from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.events import CompactionDone, Event, ModelCallFinished, ModelCallStarted, ToolFinished, TurnFinished
 from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, StreamEvent
@@ -242,8 +241,13 @@ def test_a_turn_that_ended_after_its_calls_gets_its_tools_ready_again_for_its_ow
     assert seen == [box, box, box.read_only()]  # the new turn's request: plan mode's read-only sandbox
 
 
+YOUNG = gc.get_threshold()[0]
+"""The young generation's collection threshold, not held."""
+
+
 class Litter(BaseModel):
     rounds: int = 5
+    """Young-generation collections' worth of garbage (fewer than a hold allows: `HELD_FACTOR`)."""
 
 
 class Node:
@@ -276,17 +280,14 @@ class Windows:
             self.collected.set()
 
 
-def littering_agent(model: ScriptedModel, root: Path, windows: Windows, collector: Collector) -> Agent:
+def littering_agent(model: ScriptedModel, root: Path, windows: Windows) -> Agent:
     """The loop with a tool that allocates enough cyclic garbage for several young-generation collections."""
     def litter(args: Litter, ctx: ToolContext) -> ToolResult:
-        for _ in range(args.rounds * gc.get_threshold()[0]):
+        for _ in range(args.rounds * YOUNG):
             Node()
         return ToolResult("littered")
 
-    agent = loop_agent(model, ToolRegistry([Tool("litter", "Allocate.", Litter, litter)]), root,
-                       on_event=windows.event)
-    agent.collector = collector
-    return agent
+    return loop_agent(model, ToolRegistry([Tool("litter", "Allocate.", Litter, litter)]), root, on_event=windows.event)
 
 
 @pytest.fixture
@@ -298,15 +299,15 @@ def windows() -> Iterator[Windows]:
         yield seen
     finally:
         gc.callbacks.remove(seen)
-        gc.enable()
+        gc.set_threshold(YOUNG, *gc.get_threshold()[1:])
 
 
 def test_a_model_that_answers_at_once_collects_on_its_replies_not_between_a_reply_and_the_next_request(
         project: Path, windows: Windows) -> None:
     model = ScriptedModel([*(calls(("litter", "{}")) for _ in range(6)), say("done")])
-    littering_agent(model, project, windows, Collector(delay=3600.0)).run("go")
+    littering_agent(model, project, windows).run("go")
     assert windows.on_the_path == 0
-    assert len(windows.collections) >= 6 and gc.isenabled()  # a session that never waits still collects
+    assert len(windows.collections) >= 6  # a session that never waits still collects
 
 
 class ThinkingModel(ScriptedModel):
@@ -325,6 +326,6 @@ class ThinkingModel(ScriptedModel):
 
 def test_what_a_call_left_is_collected_while_the_model_thinks(project: Path, windows: Windows) -> None:
     model = ThinkingModel([*(calls(("litter", "{}")) for _ in range(4)), say("done")], windows.collected)
-    littering_agent(model, project, windows, Collector(delay=0.0)).run("go")
+    littering_agent(model, project, windows).run("go")
     assert windows.on_the_path == 0
     assert windows.collections.count("swecli-gc") >= 4

@@ -387,15 +387,12 @@ def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
 
     in_flight = threading.Event()
     prefetch(encoding_for_model(model), in_flight, delay=ON_THE_WIRE)
-    first = [True]
 
     def listener(event: Event) -> None:
         if isinstance(event, ModelCallStarted):
-            if first[0]:  # only start-up's switch: later the collector may be held (`swecli.collector`)
-                first[0] = False
-                if not gc.isenabled():
-                    gc.freeze()
-                    gc.enable()
+            if not gc.isenabled():
+                gc.freeze()
+                gc.enable()
             in_flight.set()
         elif isinstance(event, ModelCallFinished):
             in_flight.clear()

@@ -482,25 +482,3 @@ def test_the_playbook_bookkeeping_stays_out_of_the_output(sample: Path) -> None:
     assert "playbook:" not in out.stderr
     log = next((sample / ".swecli" / "logs").glob("*.jsonl")).read_text()
     assert '"event":"reflection"' in log and "playbook:" in log  # kept where it belongs
-
-
-def test_only_the_first_request_switches_start_up_s_collector_on() -> None:
-    """`-p` starts with the collector off (`entry`) and its first request switches it on; a later request
-    finds it off because the loop holds it from the reply to the request (`swecli.collector`), which must
-    not count as start-up's (freezing the heap again and switching it on under the hold)."""
-    import gc
-
-    from swecli.events import ModelCallStarted
-    from swecli.ui.headless import vocabulary_after_first_request
-
-    listener = vocabulary_after_first_request("gpt-4o")
-    gc.disable()
-    try:
-        listener(ModelCallStarted(1, 0))
-        assert gc.isenabled()
-        gc.disable()  # held: a reply is in, the next request not yet out
-        listener(ModelCallStarted(2, 0))
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-        gc.unfreeze()
