@@ -14,10 +14,11 @@ collects, every `HELD_FACTOR` times as many allocations, so garbage stays bounde
 collect at once (the request is still being built and written): the collector's thread waits `ON_THE_WIRE`,
 and if no reply has come by then, puts the threshold back and allocates one object, which makes CPython run
 whatever collections are due, by its own rules (the same generations and thresholds, the old generation's
-25% rule included), while the loop waits for the model. A model that answers before then (no thinking
-time) puts it back at its reply's first event (`resume`), which collects what is due there, on the path as
-before: a session that never waits still collects every call. Nothing is skipped: allocations made while
-held are counted, and the next collection takes them.
+25% rule included), and collects the young generation if nothing was due, so that the next reply is read
+with the whole threshold ahead of it; all while the loop waits for the model. A model that answers before
+then (no thinking time) puts it back at its reply's first event (`resume`), which collects what is due
+there, on the path as before: a session that never waits still collects every call. Nothing is skipped:
+allocations made while held are counted, and the next collection takes them.
 
 A collector that is off (`gc.disable()`: start-up's, before `-p`'s first request, or a user's) or whose
 threshold is 0 is left alone. Several loops (sub-agents on threads) share the one collector: it stays held
@@ -89,16 +90,17 @@ class Collector:
         if self._raised is not None and not self._holders:
             self._lower(None)
 
-    def _lower(self, epoch: int | None) -> None:
+    def _lower(self, epoch: int | None) -> bool:
         """Put the threshold back (unless held again, or a later release is pending: `epoch`) and collect
-        what is due (outside the lock: finalizers run too)."""
+        what is due (outside the lock: finalizers run too). False when it was not put back."""
         with self._lock:
             raised = self._raised
             if raised is None or self._holders or (epoch is not None and epoch != self._epoch):
-                return
+                return False
             self._raised = None
             gc.set_threshold(*raised)
         _Due()
+        return True
 
     def _serve(self) -> None:
         while True:
@@ -106,7 +108,11 @@ class Collector:
             wait = at - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-            self._lower(epoch)
+            if self._lower(epoch) and gc.isenabled() and gc.get_count()[0]:
+                # Nothing was due, but what the call left in the young generation is collected now all the
+                # same: the reply that comes next then has the whole threshold before its own end (its hold),
+                # instead of tipping a collection in while it is read (a path step, measured: 0.4 ms).
+                gc.collect(0)
 
 
 COLLECTOR = Collector()

@@ -70,6 +70,16 @@ def test_a_call_s_garbage_is_not_collected_while_held_but_on_the_collector_s_thr
     assert collections.threads[0] == "swecli-gc"
 
 
+def test_the_pending_collection_empties_the_young_generation_for_the_next_reply(collections: Collections) -> None:
+    collector = Collector(delay=0.0)
+    collector.hold()
+    for _ in range(YOUNG // 2):  # a call that left less than a collection's worth: none is due yet
+        Node()
+    collector.release()
+    assert collections.seen.wait(10), "the young generation was left for the next reply to tip over"
+    assert collections.threads == ["swecli-gc"]
+
+
 def test_a_long_hold_still_collects(collections: Collections) -> None:
     collector = Collector(delay=3600.0)
     collector.hold()
