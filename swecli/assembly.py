@@ -741,10 +741,13 @@ def open_session(
     Raises SessionError (a one-sentence message) when there is nothing to resume.
     """
     from swecli.llm.factory import make_provider
+    from swecli.memory.opencli import refused_memory_files
     from swecli.session.store import ensure_state_dir
 
-    ensure_state_dir(root)
+    repaired = ensure_state_dir(root)
     bus = EventBus(list(listeners or []))
+    for warning in repaired + refused_memory_files(root):
+        bus(Notice("warning", warning))
     opening = Opening(root, settings, bus)
     recorder, loaded = open_recorder(opening, resume, continue_latest, first_prompt)
     opening.recorder = recorder

@@ -552,20 +552,33 @@ def manage_sessions(root: Path, delete: list[str], older_than_days: int | None, 
     return 0
 
 
+def _state_dir_problem(root: Path) -> str | None:
+    """`ensure_state_dir` for a command without a session: its warnings on stderr; why it cannot be used, if so."""
+    from swecli.session.store import SessionError, ensure_state_dir
+
+    try:
+        warnings = ensure_state_dir(root)
+    except SessionError as exc:
+        return str(exc)
+    for warning in warnings:
+        sys.stderr.write(f"warning: {warning}\n")
+    return None
+
+
 def show_repomap(root: Path, *, as_json: bool, symbols: bool, deps: str | None, tokens: int) -> int:
     """`swecli repomap`: build (or load) the map, with progress on stderr when it takes over a second."""
     import json
 
     from swecli.repomap.repomap import RepoMap
     from swecli.repomap.views import UnknownFile, deps_text, find_file, ranked_table
-    from swecli.session.store import ensure_state_dir
 
     def progress(done: int, total: int) -> None:
         end = "\r" if sys.stderr.isatty() and done < total else "\n"
         sys.stderr.write(f"mapping: parsed {done:,} of {total:,} files{end}")
         sys.stderr.flush()
 
-    ensure_state_dir(root)  # its cache goes under .swecli/, kept out of git as the REPL and -p keep theirs
+    if (problem := _state_dir_problem(root)) is not None:  # its cache goes under .swecli/, kept out of git
+        return _error(problem)
     rmap = RepoMap.build(root, progress=progress)
     try:
         only = [find_file(rmap, deps, Path.cwd())] if deps else None
@@ -591,7 +604,6 @@ def list_mcp(root: Path) -> int:
     from swecli.mcp.configfile import server_scopes
     from swecli.mcp.manager import McpManager
     from swecli.mcp.report import listing
-    from swecli.session.store import ensure_state_dir
 
     try:
         trusted = _project_trust(root, flag=False, ask=sys.stdin.isatty(), to_stderr=True, flag_name=None)
@@ -604,7 +616,8 @@ def list_mcp(root: Path) -> int:
     if not cfg.servers:
         print("No MCP servers configured. Add one with: swecli mcp add NAME -- COMMAND ARGS...")
         return 0
-    ensure_state_dir(root)  # the servers' logs go under .swecli/logs/, kept out of git
+    if (problem := _state_dir_problem(root)) is not None:  # the servers' logs go under .swecli/logs/
+        return _error(problem)
     counter = TokenCounter(encoding_for_model(settings.model))
     manager = McpManager(cfg.servers, root, cfg.startup_timeout, cfg.tool_timeout)
     try:

@@ -529,13 +529,29 @@ def _with_user_layers(merged: dict[str, Any], sources: dict[str, str],
     return merged, sources
 
 
+MAX_CONFIG_BYTES = 4 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     import tomllib  # only for a file to read (~8 M instructions: a start without any config file skips it)
 
+    from swecli.frontmatter import read_regular
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        # Without blocking and bounded: a project's `.swecli/config.toml` is the repository's, and was read
+        # whole, whatever it led to (a link to a sparse file of terabytes: a MemoryError traceback at start).
+        data = read_regular(path, MAX_CONFIG_BYTES) or b""
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path} ({exc.strerror or exc}).") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is over {MAX_CONFIG_BYTES >> 20} MB; a settings file is a few lines. Check "
+                          "what it is (a link to something else?).")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not UTF-8 text; save it as UTF-8.") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix the syntax at that position.") from None
 

@@ -94,6 +94,20 @@ def test_invalid_toml(project: Path) -> None:
         load_settings(project, {}, env={})
 
 
+def test_a_config_that_leads_to_a_huge_file_is_refused_unread(project: Path, tmp_path: Path) -> None:
+    huge = tmp_path / "sparse"
+    with huge.open("wb") as handle:
+        handle.truncate(1 << 40)  # a terabyte of nothing, on no disk: read whole, it was a MemoryError
+    (project / ".swecli").mkdir()
+    (project / ".swecli" / "config.toml").symlink_to(huge)
+    with pytest.raises(ConfigError, match=r"config\.toml is over 4 MB"):
+        load_settings(project, {}, env={})
+    (project / ".swecli" / "config.toml").unlink()
+    (project / ".swecli" / "config.toml").write_bytes(b"model = '\xff'\n")
+    with pytest.raises(ConfigError, match="is not UTF-8 text"):
+        load_settings(project, {}, env={})
+
+
 def test_example_config_is_valid(project: Path) -> None:
     example = Path(__file__).resolve().parents[1] / ".swecli.example" / "config.toml"
     write(project / ".swecli" / "config.toml", example.read_text())

@@ -68,7 +68,11 @@ def template_candidates(root: Path) -> list[Path]:
 
 
 def load_template(root: Path) -> str:
-    for path in template_candidates(root):
+    project, *packaged = template_candidates(root)
+    text = project_text(root, project)
+    if text is not None:
+        return text
+    for path in packaged:
         if path.is_file():
             return path.read_text(encoding="utf-8")
     looked = ", ".join(str(p) for p in template_candidates(root))
@@ -76,8 +80,21 @@ def load_template(root: Path) -> str:
 
 
 def read_existing(root: Path) -> str | None:
-    path = root / OUTPUT_FILE
-    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    return project_text(root, root / OUTPUT_FILE)
+
+
+def project_text(root: Path, path: Path) -> str | None:
+    """A file of the project that goes into /init's request, or None: missing, not a regular file, or leading
+    out of the project (`OPENCLI.md -> ~/.ssh/id_rsa` in a cloned repository must not reach the model)."""
+    from swecli.memory.opencli import MAX_MEMORY_BYTES
+    from swecli.tools.base import ToolError
+    from swecli.tools.paths import read_confined
+
+    try:
+        data = read_confined(root, path, MAX_MEMORY_BYTES)
+    except ToolError:
+        return None
+    return None if data is None else data[:MAX_MEMORY_BYTES].decode("utf-8", errors="replace")
 
 
 def init_prompt(root: Path, template_text: str, scan_text: str, existing: str | None) -> str:

@@ -6,10 +6,15 @@ that order, and the prompt says the earlier file wins where they disagree. A fil
 already loaded (CLAUDE.md as a symlink to AGENTS.md, say) is loaded once. The files share one token
 budget, spent in order; a file that does not fit is cut at a line boundary and ends with a note
 telling the model how to read the rest (and the files after it are not loaded).
+
+A memory file must lead to a file inside the project, as the file tools' paths must: a repository that
+ships `AGENTS.md -> ~/.ssh/id_rsa` does not get the user's key into the prompt (`refused_memory_files` says
+so at the start of the session instead).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +22,8 @@ from swecli.records import datarecord
 
 MEMORY_FILES = ("OPENCLI.md", "AGENTS.md", "CLAUDE.md")
 """In precedence order: earlier files win where instructions conflict."""
+MAX_MEMORY_BYTES = 4 << 20
+"""Read so far at most (the token budget cuts far sooner); a larger file is cut at this point first."""
 
 CountTokens = Callable[[str], int]
 
@@ -75,10 +82,7 @@ def load_memory(root: Path, budget_tokens: int, count_tokens: CountTokens) -> li
     seen: set[str] = set()
     remaining = budget_tokens
     for name in MEMORY_FILES:
-        path = root / name
-        if not path.is_file() or remaining <= 0:
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        text = _memory_text(root, name) if remaining > 0 else None
         if not text or text in seen:
             continue
         seen.add(text)
@@ -87,6 +91,34 @@ def load_memory(root: Path, budget_tokens: int, count_tokens: CountTokens) -> li
         remaining = 0 if omitted else remaining - count_tokens(fitted)
         loaded.append(MemoryFile(name, fitted, truncated=omitted > 0, omitted_lines=omitted))
     return loaded
+
+
+def _memory_text(root: Path, name: str) -> str | None:
+    """The file's text; None when it is missing, not a regular file, or leads out of the project
+    (`refused_memory_files` says why)."""
+    from swecli.memory.init import project_text
+
+    text = project_text(root, root / name)
+    return None if text is None else text.strip()
+
+
+def refused_memory_files(root: Path) -> list[str]:
+    """One warning per memory file at the root that is not loaded because it leads out of the project (a
+    link to a file elsewhere, or into a credential location): the repository chose where it points."""
+    from swecli.tools.base import ToolError
+    from swecli.tools.paths import resolve_in_root
+
+    refused = []
+    for name in MEMORY_FILES:
+        if not os.path.lexists(root / name):
+            continue
+        try:
+            resolve_in_root(root, name)
+        except ToolError:
+            refused.append(f"{name} was not loaded into the prompt: it leads to {os.path.realpath(root / name)}, "
+                           "outside the project or into the user's credentials. swecli reads memory files from "
+                           "inside the project only; copy the file in, or link to one inside.")
+    return refused
 
 
 def memory_prompt(files: list[MemoryFile]) -> str:

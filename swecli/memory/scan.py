@@ -189,7 +189,8 @@ def walk(root: Path, limits: ScanLimits, deadline: float) -> tuple[list[str], st
             if entry.is_dir(follow_symlinks=False):
                 if not _skip_dir(entry) and not ignore.ignored(rel, is_dir=True):
                     queue.append(rel)
-            elif entry.is_file() and not ignore.ignored(rel, is_dir=False):
+            elif entry.is_file(follow_symlinks=False) and not ignore.ignored(rel, is_dir=False):
+                # a link is not read: `README.md -> ~/.ssh/id_rsa` in a cloned repository went to the model
                 files.append(rel)
                 if len(files) >= limits.max_files:
                     return files, f"file limit ({limits.max_files:,}) reached; the rest of the tree was not scanned"
@@ -217,11 +218,13 @@ def _is_test_file(rel: str) -> bool:
 
 
 def _read_text(path: Path, limit: int) -> str:
+    from swecli.frontmatter import read_regular
+
     try:
-        with path.open("rb") as f:
-            return f.read(limit).decode("utf-8", errors="replace")
+        data = read_regular(path, limit)  # without blocking: a FIFO put there since the walk
     except OSError:
         return ""
+    return (data or b"")[:limit].decode("utf-8", errors="replace")
 
 
 def _load_toml(path: Path) -> dict[str, Any]:

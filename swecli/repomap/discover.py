@@ -20,7 +20,7 @@ from typing import Any
 
 from swecli.tools.ignorecheck import plan_ripgrep
 from swecli.tools.own_process import helper_environment, trusted_program
-from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules, walk
+from swecli.tools.walk import ALWAYS_SKIP, IgnoreRules, exclude_file, walk
 
 RG_FLAGS = ("--files", "--no-config", "--hidden", "--no-require-git", "--no-ignore-dot", "--no-ignore-global",
             "--no-messages")
@@ -143,9 +143,10 @@ def unchanged(root: Path, taken: Any) -> bool:
 
 def _outer_ignore_files(root: Path) -> list[str]:
     """The ignore files outside the walk that may shape `root`'s listing: each parent's .gitignore and each
-    enclosing work tree's .git/info/exclude (more than ripgrep may read: an extra one only costs a relisting)."""
+    enclosing work tree's info/exclude, a linked worktree's in its common git directory (more than ripgrep may
+    read: an extra one only costs a relisting)."""
     found = [str(parent / ".gitignore") for parent in root.parents]
-    found += [str(top / ".git" / "info" / "exclude") for top in (root, *root.parents) if (top / ".git").is_dir()]
+    found += [str(exclude_file(top)) for top in (root, *root.parents) if (top / ".git").exists()]
     return found
 
 

@@ -19,6 +19,7 @@ import os
 import sys
 from array import array
 from collections import Counter
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,8 @@ class Postings:
         documents = params.get("num_docs")
         columns = len(indptr) - 1  # bm25s adds "" to the vocabulary after the last column
         if (data.typecode not in "fd" or indices.typecode in "fd" or len(data) != len(indices)
-                or not isinstance(documents, int) or len(vocab) - ("" in vocab) != columns):
+                or not isinstance(documents, int) or len(vocab) - ("" in vocab) != columns
+                or not _in_bounds(indices, indptr, documents)):
             return None
         return cls({t: i for t, i in vocab.items() if t and isinstance(i, int) and 0 <= i < columns}, data, indices,
                    indptr, documents)
@@ -105,6 +107,14 @@ class Postings:
             for k in range(indptr[column], indptr[column + 1]):
                 scores[indices[k]] += data[k]
         return scores
+
+
+def _in_bounds(indices: array[int], indptr: array[int], documents: int) -> bool:
+    """Whether every column's slice lies inside `indices` and every document number below `documents`: a saved
+    index cut short or edited (it lives in the project's `.swecli/`) failed each query with an IndexError."""
+    if not indptr or indptr[0] != 0 or indptr[-1] != len(indices) or any(a > b for a, b in pairwise(indptr)):
+        return False
+    return not indices or (min(indices) >= 0 and max(indices) < documents)
 
 
 _NPY_TYPES = {"<f4": "f", "<f8": "d", "<i4": "i", "<i8": "q", "<u4": "I", "<u8": "Q"}

@@ -15,7 +15,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from swecli.records import datarecord
 from swecli.session.private import open_private
@@ -33,8 +33,9 @@ def encode_line(record: dict[str, Any], redactor: Redactor = NO_REDACTION) -> by
     else still goes through `str`)."""
     try:
         data = to_json(record, fallback=str, inf_nan_mode="constants")
-        if redactor.may_be_in_json(data):
-            data = to_json(redactor.redact_obj(record), fallback=str, inf_nan_mode="constants")
+        if redactor.may_be_in_json(data):  # redact what the encoder writes: a Path's or a set's strings too
+            plain = to_jsonable_python(record, fallback=str, inf_nan_mode="constants")
+            data = to_json(redactor.redact_obj(plain), fallback=str, inf_nan_mode="constants")
     except PydanticSerializationError:  # what json refuses too (a lone surrogate): it says why, as before
         return _json_line(redactor.redact_obj(record))
     return data + b"\n"

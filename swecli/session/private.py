@@ -50,8 +50,9 @@ def write_private(path: Path, data: bytes) -> None:
 
 
 def open_private(path: Path, mode: str = "w") -> int:
-    """A file descriptor for writing `path` ("w" truncates, "a" appends), created 0600."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "a" else os.O_TRUNC)
+    """A file descriptor for writing `path` ("w" truncates, "a" appends), created 0600. A link there is not
+    followed (OSError): swecli makes none among its records (`unlink_planted_links`)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if mode == "a" else os.O_TRUNC)
     make_private_dir(path.parent)
     fd = os.open(path, flags, PRIVATE_FILE)
     os.fchmod(fd, PRIVATE_FILE)  # an existing file keeps its mode through os.open: tighten it too
@@ -70,6 +71,36 @@ def ensure_private(folder: Path) -> int:
         if entry.name not in SHARED:
             tightened += _tighten_tree(entry)
     return tightened
+
+
+def unlink_planted_links(folder: Path) -> list[str]:
+    """Remove every symlink among the records under `folder` (a project's `.swecli/`; the shared entries are
+    the project's and stay), returning each as `.swecli/REL (a link to TARGET)`. swecli never makes one: a
+    link there came with the repository or from a command, and swecli's writes would follow it
+    (`.swecli/logs -> /etc`), its reads too (a note linked to `~/.ssh/id_rsa` went into the prompt). The
+    target is left alone; directories are not followed, so this costs one listing per directory."""
+    removed: list[str] = []
+    stack = _records(folder)
+    while stack:
+        entry = stack.pop()
+        if entry.is_symlink():
+            try:
+                target = os.readlink(entry.path)
+                os.unlink(entry.path)
+            except OSError:
+                continue  # gone already, or not ours to remove: the writers then fail on it
+            removed.append(f"{folder.name}/{Path(entry.path).relative_to(folder).as_posix()} (a link to {target})")
+        elif entry.is_dir(follow_symlinks=False):
+            stack.extend(_records(Path(entry.path), skip_shared=False))
+    return sorted(removed)
+
+
+def _records(folder: Path, skip_shared: bool = True) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return [e for e in entries if not (skip_shared and e.name in SHARED)]
+    except OSError:
+        return []
 
 
 def _tighten_tree(top: os.DirEntry[str]) -> int:

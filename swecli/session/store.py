@@ -35,7 +35,7 @@ from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
 from swecli.records import datarecord
 from swecli.session.jsonl import AppendOnlyFile, encode_line, read_jsonl
-from swecli.session.private import PRIVATE_DIR, ensure_private
+from swecli.session.private import PRIVATE_DIR, ensure_private, unlink_planted_links
 from swecli.session.secrets import NO_REDACTION, Redactor
 
 RESUME_CLOSE_REASON = "interrupted: the session ended before this tool call finished (result unknown)"
@@ -64,21 +64,48 @@ def swecli_dir(root: Path) -> Path:
     return root / ".swecli"
 
 
-def ensure_state_dir(root: Path) -> None:
+def ensure_state_dir(root: Path) -> list[str]:
     """Create `.swecli/` (0700) with its `.gitignore` (once: an existing one is a person's choice and is
     kept), so one `git add -A` never commits transcripts, logs or saved outputs. A folder left readable
     by an earlier version is tightened with everything in it (see private.py). A read-only project is
-    left alone here; the writers that need the folder report their own failures."""
+    left alone here; the writers that need the folder report their own failures.
+
+    The folder is the repository's to ship, so it is checked before anything is read or written there:
+    SessionError when `.swecli` is a link or not a directory (a cloned `.swecli -> /etc` had swecli, as
+    root, make every file of /etc 0600 and write its records there), and any link among the records is
+    removed (`unlink_planted_links`). Returns one warning per link removed."""
     folder = swecli_dir(root)
-    ignore = folder / ".gitignore"
+    _refuse_a_linked_state_dir(folder)
     try:
         folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-        if stat.S_IMODE(folder.stat().st_mode) != PRIVATE_DIR:
+    except OSError:
+        return []
+    _refuse_a_linked_state_dir(folder)  # made between the check and mkdir: still not followed
+    warnings = [f"removed {name}: swecli keeps its own records in .swecli/ and never follows a link out of it "
+                "(one a repository or a command put there would send its writes anywhere)"
+                for name in unlink_planted_links(folder)]
+    try:
+        if stat.S_IMODE(os.lstat(folder).st_mode) != PRIVATE_DIR:
             ensure_private(folder)  # once: from then on every record is written 0600
-        with ignore.open("x", encoding="utf-8") as fh:
+        with (folder / ".gitignore").open("x", encoding="utf-8") as fh:
             fh.write(STATE_GITIGNORE)
     except OSError:
-        return
+        pass
+    return warnings
+
+
+def _refuse_a_linked_state_dir(folder: Path) -> None:
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return  # missing (made next) or unreachable (the writers report it)
+    if stat.S_ISLNK(info.st_mode):
+        raise SessionError(f"{folder} is a symlink (to {os.readlink(folder)}): swecli keeps its transcripts, logs "
+                           "and caches there and does not follow a link with them. Remove the link (`rm .swecli`) "
+                           "and start swecli again.")
+    if not stat.S_ISDIR(info.st_mode):
+        raise SessionError(f"{folder} is not a directory: swecli keeps its transcripts, logs and caches there. Move "
+                           "it aside and start swecli again.")
 
 
 def sessions_dir(root: Path) -> Path:

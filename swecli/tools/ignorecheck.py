@@ -18,6 +18,11 @@ engine, which reads ignore files without blocking; the map lists with walk.py). 
 did not enter is passed to ripgrep as an exclusion (`excludes`), so ripgrep cannot enter a directory whose
 ignore files were not looked at, even where its reading of a .gitignore differs from walk.py's.
 
+A `.git` that is a file (a linked worktree's, or one the model writes: `gitdir: /tmp/x`) is followed as
+ripgrep 13 follows it: it reads the file's first line, then `commondir` in the directory it names, then that
+common directory's `info/exclude`, each opened as it is. A `commondir` FIFO there hung ripgrep forever
+(measured), so each link of that chain is checked like an ignore file (`_check_git_file`).
+
 Left open: a file swapped for a FIFO between the check and ripgrep's reading it (milliseconds; the
 model's commands do not run while a tool does).
 """
@@ -55,7 +60,7 @@ def plan_ripgrep(root: Path, start: Path) -> RipgrepPlan:
     root, start = root.resolve(), start.resolve()
     plan = RipgrepPlan()
     for parent in start.parents:
-        _check_directory(parent, root, plan, has_git=True)
+        _check_directory(parent, root, plan, has_git=True, cwd=start)
     rules = IgnoreRules(root)
     stack = [start]
     while stack:
@@ -73,7 +78,7 @@ def _scan(directory: Path, root: Path, start: Path, rules: IgnoreRules, plan: Ri
     except OSError:
         return []  # ripgrep cannot read it either
     names = {entry.name for entry in entries}
-    _check_directory(directory, root, plan, has_git=".git" in names)
+    _check_directory(directory, root, plan, has_git=".git" in names, cwd=start)
     entered = []
     for entry in entries:
         if not _is_real_dir(entry):
@@ -81,7 +86,7 @@ def _scan(directory: Path, root: Path, start: Path, rules: IgnoreRules, plan: Ri
         path = directory / entry.name
         if entry.name in ALWAYS_SKIP or rules.ignored(path, is_dir=True):
             # Skipped, but ripgrep reads its ignore files first. ALWAYS_SKIP has its own exclusions.
-            _check_directory(path, root, plan, has_git=os.path.lexists(path / ".git"))
+            _check_directory(path, root, plan, has_git=os.path.lexists(path / ".git"), cwd=start)
             if entry.name not in ALWAYS_SKIP:
                 plan.excludes.append(f"!/{_glob_escape(path.relative_to(start).as_posix())}/")
         else:
@@ -89,14 +94,57 @@ def _scan(directory: Path, root: Path, start: Path, rules: IgnoreRules, plan: Ri
     return entered
 
 
-def _check_directory(directory: Path, root: Path, plan: RipgrepPlan, has_git: bool) -> None:
+def _check_directory(directory: Path, root: Path, plan: RipgrepPlan, has_git: bool, cwd: Path) -> None:
     candidates = [directory / name for name in RIPGREP_IGNORE_FILES]
     if has_git:
         candidates.append(directory.joinpath(*EXCLUDE_FILE))
     for path in candidates:
-        what = _unsafe_kind(path, root)
-        if what:
-            plan.unsafe.append(f"{_shown(path, root)} ({what})")
+        _check_file(path, root, plan)
+    if has_git:
+        _check_git_file(directory / ".git", root, plan, cwd)
+
+
+def _check_file(path: Path, root: Path, plan: RipgrepPlan) -> bool:
+    """Whether ripgrep may open `path`; when not, it is named in `plan.unsafe`."""
+    what = _unsafe_kind(path, root)
+    if what:
+        plan.unsafe.append(f"{_shown(path, root)} ({what})")
+    return not what
+
+
+def _check_git_file(dot_git: Path, root: Path, plan: RipgrepPlan, cwd: Path) -> None:
+    """The chain ripgrep 13 (the ignore crate's `resolve_git_commondir`) reads when `.git` is a file (links
+    followed): its first line `gitdir: DIR` (a relative DIR is taken from ripgrep's working directory, `cwd`),
+    `DIR/commondir`'s first line (relative to DIR when it starts with "."), then `COMMON/info/exclude`. It
+    stops where a file is missing or a line is not what it expects; so does this check."""
+    try:
+        if not stat.S_ISREG(os.stat(dot_git).st_mode):
+            return  # a directory is the usual case (its exclude is checked above); anything else ripgrep skips
+    except OSError:
+        return
+    line = _first_line(dot_git, root, plan)
+    if line is None or not line.startswith("gitdir: "):
+        return
+    git_dir = cwd / line.removeprefix("gitdir: ")
+    common = _first_line(git_dir / "commondir", root, plan)
+    if common is None:
+        return
+    common_dir = git_dir / common if common.startswith(".") else cwd / common
+    _check_file(common_dir.joinpath("info", "exclude"), root, plan)
+
+
+def _first_line(path: Path, root: Path, plan: RipgrepPlan) -> str | None:
+    """`path`'s first line as Rust's `lines()` gives it, read without blocking; None when ripgrep would not get
+    one (missing, unsafe: then named in `plan.unsafe`, not UTF-8)."""
+    from swecli.frontmatter import read_regular
+
+    if not _check_file(path, root, plan):
+        return None
+    try:
+        data = read_regular(path, IGNORE_FILE_LIMIT)
+        return data.split(b"\n", 1)[0].removesuffix(b"\r").decode("utf-8") if data else None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _unsafe_kind(path: Path, root: Path) -> str:
@@ -134,6 +182,7 @@ def _kind(mode: int) -> str:
 
 
 def _shown(path: Path, root: Path) -> str:
+    path = Path(os.path.normpath(path))  # a `.git` file's relative gitdir: `../x` from the project is not in it
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 

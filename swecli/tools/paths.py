@@ -35,6 +35,21 @@ def resolve_in_root(root: Path, path: str | os.PathLike[str]) -> Path:
                     "inside the project. Use a path relative to the project root.")
 
 
+def read_confined(root: Path, path: Path, limit: int) -> bytes | None:
+    """Up to `limit` + 1 bytes of a file swecli reads on its own from the project (a memory file such as
+    AGENTS.md), or None when it is missing or not a regular file. The repository decides what such a path is:
+    `OPENCLI.md -> ~/.ssh/id_rsa` put the user's key into every request's system prompt. So it must resolve
+    inside the project and outside the credential locations (ToolError otherwise, as for the file tools),
+    and it is opened without blocking (a FIFO) and read only so far (a link to /dev/zero)."""
+    from swecli.frontmatter import read_regular
+
+    target = resolve_in_root(root, path)
+    try:
+        return read_regular(target, limit)
+    except OSError:
+        return None
+
+
 def real_path(path: Path, raw: str) -> Path:
     """`path` with its symlinks followed; ToolError for a symlink loop (or a path too long to follow)."""
     try:

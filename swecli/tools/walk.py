@@ -5,7 +5,8 @@ so `grep`'s two engines and `list_files` agree on which files exist:
 
 - every `.gitignore` from the top of the git work tree (or, outside git, the file system root) down to
   the file applies; deeper files win, and within a file the last matching line wins;
-- `.git/info/exclude` applies at the top of the work tree, below the `.gitignore` there;
+- `.git/info/exclude` (a linked worktree's: its common git directory's) applies at the top of the work tree,
+  below the `.gitignore` there;
 - hidden files are included; `.git`, `.hg`, `.svn` and `.swecli` directories are never descended into,
   nor are the user's credentials (the one list of `swecli/tools/protected.py`: the home's, and files that
   variables such as GOOGLE_APPLICATION_CREDENTIALS point to inside the project);
@@ -77,7 +78,7 @@ class IgnoreRules:
         if directory not in self._specs:
             lines = _read_lines(directory / ".gitignore")
             if directory == self._top:
-                lines = _read_lines(directory / ".git" / "info" / "exclude") + lines
+                lines = _read_lines(exclude_file(directory)) + lines
             patterns = [line for line in lines if line and not line.startswith("#")]
             self._specs[directory] = _ignore_file_spec(tuple(lines)) if patterns else None
         return self._specs[directory]
@@ -186,6 +187,15 @@ def work_tree_top(root: Path) -> Path | None:
         if (directory / ".git").exists():
             return directory
     return None
+
+
+def exclude_file(top: Path) -> Path:
+    """The `info/exclude` git reads for the work tree at `top`: in its common git directory, which for a linked
+    worktree (`git worktree add`: `.git` is a file naming its own git directory) is the main one's."""
+    from swecli.tools.gitlinks import git_dirs
+
+    dirs = git_dirs(top)
+    return (dirs[-1] if dirs else top / ".git") / "info" / "exclude"
 
 
 IGNORE_FILE_LIMIT = 4_000_000

@@ -16,6 +16,7 @@ from swecli.memory.init import (
     render_result,
 )
 from swecli.memory.opencli import load_memory
+from swecli.memory.scan import scan_project
 from swecli.messages import UserMessage
 
 REPO_TEMPLATE = Path(__file__).resolve().parents[2] / TEMPLATE_FILE
@@ -131,3 +132,17 @@ def test_init_on_an_existing_file_only_proposes_a_diff(project: Path) -> None:
     result.write()
     assert (project / OUTPUT_FILE).read_text() == FILLED
     assert not prepare_init_result(project, FILLED).changed
+
+
+def test_init_sends_no_file_that_leads_out_of_the_project(project: Path, tmp_path: Path) -> None:
+    # a cloned repository's `OPENCLI.md`, template or README linked to the home's key went into /init's request
+    key = tmp_path / "home" / ".ssh" / "id_rsa"
+    key.parent.mkdir(parents=True)
+    key.write_text("PRIVATE-KEY-MATERIAL\n")
+    for name in (OUTPUT_FILE, TEMPLATE_FILE, "README.md", "pyproject.toml"):
+        (project / name).symlink_to(key)
+    (project / "app.py").write_text("print('hi')\n")
+    request = prepare_init_request(project)
+    assert "PRIVATE-KEY-MATERIAL" not in repr(request) and "app.py" in repr(request)
+    assert scan_project(project).files == ["app.py"]  # links are not read (nor listed) by the scan
+    assert load_template(project).startswith("# ")  # swecli's own template, not the link's target

@@ -3,7 +3,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from swecli.memory.opencli import MEMORY_FILES, load_memory, load_memory_prompt, memory_prompt
+from swecli.memory.opencli import (
+    MAX_MEMORY_BYTES,
+    MEMORY_FILES,
+    load_memory,
+    load_memory_prompt,
+    memory_prompt,
+    refused_memory_files,
+)
 
 
 def words(text: str) -> int:
@@ -69,3 +76,28 @@ def test_memory_prompt_names_files_and_precedence(project: Path) -> None:
         '<memory file="CLAUDE.md">\nUse spaces.\n</memory>')
     assert "earlier file wins" in prompt
     assert memory_prompt([]) == ""
+
+
+def test_a_memory_file_leading_out_of_the_project_is_not_read_and_is_named(project: Path, tmp_path: Path) -> None:
+    # a repository shipped `AGENTS.md -> ~/.ssh/id_rsa`: the key went into every request's system prompt
+    outside = tmp_path / "outside" / "id_rsa"
+    outside.parent.mkdir()
+    outside.write_text("PRIVATE KEY")
+    (project / "AGENTS.md").symlink_to(outside)
+    (project / "OPENCLI.md").write_text("inside rules")
+    (project / "CLAUDE.md").symlink_to("OPENCLI.md")  # inside the project: read (and loaded once, as before)
+    assert [(f.name, f.text) for f in load_memory(project, 1000, words)] == [("OPENCLI.md", "inside rules")]
+    [refused] = refused_memory_files(project)
+    assert refused.startswith("AGENTS.md was not loaded into the prompt") and str(outside) in refused
+
+
+def test_a_memory_file_that_is_a_fifo_or_a_device_neither_hangs_nor_fills_memory(project: Path) -> None:
+    os.mkfifo(project / "OPENCLI.md")  # reading one waited for a writer forever
+    (project / "AGENTS.md").symlink_to("/dev/zero")  # outside the project, and endless
+    (project / "CLAUDE.md").write_text("x " * (MAX_MEMORY_BYTES // 2 + 10))
+    files = load_memory(project, 10, words)
+    assert [f.name for f in files] == ["CLAUDE.md"] and files[0].truncated
+    assert refused_memory_files(project) == [
+        "AGENTS.md was not loaded into the prompt: it leads to /dev/zero, outside the project or into the "
+        "user's credentials. swecli reads memory files from inside the project only; copy the file in, or link "
+        "to one inside."]

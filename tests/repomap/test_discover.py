@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from swecli.repomap.discover import Listing, project_files
+from swecli.repomap.discover import Listing, project_files, snapshot, unchanged
 from tests.repomap.conftest import write
 
 
@@ -58,3 +60,28 @@ def test_ripgrep_never_enters_a_directory_walk_skips(pyproject: Path) -> None:
     listing = Listing(pyproject, engine="auto")
     assert listing._process is not None and "!/vendor/" in listing._process.args
     assert listing.files() == project_files(pyproject, engine="python")
+
+
+def test_a_linked_worktrees_common_exclude_is_part_of_the_listings_snapshot(tmp_path: Path) -> None:
+    # git reads a linked worktree's info/exclude from the main repository's git directory; a warm run that did
+    # not watch it kept listing files the user had just excluded there
+    main, linked = tmp_path / "main", tmp_path / "linked"
+    main.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    write(main, "seed.py", "x = 1\n")
+    subprocess.run([*git, "-C", str(main), "add", "seed.py"], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "seed"], check=True)
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(linked)], check=True)
+    write(linked, "generated.py", "y = 2\n")
+    an_hour_ago = time.time() - 3600  # a snapshot refuses what changed a moment ago (it could change unseen)
+    for path in (tmp_path, *tmp_path.rglob("*")):
+        os.utime(path, (an_hour_ago, an_hour_ago), follow_symlinks=False)
+    taken = snapshot(linked)
+    assert taken is not None and unchanged(linked, taken)
+    # (its `.git` file is listed by both engines, as `rg --files --hidden` lists it)
+    assert sorted(project_files(linked, engine="python")) == [".git", "generated.py", "seed.py"]
+    write(main, ".git/info/exclude", "generated.py\n")
+    assert not unchanged(linked, taken)
+    for engine in ("python", "auto"):
+        assert sorted(project_files(linked, engine=engine)) == [".git", "seed.py"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from array import array
 from pathlib import Path
+from typing import Any
 
 import bm25s
 import numpy as np
@@ -58,6 +59,38 @@ def test_bm25s_loads_what_save_writes_and_so_does_load(tmp_path: Path) -> None:
     assert known
     assert read.get_scores(known).tobytes() == loaded.get_scores(known).astype(np.float32).tobytes() \
         == ours.get_scores(known).tobytes()
+
+
+def _corrupt_indices_past_the_documents(index: Postings) -> None:
+    index.indices[-1] = index.documents
+
+
+def _corrupt_a_negative_document(index: Postings) -> None:
+    index.indices[0] = -1
+
+
+def _corrupt_indptr_past_the_end(index: Postings) -> None:
+    index.indptr[-1] += 5
+
+
+def _corrupt_indptr_backwards(index: Postings) -> None:
+    index.indptr[1], index.indptr[2] = index.indptr[2], index.indptr[1] - 1
+
+
+def _corrupt_indptr_start(index: Postings) -> None:
+    index.indptr[0] = 1
+
+
+@pytest.mark.parametrize("corrupt", [_corrupt_indices_past_the_documents, _corrupt_a_negative_document,
+                                     _corrupt_indptr_past_the_end, _corrupt_indptr_backwards, _corrupt_indptr_start])
+def test_a_saved_index_out_of_bounds_is_not_loaded(tmp_path: Path, corrupt: Any) -> None:
+    # the index lives in the project's .swecli/: one cut short or edited failed every query with an IndexError
+    index = Postings.build([["money", "cart"], ["cart"], ["w1", "money", "w1"]])
+    index.save(tmp_path / "good")
+    assert Postings.load(tmp_path / "good") is not None
+    corrupt(index)
+    index.save(tmp_path / "bad")
+    assert Postings.load(tmp_path / "bad") is None
 
 
 @pytest.mark.parametrize("values", [array("f", [0.5, -1.25, 3.0]), array("i", [0, 7, -3]), array("q", []),

@@ -103,6 +103,30 @@ def test_encode_line_parses_to_what_json_dumps_wrote_with_every_secret_replaced(
     assert encode_line(plain) == _dumps_line(plain)  # floats aside, the very bytes
 
 
+def test_a_secret_inside_a_value_json_has_no_type_for_is_replaced_too() -> None:
+    # the redaction walked dicts, lists and strings only; the encoder writes a Path, a set, bytes, a dataclass
+    # or a pydantic model as the strings they hold, so a key inside one reached the log
+    from pydantic import BaseModel
+
+    from swecli.records import datarecord
+
+    key = "sk-live-ABCDEFGH12345678"
+
+    class Model(BaseModel):
+        header: str
+
+    @datarecord
+    class Record:
+        header: str
+
+    values = [Path(f"/tmp/{key}/x"), {f"Bearer {key}"}, frozenset([key]), f"b:{key}".encode(), Model(header=key),
+              Record(header=key), (key, 1)]
+    for value in values:
+        line = encode_line({"event": "tool", "value": value}, Redactor([key]))
+        assert key.encode() not in line and REDACTED.encode() in line, value
+        assert json.loads(line)["event"] == "tool"
+
+
 def test_encode_line_fails_where_json_did() -> None:
     with pytest.raises(UnicodeEncodeError):
         encode_line({"text": "lone \ud800 surrogate"})

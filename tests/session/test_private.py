@@ -6,8 +6,10 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from swecli.session.private import ensure_private, make_private_dir, open_private, write_private
-from swecli.session.store import ensure_state_dir
+from swecli.session.store import SessionError, ensure_state_dir
 
 
 def mode(path: Path) -> int:
@@ -58,3 +60,47 @@ def test_an_earlier_install_is_tightened_at_start_and_shared_files_keep_their_mo
     assert mode(dot / "config.toml") == 0o644 and mode(dot / "hooks/pre.sh") == 0o755
     assert mode(outside) == 0o644  # a symlink is never followed
     assert ensure_private(dot) == 0  # nothing left to tighten
+
+
+def test_links_among_the_records_are_removed_and_their_targets_left_alone(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / ".swecli" / "memory" / "notes").mkdir(parents=True)
+    elsewhere.mkdir()
+    (elsewhere / "passwd").write_text("root\n")
+    (elsewhere / "passwd").chmod(0o644)
+    state = project / ".swecli"
+    (state / "logs").symlink_to(elsewhere)
+    (state / "memory" / "notes" / "old.md").symlink_to(elsewhere / "passwd")
+    (state / "skills").symlink_to(elsewhere)  # a shared entry is the project's own: kept
+    warnings = ensure_state_dir(project)
+    assert [w.split(":")[0] for w in warnings] == [
+        f"removed .swecli/logs (a link to {elsewhere})", f"removed .swecli/memory/notes/old.md (a link to "
+        f"{elsewhere / 'passwd'})"]
+    assert not (state / "logs").exists() and (state / "skills").is_symlink()
+    assert mode(elsewhere / "passwd") == 0o644 and sorted(p.name for p in elsewhere.iterdir()) == ["passwd"]
+    assert ensure_state_dir(project) == []
+
+
+def test_a_record_opened_for_writing_is_never_a_link(tmp_path: Path) -> None:
+    # e.g. a saved output named after a call id a local server numbers in order (`call_0`), planted as a link
+    (tmp_path / "bashrc").write_text("alias ll='ls -l'\n")
+    (tmp_path / "tool_results").mkdir()
+    (tmp_path / "tool_results" / "call_0.txt").symlink_to(tmp_path / "bashrc")
+    with pytest.raises(OSError):
+        open_private(tmp_path / "tool_results" / "call_0.txt", "w")
+    assert (tmp_path / "bashrc").read_text() == "alias ll='ls -l'\n"
+
+
+def test_a_state_folder_that_is_a_link_or_a_file_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    elsewhere.chmod(0o755)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / ".swecli").symlink_to(elsewhere)
+    with pytest.raises(SessionError, match=r"\.swecli is a symlink \(to .*elsewhere\)"):
+        ensure_state_dir(tmp_path / "a")
+    assert mode(elsewhere) == 0o755 and list(elsewhere.iterdir()) == []
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / ".swecli").write_text("")
+    with pytest.raises(SessionError, match="is not a directory"):
+        ensure_state_dir(tmp_path / "b")

@@ -22,6 +22,7 @@ from swecli.tools import grep as grep_module
 from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.builtin import default_registry
 from swecli.tools.grep import MAX_MATCHES, GrepArgs, Matches, search
+from swecli.tools.walk import IgnoreRules
 from tests.unprivileged import USERS, hand_over, user_prefix, workspace
 
 HAVE_RG = grep_module.find_ripgrep(Path.cwd()) is not None
@@ -403,6 +404,53 @@ def test_a_hostile_parent_ignore_file_does_not_hang_a_search_below_it(user: str)
         found = bounded_grep(project, "sub", user)
     assert found["meta"]["unsafe_ignore_files"][0] == ".gitignore (a FIFO)"
     assert found["meta"]["matches"] == 1 and "sub/deep/low.txt" in found["content"]
+
+
+GIT_FILE_CHAIN = [("gitdir: {elsewhere}", "commondir"), ("gitdir: {elsewhere}", "common/info/exclude"),
+                  ("gitdir: ../elsewhere", "commondir")]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize(("pointer", "planted"), GIT_FILE_CHAIN, ids=["commondir", "exclude", "relative-gitdir"])
+def test_a_git_file_pointing_at_a_fifo_does_not_hang_grep(tmp_path: Path, pointer: str, planted: str) -> None:
+    # ripgrep follows a `.git` *file* as a linked worktree's: its `gitdir`, that directory's `commondir`, the
+    # common directory's info/exclude (a relative gitdir from ripgrep's working directory, the project here);
+    # one `printf 'gitdir: /tmp/x' > sub/.git` and a FIFO there hung it forever
+    project = hostile_project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "common" / "info").mkdir(parents=True)
+    (project / "sub" / ".git").write_text(pointer.format(elsewhere=elsewhere) + "\n")
+    if planted != "commondir":
+        (elsewhere / "commondir").write_text("./common\n")
+    os.mkfifo(elsewhere / planted)
+    found = bounded_grep(project)
+    assert found["meta"]["engine"] == "python"
+    assert found["meta"]["unsafe_ignore_files"] == [f"{elsewhere / planted} (a FIFO)"]
+    assert [line for line in found["content"].splitlines() if line.startswith("  ")] == [
+        "  1: needle below", "  1: needle at the top"]
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+def test_a_linked_worktree_keeps_ripgrep_and_its_common_exclude(tmp_path: Path) -> None:
+    main, linked = tmp_path / "main", tmp_path / "linked"
+    main.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "core.hooksPath=/dev/null"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    (main / "seed.txt").write_text("seed\n")
+    subprocess.run([*git, "-C", str(main), "add", "seed.txt"], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "seed"], check=True)
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(linked)], check=True)
+    (main / ".git" / "info" / "exclude").write_text("*.secret\n")  # git reads it for every worktree
+    (linked / "kept.txt").write_text("needle\n")
+    (linked / "hidden.secret").write_text("needle\n")
+    listed = subprocess.run([*git, "-C", str(linked), "ls-files", "--others", "--exclude-standard"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert listed == ["kept.txt"]  # what git itself ignores there
+    matches = guarded_search(GrepArgs(pattern="needle"), ToolContext(root=linked))
+    assert matches.engine == "rg" and matches.unsafe_ignore_files == []
+    assert [hit.path for hit in matches.hits] == ["kept.txt"]
+    rules = IgnoreRules(linked)  # the Python engine's and list_files' rules agree with git and ripgrep
+    assert rules.ignored(linked / "hidden.secret", is_dir=False) and not rules.ignored(linked / "kept.txt", False)
 
 
 def guarded_search(args: GrepArgs, ctx: ToolContext) -> Matches:
