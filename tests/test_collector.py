@@ -31,6 +31,15 @@ def garbage(rounds: int = 5) -> None:
         Node()
 
 
+def parked(collector: Collector) -> None:
+    """Until the collector's thread has parked (it does within a tick of finding nothing to act on)."""
+    found = threading.Event()
+    for _ in range(10_000):
+        if collector.parked or found.wait(0.001):
+            return
+    raise AssertionError("the collector's thread never parked")
+
+
 class Collections:
     """Every collection that ends, with the thread it ran on."""
 
@@ -131,3 +140,13 @@ def test_a_collector_that_is_off_is_left_alone(collections: Collections) -> None
     collector.resume()
     garbage()
     assert not gc.isenabled() and collections.threads == []
+
+
+def test_a_parked_collector_is_rung_by_the_hold_and_the_release_that_follow(collections: Collections) -> None:
+    collector = Collector(delay=0.0, tick=0.001, park_after=0.0)  # it parks whenever it has nothing to act on
+    collector.hold()  # starts it: it looks, finds the hold, parks
+    garbage(HELD_FACTOR // 2)
+    parked(collector)
+    collector.release()  # rings it: it finds the release and collects
+    assert collections.seen.wait(10), "a parked collector was never rung"
+    assert collections.threads[0] == "swecli-gc"
