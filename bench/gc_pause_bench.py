@@ -3,19 +3,18 @@ much of that lands between a reply and the next request (the path a user waits o
 
     python bench/gc_pause_bench.py --old /var/tmp/s10-base [--thinking 0,0.05] [--rounds 1] [--only 08,09]
 
-The real loop (`Agent`, the OpenAI provider over HTTP on loopback, the scripted server, the context engine
-with its defaults at a 1M window so that nothing is summarized) replays the trajectories of
+The real loop (`Agent`, the OpenAI provider over HTTP on loopback, the scripted server in its own process,
+the context engine with its defaults at a 1M window so that nothing is summarized) replays the trajectories of
 ../shared/trajectories in order, one long session: each reply is the real assistant text with its first
 call, and the tool returns that call's real output (the history grows as the real session's did). The model
 answers after `--thinking` seconds (0: at once). Each run is its own process, this checkout's swecli or
 `--old`'s (through PYTHONPATH), interleaved. As in `-p`, the heap built before the first request is frozen.
 
 Collections are seen through `gc.callbacks` (each pause: its generation, its thread, its start and
-length); "on the path" is a pause on swecli's threads that started between the loop's `ModelCallFinished`
-(the reply is in) and the next request's arrival at the server. The scripted server runs in this process and
-parses every request body (hundreds of thousands of objects late in the session): the collections its
-threads start are counted apart, and it does not keep the bodies. Peak memory: the process's maximum resident
-set (the scripted server's work included, the same for both builds).
+length); "on the path" is a pause that started between the loop's `ModelCallFinished` (the reply is in) and
+its next `ModelCallStarted` (the request is built). The scripted server runs in a process of its own (its
+parsing of every request body would count toward swecli's collections) and keeps no body. Peak memory: the
+loop's process's maximum resident set.
 """
 
 from __future__ import annotations
@@ -35,20 +34,40 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def replayed_steps(only: list[str], rounds: int) -> list[tuple[str, str]]:
-    """(the assistant's text, its first call's real output) of every step of the chosen trajectories, in order."""
+def replayed_steps(paths: list[str], rounds: int) -> list[tuple[str, str]]:
+    """(the assistant's text, its first call's real output) of every step of the trajectories, in order."""
     from swecli.messages import AssistantMessage, ToolMessage
-    from swecli.testing.shared import load_trajectory, trajectory_paths
+    from swecli.testing.shared import load_trajectory
 
     steps = []
-    for path in trajectory_paths():
-        if only and path.name[:2] not in only:
-            continue
-        history = load_trajectory(path)[2]
+    for path in paths:
+        history = load_trajectory(Path(path))[2]
         outputs = {m.tool_call_id: m.content for m in history if isinstance(m, ToolMessage)}
         steps += [(m.content, outputs[m.tool_calls[0].id]) for m in history
                   if isinstance(m, AssistantMessage) and m.tool_calls and m.tool_calls[0].id in outputs]
     return steps * rounds
+
+
+def serve(spec: dict[str, Any]) -> None:
+    """The scripted model, in a process of its own (in swecli's, its parsing of every request body, hundreds of
+    thousands of objects late in the session, counted toward swecli's collections): its URL on stdout, then
+    it serves until stdin closes."""
+    from swecli.testing.server import Call, Reply, ScriptedLLM, Step
+
+    steps = replayed_steps(spec["paths"], spec["rounds"])
+    served = [0]
+
+    def answer(body: dict[str, Any]) -> Step:
+        llm.requests.clear()  # it keeps every body it parsed otherwise
+        step, served[0] = served[0], served[0] + 1
+        time.sleep(spec["thinking"])
+        if step >= len(steps):
+            return Reply("Done.", usage=False)
+        return Reply(steps[step][0], calls=[Call("replay", {"step": step})], usage=False, chunk=4_096)
+
+    with ScriptedLLM([answer] * (len(steps) + 1), strict=False) as llm:
+        print(llm.base_url, flush=True)
+        sys.stdin.read()
 
 
 class Pauses:
@@ -76,29 +95,19 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     from swecli.config import Settings
     from swecli.context.manager import ContextManager, Prompt
     from swecli.context.tokens import load_encoding
-    from swecli.events import Event, ModelCallFinished
+    from swecli.events import Event, ModelCallFinished, ModelCallStarted
     from swecli.llm.openai import OpenAIProvider
     from swecli.messages import SystemBlock
     from swecli.permissions import Policy
-    from swecli.testing.server import Call, Reply, ScriptedLLM, Step
     from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
     class ReplayArgs(BaseModel):
         step: int
 
-    steps = replayed_steps(spec["only"], spec["rounds"])
+    steps = replayed_steps(spec["paths"], spec["rounds"])
     load_encoding("o200k_base")
     replies: list[float] = []
-    arrivals: list[float] = []
-
-    def answer(body: dict[str, Any]) -> Step:
-        arrivals.append(time.perf_counter())
-        llm.requests.clear()  # the server keeps every body it parsed: ~1.5 GB of objects by the end, not swecli's
-        step = len(arrivals) - 1
-        time.sleep(spec["thinking"])
-        if step >= len(steps):
-            return Reply("Done.", usage=False)
-        return Reply(steps[step][0], calls=[Call("replay", {"step": step})], usage=False, chunk=4_096)
+    requests: list[float] = []
 
     def replay(args: ReplayArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(steps[args.step][1])
@@ -106,14 +115,20 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     def on_event(event: Event) -> None:
         if isinstance(event, ModelCallFinished):
             replies.append(time.perf_counter())
+        elif isinstance(event, ModelCallStarted):
+            requests.append(time.perf_counter())
 
     tools = ToolRegistry([Tool("replay", "Run the step's command.", ReplayArgs, replay)])
     settings = Settings(model="bench-model", context_limit=1_000_000)
     pauses = Pauses()
-    with ScriptedLLM([answer] * (len(steps) + 1), strict=False) as llm, tempfile.TemporaryDirectory() as root:
+    server = subprocess.Popen([sys.executable, __file__, "--serve", json.dumps(spec)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert server.stdout is not None and server.stdin is not None
+    base_url = server.stdout.readline().strip()
+    with tempfile.TemporaryDirectory() as root:
         context = ContextManager.from_settings(settings, Prompt((SystemBlock(text="You are a coding agent."),),
                                                                 tools.schemas()), root=Path(root))
-        provider = OpenAIProvider(model="bench-model", base_url=llm.base_url, api_key="k", name="openai-compatible")
+        provider = OpenAIProvider(model="bench-model", base_url=base_url, api_key="k", name="openai-compatible")
         agent = Agent(provider, tools, context, ToolContext(root=Path(root)), Policy("auto"), on_event=on_event,
                       max_iterations=len(steps) + 10)
         gc.collect()
@@ -125,10 +140,10 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         gc.callbacks.remove(pauses)
         context.close()
         provider.close()
-    windows = list(zip(replies, arrivals[1:], strict=False))
-    # The scripted server runs in this process: its own collections (tipped over by its parse of each request
-    # body) are its, not swecli's, and are left out of "on the path".
-    on_path = [p for p in pauses.seen if any(a <= p[0] <= b for a, b in windows) and _swecli_thread(p[3])]
+    server.stdin.close()
+    server.wait(60)
+    windows = list(zip(replies, requests[1:], strict=False))  # the reply's end to the next request's start
+    on_path = [p for p in pauses.seen if any(a <= p[0] <= b for a, b in windows)]
     seconds = [p[1] for p in pauses.seen]
     return {"steps": len(steps), "wall": wall, "collections": len(seconds),
             "by_generation": [sum(p[2] == g for p in pauses.seen) for g in range(3)],
@@ -137,12 +152,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
             "on_path": len(on_path), "on_path_ms": sum(p[1] for p in on_path) * 1000,
             "on_path_max_ms": max((p[1] for p in on_path), default=0.0) * 1000,
             "off_thread": sum(p[3] == "swecli-gc" for p in pauses.seen),
-            "server": sum(not _swecli_thread(p[3]) for p in pauses.seen),
             "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-
-
-def _swecli_thread(name: str) -> bool:
-    return name == "MainThread" or name.startswith("swecli-")
 
 
 def run_one(tree: Path, spec: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +170,6 @@ COLUMNS = [("collections (gen 0/1/2)", "{collections} ({by_generation[0]}/{by_ge
            ("longest gen-2", "{max_gen2_ms:.1f} ms"),
            ("on the path: pauses", "{on_path}"), ("on the path: ms", "{on_path_ms:.1f}"),
            ("on the path: longest", "{on_path_max_ms:.1f} ms"), ("on swecli-gc", "{off_thread}"),
-           ("on the server's threads", "{server}"),
            ("peak RSS", "{peak_mib:.0f} MiB"), ("wall", "{wall:.1f} s")]
 
 
@@ -172,18 +181,25 @@ def main() -> None:
     parser.add_argument("--only", default="", help="trajectory numbers (the files' first two digits), comma-separated")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(child(json.loads(args.one))))
         return
+    if args.serve:
+        serve(json.loads(args.serve))
+        return
+    from swecli.testing.shared import trajectory_paths
+
     only = [n for n in args.only.split(",") if n]
+    paths = [str(p) for p in trajectory_paths() if not only or p.name[:2] in only]
     trees = ([("old", args.old.resolve())] if args.old else []) + [("new", ROOT)]
     print(f"load average at the start: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     results: dict[tuple[str, float], list[dict[str, Any]]] = {}
     for run in range(args.runs):
         for thinking in (float(t) for t in args.thinking.split(",")):
             for label, tree in trees if run % 2 == 0 else trees[::-1]:
-                spec = {"thinking": thinking, "rounds": args.rounds, "only": only}
+                spec = {"thinking": thinking, "rounds": args.rounds, "paths": paths}
                 results.setdefault((label, thinking), []).append(run_one(tree, spec))
     first = next(iter(results.values()))[0]
     print(f"{first['steps']} steps of ../shared/trajectories{' ' + ','.join(only) if only else ''} x "
