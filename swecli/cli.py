@@ -311,7 +311,7 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
         base_url[0] = settings.base_url
     finally:
         known.set()  # on an error "" is read: the thread builds the store, as before it could know
-    probes = _sandbox_probes_beside(settings)
+    probes = _sandbox_probes_beside(settings, root)
     if not (settings.provider and settings.model):
         def discovered() -> Settings:  # discovery first: nothing to overlap but the probes
             probes.join()
@@ -339,7 +339,7 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
     return ready
 
 
-def _sandbox_probes_beside(settings: Settings) -> threading.Thread:
+def _sandbox_probes_beside(settings: Settings, root: Path) -> threading.Thread:
     """Start, on a thread, what opening a session asks of the sandbox (`tools.sandbox.from_settings`): a
     trivial command in bwrap (does it work here, with which isolation flags) and the seccomp filter's build
     (pyseccomp, which runs `ldconfig -p` twice to find libseccomp). Two subprocesses and a library load,
@@ -352,7 +352,7 @@ def _sandbox_probes_beside(settings: Settings) -> threading.Thread:
         from swecli.tools import sandbox, syscalls
 
         with contextlib.suppress(Exception):
-            if not sandbox.unavailable_reason() and not settings.sandbox.network:
+            if not sandbox.unavailable_reason(root) and not settings.sandbox.network:
                 syscalls.unavailable()
 
     thread = threading.Thread(target=probe, name="swecli-sandbox-probe", daemon=True)

@@ -59,6 +59,7 @@ from swecli.config import SandboxConfig
 from swecli.lazy import regex
 from swecli.records import datarecord
 from swecli.tools import gitlinks, syscalls
+from swecli.tools.own_process import trusted_program
 from swecli.tools.protected import (
     HOME_PROFILES,
     PROTECTED_DIRS,
@@ -271,7 +272,10 @@ class Sandbox:
     def wrap(self, argv: list[str], layout: Layout | None = None, seccomp_fd: int | None = None) -> list[str]:
         """The bwrap command line that runs `argv` inside the sandbox."""
         layout = layout or Layout()
-        args = [self.bwrap, *_BASE_FLAGS, *isolation_flags(self.bwrap)]
+        program = bwrap_program(self.bwrap, self.root)
+        if program is None:  # unavailable_reason said so first: the session does not sandbox with it
+            raise OSError(errno.ENOENT, f"{self.bwrap} is not installed outside the project")
+        args = [program, *_BASE_FLAGS, *isolation_flags(program)]
         if not self.network:
             args.append("--unshare-net")
         if seccomp_fd is not None:
@@ -403,7 +407,7 @@ def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | No
     missing = [p for p in config.writable_paths if not _resolve(p, sandbox.root, home).exists()]
     warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
                 "remove it from the setting." for p in missing]
-    problem = unavailable_reason()
+    problem = unavailable_reason(sandbox.root)
     if not problem and not config.network and syscalls.unavailable():
         warnings.append(syscalls.unavailable())
     return sandbox, problem, warnings
@@ -636,14 +640,30 @@ NOT_LINUX = ("Commands cannot be sandboxed on this system (swecli's sandbox uses
              "mode; until then, commands that are not read-only ask first.")
 
 
-def unavailable_reason() -> str:
-    """"" when bwrap can sandbox commands here, else one sentence saying why and how to fix it."""
+def unavailable_reason(root: Path | None = None) -> str:
+    """"" when bwrap can sandbox commands in the project at `root` (the working directory by default), else
+    one sentence saying why and how to fix it."""
     if not sys.platform.startswith("linux"):
         return NOT_LINUX
-    path = shutil.which("bwrap")
+    path = bwrap_program("bwrap", Path.cwd() if root is None else root)
     if path is None:
         return MISSING
     return _probe(path)[0]
+
+
+def bwrap_program(name: str, root: Path) -> str | None:
+    """The bwrap swecli runs: `name` itself when it is a path, else the one on PATH outside the project and its
+    relative entries (`trusted_program`). swecli starts bwrap itself, outside any sandbox: a repository's
+    `bin/bwrap`, on PATH through direnv's `PATH_add bin` (or an activated in-project venv), ran every command
+    unsandboxed, and the start's probe ran it too (measured)."""
+    if os.path.isabs(name):
+        return name
+    return _trusted_bwrap(name, str(root), os.environ.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=8)
+def _trusted_bwrap(name: str, root: str, search: str) -> str | None:
+    return trusted_program(name, Path(root), search)
 
 
 def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:

@@ -70,6 +70,8 @@ def filter_fd(*, network: bool) -> int | None:
 
 @functools.lru_cache(maxsize=2)
 def _filter(network: bool) -> bytes | None:
+    if not _found_without_a_compiler("c", "seccomp"):
+        return None
     try:
         import pyseccomp as seccomp
     except (ImportError, OSError, AttributeError):  # no binding, or no libseccomp.so for it to load
@@ -89,6 +91,20 @@ def _filter(network: bool) -> bytes | None:
         program.export_bpf(compiled)
         compiled.seek(0)
         return compiled.read()
+
+
+def _found_without_a_compiler(*libraries: str) -> bool:
+    """Whether `ldconfig -p` lists each library, as `ctypes.util.find_library` asks it first. pyseccomp's
+    import finds libc and libseccomp with `find_library`, which, for a library ldconfig does not list (musl
+    systems such as Alpine, a libseccomp outside the cache or not installed), runs `gcc` or `cc`, `ld` and
+    `objdump` from PATH, in swecli's own process tree: a project folder on PATH (direnv's `PATH_add bin`)
+    would have run a `gcc` the repository planted. So pyseccomp is imported only when ldconfig answers for
+    both; otherwise seccomp is unavailable, as when libseccomp is missing. (ctypes' own first step is called,
+    not changed: the same answer, one more `ldconfig -p` per library, on the start's probe thread.)"""
+    import ctypes.util
+
+    ask = getattr(ctypes.util, "_findSoname_ldconfig", None)
+    return ask is not None and all(ask(name) for name in libraries)
 
 
 def _no_setuid_files(seccomp: Any, program: Any, deny: Any) -> None:

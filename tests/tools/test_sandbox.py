@@ -26,7 +26,15 @@ from swecli.tools.bash import BASH, BashArgs
 from swecli.tools.environment import CommandEnvironment
 from swecli.tools.files import LIST_FILES, ListFilesArgs
 from swecli.tools.protected import remove_placeholders
-from swecli.tools.sandbox import CANNOT_START, MISSING, Sandbox, from_settings, isolation_flags, unavailable_reason
+from swecli.tools.sandbox import (
+    CANNOT_START,
+    MISSING,
+    Sandbox,
+    bwrap_program,
+    from_settings,
+    isolation_flags,
+    unavailable_reason,
+)
 
 REASON = unavailable_reason()
 needs_bwrap = pytest.mark.skipif(bool(REASON), reason=f"bwrap cannot run here: {REASON}")
@@ -246,7 +254,7 @@ def test_the_bwrap_command_line(project: Path, home: Path) -> None:
     box = sandbox_for(project, home)
     argv = box.wrap(["/bin/bash", "-c", "true"])
     root = str(project.resolve())
-    assert argv[:4] == ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc"]
+    assert argv[:4] == [shutil.which("bwrap"), "--die-with-parent", "--unshare-pid", "--unshare-ipc"]  # by path
     assert "--unshare-net" in argv and argv[argv.index("--cap-drop") + 1] == "ALL"  # no capabilities, root too
     # the project is bound after the private /tmp (a project under /tmp stays visible), secrets last
     assert argv.index("--tmpfs") < argv.index(root)
@@ -499,3 +507,27 @@ def test_what_bwrap_says_when_it_cannot_set_the_sandbox_up_is_the_output(project
     result = run(project, box, "echo never")
     assert result.is_error and result.meta["exit_code"] != 0
     assert "bwrap:" in result.content and str(gone) in result.content and "never" not in result.content
+
+
+def test_a_bwrap_planted_in_the_project_is_never_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # swecli starts bwrap itself, outside any sandbox: a repository's `bin/bwrap`, on PATH through direnv's
+    # `PATH_add bin`, ran every command unsandboxed (and the start's probe ran it too)
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    planted = project / "bin" / "bwrap"
+    planted.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\nexit 0\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{project / 'bin'}:{os.environ['PATH']}")
+    real = shutil.which("bwrap", path=os.environ["PATH"].split(":", 1)[1])
+    assert bwrap_program("bwrap", project) == real
+    if real is None:
+        assert unavailable_reason(project) == MISSING
+    else:
+        sandbox = Sandbox.for_project(project)
+        assert sandbox.wrap(["true"])[0] == real
+        assert unavailable_reason(project) == REASON
+    monkeypatch.setenv("PATH", f"{project / 'bin'}")  # the planted one alone: missing, not run
+    assert bwrap_program("bwrap", project) is None and unavailable_reason(project) == MISSING
+    with pytest.raises(OSError, match="not installed outside the project"):
+        Sandbox.for_project(project).wrap(["true"])
+    assert not (tmp_path / "ran").exists()

@@ -1,0 +1,38 @@
+"""What swecli runs itself never comes from the project: loading the seccomp binding runs no program from PATH."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+LOAD = """
+import ctypes.util, sys
+from swecli.tools import syscalls
+if sys.argv[1] == "unknown":  # a library ldconfig does not list, as libseccomp on Alpine
+    syscalls._found_without_a_compiler("swecli-no-such-library") and sys.exit(3)
+    ctypes.util.find_library("swecli-no-such-library")  # what pyseccomp's import would then have done
+else:
+    syscalls.unavailable()
+"""
+
+
+def load(project: Path, case: str) -> bool:
+    """Whether the project's planted `gcc` (first on PATH) ran."""
+    ran = project / "ran"
+    ran.unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{project / 'bin'}:{os.environ['PATH']}"}
+    subprocess.run([sys.executable, "-c", LOAD, case], env=env, check=True, timeout=60, capture_output=True)
+    return ran.exists()
+
+
+def test_loading_the_seccomp_binding_runs_no_program_from_the_project(tmp_path: Path) -> None:
+    # for a library ldconfig does not list, ctypes asks `gcc` (then `cc`, `ld`, `objdump`) from PATH: with a
+    # project folder first on PATH (direnv's `PATH_add bin`) the repository's own `gcc` ran
+    (tmp_path / "bin").mkdir()
+    for name in ("gcc", "cc", "ld", "objdump"):
+        (tmp_path / "bin" / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\nexit 1\n")
+        (tmp_path / "bin" / name).chmod(0o755)
+    assert load(tmp_path, "unknown")  # the threat on this Python: find_library ran the planted gcc
+    assert not load(tmp_path, "seccomp")  # swecli's load asks ldconfig only
