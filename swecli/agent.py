@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field, replace
 from typing import Any
 
@@ -288,6 +287,8 @@ class Agent:
 
     def _execute_together(self, batch: list[ToolCall]) -> list[ToolMessage]:
         """Run non-mutating concurrent calls side by side; events and results stay on this thread."""
+        from concurrent.futures import ThreadPoolExecutor  # (and logging: only a run with sub-agents pays it)
+
         start = time.monotonic()
         for call in batch:
             self.on_event(ToolStarted(call, call.args()))
