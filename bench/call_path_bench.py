@@ -149,15 +149,16 @@ def print_steps(label: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{label}: {len(rows)} calls; reply's last byte written to the next request's connection accepted "
           f"{total * 1000:.2f} ms (median)\n")
     print("| step (marked function, or the probe's send/back) | entered | its first call returned | "
-          "time inside, summed | calls |")
-    print("|---|---|---|---|---|")
+          "time inside, summed | calls | in how many windows |")
+    print("|---|---|---|---|---|---|")
     for key in order:
         cells = [r[key] for r in rows if key in r]
         enter = statistics.median(c["enter"] for c in cells) * 1000
         leave = statistics.median(c["exit"] for c in cells) * 1000
         spent = statistics.median(c["spent"] for c in cells) * 1000
         count = statistics.median(c["n"] for c in cells)
-        print(f"| {key.split(':')[-1]} | {enter:.2f} | {leave:.2f} | {spent:.2f} | {count:g} |")
+        print(f"| {key.split(':')[-1]} | {enter:.2f} | {leave:.2f} | {spent:.2f} | {count:g} "
+              f"| {len(cells)}/{len(rows)} |")
 
 
 def compare(trees: list[Tree], runs: int, calls: int, thinking: float) -> None:

@@ -31,6 +31,10 @@ Rows:
   `calls_kept`: the same on one kept-alive connection (`KeptAliveLLM`: chunked replies, as the real APIs and
   llama.cpp send them), the window ending at the next request's first line read by the server: the other
   rows' scripted server ends each reply with its connection, so each of their requests also opens a new one.
+  `calls_streaming`: the model's 0.5 s come after its response has started (the headers and the stream's
+  first event at once, `Reply.think`), as the real streaming APIs answer (Anthropic's `message_start` comes
+  before any thinking); in `calls_thinking` the scripted server thinks before its headers, so reading them
+  (the response object, its cookies) falls in the window there and off it here.
 """
 
 from __future__ import annotations
@@ -304,14 +308,17 @@ class KeptAliveLLM(TimedLLM):
         self.keep_alive = True
 
 
-def tool_calls(tree: Tree, project: Path, thinking: float = 0.0, kept: bool = False) -> CallOverhead:
+def tool_calls(tree: Tree, project: Path, thinking: float = 0.0, kept: bool = False,
+               streaming: bool = False) -> CallOverhead:
     """The overhead of a light bash call, the model's own `thinking` left out (`kept`: on one kept-alive
-    connection, see `KeptAliveLLM`)."""
+    connection, see `KeptAliveLLM`; `streaming`: the response started at once and the thinking after its
+    first event, as the real streaming APIs answer, instead of before its headers)."""
     def think(body: dict[str, object]) -> Reply:
         time.sleep(thinking)  # before the first byte, as a model reading its prompt
         return Reply(calls=[Call("bash", {"command": "true"})])
 
-    steps: list[Step] = [think for _ in range(BASH_CALLS)]
+    streamed = Reply(calls=[Call("bash", {"command": "true"})], think=thinking)
+    steps: list[Step] = [streamed if streaming else think for _ in range(BASH_CALLS)]
     _, llm, _ = headless(tree, project, [*steps, Reply("done")], "--mode", "auto",
                          llm_class=KeptAliveLLM if kept else TimedLLM)
     assert isinstance(llm, TimedLLM)
@@ -373,10 +380,15 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
         ("call100_own", "per-tool-call overhead, 100 files, less the test server's own work"),
         ("call100t_own", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s, less the "
                          "test server's own work"),
+        ("call100st", f"per-tool-call overhead, 100 files, a model whose response starts at once and answers in "
+                      f"{THINKING} s"),
+        ("call100st_own", f"per-tool-call overhead, 100 files, a model whose response starts at once and answers "
+                          f"in {THINKING} s, less the test server's own work"),
         ("call100k_own", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s on a kept-alive "
                          "connection, less the test server's own work"),
         ("call100_server", "the test server's own work per call (in the bench's process)"),
         ("call100t_server", f"the test server's own work per call, a model that answers in {THINKING} s"),
+        ("call100st_server", f"the test server's own work per call, a response started at once, {THINKING} s"),
         ("first2k", "first-bash-call overhead, ~2,000 files"),
         ("call2k", "per-tool-call overhead, ~2,000 files"),
         ("call2k_own", "per-tool-call overhead, ~2,000 files, less the test server's own work"),
@@ -405,6 +417,7 @@ def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
         "calls": lambda: _call_rows("100", tool_calls(tree, hundred)),
         "calls_thinking": lambda: _call_rows("100t", tool_calls(tree, hundred, THINKING)),
         "calls_kept": lambda: {"call100k_own": tool_calls(tree, hundred, THINKING, kept=True).swecli},
+        "calls_streaming": lambda: _call_rows("100st", tool_calls(tree, hundred, THINKING, streaming=True)),
     }
     if big is not None:
         steps["cold"] = lambda: dict(zip(("cold", "warm"), cold_warm(tree, big, base), strict=True))
@@ -479,7 +492,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--sympy", help="an unpacked ~2,000-file source tree (default: download sympy 1.12)")
     parser.add_argument("--only", default="version,p,repl,cold,calls,calls2k",
-                        help="comma-separated: version, p, repl, cold, calls, calls_thinking, calls_kept, calls2k")
+                        help="comma-separated: version, p, repl, cold, calls, calls_thinking, calls_kept, "
+                             "calls_streaming, calls2k")
     parser.add_argument("--tokenizer", action="store_true", help="time the vocabulary's load, part by part")
     args = parser.parse_args()
     if args.tokenizer:

@@ -61,7 +61,7 @@ class _Probe:
         self.counter = instruction_counter()
         self.millions: Callable[[int | None], float | None] = millions
         self.stack: list[list[Any]] = []
-        self.imports: dict[str, tuple[float, float, int]] = {}
+        self.imports: dict[str, tuple[float, float, int, str]] = {}
         self.steps: list[tuple[str, float]] = []
 
     def now(self) -> float:
@@ -80,7 +80,8 @@ class _Probe:
             finally:
                 name, start, children = self.stack.pop()
                 inclusive = self.now() - start
-                self.imports[name] = (round(inclusive, 2), round(inclusive - children, 2), len(self.imports))
+                parent = self.stack[-1][0] if self.stack else ""
+                self.imports[name] = (round(inclusive, 2), round(inclusive - children, 2), len(self.imports), parent)
                 if self.stack:
                     self.stack[-1][2] += inclusive
 
@@ -197,6 +198,21 @@ def _report(found: dict[str, Any], top: int) -> None:
         print(f"| {name} | {row[0]:.1f} | {row[1]:.1f} |")
 
 
+def _importers(found: dict[str, Any], minimum: float) -> None:
+    """Each swecli module imported on the path whose import costs `minimum` M or more (inclusive), with the
+    chain of imports that brought it in: which of swecli's modules pulls in what."""
+    imports: dict[str, list[Any]] = found["imports"]
+    print(f"\n| import (inclusive >= {minimum:g} M) | inclusive | exclusive | imported by |\n|---|---|---|---|")
+    for name, row in sorted(imports.items(), key=lambda item: item[1][2]):
+        if row[0] < minimum or not (name.startswith("swecli") or row[3].startswith("swecli")):
+            continue
+        chain, parent = [], row[3]
+        while parent:
+            chain.append(parent)
+            parent = imports[parent][3] if parent in imports else ""
+        print(f"| {name} | {row[0]:.1f} | {row[1]:.1f} | {' < '.join(chain) or '(the start)'} |")
+
+
 def main() -> None:
     import argparse
     import subprocess
@@ -214,6 +230,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", default=str(root), help="a checkout with its own .venv")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--importers", type=float, metavar="M", default=None,
+                        help="also list each import on the path costing M or more that swecli makes, and its chain")
     parser.add_argument("--closure-frozen", action="store_true",
                         help="frozen dataclasses' __setattr__/__delattr__ as closures in the probed process")
     args = parser.parse_args()
@@ -230,6 +248,8 @@ def main() -> None:
     if not text:
         raise SystemExit(f"{tree.label}: -p did not reach its first request")
     _report(json.loads(text), args.top)
+    if args.importers is not None:
+        _importers(json.loads(text), args.importers)
 
 
 if __name__ == "__main__":

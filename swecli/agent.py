@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field, replace
+from typing import Any
 
+from swecli.collector import COLLECTOR
 from swecli.context.admission import input_too_large, pending_input
 from swecli.context.manager import ContextManager
 from swecli.denials import DenialWatch
@@ -98,6 +99,8 @@ class Agent:
     """The request whose answer the loop is reading (its max_tokens is what an output limit was)."""
     _readied: bool = field(default=False, repr=False)
     """The tools' `ready` hooks ran after this step's calls: the request that follows needs no second call."""
+    _holding: bool = field(default=False, repr=False)
+    """This loop holds the garbage collector: from a reply's end to the next request (`swecli.collector`)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -114,21 +117,10 @@ class Agent:
         message = task if isinstance(task, UserMessage) else UserMessage(content=task)
         self._admit(message)
         self.append(message)
-        answer, reason = "", "done"
-        for iteration in range(1, self.max_iterations + 1):
-            try:
-                self.step(iteration)
-            except Finished as done:
-                answer, reason = done.answer, done.stop_reason
-                break
-            except Interrupted:
-                answer, reason = INTERRUPTED, "interrupted"
-                self.context.cancel_background("interrupted by the user")  # Esc stops everything under way
-                break
-        else:
-            reason = "iteration_limit"
-            answer = (f"Stopped after {self.max_iterations} iterations without a final answer "
-                      "(raise --max-iterations to let it go on).")
+        try:
+            iteration, answer, reason = self._iterate()
+        finally:
+            self._release_collector()  # the turn is over: collect while the person reads
         compactions = self.context.compactions[compactions_before:]
         summaries = self.context.compaction_usage - summaries_before  # summary requests are the turn's spend too
         turn = TurnFinished(answer, iteration, self.usage - usage_before + summaries, time.monotonic() - start,
@@ -136,6 +128,24 @@ class Agent:
                             compaction_wait=sum(c.waited for c in compactions))
         self.on_event(turn)
         return turn
+
+    def _iterate(self) -> tuple[int, str, str]:
+        """The turn's steps until one ends it: the last iteration, the answer and why it stopped."""
+        for iteration in range(1, self.max_iterations + 1):
+            try:
+                self.step(iteration)
+            except Finished as done:
+                return iteration, done.answer, done.stop_reason
+            except Interrupted:
+                self.context.cancel_background("interrupted by the user")  # Esc stops everything under way
+                return iteration, INTERRUPTED, "interrupted"
+        return self.max_iterations, (f"Stopped after {self.max_iterations} iterations without a final answer "
+                                     "(raise --max-iterations to let it go on)."), "iteration_limit"
+
+    def _release_collector(self) -> None:
+        if self._holding:
+            self._holding = False
+            COLLECTOR.release()
 
     def step(self, iteration: int) -> None:
         self.sync_tools()
@@ -224,8 +234,13 @@ class Agent:
         # event: the server answered), off the path to it, and before the reply's calls run (at the latest,
         # at its `ResponseDone`).
         unready, self._readied = not self._readied, False
+        self._release_collector()  # collections run once the request is out, while the model thinks
+        first = True
         try:
             for event in self.provider.stream(request, self.cancel):
+                if first:
+                    first = False
+                    COLLECTOR.resume()  # a model that answered before they ran: its reply collects
                 if unready:
                     unready = False
                     self._ready_tools()
@@ -234,6 +249,9 @@ class Agent:
                 elif isinstance(event, ProviderNote):
                     self.on_event(Notice("info", event.text))
                 elif isinstance(event, ResponseDone):
+                    if not self._holding:  # from here to the next request, nothing stops for a collection
+                        self._holding = True
+                        COLLECTOR.hold()
                     self._sent = request
                     self._account(request, event, time.monotonic() - start)
                     return event
@@ -269,6 +287,8 @@ class Agent:
 
     def _execute_together(self, batch: list[ToolCall]) -> list[ToolMessage]:
         """Run non-mutating concurrent calls side by side; events and results stay on this thread."""
+        from concurrent.futures import ThreadPoolExecutor  # (and logging: only a run with sub-agents pays it)
+
         start = time.monotonic()
         for call in batch:
             self.on_event(ToolStarted(call, call.args()))
@@ -285,15 +305,15 @@ class Agent:
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved, ctx = True, self.tool_ctx
+        approved = True
+        # A running command's output reaches the live view as it arrives.
+        per_call: dict[str, Any] = {"on_output": lambda text: self.on_event(ToolOutput(call, text))}
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
             # The verdict also says how this call is confined (the sandbox for bash, or none).
-            ctx = replace(self.tool_ctx, sandbox=verdict.sandbox, escalate=verdict.escalate)
-        # A running command's output reaches the live view as it arrives.
-        ctx = replace(ctx, on_output=lambda text: self.on_event(ToolOutput(call, text)))
-        result = self.tools.run(call, ctx) if approved else ToolResult(
+            per_call.update(sandbox=verdict.sandbox, escalate=verdict.escalate)
+        result = self.tools.run(call, replace(self.tool_ctx, **per_call)) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
         return self._finish(call, result, start, approved)
 

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
+import gc
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from swecli.agent import INTERRUPTED, Agent
 from swecli.context.manager import ContextManager, Prompt, Wiring
-from swecli.events import CompactionDone, Event, ToolFinished, TurnFinished
-from swecli.llm.base import ContextOverflowError
+from swecli.events import CompactionDone, Event, ModelCallFinished, ModelCallStarted, ToolFinished, TurnFinished
+from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, StreamEvent
 from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMessage, dangling_tool_calls
 from swecli.permissions import Policy
 from swecli.testing.model import ScriptedModel, calls, say
@@ -235,3 +239,93 @@ def test_a_turn_that_ended_after_its_calls_gets_its_tools_ready_again_for_its_ow
     agent.policy.mode = "plan"
     agent.run("again")
     assert seen == [box, box, box.read_only()]  # the new turn's request: plan mode's read-only sandbox
+
+
+YOUNG = gc.get_threshold()[0]
+"""The young generation's collection threshold, not held."""
+
+
+class Litter(BaseModel):
+    rounds: int = 5
+    """Young-generation collections' worth of garbage (fewer than a hold allows: `HELD_FACTOR`)."""
+
+
+class Node:
+    """A container object CPython counts for collection (a class instance), in a cycle only a collection frees."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+class Windows:
+    """Collections seen, and those that ran between a reply (`ModelCallFinished`) and the next request
+    (`ModelCallStarted`): the loop's own path, where nobody should wait for one."""
+
+    def __init__(self) -> None:
+        self.open = False
+        self.collections: list[str] = []
+        self.on_the_path = 0
+        self.collected = threading.Event()
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, ModelCallFinished):
+            self.open = True
+        elif isinstance(event, ModelCallStarted):
+            self.open = False
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.collections.append(threading.current_thread().name)
+            self.on_the_path += self.open
+            self.collected.set()
+
+
+def littering_agent(model: ScriptedModel, root: Path, windows: Windows) -> Agent:
+    """The loop with a tool that allocates enough cyclic garbage for several young-generation collections."""
+    def litter(args: Litter, ctx: ToolContext) -> ToolResult:
+        for _ in range(args.rounds * YOUNG):
+            Node()
+        return ToolResult("littered")
+
+    return loop_agent(model, ToolRegistry([Tool("litter", "Allocate.", Litter, litter)]), root, on_event=windows.event)
+
+
+@pytest.fixture
+def windows() -> Iterator[Windows]:
+    assert gc.isenabled()
+    seen = Windows()
+    gc.callbacks.append(seen)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(seen)
+        gc.set_threshold(YOUNG, *gc.get_threshold()[1:])
+
+
+def test_a_model_that_answers_at_once_collects_on_its_replies_not_between_a_reply_and_the_next_request(
+        project: Path, windows: Windows) -> None:
+    model = ScriptedModel([*(calls(("litter", "{}")) for _ in range(6)), say("done")])
+    littering_agent(model, project, windows).run("go")
+    assert windows.on_the_path == 0
+    assert len(windows.collections) >= 6  # a session that never waits still collects
+
+
+class ThinkingModel(ScriptedModel):
+    """A model that thinks until the collection it was sent with has run."""
+
+    def __init__(self, steps: list[AssistantMessage], collected: threading.Event) -> None:
+        super().__init__(list(steps))
+        self.collected = collected
+
+    def stream(self, request: ModelRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        if len(self.requests) > 0:
+            assert self.collected.wait(10), "nothing was collected while the model thought"
+            self.collected.clear()
+        yield from super().stream(request, cancel)
+
+
+def test_what_a_call_left_is_collected_while_the_model_thinks(project: Path, windows: Windows) -> None:
+    model = ThinkingModel([*(calls(("litter", "{}")) for _ in range(4)), say("done")], windows.collected)
+    littering_agent(model, project, windows).run("go")
+    assert windows.on_the_path == 0
+    assert windows.collections.count("swecli-gc") >= 4

@@ -11,6 +11,7 @@
     runway.py        where the background summary must start to be ready before the hard limit
     compactor.py     the ways to make room: a compaction, a fold, a truncation; the record of each
     compaction.py    rewrite an over-full history into a smaller one that loses nothing for good
+    compaction_params.py  what a compaction is asked for, read per request (the stack loads at the first one)
     background.py    the older history summarized while the loop keeps working
     archive.py       where compacted history stays reachable (`.swecli/compactions/`)
     references.py    what a compaction drops, and where to re-open it
@@ -28,8 +29,8 @@
     todo.py          the model's own task list (the `todo` tool)
 
 Internal (used only inside the package, may change without notice): `archive`, `background`, `compaction`,
-`compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `foldahead`, `hooks`, `images`, `ledger`, `prefix`,
-`recitation`, `references`, `runway`, `scheduler`.
+`compaction_params`, `compactor`, `decay`, `diagnostics`, `engineering`, `extract`, `foldahead`, `hooks`, `images`,
+`ledger`, `prefix`, `recitation`, `references`, `runway`, `scheduler`.
 
 What other packages may use is re-exported here (`from swecli.context import ...`); each name is imported from
 its module the first time it is used, so importing the package costs nothing.

@@ -32,6 +32,16 @@ from dataclasses import field, replace
 from typing import Any
 
 from swecli.context.archive import Archive, ArchiveError, MemoryArchive
+from swecli.context.compaction_params import STRATEGIES as STRATEGIES
+from swecli.context.compaction_params import CompactionParams as CompactionParams
+from swecli.context.compaction_params import Count as Count
+from swecli.context.compaction_params import CountText as CountText
+from swecli.context.compaction_params import Pin as Pin
+from swecli.context.compaction_params import SummarySection as SummarySection
+from swecli.context.compaction_params import facts_budget
+from swecli.context.compaction_params import is_prompt as is_prompt
+from swecli.context.compaction_params import is_summary as is_summary
+from swecli.context.compaction_params import summary_reserve as summary_reserve
 from swecli.context.decay import key_arguments
 from swecli.context.extract import Facts, extract_facts, render_facts
 from swecli.context.tokens import head_by_tokens, tail_by_tokens
@@ -40,50 +50,8 @@ from swecli.llm.base import Cancelled, CancelToken, ModelRequest, Provider, Prov
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolCall, ToolMessage, Usage, UserMessage
 from swecli.records import datarecord
 
-STRATEGIES = ("summarize", "truncate", "importance")
 SUMMARY_MARKER = "[swecli: compacted context]"
 SUMMARY_HEADING = "## Summary"
-
-Count = Callable[[Message], int]
-CountText = Callable[[str], int]
-SummarySection = Callable[[Sequence[Message], str, int], str]
-"""An extra section for the summary message: (compacted span, archive path, token budget) -> markdown
-starting with a `## ` heading (or "" for none). Used by later mechanisms (e.g. reference lists)."""
-Pin = Callable[[Sequence[Message], Sequence[Message]], Mapping[int, Message]]
-"""(compacted span, the messages kept after it) -> {index in the span: the message to keep in its
-place}. What a pin keeps is re-attached verbatim after compaction, like the user's prompts (a loaded
-skill's instructions, see `swecli.skills`)."""
-
-
-@datarecord(frozen=True)
-class CompactionParams:
-    """Budgets are in local tokens (the manager converts from provider tokens with its calibration)."""
-
-    limit: int
-    """The whole request (fixed parts + messages) must end up at or under this."""
-    fixed: int = 0
-    """System prompt, memory, tool schemas and tail: sent with every request, never compacted."""
-    keep_recent: int = 12_000
-    strategy: str = "summarize"
-    focus: str = ""
-    instructions: str = ""
-    """Extra summary instructions (from the PreCompact hook)."""
-    summary_text: str = ""
-    """A summary supplied by the PreCompact hook: used as is, no model call."""
-    summary_tokens: int = 2_048
-    """max_tokens of the summary request, and the room reserved for the summary."""
-    request_window: int = 32_768
-    """Local tokens one summary request may use in all (its input plus `summary_tokens`)."""
-    prompt_head_tokens: int = 2_000
-    """A user prompt longer than this keeps its head verbatim; the whole text goes to a file."""
-    tool_clip_tokens: int = 1_500
-    """Tool results in the summary request are clipped to this (the archive has them in full)."""
-    max_chunks: int = 8
-    sections: tuple[SummarySection, ...] = ()
-    pin: Pin | None = None
-    """Messages of the compacted span that survive it verbatim (besides the prompts)."""
-    force: bool = False
-    """Compact even when nothing is over budget (a manual /compact)."""
 
 
 @datarecord(frozen=True)
@@ -129,14 +97,6 @@ def segments(history: Sequence[Message]) -> list[tuple[int, int]]:
     """The history split at every boundary: each (start, end) is an atomic unit for dropping."""
     cuts = boundaries(history)
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
-
-
-def is_prompt(msg: Message) -> bool:
-    return isinstance(msg, UserMessage) and msg.kind == "prompt"
-
-
-def is_summary(msg: Message) -> bool:
-    return isinstance(msg, UserMessage) and msg.kind == "summary"
 
 
 def compactable(head: Sequence[Message], pinned: Mapping[int, Message] | None = None) -> bool:
@@ -358,19 +318,6 @@ def _after_last_summary(history: Sequence[Message]) -> int:
     return last + 1
 
 
-def summary_reserve(params: CompactionParams, has_summary: bool = True) -> int:
-    """Local tokens the summary message may take (body, facts, extra sections, marker): a span smaller than
-    this is not worth summarizing."""
-    facts_budget = _facts_budget(params)
-    # Truncate and importance carry an earlier summary over, which is at most a summary long.
-    body = params.summary_tokens if params.strategy == "summarize" or has_summary else 0
-    return body + facts_budget * (1 + len(params.sections)) + 120  # 120: the marker paragraph
-
-
-def _facts_budget(params: CompactionParams) -> int:
-    return max(150, min(2_000, params.limit // 10))
-
-
 def _prompt_costs(history: Sequence[Message], work: _Work) -> Callable[[int], int]:
     """cost(cut): tokens the prompts (and pinned messages) before `cut` take once kept (huge pastes
     shortened)."""
@@ -553,7 +500,7 @@ def _summary_message(work: _Work, head: Sequence[Message], strategy: str, body: 
              f"{_prompts_note(work, head)}{where}"]
     if body:
         parts.append(f"{SUMMARY_HEADING}\n{demote_headings(body)}")
-    rendered = _bounded_facts(facts, _facts_budget(work.params), work.text_count)
+    rendered = _bounded_facts(facts, facts_budget(work.params), work.text_count)
     if rendered:
         parts.append(rendered)
     parts.extend(_extra_sections(work, head))
@@ -572,7 +519,7 @@ def _prompts_note(work: _Work, head: Sequence[Message]) -> str:
 
 
 def _extra_sections(work: _Work, head: Sequence[Message]) -> list[str]:
-    budget = _facts_budget(work.params)
+    budget = facts_budget(work.params)
     out = []
     for section in work.params.sections:
         try:
@@ -730,7 +677,7 @@ def _importance_keep(
 ) -> set[int] | None:
     """Head messages kept verbatim, best value per token first, within the room left; None when no
     whole segment fits (plain truncation then)."""
-    marker = _facts_budget(work.params) + 120
+    marker = facts_budget(work.params) + 120
     room = work.params.limit - work.total([*prompts, *tail]) - marker
     spans = [(a, b) for a, b in segments(head)
              if any(not is_prompt(m) and not is_summary(m) for m in head[a:b])]

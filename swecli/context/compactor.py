@@ -26,26 +26,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from swecli.config import ContextConfig, HookConfig
-from swecli.context.archive import Archive, DiskArchive
 from swecli.context.budget import ContextState, decay_recent_for
-from swecli.context.compaction import (
-    CompactionIO,
-    CompactionParams,
-    CompactionResult,
-    PreparedSpan,
-    apply_span,
-    compact_history,
-    is_summary,
-    summary_body,
-    with_model_summary,
-)
+from swecli.context.compaction_params import CompactionParams, is_summary
 from swecli.context.decay import DecayScan, fold_older, room_policy
 from swecli.context.engineering import NoMechanisms
-from swecli.context.foldahead import FoldsAhead
-from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
 from swecli.context.ledger import Ledger
 from swecli.context.meter import Meter
 from swecli.context.wiring import Reporter, Wiring
@@ -53,6 +40,13 @@ from swecli.events import CompactionDone, SummarySpent
 from swecli.llm.base import Provider
 from swecli.messages import Message, ToolCall, Usage, UserMessage
 from swecli.tools.base import ToolResult
+
+if TYPE_CHECKING:  # the compaction stack is imported by the methods that compact, fold or run the hook:
+    # a session that never does (most never do) does not pay for it (`compaction_params.py`)
+    from swecli.context.archive import Archive
+    from swecli.context.compaction import CompactionResult, PreparedSpan
+    from swecli.context.foldahead import FoldsAhead
+    from swecli.context.hooks import PreCompactDecision
 
 OVERFLOW_TARGET = 0.85
 """After a provider's context-length error, compact to this fraction of the usual target: our
@@ -111,6 +105,8 @@ class Compactor:
         return self.meter.config
 
     def archive(self) -> Archive:
+        from swecli.context.archive import DiskArchive
+
         return self.wiring.archive or DiskArchive(self.root or Path.cwd())
 
     def remember_facts(self, call: ToolCall, result: ToolResult) -> None:
@@ -138,6 +134,8 @@ class Compactor:
         if decision.cancel and trigger != "overflow":
             self.report.notice("info", "compaction cancelled by the PreCompact hook")
             return history
+        from swecli.context.compaction import CompactionIO, compact_history
+
         count = self.meter.counter
         io = CompactionIO(self.archive(), provider, self.tool_meta, self.wiring.cancel)
         result = compact_history(history, self.params(trigger, focus, decision), count.message, count.text, io)
@@ -157,6 +155,8 @@ class Compactor:
               before: ContextState) -> CompactionResult | None:
         """A summary made ahead, over `history` (whose first `prepared.cut` messages are its span, or the
         engine's own rewrites of them); None when it would not shrink the conversation."""
+        from swecli.context.compaction import apply_span
+
         for warning in decision.warnings:
             self.report.notice("warning", warning)
         count = self.meter.counter
@@ -168,6 +168,8 @@ class Compactor:
         """Room without a model call: every tool output older than the newest zone (the zone decay keeps)
         becomes a digest naming the file that holds it; the zone halves (down to the newest step) until the
         prompt is at most `target` tokens. `history` itself when nothing could fold."""
+        from swecli.context.compaction import CompactionResult
+
         start = time.monotonic()
         meter = self.meter
         keep = meter.calibration.to_local(decay_recent_for(meter.window, self.config.keep_recent_tokens))
@@ -186,9 +188,11 @@ class Compactor:
         """Room without a model call when folding was not enough: the oldest turns are dropped (the prompts,
         the facts, the references, the earlier summary and the archive are kept), as the truncate strategy
         does. `history` itself when that does not shrink it."""
+        from swecli.context.compaction import CompactionIO, compact_history
+
         start = time.monotonic()
         count = self.meter.counter
-        params = dataclasses.replace(self.params("auto", "", PreCompactDecision()), strategy="truncate", force=True)
+        params = dataclasses.replace(self.params("auto", "", None), strategy="truncate", force=True)
         result = compact_history(history, params, count.message, count.text, CompactionIO(self.archive(),
                                                                                           meta=self.tool_meta))
         if not result.changed or not self.shrinks(before, result.history):
@@ -202,6 +206,8 @@ class Compactor:
                   waited: float = 0.0) -> list[Message] | None:
         """A summary made in the background whose span a truncation dropped meanwhile: its body goes into the
         truncation's summary message (`compaction.with_model_summary`). None when there is none to improve."""
+        from swecli.context.compaction import CompactionResult, summary_body, with_model_summary
+
         index = next((i for i in range(len(history) - 1, -1, -1) if is_summary(history[i])), None)
         if index is None or not summary_body(prepared.summary.content):
             return None
@@ -254,6 +260,8 @@ class Compactor:
     def _folds_ahead(self) -> FoldsAhead:
         """The digests made ahead, kept while the counter is the same (a digest names its size in tokens)."""
         if self._ahead is None or self._ahead.counter is not self.meter.counter:
+            from swecli.context.foldahead import FoldsAhead
+
             if self._ahead is not None:
                 self._ahead.close()
             self._ahead = FoldsAhead(self.meter.counter, self.root or Path.cwd(), self.mechanisms.redactor,
@@ -262,7 +270,9 @@ class Compactor:
 
     # --- parts -----------------------------------------------------------------------------------------
 
-    def params(self, trigger: str, focus: str, decision: PreCompactDecision) -> CompactionParams:
+    def params(self, trigger: str, focus: str, decision: PreCompactDecision | None) -> CompactionParams:
+        """The budgets of a compaction by `trigger`; `decision`: the PreCompact hook's answer (None: no hook ran,
+        as when the scheduler only plans; the same as an empty answer)."""
         meter = self.meter
         budget, to_local = meter.budget, meter.calibration.to_local
         limit = budget.limit if trigger != "overflow" else int(budget.limit * OVERFLOW_TARGET)
@@ -277,7 +287,8 @@ class Compactor:
         return CompactionParams(
             limit=local_limit, fixed=meter.fixed_tokens() + meter.tail[1],  # the tail is sent every time too
             keep_recent=keep_recent, strategy=self.config.strategy, focus=focus,
-            instructions=decision.instructions, summary_text=decision.summary,
+            instructions=decision.instructions if decision is not None else "",
+            summary_text=decision.summary if decision is not None else "",
             summary_tokens=max(256, min(4_096, limit // 8, meter.max_tokens)), request_window=to_local(meter.window),
             prompt_head_tokens=max(200, min(2_000, limit // 10)), sections=self.mechanisms.summary_sections(),
             pin=self.wiring.pin, force=trigger != "auto",
@@ -286,6 +297,8 @@ class Compactor:
     def hook_decision(self, trigger: str, focus: str, state: ContextState, count: int,
                       background: bool = True) -> PreCompactDecision:
         """The PreCompact hook's answer; no side effects (it may run on a background summary's thread)."""
+        from swecli.context.hooks import PreCompactDecision, PreCompactInput, run_pre_compact
+
         if not self.has_hook():
             return PreCompactDecision()
         payload = PreCompactInput(trigger=trigger, tokens=state.total, window=self.meter.window, message_count=count,

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from swecli.config import ContextConfig, ImagesConfig
-from swecli.context.compaction import SummarySection
+from swecli.context.compaction_params import SummarySection
 from swecli.context.decay import DecayScan, saving_reference
 from swecli.context.failures import FailureTracker
 from swecli.context.images import age_images, pending_tokens

@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from swecli.config import ContextConfig, HookConfig
-from swecli.context.background import SummaryJob
 from swecli.context.budget import Calibration, ContextBudget, ContextState, decay_recent_for
-from swecli.context.compaction import is_prompt
+from swecli.context.compaction_params import is_prompt
 from swecli.context.compactor import Compactor
 from swecli.context.engineering import Mechanisms, NoMechanisms
 from swecli.context.meter import Limits, Meter, Prompt, counter_for
@@ -50,6 +49,7 @@ from swecli.tools.base import ToolResult
 
 if TYPE_CHECKING:
     from swecli.config import Settings
+    from swecli.context.background import SummaryJob
 
 __all__ = ["ContextManager", "Limits", "Prompt", "Wiring", "current_turn_start", "has_open_calls"]
 

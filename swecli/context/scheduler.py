@@ -25,17 +25,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from swecli.context import background
-from swecli.context.background import SummaryJob, SummaryWork
 from swecli.context.budget import ContextState
-from swecli.context.compaction import CompactionParams, plan_span, summary_reserve
+from swecli.context.compaction_params import CompactionParams, summary_reserve
 from swecli.context.compactor import Compactor
-from swecli.context.hooks import PreCompactDecision
 from swecli.context.runway import Runway
 from swecli.events import BackgroundSummary
 from swecli.llm.base import Provider
 from swecli.messages import Message
+
+if TYPE_CHECKING:  # a summary's job is imported when one starts (`compaction_params.py`)
+    from swecli.context.background import SummaryJob
 
 _STATUS = {"running": "summarizing older context", "ready": "summary ready", "declined": "",
            "failed": "background summary failed", "cancelled": ""}
@@ -114,7 +115,7 @@ class CompactionScheduler:
         its span would first outweigh the summary: the fixed parts, the recent history kept verbatim and
         the summary's own room."""
         meter = self.meter
-        params = self.compactor.params("auto", "", PreCompactDecision())
+        params = self.compactor.params("auto", "", None)
         fixed = state.system + state.tools + state.memory + state.tail
         floor = fixed + meter.keep_recent_tokens + meter.calibration.apply(summary_reserve(params))
         return self.runway.start_level(meter.budget, floor)
@@ -122,17 +123,20 @@ class CompactionScheduler:
     def _maybe_start(self, history: list[Message], provider: Provider, state: ContextState) -> None:
         if state.total < self.runway.lowest_start(state.budget) or state.total < self.start_level(state):
             return  # (the first check spares working out the level, most turns)
+        from swecli.context import background
+        from swecli.context.compaction import plan_span
+
         compactor, count = self.compactor, self.meter.counter
         params = self._span_params()
         cut = plan_span(history, params, count.message, count.text)
         if not cut:
             return  # nothing older worth summarizing yet
-        job = SummaryJob(tuple(history), cut, params, state.total)
+        job = background.SummaryJob(tuple(history), cut, params, state.total)
 
         def summary_provider() -> tuple[Provider, bool]:
             return (self.summary_provider(), True) if self.summary_provider is not None else (provider, False)
 
-        work = SummaryWork(hook=lambda: compactor.hook_decision("auto", "", state, len(history)),
+        work = background.SummaryWork(hook=lambda: compactor.hook_decision("auto", "", state, len(history)),
                            provider=summary_provider, encoding=count.encoding_name,
                            include_reasoning=count.include_reasoning, archive=compactor.archive(),
                            meta=dict(compactor.tool_meta), on_done=self.on_background_done, known=count.known,
@@ -144,7 +148,7 @@ class CompactionScheduler:
         """The compaction's parameters for a summary made ahead: by the time it is applied the history has
         grown by the runway, so the span leaves that much less of the recent history out (at least half of
         `keep_recent_tokens`), and what stays verbatim after it is about `keep_recent_tokens` as configured."""
-        params = self.compactor.params("auto", "", PreCompactDecision())
+        params = self.compactor.params("auto", "", None)
         growth = self.meter.calibration.to_local(self.runway.tokens_needed() or 0)
         return dataclasses.replace(params, keep_recent=max(params.keep_recent // 2, params.keep_recent - growth))
 
@@ -166,6 +170,8 @@ class CompactionScheduler:
                 "info", f"the context is at {state.percent:.0f}% of the window, the most a request can carry with "
                         f"room for the reply, and neither folding older outputs nor dropping older turns made room: "
                         f"waiting for the background summary (running for {job.duration:.0f}s)")
+            from swecli.context import background  # (imported when the job started)
+
             with self.compactor.loop_waiting():
                 waited = background.wait(job, self.compactor.wiring.cancel)
         elif not state.over_threshold:

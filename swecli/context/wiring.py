@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from swecli.context.archive import Archive
-from swecli.context.compaction import Pin
-from swecli.context.hooks import PreCompactCallback
-from swecli.context.todo import TodoState
-from swecli.context.tokens import TokenCounter
 from swecli.events import Event, Notice
-from swecli.llm.base import CancelToken, Provider
 from swecli.records import datarecord
+
+if TYPE_CHECKING:  # annotations only: the compaction stack is imported at the first compaction
+    from swecli.context.archive import Archive
+    from swecli.context.compaction_params import Pin
+    from swecli.context.hooks import PreCompactCallback
+    from swecli.context.todo import TodoState
+    from swecli.context.tokens import TokenCounter
+    from swecli.llm.base import CancelToken, Provider
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from swecli.llm.base import (
     CancelToken,
@@ -163,31 +163,60 @@ def wire_messages(request: ModelRequest, images: bool = True) -> list[dict[str, 
 
 
 def encoded_messages(request: ModelRequest, images: bool, encoded: EncodedParts.Using) -> bytes:
-    """`wire_messages(request, images)` as JSON, each message's blocks from `encoded` but the last one's."""
-    turns: list[tuple[str, list[bytes]]] = []
-    thinking, last = request.thinking.on, len(request.messages) - 1
-    for index, message in enumerate(request.messages):
-        role = "assistant" if isinstance(message, AssistantMessage) else "user"
-        if index == last:  # the cache breakpoint goes on its last block
-            blocks = content_blocks(message, images, thinking)
-            blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
-            part = dumps_json(blocks)[1:-1]
-        else:
-            part = encoded.of(message, (images, thinking), functools.partial(_blocks_json, message, images, thinking))
-        if turns and turns[-1][0] == role:
-            turns[-1][1].append(part)
-        else:
-            turns.append((role, [part]))
-    if turns and turns[0][0] == "assistant":
-        turns.insert(0, ("user", [dumps_json({"type": "text", "text": "(conversation continues)"})]))
+    """`wire_messages(request, images)` as JSON, each message's blocks from `encoded` but the last one's; the
+    turns before the last message resumed from the last request's when this one begins with them
+    (`EncodedParts.resume`: the same messages, so the same turns)."""
+    history, thinking = request.messages, request.thinking.on
+    variant, leading = (images, thinking), request.messages[:-1]
+    start, state = encoded.resume(leading, variant)
+    turns, role, parts = _Turns.resumed(state) if start else _Turns.empty()
+    for message in leading[start:]:
+        part = encoded.of(message, variant, functools.partial(_blocks_json, message, images, thinking))
+        role, parts = _Turns.add(turns, role, parts, _role(message), part)
+    if leading:
+        encoded.hold(leading, variant, (tuple(turns), role, tuple(parts)))
+    if history:  # the cache breakpoint goes on the last message's last block
+        blocks = content_blocks(history[-1], images, thinking)
+        blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
+        role, parts = _Turns.add(turns, role, parts, _role(history[-1]), dumps_json(blocks)[1:-1])
     if request.tail:
-        tail = dumps_json({"type": "text", "text": request.tail})
-        if turns and turns[-1][0] == "user":
-            turns[-1][1].append(tail)
-        else:
-            turns.append(("user", [tail]))
-    return b"[" + b",".join(b'{"role":"' + role.encode() + b'","content":[' + b",".join(parts) + b"]}"
-                            for role, parts in turns) + b"]"
+        role, parts = _Turns.add(turns, role, parts, "user", dumps_json({"type": "text", "text": request.tail}))
+    if parts:
+        turns.append(_Turns.encoded(role, parts))
+    if history and _role(history[0]) == "assistant":  # the API wants the conversation to open with a user turn
+        turns.insert(0, _Turns.encoded("user", [dumps_json({"type": "text", "text": "(conversation continues)"})]))
+    return b"[" + b",".join(turns) + b"]"
+
+
+def _role(message: Message) -> str:
+    return "assistant" if isinstance(message, AssistantMessage) else "user"
+
+
+class _Turns:
+    """Messages merged into turns as they are encoded: the closed turns' JSON, and the open turn's role and
+    message parts (consecutive messages of one role are one turn)."""
+
+    @staticmethod
+    def empty() -> tuple[list[bytes], str, list[bytes]]:
+        return [], "", []
+
+    @staticmethod
+    def resumed(state: object) -> tuple[list[bytes], str, list[bytes]]:
+        turns, role, parts = cast("tuple[tuple[bytes, ...], str, tuple[bytes, ...]]", state)
+        return list(turns), role, list(parts)
+
+    @staticmethod
+    def add(turns: list[bytes], role: str, parts: list[bytes], new_role: str, part: bytes) -> tuple[str, list[bytes]]:
+        if parts and role == new_role:
+            parts.append(part)
+            return role, parts
+        if parts:
+            turns.append(_Turns.encoded(role, parts))
+        return new_role, [part]
+
+    @staticmethod
+    def encoded(role: str, parts: list[bytes]) -> bytes:
+        return b'{"role":"' + role.encode() + b'","content":[' + b",".join(parts) + b"]}"
 
 
 def _blocks_json(message: Message, images: bool, thinking: bool) -> bytes:

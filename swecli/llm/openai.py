@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from swecli.llm.base import (
     CancelToken,
@@ -63,7 +63,7 @@ from swecli.llm.errors import classify_stream_error, json_object, non_stream_err
 from swecli.llm.retry import Retryable
 from swecli.llm.sse import SSEEvent
 from swecli.llm.think import Piece, ThinkSplitter, split_bare_close
-from swecli.llm.transport import Endpoint, HttpProvider, dumps_json
+from swecli.llm.transport import EncodedParts, Endpoint, HttpProvider, dumps_json
 from swecli.messages import AssistantMessage, ImagePart, Message, ToolMessage, ToolSchema, Usage, UserMessage
 from swecli.models.vision import sends_images
 
@@ -140,9 +140,11 @@ class OpenAIProvider(HttpProvider):
         for as long as it is sent (`EncodedParts`)."""
         images = sends_images(self.images, self.model)
         with self._encoded.request() as encoded:
-            messages = [dumps_json(item) if isinstance(item, dict) else
-                        encoded.of(item, images, functools.partial(_message_json, item, images))
-                        for item in wire_items(request, images)]
+            system = "\n\n".join(block.text for block in request.system if block.text)
+            messages = [dumps_json({"role": "system", "content": system})] if system else []
+            messages += encoded_history(request.messages, images, encoded)
+            if request.tail:
+                messages.append(dumps_json({"role": "user", "content": request.tail}))
             parts = [b'{"model":' + dumps_json(self.model), b'"messages":[' + b",".join(messages) + b"]"]
             if request.tools:
                 tools = encoded.of(request.tools, True, functools.partial(_tools_json, request.tools))
@@ -200,6 +202,25 @@ def wire_items(request: ModelRequest, images: bool = True) -> Iterator[Message |
         yield tool_images_message(returned)
     if request.tail:
         yield {"role": "user", "content": request.tail}
+
+
+def encoded_history(history: tuple[Message, ...], images: bool, encoded: EncodedParts.Using) -> list[bytes]:
+    """The history's items of `wire_items` as JSON (the tool images after a run of results included), resumed
+    from the last request's when this one begins with its history (`EncodedParts.resume`)."""
+    start, state = encoded.resume(history, images)
+    items = list(cast("tuple[bytes, ...]", state)) if start else []
+    returned: list[ImagePart] = []
+    for message in history[start:]:
+        if returned and not isinstance(message, ToolMessage):
+            items.append(dumps_json(tool_images_message(returned)))
+            returned = []
+        items.append(encoded.of(message, images, functools.partial(_message_json, message, images)))
+        if images and isinstance(message, ToolMessage):
+            returned.extend(message.images)
+    if returned:  # the run's images close the history now; the next request may put them elsewhere
+        return [*items, dumps_json(tool_images_message(returned))]
+    encoded.hold(history, images, tuple(items))
+    return items
 
 
 def _message_json(message: Message, images: bool) -> bytes:

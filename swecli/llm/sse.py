@@ -32,7 +32,7 @@ class SSEEvent:
 
 class SSEParser:
     def __init__(self) -> None:
-        self._buffer = bytearray()
+        self._buffer = bytearray()  # the last line's start, not yet ended
         self._skip_lf = False  # the last piece ended with "\r": a "\n" starting the next one is the same break
         self._started = False
         self._event = ""
@@ -48,24 +48,38 @@ class SSEParser:
         if self._skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_lf = False
-        self._buffer += chunk
+        crlf = b"\r" in chunk  # never in the kept part: a "\r" is always a line break, consumed when seen
+        if not crlf and b"\n" not in chunk:  # inside a long line (a whole JSON answer): kept, not rescanned
+            self._buffer += chunk
+            return []
+        buffer = bytes(self._buffer) + chunk if self._buffer else chunk
+        if crlf:
+            lines, rest = self._split_any(buffer)
+        else:  # every real API ends its lines with "\n" alone: split in C, on the loop's path at every reply
+            *lines, rest = buffer.split(b"\n")
+        self._buffer = bytearray(rest)
         events: list[SSEEvent] = []
-        pos = 0
-        while (match := _LINE_BREAK.search(self._buffer, pos)) is not None:
-            end = match.start()
-            line = bytes(self._buffer[pos:end])
-            pos = end + 1
-            if self._buffer[end] == 0x0D:  # "\r": swallow the "\n" of a "\r\n", even one not yet received
-                if pos < len(self._buffer):
-                    if self._buffer[pos] == 0x0A:
-                        pos += 1
-                else:
-                    self._skip_lf = True
+        for line in lines:
             event = self._line(line)
             if event is not None:
                 events.append(event)
-        del self._buffer[:pos]
         return events
+
+    def _split_any(self, buffer: bytes) -> tuple[list[bytes], bytes]:
+        """The complete lines of `buffer` ended by "\r\n", "\n" or "\r"; what follows the last is kept."""
+        lines: list[bytes] = []
+        pos = 0
+        while (match := _LINE_BREAK.search(buffer, pos)) is not None:
+            end = match.start()
+            lines.append(buffer[pos:end])
+            pos = end + 1
+            if buffer[end] == 0x0D:  # "\r": swallow the "\n" of a "\r\n", even one not yet received
+                if pos < len(buffer):
+                    if buffer[pos] == 0x0A:
+                        pos += 1
+                else:
+                    self._skip_lf = True
+        return lines, buffer[pos:]
 
     def close(self) -> list[SSEEvent]:
         """End of body. Be lenient: a last line or event without its terminating blank line still counts."""

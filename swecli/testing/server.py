@@ -72,6 +72,10 @@ class Reply:
     """Characters per streamed text fragment; small, to exercise delta assembly."""
     delay: float = 0.0
     """Seconds between streamed events (for interrupt tests)."""
+    think: float = 0.0
+    """Seconds between the stream's first event and the rest: a streaming API starts its response (the
+    headers, Anthropic's `message_start`, OpenAI's role chunk) at once and then thinks; a callable step that
+    sleeps thinks before the headers instead."""
     hold: threading.Event | None = None
     """Streamed: pause halfway until this is set (at most a minute), so a test can act while the answer is
     visibly under way and then let it finish, instead of racing a slow stream."""
@@ -438,6 +442,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write((garble[1] + "\n\n").encode())
                 self.wfile.write(event.encode())
                 self.wfile.flush()
+                if reply.think and n == 0:
+                    time.sleep(reply.think)
                 if reply.delay and n < len(events) - 1:
                     time.sleep(reply.delay)
         except (BrokenPipeError, ConnectionResetError):

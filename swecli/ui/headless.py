@@ -39,6 +39,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, assert_never
 
+from swecli.collector import ON_THE_WIRE
 from swecli.events import (
     BackgroundSummary,
     ChildEvent,
@@ -374,9 +375,6 @@ def init_event(session: AgentSession) -> dict[str, Any]:
     }
 
 
-ON_THE_WIRE = 0.05
-"""Seconds after a request starts by which it has been sent (loopback: ~2 ms; a TLS handshake mostly waits
-on the network, which leaves the interpreter free)."""
 
 
 def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:

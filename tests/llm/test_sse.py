@@ -80,3 +80,28 @@ def test_non_sse_body_is_kept_as_stray_text() -> None:
 
 def test_invalid_utf8_is_replaced_not_fatal() -> None:
     assert parse([b"data: \xff\xfe ok\n\n"]) == [SSEEvent("message", "\ufffd\ufffd ok")]
+
+
+SSE_TEXT = st.lists(st.sampled_from(["data:", "data: ", "event: e", ": c", "id: 1", "x", "\u00e9", "\r", "\n",
+                                     "\r\n", "retry: 5"]), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SSE_TEXT, st.lists(st.integers(min_value=0, max_value=200), max_size=8))
+def test_any_text_parses_the_same_in_any_pieces(text: str, cuts: list[int]) -> None:
+    """`\\n`-only pieces take a faster path than pieces with `\\r` (and a piece with no line break is only
+    kept): whatever the mix of endings and cuts, the events and the stray text are those of the whole."""
+    raw = text.encode()
+    whole = SSEParser()
+    expected = whole.feed(raw) + whole.close()
+    points = [0, *sorted(min(c, len(raw)) for c in cuts), len(raw)]
+    parser = SSEParser()
+    events = [e for a, b in itertools.pairwise(points) for e in parser.feed(raw[a:b])] + parser.close()
+    assert events == expected and parser.stray == whole.stray
+
+
+def test_a_long_line_in_many_pieces_is_one_line() -> None:
+    parser = SSEParser()
+    line = b"data: " + b"y" * 100_000
+    assert all(parser.feed(line[i:i + 1000]) == [] for i in range(0, len(line), 1000))
+    assert parser.feed(b"\n\n") == [SSEEvent("message", "y" * 100_000)]

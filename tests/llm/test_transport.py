@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from swecli.llm.anthropic import AnthropicProvider
-from swecli.llm.base import ModelRequest, ResponseDone, StreamEvent, TransientError, Waiting
+from swecli.llm.base import ModelRequest, ProviderError, ResponseDone, StreamEvent, TransientError, Waiting
 from swecli.llm.openai import OpenAIProvider
 from swecli.llm.retry import RetryNotice
 from swecli.llm.transport import HEARTBEAT_SECONDS, HttpProvider, Pacing
@@ -183,3 +185,179 @@ def test_a_connection_the_server_keeps_alive_serves_the_next_requests(wire: Wire
                 p.close()
         assert answers == [f"answer {n}" for n in range(6)]
         assert (llm.connections <= most) if keep_alive else (llm.connections == most)  # two: see above
+
+
+class RawCapture:
+    """A loopback HTTP server that keeps every request's raw bytes (request line, headers, body) and answers
+    each with a one-event OpenAI stream, setting a cookie when `cookie` is given."""
+
+    def __init__(self, cookie: str = "") -> None:
+        import socket
+        import threading
+
+        self.cookie = cookie
+        self.requests: list[bytes] = []
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with connection:
+                raw = b""
+                while b"\r\n\r\n" not in raw:
+                    raw += connection.recv(65536)
+                head = raw.split(b"\r\n\r\n", 1)[0]
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                while len(raw) < len(head) + 4 + length:
+                    raw += connection.recv(65536)
+                self.requests.append(raw)
+                chunk = ('{"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}')
+                cookie = f"Set-Cookie: {self.cookie}; Path=/\r\n" if self.cookie else ""
+                connection.sendall((f"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{cookie}"
+                                    f"Connection: close\r\n\r\ndata: {chunk}\n\ndata: [DONE]\n\n").encode())
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _as_built_by_httpx(p: HttpProvider, raw: bytes) -> bytes:
+    """What `client.build_request` would have sent for the same URL, headers and body as `raw` (the way
+    requests were built before templates), serialized as httpcore writes it."""
+    import h11
+
+    head, body = raw.split(b"\r\n\r\n", 1)
+    target = head.split(b"\r\n")[0].split(b" ")[1].decode()
+    sent = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+    own = {k.decode(): v.decode() for k, v in sent.items()
+           if k in (b"Accept", b"Authorization", b"x-api-key", b"anthropic-version", b"Content-Type")}
+    request = p._client.build_request("POST", p.base_url.removesuffix("/v1") + target, content=body, headers=own)
+    connection = h11.Connection(our_role=h11.CLIENT)
+    return b"".join(connection.send(event) or b"" for event in (
+        h11.Request(method=b"POST", target=request.url.raw_path, headers=request.headers.raw),
+        h11.Data(data=request.content), h11.EndOfMessage()))
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_requests_made_from_the_template_are_the_bytes_build_request_makes(wire: Wire) -> None:
+    """Each model call's request is made from a kept template, not `Client.build_request`: the same bytes on the
+    wire, for the first request (which makes the template) and the next ones (which reuse it with another body)."""
+    from swecli.llm import transport
+
+    server = RawCapture()
+    cls = OpenAIProvider if wire == "openai" else AnthropicProvider
+    p = cls(model="m", base_url=server.base_url, api_key="k", max_retries=0)
+    try:
+        for text in ("hi", "a longer question with \u00e9 in it", "hi"):
+            with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
+                list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
+        url = transport._TEMPLATES._kept[p._client][0]  # made once, kept for this client
+        assert url == f"{server.base_url}/{'chat/completions' if wire == 'openai' else 'messages'}"
+        assert len(server.requests) == 3
+        for raw in server.requests:
+            assert raw == _as_built_by_httpx(p, raw)
+        assert server.requests[0] == server.requests[2] != server.requests[1]
+    finally:
+        p.close()
+        server.close()
+    assert p._client not in transport._TEMPLATES._kept  # closed: forgotten
+
+
+def test_the_template_of_a_provider_nobody_closed_goes_with_it() -> None:
+    """The templates hold their clients weakly: a provider dropped without `close` (and its connection pool) is
+    not kept alive by them."""
+    import gc
+    import time
+    import weakref
+
+    from swecli.llm import transport
+
+    server = RawCapture()
+    p = OpenAIProvider(model="m", base_url=server.base_url, api_key="k")
+    try:
+        assert [e.message.content for e in p.stream(REQUEST) if isinstance(e, ResponseDone)] == ["ok"]
+        client = weakref.ref(p._client)
+        assert p._client in transport._TEMPLATES._kept
+        del p
+        deadline = time.monotonic() + 10  # the request thread may still be reading the reply's end: wait for it
+        while client() is not None and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
+        assert client() is None
+    finally:
+        server.close()
+
+
+def test_a_cookie_the_server_set_is_sent_back_as_before() -> None:
+    """A load balancer's sticky-session cookie: a client holding cookies builds its requests with
+    `build_request`, whose cookie header the template would not carry."""
+    server = RawCapture(cookie="lb=node-7")
+    p = OpenAIProvider(model="m", base_url=server.base_url, api_key="k")
+    try:
+        answers = [e.message.content for _ in range(2) for e in p.stream(REQUEST) if isinstance(e, ResponseDone)]
+    finally:
+        p.close()
+        server.close()
+    assert answers == ["ok", "ok"]
+    assert b"\r\nCookie: " not in server.requests[0].split(b"\r\n\r\n")[0]
+    assert b"\r\nCookie: lb=node-7\r\n" in server.requests[1].split(b"\r\n\r\n")[0] + b"\r\n"
+    assert server.requests[1] == _as_built_by_httpx(p, server.requests[1])
+
+
+def _session_requests() -> list[ModelRequest]:
+    """A real session's requests in order (`../shared/trajectories`, the first file): its last 12 prefixes that
+    end before an assistant message, as the loop sends them one tool call after another."""
+    from swecli.messages import AssistantMessage
+    from swecli.testing.shared import load_trajectory, trajectory_paths
+
+    system, tools, history = load_trajectory(trajectory_paths()[0])
+    ends = [i for i, m in enumerate(history) if isinstance(m, AssistantMessage) and i > 0][-12:]
+    return [ModelRequest(system=system, messages=tuple(history[:end]), tools=tools, tail="Plan: go on")
+            for end in ends]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_growing_session_resumes_from_the_last_request_and_sends_the_same_body(wire: Wire) -> None:
+    """Each request begins with the last one's history: its encoding resumes from what the wire held (the
+    messages are not looked up one by one), and the body is still exactly `request_body`'s JSON."""
+    import json
+
+    p = (OpenAIProvider if wire == "openai" else AnthropicProvider)(model="m", base_url="http://127.0.0.1:9")
+    requests = _session_requests()
+    for n, req in enumerate(requests):
+        assert json.loads(p.encoded_body(req)) == p.request_body(req)
+        held = p._encoded._prefix
+        assert held is not None
+        assert held.messages == (req.messages if wire == "openai" else req.messages[:-1])  # kept for the next
+        if n:
+            previous = requests[n - 1].messages
+            assert held.messages[:len(previous) - 1] == previous[:-1]
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_a_message_replaced_in_the_middle_is_sent_new_and_the_ones_before_it_are_not_encoded_again(
+        wire: Wire) -> None:
+    """Decay or compaction replaces an old message by a new object: the request cannot resume, the new message
+    is encoded, and the messages before it are still found kept (the resumed requests carried their parts),
+    the same bytes objects, not encoded again. Images sent or not (another variant) cannot resume either."""
+    import json
+    from dataclasses import replace
+
+    p = (OpenAIProvider if wire == "openai" else AnthropicProvider)(model="m", base_url="http://127.0.0.1:9")
+    first, second = _session_requests()[:2]
+    p.encoded_body(first)
+    early = {i: p._encoded._kept[id(m)][2] for i, m in enumerate(first.messages[:10])}
+    p.encoded_body(second)  # resumed
+    changed = second.messages[10].model_copy(update={"content": "[folded: see .swecli/outputs/1]"})
+    third = replace(second, messages=(*second.messages[:10], changed, *second.messages[11:]))
+    sent = json.loads(p.encoded_body(third))
+    assert sent == p.request_body(third) and "[folded: see .swecli/outputs/1]" in json.dumps(sent)
+    assert all(p._encoded._kept[id(third.messages[i])][2] is early[i] for i in early)
+    p.images = False  # another variant: every message mapped again
+    assert json.loads(p.encoded_body(third)) == p.request_body(third)
+    assert p._encoded._prefix is not None and p._encoded._prefix.variant in (False, (False, False))

@@ -64,14 +64,17 @@ print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
     "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager", "swecli.memory.reflector",
-    "swecli.delegation.runner",
+    "swecli.delegation.runner", "swecli.context.compaction", "swecli.context.background", "swecli.context.hooks",
+    "swecli.context.archive", "swecli.context.foldahead", "concurrent.futures",
 )
 # Not listed: the shell parser (guard, tree-sitter) and tiktoken, which `tools.bash.get_ready` and the vocabulary's
 # prefetch load on threads started as the first request starts: they may be in by the time it connects.
 """What a -p run's first request never waits for: the terminal UI and its drawing (rich: only to ask about
 trust or draw Markdown), the vocabulary (loaded while the request is in flight), the shell parser (the first
 command), the map's parsers (its builder), MCP (a configured server), numpy and bm25s (building an index), the
-playbook's reflector (the first completed task), the sub-agents' runner (the first `task` call). Each was
+playbook's reflector (the first completed task), the sub-agents' runner (the first `task` call), the compaction
+stack (the summarizer, the background summary, the PreCompact hook, the archive, the digests made ahead: the
+first compaction, summary or fold) and `concurrent.futures` (sub-agents run side by side). Each was
 on the path once and cost 0.01-3 s of CPU; docs/latency.md measures the path."""
 
 
