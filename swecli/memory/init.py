@@ -22,6 +22,7 @@ from pathlib import Path
 from swecli.errors import SwecliError
 from swecli.llm.base import ModelRequest
 from swecli.memory.notes import write_atomically
+from swecli.memory.opencli import project_text
 from swecli.memory.scan import ScanLimits, render_scan, scan_project
 from swecli.messages import SystemBlock, UserMessage
 from swecli.records import datarecord
@@ -81,20 +82,6 @@ def load_template(root: Path) -> str:
 
 def read_existing(root: Path) -> str | None:
     return project_text(root, root / OUTPUT_FILE)
-
-
-def project_text(root: Path, path: Path) -> str | None:
-    """A file of the project that goes into /init's request, or None: missing, not a regular file, or leading
-    out of the project (`OPENCLI.md -> ~/.ssh/id_rsa` in a cloned repository must not reach the model)."""
-    from swecli.memory.opencli import MAX_MEMORY_BYTES
-    from swecli.tools.base import ToolError
-    from swecli.tools.paths import read_confined
-
-    try:
-        data = read_confined(root, path, MAX_MEMORY_BYTES)
-    except ToolError:
-        return None
-    return None if data is None else data[:MAX_MEMORY_BYTES].decode("utf-8", errors="replace")
 
 
 def init_prompt(root: Path, template_text: str, scan_text: str, existing: str | None) -> str:

@@ -96,10 +96,22 @@ def load_memory(root: Path, budget_tokens: int, count_tokens: CountTokens) -> li
 def _memory_text(root: Path, name: str) -> str | None:
     """The file's text; None when it is missing, not a regular file, or leads out of the project
     (`refused_memory_files` says why)."""
-    from swecli.memory.init import project_text
-
     text = project_text(root, root / name)
     return None if text is None else text.strip()
+
+
+def project_text(root: Path, path: Path) -> str | None:
+    """A project file swecli reads on its own for the model (a memory file; /init's template and existing
+    OPENCLI.md), or None: missing, not a regular file, or leading out of the project (`OPENCLI.md ->
+    ~/.ssh/id_rsa` in a cloned repository must not reach the model)."""
+    from swecli.tools.base import ToolError
+    from swecli.tools.paths import read_confined
+
+    try:
+        data = read_confined(root, path, MAX_MEMORY_BYTES)
+    except ToolError:
+        return None
+    return None if data is None else data[:MAX_MEMORY_BYTES].decode("utf-8", errors="replace")
 
 
 def refused_memory_files(root: Path) -> list[str]:

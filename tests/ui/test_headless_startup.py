@@ -65,7 +65,8 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
     "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager", "swecli.memory.reflector",
     "swecli.delegation.runner", "swecli.context.compaction", "swecli.context.background", "swecli.context.hooks",
-    "swecli.context.archive", "swecli.context.foldahead", "concurrent.futures",
+    "swecli.context.archive", "swecli.context.foldahead", "concurrent.futures", "swecli.memory.init",
+    "swecli.memory.scan",
 )
 # Not listed: the shell parser (guard, tree-sitter) and tiktoken, which `tools.bash.get_ready` and the vocabulary's
 # prefetch load on threads started as the first request starts: they may be in by the time it connects.
@@ -74,7 +75,8 @@ trust or draw Markdown), the vocabulary (loaded while the request is in flight),
 command), the map's parsers (its builder), MCP (a configured server), numpy and bm25s (building an index), the
 playbook's reflector (the first completed task), the sub-agents' runner (the first `task` call), the compaction
 stack (the summarizer, the background summary, the PreCompact hook, the archive, the digests made ahead: the
-first compaction, summary or fold) and `concurrent.futures` (sub-agents run side by side). Each was
+first compaction, summary or fold), `concurrent.futures` (sub-agents run side by side) and /init's scan (a
+memory file's confined read lives in `memory.opencli`, not beside /init: ~16 M). Each was
 on the path once and cost 0.01-3 s of CPU; docs/latency.md measures the path."""
 
 
