@@ -46,7 +46,6 @@ import functools
 import os
 import re
 import select
-import shutil
 import stat
 import subprocess
 import sys
@@ -785,16 +784,11 @@ def _trusted_bwrap(name: str, root: str, search: str) -> str | None:
 
 def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
     """The strongest capability and user-namespace flags this bwrap accepts here: no capabilities in a user
-    namespace of its own without nested ones, or (a setuid bwrap) `--cap-drop ALL` alone."""
-    path = _which(bwrap, os.environ.get("PATH", ""))
+    namespace of its own without nested ones, or (a setuid bwrap) `--cap-drop ALL` alone. A name is looked
+    up as `bwrap_program` does (never one inside the working directory's project): the probe runs it."""
+    path = bwrap if os.path.isabs(bwrap) else bwrap_program(bwrap, Path.cwd())
     found = _probe(path)[1] if path else ()
     return found or _ISOLATION_CHOICES[0]
-
-
-@functools.lru_cache(maxsize=8)
-def _which(bwrap: str, search: str) -> str | None:
-    """Where `bwrap` is on the `search` path (looked up once per PATH: every command line names it)."""
-    return shutil.which(bwrap, path=search)
 
 
 @functools.lru_cache(maxsize=8)

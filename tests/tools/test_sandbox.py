@@ -538,7 +538,7 @@ def test_a_bwrap_planted_in_the_project_is_never_run(monkeypatch: pytest.MonkeyP
     project = tmp_path / "project"
     (project / "bin").mkdir(parents=True)
     planted = project / "bin" / "bwrap"
-    planted.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran\nexit 0\n")
+    planted.write_text(f"#!/bin/sh\n{shutil.which('touch')} {tmp_path}/ran\nexit 0\n")  # found with PATH=bin alone
     planted.chmod(0o755)
     monkeypatch.setenv("PATH", f"{project / 'bin'}:{os.environ['PATH']}")
     real = shutil.which("bwrap", path=os.environ["PATH"].split(":", 1)[1])
@@ -551,6 +551,8 @@ def test_a_bwrap_planted_in_the_project_is_never_run(monkeypatch: pytest.MonkeyP
         assert unavailable_reason(project) == REASON
     monkeypatch.setenv("PATH", f"{project / 'bin'}")  # the planted one alone: missing, not run
     assert bwrap_program("bwrap", project) is None and unavailable_reason(project) == MISSING
+    monkeypatch.chdir(project)  # the name looked up from the working directory: the probe must not run it
+    assert isolation_flags() == ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
     with pytest.raises(OSError, match="not installed outside the project"):
         Sandbox.for_project(project).wrap(["true"])
     assert not (tmp_path / "ran").exists()
