@@ -64,12 +64,15 @@ def read_regular(path: Path, limit: int) -> bytes | None:
     never ends): the file is opened without blocking and checked before anything is read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
         chunks, left = [], limit + 1
-        while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+        want = min(left, info.st_size + 1)  # `os.read` allocates what it is asked for: the size, not 1 MB
+        while left > 0 and (chunk := os.read(fd, want)):
             chunks.append(chunk)
             left -= len(chunk)
+            want = min(left, 1 << 20)
         return b"".join(chunks)
     finally:
         os.close(fd)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 from pathlib import Path
 
 from swecli.lazy import regex
@@ -79,15 +78,9 @@ def gitlinks(index: Path) -> frozenset[str]:
     """The paths (relative to the work tree) the index at `index` records as gitlinks; empty when it is missing
     or unreadable. The file is read every time; only what was found in the same bytes is kept (`_LAST`)."""
     try:
-        fd = os.open(index, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block (`_read`)
+        data = _read(index, INDEX_LIMIT)  # a FIFO must not block, a link to /dev/zero must end
     except (OSError, ValueError):
         return frozenset()
-    try:
-        data = _read_fd(fd, stat.S_ISREG(os.fstat(fd).st_mode))
-    except OSError:
-        return frozenset()
-    finally:
-        os.close(fd)
     key = str(index)
     last = _LAST.get(key)
     if last is not None and last[0] == data:  # compared whole (memcmp): ~10 us for a 2,000-file index
@@ -105,21 +98,6 @@ _LAST: dict[str, tuple[bytes, frozenset[str]]] = {}
 -r`: the owner may), and a write through a shared mapping of a page already written changes neither time. The
 bytes are compared instead: looking for the gitlink mode in them (`_GITLINK_BYTES in data`: the index is mostly
 zeros, which that search is slow on) cost ~0.6 ms for a 2,000-file index, comparing them ~10 us."""
-
-
-def _read_fd(fd: int, regular: bool) -> bytes:
-    """The index's bytes (`_read`'s limits: not a regular file, or over `INDEX_LIMIT`: OSError)."""
-    if not regular:
-        raise OSError("the index is not a regular file")
-    chunks, left = [], INDEX_LIMIT + 1
-    want = min(left, os.fstat(fd).st_size + 1)  # `os.read` allocates what is asked: the size, not 1 MB
-    while left > 0 and (chunk := os.read(fd, want)):
-        chunks.append(chunk)
-        left -= len(chunk)
-        want = min(left, 1 << 16)
-    if left <= 0:
-        raise OSError(f"the index is over {INDEX_LIMIT:,} bytes")
-    return b"".join(chunks)
 
 
 def _gitlinks_in(data: bytes, config: Path) -> frozenset[str]:
