@@ -13,6 +13,10 @@ from swecli.tools import syscalls
 if sys.argv[1] == "unknown":  # a library ldconfig does not list, as libseccomp on Alpine
     syscalls._found_without_a_compiler("swecli-no-such-library") and sys.exit(3)
     ctypes.util.find_library("swecli-no-such-library")  # what pyseccomp's import would then have done
+elif sys.argv[1] == "unlisted":  # this machine's ldconfig lists libseccomp: here it does not
+    listed = ctypes.util._findSoname_ldconfig
+    ctypes.util._findSoname_ldconfig = lambda name: None if name == "seccomp" else listed(name)
+    syscalls.unavailable() == syscalls.MISSING_LIBSECCOMP or sys.exit(4)
 else:
     syscalls.unavailable()
 """
@@ -36,3 +40,4 @@ def test_loading_the_seccomp_binding_runs_no_program_from_the_project(tmp_path: 
         (tmp_path / "bin" / name).chmod(0o755)
     assert load(tmp_path, "unknown")  # the threat on this Python: find_library ran the planted gcc
     assert not load(tmp_path, "seccomp")  # swecli's load asks ldconfig only
+    assert not load(tmp_path, "unlisted")  # and, where it does not list libseccomp, does not import the binding
