@@ -74,7 +74,7 @@ def _filter(network: bool) -> bytes | None:
         return None
     try:
         import pyseccomp as seccomp
-    except (ImportError, OSError, AttributeError):  # no binding, or no libseccomp.so for it to load
+    except (ImportError, OSError, AttributeError, RuntimeError):  # no binding; no libseccomp.so (RuntimeError)
         return None
     deny = seccomp.ERRNO(errno.EPERM)
     program = seccomp.SyscallFilter(seccomp.ALLOW)
