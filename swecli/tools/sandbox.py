@@ -46,6 +46,7 @@ import functools
 import os
 import re
 import select
+import shutil
 import stat
 import subprocess
 import sys
@@ -779,7 +780,21 @@ def bwrap_program(name: str, root: Path) -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _trusted_bwrap(name: str, root: str, search: str) -> str | None:
-    return trusted_program(name, Path(root), search)
+    if Path(root) != _FILESYSTEM_ROOT:
+        return trusted_program(name, Path(root), search)
+    # started in /: every PATH entry is inside the project, but the system's directories stay read-only to its
+    # commands (`_protected`), so a bwrap found there is the system's, not one a command planted
+    system = [entry for entry in search.split(os.pathsep) if _in_system_dir(entry)]
+    return shutil.which(name, path=os.pathsep.join(system)) if system else None
+
+
+def _in_system_dir(entry: str) -> bool:
+    if not os.path.isabs(entry):
+        return False
+    try:
+        return Path(entry).resolve().parts[1:2] in {(name,) for name in SYSTEM_DIRS}
+    except (OSError, RuntimeError):
+        return False
 
 
 def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:

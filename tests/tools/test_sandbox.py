@@ -25,7 +25,7 @@ from swecli.tools.base import ToolContext, ToolResult
 from swecli.tools.bash import BASH, BashArgs
 from swecli.tools.environment import CommandEnvironment
 from swecli.tools.files import LIST_FILES, ListFilesArgs
-from swecli.tools.protected import remove_placeholders
+from swecli.tools.protected import SYSTEM_DIRS, remove_placeholders
 from swecli.tools.sandbox import (
     CANNOT_START,
     MISSING,
@@ -555,4 +555,20 @@ def test_a_bwrap_planted_in_the_project_is_never_run(monkeypatch: pytest.MonkeyP
     assert isolation_flags() == ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
     with pytest.raises(OSError, match="not installed outside the project"):
         Sandbox.for_project(project).wrap(["true"])
+    assert not (tmp_path / "ran").exists()
+
+
+def test_started_in_the_root_the_systems_bwrap_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # in / every PATH entry is inside the project: the system's directories (read-only to its commands) are
+    # searched, nothing else (a bwrap first on PATH in /tmp/... is not taken); before, the sandbox was "missing"
+    real = shutil.which("bwrap")
+    if real is None or Path(real).resolve().parts[1] not in SYSTEM_DIRS:
+        pytest.skip("no bwrap in a system directory")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "bwrap").write_text(f"#!/bin/sh\n{shutil.which('touch')} {tmp_path}/ran\nexit 0\n")
+    (tmp_path / "bin" / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:.:{os.environ['PATH']}")
+    assert bwrap_program("bwrap", Path("/")) == real
+    assert unavailable_reason(Path("/")) == REASON
+    assert Sandbox.for_project(Path("/")).wrap(["true"])[0] == real
     assert not (tmp_path / "ran").exists()
