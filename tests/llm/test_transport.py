@@ -227,15 +227,14 @@ class RawCapture:
 
 
 def _as_built_by_httpx(p: HttpProvider, raw: bytes) -> bytes:
-    """What `client.build_request` would have sent for the same URL, headers and body as `raw` (the way
-    requests were built before templates), serialized as httpcore writes it."""
+    """What `client.build_request` would have sent for the same URL and body as `raw`, with the provider's
+    headers as they are now (its key included: not copied from `raw`, so a stale one fails the comparison), the
+    way requests were built before templates, serialized as httpcore writes it."""
     import h11
 
     head, body = raw.split(b"\r\n\r\n", 1)
     target = head.split(b"\r\n")[0].split(b" ")[1].decode()
-    sent = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
-    own = {k.decode(): v.decode() for k, v in sent.items()
-           if k in (b"Accept", b"Authorization", b"x-api-key", b"anthropic-version", b"Content-Type")}
+    own = {**p._headers(), "Content-Type": "application/json"}  # type: ignore[attr-defined]
     request = p._client.build_request("POST", p.base_url.removesuffix("/v1") + target, content=body, headers=own)
     connection = h11.Connection(our_role=h11.CLIENT)
     return b"".join(connection.send(event) or b"" for event in (
@@ -252,16 +251,23 @@ def test_requests_made_from_the_template_are_the_bytes_build_request_makes(wire:
     server = RawCapture()
     cls = OpenAIProvider if wire == "openai" else AnthropicProvider
     p = cls(model="m", base_url=server.base_url, api_key="k", max_retries=0)
+    def send(text: str) -> None:
+        with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
+            list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
+
     try:
         for text in ("hi", "a longer question with \u00e9 in it", "hi"):
-            with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
-                list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
+            send(text)
         url = transport._TEMPLATES._kept[p._client][0]  # made once, kept for this client
         assert url == f"{server.base_url}/{'chat/completions' if wire == 'openai' else 'messages'}"
         assert len(server.requests) == 3
         for raw in server.requests:
             assert raw == _as_built_by_httpx(p, raw)
         assert server.requests[0] == server.requests[2] != server.requests[1]
+        p._api_key = "k2"  # another key on the same client (a key replaced mid-session): a new template
+        send("hi")
+        assert len(server.requests) == 4 and b"k2" in server.requests[3].split(b"\r\n\r\n")[0]
+        assert server.requests[3] == _as_built_by_httpx(p, server.requests[3]) != server.requests[0]
     finally:
         p.close()
         server.close()
