@@ -333,10 +333,19 @@ def test_a_growing_session_resumes_from_the_last_request_and_sends_the_same_body
     messages are not looked up one by one), and the body is still exactly `request_body`'s JSON."""
     import json
 
+    def encoded(state: object) -> tuple[object, ...]:  # the held messages' (OpenAI) or closed turns' JSON
+        return state if wire == "openai" else state[0]  # type: ignore[index,return-value]
+
     p = (OpenAIProvider if wire == "openai" else AnthropicProvider)(model="m", base_url="http://127.0.0.1:9")
     requests = _session_requests()
     for n, req in enumerate(requests):
+        last = p._encoded._prefix
+        p._encoded._kept = {}  # nothing to look up: only a resumed request has the last one's very bytes objects
         assert json.loads(p.encoded_body(req)) == p.request_body(req)
+        if n:
+            assert last is not None and p._encoded._prefix is not None
+            before, now = encoded(last.state), encoded(p._encoded._prefix.state)
+            assert len(before) > 0 and all(a is b for a, b in zip(before, now, strict=False))
         held = p._encoded._prefix
         assert held is not None
         assert held.messages == (req.messages if wire == "openai" else req.messages[:-1])  # kept for the next
@@ -367,3 +376,4 @@ def test_a_message_replaced_in_the_middle_is_sent_new_and_the_ones_before_it_are
     p.images = False  # another variant: every message mapped again
     assert json.loads(p.encoded_body(third)) == p.request_body(third)
     assert p._encoded._prefix is not None and p._encoded._prefix.variant in (False, (False, False))
+
