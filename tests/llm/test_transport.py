@@ -377,3 +377,24 @@ def test_a_message_replaced_in_the_middle_is_sent_new_and_the_ones_before_it_are
     assert json.loads(p.encoded_body(third)) == p.request_body(third)
     assert p._encoded._prefix is not None and p._encoded._prefix.variant in (False, (False, False))
 
+
+def test_thinking_turned_on_sends_the_signed_blocks_the_resumed_turns_had_left_out() -> None:
+    """Thinking is part of how a message is mapped (Anthropic sends an assistant's signed blocks back only with
+    thinking on): a request that turns it on cannot resume from one that had it off, nor the reverse."""
+    import json
+    from dataclasses import replace
+
+    from swecli.messages import AssistantMessage, ThinkingBlock, ToolCall, ToolMessage
+    from swecli.models.thinking import Thinking
+
+    p = AnthropicProvider(model="m", base_url="http://127.0.0.1:9")
+    history = (UserMessage(content="look"), AssistantMessage(
+        content="", thinking=(ThinkingBlock(text="hmm", signature="sig-1"),),
+        tool_calls=(ToolCall(id="c1", name="ls", arguments="{}"),)), ToolMessage(tool_call_id="c1", name="ls",
+                                                                                   content="a.py"))
+    off = ModelRequest(system=(), messages=history[:2])
+    on = replace(ModelRequest(system=(), messages=history), thinking=Thinking(budget=2048))
+    for request in (off, on, replace(on, messages=(*history, UserMessage(content="go on")), thinking=Thinking())):
+        sent = json.loads(p.encoded_body(request))
+        assert sent == p.request_body(request)
+        assert ("sig-1" in json.dumps(sent)) == request.thinking.on
