@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 
 import pytest
 
@@ -11,7 +12,7 @@ from swecli.llm.base import ModelRequest, ProviderError, ResponseDone, StreamEve
 from swecli.llm.openai import OpenAIProvider
 from swecli.llm.retry import RetryNotice
 from swecli.llm.transport import HEARTBEAT_SECONDS, HttpProvider, Pacing
-from swecli.messages import UserMessage
+from swecli.messages import Message, UserMessage
 from swecli.testing.server import Reply, ScriptedLLM, Silent, Wire
 
 REQUEST = ModelRequest(system=(), messages=(UserMessage(content="hi"),))
@@ -398,3 +399,48 @@ def test_thinking_turned_on_sends_the_signed_blocks_the_resumed_turns_had_left_o
         sent = json.loads(p.encoded_body(request))
         assert sent == p.request_body(request)
         assert ("sig-1" in json.dumps(sent)) == request.thinking.on
+
+
+def _random_message(rng: random.Random) -> Message:
+    from swecli.messages import AssistantMessage, ImagePart, ThinkingBlock, ToolCall, ToolMessage
+
+    image = ImagePart(media_type="image/png", data="AAAA", width=1, height=1, path=f"{rng.randrange(3)}.png")
+    kind = rng.randrange(5)
+    if kind == 0:
+        return UserMessage(content=f"u{rng.randrange(9)}", images=(image,) if rng.random() < 0.3 else ())
+    if kind == 1:
+        thinking = (ThinkingBlock(text="t", signature=f"s{rng.randrange(9)}"),) if rng.random() < 0.5 else ()
+        calls = (ToolCall(id=f"c{rng.randrange(9)}", name="ls"),) if rng.random() < 0.5 else ()
+        return AssistantMessage(content=f"a{rng.randrange(9)}", thinking=thinking, tool_calls=calls)
+    return ToolMessage(tool_call_id="c1", name="ls", content=f"t{rng.randrange(9)}",
+                       images=(image,) if rng.random() < 0.4 else ())
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_any_sequence_of_edits_sends_the_body_of_the_request_as_it_is(wire: Wire) -> None:
+    """Whatever happens between two requests (a message appended, replaced, dropped; images sent or not; thinking
+    on or off; a tail or none), the resumed encoding sends `request_body`'s JSON, never a stale part of the last."""
+    import json
+
+    from swecli.messages import SystemBlock
+    from swecli.models.thinking import Thinking
+
+    for seed in range(80):
+        rng = random.Random(seed)
+        p: OpenAIProvider | AnthropicProvider = (OpenAIProvider if wire == "openai" else AnthropicProvider)(
+            model="m", base_url="http://127.0.0.1:9")
+        history: list[Message] = []
+        for _ in range(25):
+            edit = rng.random()
+            if edit < 0.6 or not history:
+                history.append(_random_message(rng))
+            elif edit < 0.75:
+                history[rng.randrange(len(history))] = _random_message(rng)
+            elif edit < 0.85:
+                history.pop()
+            else:
+                p.images = rng.choice([True, False])
+            thinking = Thinking(budget=rng.choice([0, 2048]))
+            request = ModelRequest(system=(SystemBlock(text="s"),), messages=tuple(history),
+                                   tail=rng.choice(["", "Plan: go on"]), thinking=thinking)
+            assert json.loads(p.encoded_body(request)) == p.request_body(request), (seed, request)
