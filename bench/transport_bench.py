@@ -11,7 +11,8 @@ is the machine's):
 
 - **send -> at server**: from the child's `provider.stream(request)` to the server accepting the connection
   (a new connection per request, the scripted server's default) or reading the request's first line (kept
-  alive, `--kept`): encoding the body, building the request, handing it to the thread that sends it.
+  alive: the `-kept` cases of `--only`, run by default): encoding the body, building the request, handing it
+  to the thread that sends it.
 - **last byte -> done**: from the server's reply's last byte written to the child holding `ResponseDone`:
   the reading thread woken by the socket, the loop woken by it, the parse.
 

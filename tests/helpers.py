@@ -1,8 +1,10 @@
 """What many test files need, written once: settings for the scripted server, an agent over a scripted
-model, the texts and the tool results of a request body, whether a process is alive."""
+model, the texts and the tool results of a request body, whether a process is alive, cyclic garbage and a
+watch on the collections it causes."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -154,3 +156,32 @@ needs_sandbox = pytest.mark.skipif(
 def not_about_the_sandbox(lines: list[str]) -> list[str]:
     """`lines` without the warning a machine without bubblewrap gives at every start."""
     return [line for line in lines if "bubblewrap is not installed" not in line]
+
+
+YOUNG = gc.get_threshold()[0]
+"""The young generation's collection threshold, not held (`swecli.collector`)."""
+
+
+class Node:
+    """A container object CPython counts for collection (a class instance; lists and dicts come from free
+    lists), in a cycle only a collection frees."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def garbage(rounds: int = 5) -> None:
+    """Enough cyclic garbage to make an unheld young-generation collection due `rounds` times over."""
+    for _ in range(rounds * YOUNG):
+        Node()
+
+
+@contextmanager
+def watching_collections(callback: Callable[[str, dict[str, Any]], None]) -> Iterator[None]:
+    """`callback` sees every collection (`gc.callbacks`) while inside; the collector must be on to begin with."""
+    assert gc.isenabled()
+    gc.callbacks.append(callback)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(callback)

@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from swecli.agent import INTERRUPTED, Agent
+from swecli.collector import COLLECTOR
 from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.events import CompactionDone, Event, ModelCallFinished, ModelCallStarted, ToolFinished, TurnFinished
 from swecli.llm.base import CancelToken, ContextOverflowError, ModelRequest, StreamEvent
@@ -17,7 +18,7 @@ from swecli.messages import AssistantMessage, SystemBlock, ToolMessage, UserMess
 from swecli.permissions import Policy
 from swecli.testing.model import ScriptedModel, calls, say
 from swecli.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
-from tests.helpers import loop_agent
+from tests.helpers import YOUNG, garbage, loop_agent, watching_collections
 
 
 class EchoArgs(BaseModel):
@@ -241,20 +242,9 @@ def test_a_turn_that_ended_after_its_calls_gets_its_tools_ready_again_for_its_ow
     assert seen == [box, box, box.read_only()]  # the new turn's request: plan mode's read-only sandbox
 
 
-YOUNG = gc.get_threshold()[0]
-"""The young generation's collection threshold, not held."""
-
-
 class Litter(BaseModel):
     rounds: int = 5
     """Young-generation collections' worth of garbage (fewer than a hold allows: `HELD_FACTOR`)."""
-
-
-class Node:
-    """A container object CPython counts for collection (a class instance), in a cycle only a collection frees."""
-
-    def __init__(self) -> None:
-        self.me = self
 
 
 class Windows:
@@ -283,8 +273,7 @@ class Windows:
 def littering_agent(model: ScriptedModel, root: Path, windows: Windows) -> Agent:
     """The loop with a tool that allocates enough cyclic garbage for several young-generation collections."""
     def litter(args: Litter, ctx: ToolContext) -> ToolResult:
-        for _ in range(args.rounds * YOUNG):
-            Node()
+        garbage(args.rounds)
         return ToolResult("littered")
 
     return loop_agent(model, ToolRegistry([Tool("litter", "Allocate.", Litter, litter)]), root, on_event=windows.event)
@@ -292,14 +281,11 @@ def littering_agent(model: ScriptedModel, root: Path, windows: Windows) -> Agent
 
 @pytest.fixture
 def windows() -> Iterator[Windows]:
-    assert gc.isenabled()
     seen = Windows()
-    gc.callbacks.append(seen)
-    try:
+    with watching_collections(seen):
         yield seen
-    finally:
-        gc.callbacks.remove(seen)
-        gc.set_threshold(YOUNG, *gc.get_threshold()[1:])
+    COLLECTOR.resume()  # the collection the turn's end left pending (its thread would run it shortly)
+    assert gc.get_threshold()[0] == YOUNG, "the loop left the collector held"
 
 
 def test_a_model_that_answers_at_once_collects_on_its_replies_not_between_a_reply_and_the_next_request(

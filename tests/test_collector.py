@@ -12,23 +12,7 @@ from typing import Any
 import pytest
 
 from swecli.collector import COLLECTOR, HELD_FACTOR, Collector
-
-
-class Node:
-    """A container object CPython counts (a class instance; lists and dicts come from free lists)."""
-
-    def __init__(self) -> None:
-        self.me = self  # a cycle: only a collection frees it
-
-
-YOUNG = gc.get_threshold()[0]
-"""The young generation's threshold, not held."""
-
-
-def garbage(rounds: int = 5) -> None:
-    """Enough cyclic garbage to make an unheld young-generation collection due `rounds` times over."""
-    for _ in range(rounds * YOUNG):
-        Node()
+from tests.helpers import YOUNG, Node, garbage, watching_collections
 
 
 def parked(collector: Collector) -> None:
@@ -55,15 +39,13 @@ class Collections:
 
 @pytest.fixture
 def collections() -> Iterator[Collections]:
-    assert gc.isenabled()
     COLLECTOR.resume()  # a loop of an earlier test may have left the process's one raised, its collection pending
     thresholds = gc.get_threshold()
     seen = Collections()
-    gc.callbacks.append(seen)
     try:
-        yield seen
+        with watching_collections(seen):
+            yield seen
     finally:
-        gc.callbacks.remove(seen)
         gc.enable()
         assert gc.get_threshold() == thresholds
 

@@ -442,8 +442,9 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write((garble[1] + "\n\n").encode())
                 self.wfile.write(event.encode())
                 self.wfile.flush()
-                if reply.think and n == 0:
-                    time.sleep(reply.think)
+                if reply.think and n == 0 and self.llm._stopping.wait(reply.think):
+                    chunked = False  # the server stopped while it "thought": nothing more to send
+                    break
                 if reply.delay and n < len(events) - 1:
                     time.sleep(reply.delay)
         except (BrokenPipeError, ConnectionResetError):

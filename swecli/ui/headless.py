@@ -375,8 +375,6 @@ def init_event(session: AgentSession) -> dict[str, Any]:
     }
 
 
-
-
 def vocabulary_after_first_request(model: str) -> Callable[[Event], None]:
     """A listener that lets the tokenizer's vocabulary load while a request is in flight (-p and the REPL):
     until then counts are estimated (`swecli.context.tokens.prefetch`), so loading never holds a request

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 
 import pytest
 
@@ -11,7 +12,7 @@ from swecli.llm.base import ModelRequest, ProviderError, ResponseDone, StreamEve
 from swecli.llm.openai import OpenAIProvider
 from swecli.llm.retry import RetryNotice
 from swecli.llm.transport import HEARTBEAT_SECONDS, HttpProvider, Pacing
-from swecli.messages import UserMessage
+from swecli.messages import Message, UserMessage
 from swecli.testing.server import Reply, ScriptedLLM, Silent, Wire
 
 REQUEST = ModelRequest(system=(), messages=(UserMessage(content="hi"),))
@@ -227,15 +228,14 @@ class RawCapture:
 
 
 def _as_built_by_httpx(p: HttpProvider, raw: bytes) -> bytes:
-    """What `client.build_request` would have sent for the same URL, headers and body as `raw` (the way
-    requests were built before templates), serialized as httpcore writes it."""
+    """What `client.build_request` would have sent for the same URL and body as `raw`, with the provider's
+    headers as they are now (its key included: not copied from `raw`, so a stale one fails the comparison), the
+    way requests were built before templates, serialized as httpcore writes it."""
     import h11
 
     head, body = raw.split(b"\r\n\r\n", 1)
     target = head.split(b"\r\n")[0].split(b" ")[1].decode()
-    sent = dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
-    own = {k.decode(): v.decode() for k, v in sent.items()
-           if k in (b"Accept", b"Authorization", b"x-api-key", b"anthropic-version", b"Content-Type")}
+    own = {**p._headers(), "Content-Type": "application/json"}  # type: ignore[attr-defined]
     request = p._client.build_request("POST", p.base_url.removesuffix("/v1") + target, content=body, headers=own)
     connection = h11.Connection(our_role=h11.CLIENT)
     return b"".join(connection.send(event) or b"" for event in (
@@ -252,16 +252,23 @@ def test_requests_made_from_the_template_are_the_bytes_build_request_makes(wire:
     server = RawCapture()
     cls = OpenAIProvider if wire == "openai" else AnthropicProvider
     p = cls(model="m", base_url=server.base_url, api_key="k", max_retries=0)
+    def send(text: str) -> None:
+        with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
+            list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
+
     try:
         for text in ("hi", "a longer question with \u00e9 in it", "hi"):
-            with contextlib.suppress(ProviderError):  # the reply is OpenAI's: the Anthropic wire refuses it
-                list(p.stream(ModelRequest(system=(), messages=(UserMessage(content=text),))))
+            send(text)
         url = transport._TEMPLATES._kept[p._client][0]  # made once, kept for this client
         assert url == f"{server.base_url}/{'chat/completions' if wire == 'openai' else 'messages'}"
         assert len(server.requests) == 3
         for raw in server.requests:
             assert raw == _as_built_by_httpx(p, raw)
         assert server.requests[0] == server.requests[2] != server.requests[1]
+        p._api_key = "k2"  # another key on the same client (a key replaced mid-session): a new template
+        send("hi")
+        assert len(server.requests) == 4 and b"k2" in server.requests[3].split(b"\r\n\r\n")[0]
+        assert server.requests[3] == _as_built_by_httpx(p, server.requests[3]) != server.requests[0]
     finally:
         p.close()
         server.close()
@@ -327,10 +334,19 @@ def test_a_growing_session_resumes_from_the_last_request_and_sends_the_same_body
     messages are not looked up one by one), and the body is still exactly `request_body`'s JSON."""
     import json
 
+    def encoded(state: object) -> tuple[object, ...]:  # the held messages' (OpenAI) or closed turns' JSON
+        return state if wire == "openai" else state[0]  # type: ignore[index,return-value]
+
     p = (OpenAIProvider if wire == "openai" else AnthropicProvider)(model="m", base_url="http://127.0.0.1:9")
     requests = _session_requests()
     for n, req in enumerate(requests):
+        last = p._encoded._prefix
+        p._encoded._kept = {}  # nothing to look up: only a resumed request has the last one's very bytes objects
         assert json.loads(p.encoded_body(req)) == p.request_body(req)
+        if n:
+            assert last is not None and p._encoded._prefix is not None
+            before, now = encoded(last.state), encoded(p._encoded._prefix.state)
+            assert len(before) > 0 and all(a is b for a, b in zip(before, now, strict=False))
         held = p._encoded._prefix
         assert held is not None
         assert held.messages == (req.messages if wire == "openai" else req.messages[:-1])  # kept for the next
@@ -361,3 +377,70 @@ def test_a_message_replaced_in_the_middle_is_sent_new_and_the_ones_before_it_are
     p.images = False  # another variant: every message mapped again
     assert json.loads(p.encoded_body(third)) == p.request_body(third)
     assert p._encoded._prefix is not None and p._encoded._prefix.variant in (False, (False, False))
+
+
+def test_thinking_turned_on_sends_the_signed_blocks_the_resumed_turns_had_left_out() -> None:
+    """Thinking is part of how a message is mapped (Anthropic sends an assistant's signed blocks back only with
+    thinking on): a request that turns it on cannot resume from one that had it off, nor the reverse."""
+    import json
+    from dataclasses import replace
+
+    from swecli.messages import AssistantMessage, ThinkingBlock, ToolCall, ToolMessage
+    from swecli.models.thinking import Thinking
+
+    p = AnthropicProvider(model="m", base_url="http://127.0.0.1:9")
+    history = (UserMessage(content="look"), AssistantMessage(
+        content="", thinking=(ThinkingBlock(text="hmm", signature="sig-1"),),
+        tool_calls=(ToolCall(id="c1", name="ls", arguments="{}"),)), ToolMessage(tool_call_id="c1", name="ls",
+                                                                                   content="a.py"))
+    off = ModelRequest(system=(), messages=history[:2])
+    on = replace(ModelRequest(system=(), messages=history), thinking=Thinking(budget=2048))
+    for request in (off, on, replace(on, messages=(*history, UserMessage(content="go on")), thinking=Thinking())):
+        sent = json.loads(p.encoded_body(request))
+        assert sent == p.request_body(request)
+        assert ("sig-1" in json.dumps(sent)) == request.thinking.on
+
+
+def _random_message(rng: random.Random) -> Message:
+    from swecli.messages import AssistantMessage, ImagePart, ThinkingBlock, ToolCall, ToolMessage
+
+    image = ImagePart(media_type="image/png", data="AAAA", width=1, height=1, path=f"{rng.randrange(3)}.png")
+    kind = rng.randrange(5)
+    if kind == 0:
+        return UserMessage(content=f"u{rng.randrange(9)}", images=(image,) if rng.random() < 0.3 else ())
+    if kind == 1:
+        thinking = (ThinkingBlock(text="t", signature=f"s{rng.randrange(9)}"),) if rng.random() < 0.5 else ()
+        calls = (ToolCall(id=f"c{rng.randrange(9)}", name="ls"),) if rng.random() < 0.5 else ()
+        return AssistantMessage(content=f"a{rng.randrange(9)}", thinking=thinking, tool_calls=calls)
+    return ToolMessage(tool_call_id="c1", name="ls", content=f"t{rng.randrange(9)}",
+                       images=(image,) if rng.random() < 0.4 else ())
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_any_sequence_of_edits_sends_the_body_of_the_request_as_it_is(wire: Wire) -> None:
+    """Whatever happens between two requests (a message appended, replaced, dropped; images sent or not; thinking
+    on or off; a tail or none), the resumed encoding sends `request_body`'s JSON, never a stale part of the last."""
+    import json
+
+    from swecli.messages import SystemBlock
+    from swecli.models.thinking import Thinking
+
+    for seed in range(80):
+        rng = random.Random(seed)
+        p: OpenAIProvider | AnthropicProvider = (OpenAIProvider if wire == "openai" else AnthropicProvider)(
+            model="m", base_url="http://127.0.0.1:9")
+        history: list[Message] = []
+        for _ in range(25):
+            edit = rng.random()
+            if edit < 0.6 or not history:
+                history.append(_random_message(rng))
+            elif edit < 0.75:
+                history[rng.randrange(len(history))] = _random_message(rng)
+            elif edit < 0.85:
+                history.pop()
+            else:
+                p.images = rng.choice([True, False])
+            thinking = Thinking(budget=rng.choice([0, 2048]))
+            request = ModelRequest(system=(SystemBlock(text="s"),), messages=tuple(history),
+                                   tail=rng.choice(["", "Plan: go on"]), thinking=thinking)
+            assert json.loads(p.encoded_body(request)) == p.request_body(request), (seed, request)
