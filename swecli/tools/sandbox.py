@@ -47,6 +47,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -171,7 +172,9 @@ class Reports:
     info: int = -1
     """Read end of bwrap's `--info-fd`: its JSON names the namespace's init (`child-pid`)."""
     init: int = -1
-    """A pidfd of the PID namespace's init (`learn_init`), -1 when it could not be opened."""
+    """A pidfd of the PID namespace's init (`learn_init`), -1 when there is none (see `init_unknown`)."""
+    init_unknown: bool = False
+    """The init's pid did not come in time or no pidfd could be opened on it: its end cannot be waited for."""
 
     @classmethod
     def open(cls) -> Reports:
@@ -205,29 +208,57 @@ class Reports:
     def learn_init(self, timeout: float = INFO_WAIT) -> None:
         """Open a pidfd on the namespace's init, whose pid bwrap writes as soon as it has cloned it (before the
         sandbox is set up). The init exits only once every process of the namespace is gone (the kernel kills
-        and waits for them: `zap_pid_ns_processes`), which `wait_for_namespace` waits for."""
+        and waits for them: `zap_pid_ns_processes`), which `wait_for_namespace` waits for. Info closed without a
+        pid means bwrap made no namespace (it writes the pid right after the clone, before anything can fail);
+        info not come in time, or a pidfd that could not be opened, leaves the init unknown (`init_unknown`)."""
         text = b""
+        closed = False
         deadline = time.monotonic() + timeout
         while self.info >= 0 and b"}" not in text and (left := deadline - time.monotonic()) > 0:
             if not select.select([self.info], [], [], left)[0]:
                 break
             chunk = os.read(self.info, 4096)
-            if not chunk:
+            closed = not chunk
+            if closed:
                 break
             text += chunk
         found = _CHILD_PID.search(text)
-        if found is not None:
-            with contextlib.suppress(OSError):
-                self.init = os.pidfd_open(int(found[1]))  # gone already (ESRCH): its namespace is empty
+        if found is None:
+            self.init_unknown = self.info >= 0 and not closed
+        else:
+            try:
+                self.init = os.pidfd_open(int(found[1]))
+            except ProcessLookupError:
+                pass  # gone already: its namespace is empty
+            except OSError:
+                self.init_unknown = True
         self._close_info()
 
-    def wait_for_namespace(self, timeout: float = NAMESPACE_WAIT) -> bool:
+    def wait_for_namespace(self, timeout: float | None = None) -> bool:
         """Wait until no process of the sandbox is left (its init has exited; its group was killed, and a
         process in a session of its own dies with the init): what runs after a command (the checks) must not
-        race with what the command left running. False when that was not seen within `timeout`."""
+        race with what the command left running. False when that was not seen within `timeout`
+        (`NAMESPACE_WAIT`), or cannot be seen (the init is unknown)."""
         if self.init < 0:
-            return True
-        return bool(select.select([self.init], [], [], timeout)[0])
+            return not self.init_unknown
+        return bool(select.select([self.init], [], [], NAMESPACE_WAIT if timeout is None else timeout)[0])
+
+    def end_namespace(self) -> str:
+        """The namespace was not seen empty in time: SIGKILL its init again (its death makes the kernel kill
+        every process of the namespace; the group's kill may have missed it) and wait once more. Returns the
+        note for the model and the user; the checks run after this either way."""
+        waited = NAMESPACE_WAIT
+        if self.init >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.init, signal.SIGKILL)
+        if self.wait_for_namespace():
+            return (f"[sandbox] processes the command left running were still there {waited:g}s after it ended; "
+                    "they were killed, and the checks after the command ran once they were gone")
+        seen = "could not be seen to end" if self.init_unknown else f"were still there {2 * waited:g}s after it ended"
+        return (f"[sandbox] processes the command left running {seen} (killed, but not gone: a process stuck in "
+                "the kernel, e.g. on a hung file system); the checks after the command ran anyway, so a protected "
+                "file (.envrc, .git/hooks, .git/config...) they write from now on was not moved aside: check the "
+                "project before running anything in it outside swecli")
 
     def _close_info(self) -> None:
         if self.info >= 0:

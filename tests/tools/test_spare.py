@@ -3,6 +3,7 @@ that no longer fits its command is not used, and a spare that is let go without 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,12 +12,14 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from swecli.tools import sandbox as sandbox_module
 from swecli.tools.base import ToolContext
 from swecli.tools.bash import command_environment, run_command
 from swecli.tools.protected import remove_placeholders
@@ -158,6 +161,88 @@ def test_what_a_command_left_running_cannot_plant_after_the_checks(place: tuple[
         blocked = project / ".swecli" / "blocked"
         assert all(path.stat().st_mtime_ns < returned for path in blocked.iterdir())
         shutil.rmtree(blocked)
+
+
+HELD = ("echo planted > .envrc; setsid -f bash -c 'exec -a swecli-held-{tag} sleep 600' </dev/null >/dev/null 2>&1; "
+        "echo started; until [ -e traced-{tag} ]; do sleep 0.01; done")
+"""A command that leaves a process the kernel cannot finish killing in time: a tracer outside the sandbox
+(`TRACER`) holds it, so once killed it stays a zombie until the tracer waits or goes, and the namespace's init
+cannot exit (`zap_pid_ns_processes` waits for it): what a process stuck in the kernel does (a hung file system)."""
+
+TRACER = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ok = libc.ptrace(0x4206, int(sys.argv[1]), 0, 0) == 0  # PTRACE_SEIZE: no stop, no wait, the tracee just held
+print("traced" if ok else f"ptrace failed: {ctypes.get_errno()}", flush=True)
+sys.stdin.read()
+"""
+
+TRACER_PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+"""Any Python with ctypes; the system's, which `nobody` can run (this venv's may link into root's home)."""
+
+
+def run_held(project: Path, home: Path, in_spare: bool) -> tuple[list[str], bool]:
+    """The notes after `HELD` (run in a spare or fresh), and whether the leftover was still held when the command
+    returned; the tracer is let go afterwards (the sandbox then ends)."""
+    tag = uuid.uuid4().hex
+    box = Sandbox.for_project(project, home=home, env={"HOME": str(home)})
+    tracers: list[subprocess.Popen[str]] = []
+    pids: list[int | None] = []
+
+    def trace(text: str) -> None:
+        if "started" in text and not tracers:
+            pids.append(_held_pid(tag))
+            tracer = subprocess.Popen([TRACER_PYTHON, "-c", TRACER, str(pids[0])], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+            tracers.append(tracer)
+            line = tracer.stdout.readline() if tracer.stdout is not None else ""
+            assert line == "traced\n", line
+            (project / f"traced-{tag}").touch()
+
+    ctx = ToolContext(root=project, sandbox=box, on_output=trace)
+    spares = Spares(take_wait=120)
+    if in_spare:
+        spares.prepare(box, command_environment(ctx))
+        assert spares.wait_started(120)
+    try:
+        outcome = run_command(HELD.format(tag=tag), ctx, 60, box, spares)
+        held = Path(f"/proc/{pids[0]}/stat").read_text().split(") ")[-1].startswith("Z")  # killed, not let go
+    finally:
+        for tracer in tracers:
+            tracer.communicate("")
+        spares.close()
+    assert spares.used == in_spare and len(tracers) == 1
+    return outcome.notes, held
+
+
+def _held_pid(tag: str) -> int | None:
+    """The pid of `HELD`'s leftover (its argv[0] names the tag, once it has exec'd)."""
+    deadline = time.monotonic() + 60
+    while True:
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if (entry / "cmdline").read_bytes().startswith(f"swecli-held-{tag}\0".encode()):
+                    return int(entry.name)
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("in_spare", [True, False])
+def test_a_sandbox_whose_processes_outlive_the_wait_is_killed_and_the_result_says_so(
+        place: tuple[Path, Path], in_spare: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the sandbox's last process is not gone `NAMESPACE_WAIT` after the command, its init is killed again
+    and waited for once more; the checks run after that (the planted .envrc is moved aside) and the result says
+    that processes were left, so the model and the user know the checks may have missed their writes. Before,
+    the checks ran unannounced."""
+    monkeypatch.setattr(sandbox_module, "NAMESPACE_WAIT", 0.3)
+    project, home = place
+    notes, held = run_held(project, home, in_spare)
+    assert held
+    assert any("still there 0.6s after it ended" in note and "was not moved aside" in note for note in notes), notes
+    assert any("created .envrc" in note for note in notes), notes
+    assert not (project / ".envrc").exists()
+    assert _gone(project)
 
 
 def test_a_spare_whose_hidden_file_became_a_directory_is_not_used(place: tuple[Path, Path]) -> None:
@@ -398,6 +483,7 @@ LEFT_AS_USER = r"""
 import json, sys, time
 from pathlib import Path
 from tests.tools.test_spare import LEFT_RUNNING
+from swecli.tools import sandbox as sandbox_module
 from swecli.tools.base import ToolContext
 from swecli.tools.bash import command_environment, run_command
 from swecli.tools.sandbox import Sandbox
@@ -435,6 +521,40 @@ def test_what_a_command_left_running_cannot_plant_after_the_checks_as_an_unprivi
                              cwd=base, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
         assert json.loads(out.stdout) == [[1, True, False], [0, True, False]] * 2
+
+
+HELD_AS_USER = r"""
+import json, sys
+from pathlib import Path
+from swecli.tools import sandbox
+from tests.tools.test_spare import _gone, run_held
+sandbox.NAMESPACE_WAIT = 0.3
+project, home = Path(sys.argv[1]), Path(sys.argv[2])
+found = []
+for in_spare in (True, False):
+    notes, held = run_held(project, home, in_spare)
+    found.append([held, any("were still there 0.6s after it ended" in n for n in notes),
+                  any("created .envrc" in n for n in notes), (project / ".envrc").exists(), _gone(project)])
+print(json.dumps(found))
+"""
+
+
+def test_a_sandbox_whose_processes_outlive_the_wait_is_killed_and_said_as_an_unprivileged_user() -> None:
+    from tests.unprivileged import hand_over, user_prefix, workspace
+
+    prefix = user_prefix("nobody")
+    with workspace("swecli-spare-held-") as base:
+        home, project = base / "home", base / "project"
+        home.mkdir()
+        project.mkdir()
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        hand_over(base, "nobody")
+        repo = Path(__file__).resolve().parents[2]
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(repo), "LANG": "C.UTF-8"}
+        out = subprocess.run([*prefix, sys.executable, "-c", HELD_AS_USER, str(project), str(home)], env=env,
+                             cwd=base, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert json.loads(out.stdout) == [[True, True, True, False, True]] * 2
 
 
 def test_a_spare_that_cannot_start_leaves_the_pool_working(place: tuple[Path, Path]) -> None:
