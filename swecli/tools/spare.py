@@ -163,6 +163,8 @@ class Spares:
         """Sandboxes whose command has ended, to reap (`reap`)."""
         self._out: list[subprocess.Popen[bytes]] = []
         """Spares handed a command, until `reap` is called for them or their bwrap is reaped otherwise."""
+        self._held: list[int] = []
+        """Ended sandboxes' mount namespaces (`Reports.mount_ns`), to close: their teardown is this thread's."""
         self._sweeping = False
         """The thread waits at most `SWEEP_EVERY`: what `reap` and `prepare` leave for it is found without
         waking it."""
@@ -191,15 +193,23 @@ class Spares:
         if not left:
             self._jobs.put(order)
 
-    def reap(self, proc: subprocess.Popen[bytes]) -> None:
+    def reap(self, proc: subprocess.Popen[bytes] | None, mount_ns: int = -1) -> None:
         """Reap a sandbox's bwrap off the loop's path: the command's end was learned from its runner
-        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. The spare
-        thread is not woken for it while it sweeps (a spare's command is running: `_handed_over`); it reaps
-        at its next sweep (`SWEEP_EVERY`)."""
+        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. Close its
+        held mount namespace there too (the namespace's teardown). The spare thread is not woken for it while
+        it sweeps (a spare's command is running: `_handed_over`); it reaps at its next sweep (`SWEEP_EVERY`)."""
+        if mount_ns >= 0 and self._quick:  # the next spare is starting beside the command: its sweep before the
+            os.close(mount_ns)  # start would put the teardown on the next command's path (measured: +4 ms a call)
+            mount_ns = -1
+        if proc is None and mount_ns < 0:
+            return
         with self._lock:
             self._start_worker()
-            self._ended.append(proc)
-            self._out = [out for out in self._out if out is not proc]
+            if proc is not None:
+                self._ended.append(proc)
+                self._out = [out for out in self._out if out is not proc]
+            if mount_ns >= 0:
+                self._held.append(mount_ns)
             wake = not self._sweeping
         if wake:  # a fresh launch's sandbox, with no sweep under way
             self._jobs.put(None)
@@ -296,7 +306,7 @@ class Spares:
             found, self._found = self._found, None
             if found is not None:
                 return found
-            self._sweeping = bool(self._ended or self._out)
+            self._sweeping = bool(self._ended or self._out or self._held)
         try:
             return self._jobs.get(timeout=SWEEP_EVERY if self._sweeping else None)
         except queue.Empty:
@@ -309,6 +319,9 @@ class Spares:
         with self._lock:
             ended, self._ended = self._ended, []
             self._out = [proc for proc in self._out if proc.returncode is None]
+            held, self._held = self._held, []
+        for fd in held:
+            os.close(fd)
         running = [proc for proc in ended if proc.poll() is None]
         if running:
             with self._lock:

@@ -245,6 +245,30 @@ def test_a_sandbox_whose_processes_outlive_the_wait_is_killed_and_the_result_say
     assert _gone(project)
 
 
+def test_an_ended_sandboxs_mount_namespace_is_let_go(place: tuple[Path, Path]) -> None:
+    """The mount namespace held past a command's end (so the init's exit does not tear it down on the path) is
+    closed by the spare thread: no descriptor of one is left once the commands are done."""
+    project, home = place
+    box, ctx, spares = started_spare(project, home)  # a model that thinks: the namespace is held, then let go
+    for _ in range(3):
+        assert run_command("true", ctx, 60, box, spares).exit_code == 0
+        spares.prepare(box, command_environment(ctx))
+    spares.close()
+    deadline = time.monotonic() + 60
+    while _mount_namespaces_held() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert spares.used == 3 and _mount_namespaces_held() == []
+
+
+def _mount_namespaces_held() -> list[str]:
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("mnt:"):
+                found.append(fd)
+    return found
+
+
 def test_a_spare_whose_hidden_file_became_a_directory_is_not_used(place: tuple[Path, Path]) -> None:
     """The layout is the same, but a hidden credential file is now a directory (`Mounts.hidden_dirs`): the spare
     covers it with /dev/null, which cannot hide what is in a directory; a fresh launch mounts an empty one."""
