@@ -179,7 +179,9 @@ class Reports:
     """The sandbox's mount namespace (`/proc/INIT/ns/mnt`), held so that the init's exit does not tear it down:
     the last holder of a mount namespace unmounts its whole tree and waits for an RCU grace period
     (`namespace_unlock`), ~0.35 ms of the command's path here. `release_mounts` hands it over to be closed off
-    the path (by the spare thread); nothing can run in a namespace without processes."""
+    the path (by the spare thread); nothing can run in a namespace without processes. Held only for a spare
+    started while the model thinks (`learn_init`'s `hold_mounts`): with a model that answers at once the next
+    spare starts beside the command, and the teardown's moving measured worse (docs/latency.md)."""
 
     @classmethod
     def open(cls) -> Reports:
@@ -210,7 +212,7 @@ class Reports:
             os.close(fd)
         self.passed = ()
 
-    def learn_init(self, timeout: float = INFO_WAIT) -> None:
+    def learn_init(self, timeout: float = INFO_WAIT, hold_mounts: bool = False) -> None:
         """Open a pidfd on the namespace's init, whose pid bwrap writes as soon as it has cloned it (before the
         sandbox is set up). The init exits only once every process of the namespace is gone (the kernel kills
         and waits for them: `zap_pid_ns_processes`), which `wait_for_namespace` waits for. Info closed without a
@@ -238,7 +240,8 @@ class Reports:
             except OSError:
                 self.init_unknown = True
             else:
-                self._hold_mounts(int(found[1]))
+                if hold_mounts:
+                    self._hold_mounts(int(found[1]))
         self._close_info()
 
     def _hold_mounts(self, pid: int) -> None:

@@ -340,7 +340,7 @@ class Spares:
             order.done.set()
             return
         try:
-            order.spare = _start(order.sandbox, order.env)
+            order.spare = _start(order.sandbox, order.env, hold_mounts=not self._quick)
         except Exception:  # any error: this thread must live on (it discards every spare)
             order.spare = None  # take() launches fresh, which reports what goes wrong
         finally:
@@ -389,7 +389,7 @@ def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
     return found
 
 
-def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
+def _start(sandbox: Sandbox, env: dict[str, str], hold_mounts: bool = False) -> Spare:
     inner = sandbox.environment(env)
     layout = sandbox.layout(inner)
     mounts = sandbox.mounts(layout)
@@ -415,7 +415,7 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
         if seccomp is not None:
             os.close(seccomp)
     reports.started()
-    reports.learn_init()  # here, off the command's path: bwrap writes it as it clones the namespace's init
+    reports.learn_init(hold_mounts=hold_mounts)  # off the command's path: bwrap writes it as it clones the init
     return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write)
 
 
