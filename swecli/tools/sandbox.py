@@ -89,7 +89,8 @@ _CHILD_PID = regex(rb'"child-pid"\s*:\s*(\d+)')
 INFO_WAIT = 5.0
 """Seconds to wait for bwrap's info (it writes it right after its first clone; a failed start closes it)."""
 NAMESPACE_WAIT = 5.0
-"""Seconds to wait, after a command, for its sandbox's last process (killed with SIGKILL: milliseconds)."""
+"""Seconds to wait, after a command, for its sandbox's last process (killed with SIGKILL: milliseconds); once
+more after a second SIGKILL when that was not enough (`Reports.end_namespace`). Read when waiting."""
 _TOOLCHAIN_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "GOROOT", "GOPATH")
 _EROFS = regex(r"[^\n]*Read-only file system[^\n]*")
 _EBUSY = regex(r"[^\n]*Device or resource busy[^\n]*")  # a rename over a protected file (git config)

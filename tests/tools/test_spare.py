@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -530,10 +531,14 @@ print(json.dumps(found))
 
 
 def test_what_a_command_left_running_cannot_plant_after_the_checks_as_an_unprivileged_user() -> None:
+    assert _as_nobody(LEFT_AS_USER, "swecli-spare-left-") == [[1, True, False], [0, True, False]] * 2
+
+
+def _as_nobody(script: str, prefix: str) -> Any:
+    """What `script` prints (JSON), run as `nobody` with a git project and an empty home of its own."""
     from tests.unprivileged import hand_over, user_prefix, workspace
 
-    prefix = user_prefix("nobody")
-    with workspace("swecli-spare-left-") as base:
+    with workspace(prefix) as base:
         home, project = base / "home", base / "project"
         home.mkdir()
         project.mkdir()
@@ -541,10 +546,10 @@ def test_what_a_command_left_running_cannot_plant_after_the_checks_as_an_unprivi
         hand_over(base, "nobody")
         repo = Path(__file__).resolve().parents[2]
         env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(repo), "LANG": "C.UTF-8"}
-        out = subprocess.run([*prefix, sys.executable, "-c", LEFT_AS_USER, str(project), str(home)], env=env,
-                             cwd=base, capture_output=True, text=True, timeout=600)
+        out = subprocess.run([*user_prefix("nobody"), sys.executable, "-c", script, str(project), str(home)],
+                             env=env, cwd=base, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
-        assert json.loads(out.stdout) == [[1, True, False], [0, True, False]] * 2
+        return json.loads(out.stdout)
 
 
 HELD_AS_USER = r"""
@@ -564,21 +569,7 @@ print(json.dumps(found))
 
 
 def test_a_sandbox_whose_processes_outlive_the_wait_is_killed_and_said_as_an_unprivileged_user() -> None:
-    from tests.unprivileged import hand_over, user_prefix, workspace
-
-    prefix = user_prefix("nobody")
-    with workspace("swecli-spare-held-") as base:
-        home, project = base / "home", base / "project"
-        home.mkdir()
-        project.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
-        hand_over(base, "nobody")
-        repo = Path(__file__).resolve().parents[2]
-        env = {"PATH": os.environ["PATH"], "HOME": str(home), "PYTHONPATH": str(repo), "LANG": "C.UTF-8"}
-        out = subprocess.run([*prefix, sys.executable, "-c", HELD_AS_USER, str(project), str(home)], env=env,
-                             cwd=base, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr[-3000:]
-        assert json.loads(out.stdout) == [[True, True, True, False, True]] * 2
+    assert _as_nobody(HELD_AS_USER, "swecli-spare-held-") == [[True, True, True, False, True]] * 2
 
 
 def test_a_spare_that_cannot_start_leaves_the_pool_working(place: tuple[Path, Path]) -> None:
