@@ -280,11 +280,12 @@ class Reports:
         if self.wait_for_namespace():
             return (f"[sandbox] processes the command left running were still there {waited:g}s after it ended; "
                     "they were killed, and the checks after the command ran once they were gone")
-        seen = "could not be seen to end" if self.init_unknown else f"were still there {2 * waited:g}s after it ended"
-        return (f"[sandbox] processes the command left running {seen} (killed, but not gone: a process stuck in "
-                "the kernel, e.g. on a hung file system); the checks after the command ran anyway, so a protected "
-                "file (.envrc, .git/hooks, .git/config...) they write from now on was not moved aside: check the "
-                "project before running anything in it outside swecli")
+        seen = ("could not be seen to end (bwrap did not name the sandbox's first process in time)"
+                if self.init_unknown else f"were still there {2 * waited:g}s after it ended (killed, but not gone: "
+                "a process stuck in the kernel, e.g. on a hung file system)")
+        return (f"[sandbox] processes the command left running {seen}; the checks after the command ran anyway, "
+                "so a protected file (.envrc, .git/hooks, .git/config...) they write from now on was not moved aside: "
+                "check the project before running anything in it outside swecli")
 
     def _close_info(self) -> None:
         if self.info >= 0:
