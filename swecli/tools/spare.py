@@ -268,8 +268,13 @@ class Spares:
             self.refused += 1
             self._jobs.put(spare)
             return None
+        try:
+            spare.release(argv[2])
+        except BrokenPipeError:  # its shell is gone (bwrap died setting up after the check): launch fresh
+            self.refused += 1
+            self._jobs.put(spare)
+            return None
         self.used += 1
-        spare.release(argv[2])
         self._handed_over(spare.proc)
         return Launch(argv, inner, (), sandbox.root, layout.checks, reports=spare.reports), spare.proc
 
