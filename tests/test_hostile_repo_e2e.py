@@ -6,6 +6,7 @@ through them into the prompt (`AGENTS.md -> ~/.ssh/id_rsa` went into every reque
 from __future__ import annotations
 
 import json
+import shlex
 import stat
 import subprocess
 import sys
@@ -110,3 +111,37 @@ def test_a_bwrap_the_repository_ships_on_path_is_never_run(user: str) -> None:
     assert not ran, "the repository's bwrap ran"
     assert out.returncode == 0, out.stderr
     assert MARK not in sent and "ok" in sent
+
+
+def plant_script(marker: Path, real: str) -> str:
+    """A command that writes, as a sandboxed command may, a program that leaves `marker` and runs `real`."""
+    return f"#!/bin/sh\ntouch {marker}\nexec {real} \"$@\"\n"
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+@pytest.mark.parametrize("user", USERS)
+def test_helpers_planted_in_a_writable_path_on_path_are_never_run(user: str) -> None:
+    # `sandbox.writable_paths = ["~/.local"]` with `~/.local/bin` on PATH: one sandboxed command may write
+    # `rg` and `bwrap` there, which swecli itself then ran outside the sandbox (grep, the map, every command)
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        local_bin = home / ".local" / "bin"
+        local_bin.mkdir(parents=True)
+        (home / ".config" / "swecli").mkdir(parents=True)
+        (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nwritable_paths = ["~/.local"]\n')
+        plant = "; ".join(
+            f"printf '%s' {shlex.quote(plant_script(base / f'planted-{name}-ran', real))} > {local_bin / name}; "
+            f"chmod +x {local_bin / name}" for name, real in (("rg", "/usr/bin/rg"), ("bwrap", "/usr/bin/bwrap")))
+        hand_over(base, user)
+        first, _ = run(user, project, home, [Reply(calls=[Call("bash", {"command": f"{plant}; echo planted"})]),
+                                             Reply(calls=[Call("grep", {"pattern": "a"})]),
+                                             Reply(calls=[Call("bash", {"command": "echo again"})]),
+                                             Reply("done.")], path=str(local_bin))
+        second, sent = run(user, project, home, [Reply(calls=[Call("bash", {"command": "echo next"})]),
+                                                 Reply("done.")], path=str(local_bin))
+        planted = [name for name in ("rg", "bwrap") if (local_bin / name).exists()]
+        ran = sorted(p.name for p in base.glob("planted-*-ran"))
+    assert planted == ["rg", "bwrap"], first.stderr  # the command could plant them: the sandbox allows it
+    assert ran == [], f"swecli ran what a sandboxed command planted: {ran}"
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "next" in sent
