@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import swecli
 from swecli.testing.server import Call, Reply, ScriptedLLM, Step
 from swecli.tools.sandbox import unavailable_reason
 from tests.test_sandbox_attacks_e2e import MARK, home_and_repo, swecli_env
@@ -38,10 +40,11 @@ def tree(target: Path) -> dict[str, tuple[int, str]]:
             for p in (target, *target.rglob("*"))}
 
 
-def run(user: str, project: Path, home: Path, steps: list[Step], path: str = "") -> tuple[
-        subprocess.CompletedProcess[str], str]:
-    """`swecli -p` as `user` (`path` before PATH); (the process, every request body it sent as one JSON text)."""
-    env = swecli_env(home)
+def run(user: str, project: Path, home: Path, steps: list[Step], path: str = "",
+        pythonpath: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], str]:
+    """`swecli -p` as `user` (`path` before PATH, `pythonpath` the PYTHONPATH to run swecli from); (the process,
+    every request body it sent as one JSON text)."""
+    env = swecli_env(home, pythonpath)
     env["PATH"] = f"{path}:{env['PATH']}" if path else env["PATH"]
     with ScriptedLLM(steps) as llm:
         out = subprocess.run(
@@ -145,3 +148,33 @@ def test_helpers_planted_in_a_writable_path_on_path_are_never_run(user: str) -> 
     assert ran == [], f"swecli ran what a sandboxed command planted: {ran}"
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert "next" in sent
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+@pytest.mark.parametrize("user", USERS)
+def test_swecli_installed_in_a_writable_path_cannot_be_rewritten_by_a_command(user: str) -> None:
+    # pipx, `uv tool` and `pip install --user` put swecli under ~/.local: with `~/.local` writable, one
+    # command rewrote swecli's own code, which the next session ran outside the sandbox with the API keys
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        site = home / ".local" / "lib" / "site-packages"
+        shutil.copytree(Path(swecli.__file__).parent, site / "swecli", ignore=shutil.ignore_patterns("__pycache__"))
+        (home / ".config" / "swecli").mkdir(parents=True)
+        (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nwritable_paths = ["~/.local"]\n')
+        marker = base / "rewritten-swecli-ran"
+        evil = f"open({str(marker)!r}, 'w').close()\n"
+        attempts = [f"echo {shlex.quote(evil)} >> {site}/swecli/__init__.py",  # in place
+                    f"echo {shlex.quote(evil)} > {site}/sitecustomize.py",  # beside it
+                    # the folder renamed away, a copy with the addition put in its place
+                    f"mv {site.parent} {site.parent}.old && cp -r {site.parent}.old {site.parent} && "
+                    f"echo {shlex.quote(evil)} >> {site}/swecli/__init__.py"]
+        hand_over(base, user)
+        env_path = {"PYTHONPATH": str(site)}
+        steps = [*(Reply(calls=[Call("bash", {"command": f"{attempt}; echo tried"})]) for attempt in attempts),
+                 Reply("done.")]
+        first, sent = run(user, project, home, steps, pythonpath=env_path)
+        second, _ = run(user, project, home, [Reply("done.")], pythonpath=env_path)
+        ran = marker.exists()
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert not ran, "a sandboxed command rewrote the swecli that runs next"
+    assert sent.count("Read-only file system") >= 2 and "Device or resource busy" in sent, sent

@@ -295,6 +295,8 @@ class Sandbox:
     git_dirs: tuple[Path, ...] = ()
     """The project's git directories (`.git`, or a worktree's git and common directories)."""
     bwrap: str = "bwrap"
+    own: tuple[Path, ...] = ()
+    """swecli's own code and interpreter (`sys.prefix`, `sys.path`) where a writable path holds them, read-only."""
 
     @classmethod
     def for_project(cls, root: Path, *, mode: Literal["workspace-write", "read-only"] = "workspace-write",
@@ -308,8 +310,9 @@ class Sandbox:
         writable = [p for p in (setting_path(w, root, home) for w in writable_paths) if p.exists()]
         linked = gitlinks.linked_git_dirs(root)
         git_dirs = gitlinks.git_dirs(root)
-        return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*linked, *writable])), network=network,
-                   hidden=_hidden(root, home, hidden_paths, env), home=home, git_dirs=tuple(git_dirs))
+        every = tuple(dict.fromkeys([*linked, *writable]))
+        return cls(root=root, mode=mode, writable=every, network=network, hidden=_hidden(root, home, hidden_paths, env),
+                   home=home, git_dirs=tuple(git_dirs), own=_own_installation(root, every))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -393,13 +396,15 @@ class Sandbox:
         dirs += submodules.hooks
         existing += submodules.read_only
         placeholders = [path for path in dirs if not seen.exists(path) and seen.made(path, _placeholder(path))]
-        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if seen.exists(p)), *placeholders]))
+        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if seen.exists(p)), *placeholders,
+                                        *self.own]))
         watched = tuple(path for path in files if not seen.exists(path))
         checks: list[Callable[[], list[str]]] = [functools.partial(_quarantine_created, self.root, watched),
                                                  submodules.check]
         if self.home is not None and _inside(self.home, self.root):
             checks.append(_new_entries_check(self.root, self.home))
-        pinned = _holders(self.root, [*read_only, *watched])
+        own_holders = (path for base in self.writable for path in _holders(base, self.own))  # `~/.local/lib`
+        pinned = (*_holders(self.root, [*read_only, *watched]), *own_holders)
         return Layout(tuple(read_only), toolchains, watched, pinned, tuple(checks))
 
     def _protected(self, seen: _Seen) -> tuple[list[Path], list[Path], list[Path]]:
@@ -508,6 +513,19 @@ def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]
             continue  # never hide the project itself
         hidden.append(real)
     return tuple(dict.fromkeys(hidden))
+
+
+def _own_installation(root: Path, writable: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Where swecli's interpreter and imports live (the virtualenv, its site-packages, the user's site-packages,
+    PYTHONPATH) inside one of `writable`: pipx, `uv tool` and `pip install --user` put swecli under `~/.local`,
+    and with `~/.local` writable one command rewrote the code the next session ran outside the sandbox
+    (measured). Inside the project they stay writable: its own virtualenv must take `pip install`."""
+    found: list[Path] = []
+    for entry in (sys.prefix, *sys.path):
+        real = Path(entry).resolve() if entry else root
+        if real.is_dir() and not real.is_relative_to(root) and any(real.is_relative_to(w) for w in writable):
+            found.append(real)
+    return tuple(p for p in dict.fromkeys(found) if not any(p != q and p.is_relative_to(q) for q in found))
 
 
 def _tmp_toolchains(env: Mapping[str, str]) -> tuple[Path, ...]:
