@@ -247,9 +247,9 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     shown = shown_path(ctx.root, target)
     if target.exists() and not target.is_file() and not target.is_dir():
         raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); read_file only reads files.")
-    if is_image_path(target) and target.is_file() and (image := _read_image(target, shown, ctx)) is not None:
+    base = _confining_root(target, ctx)
+    if is_image_path(target) and target.is_file() and (image := _read_image(target, shown, ctx, base)) is not None:
         return image
-    base = next((top for top in (ctx.root, *ctx.read_roots) if target.is_relative_to(top.resolve())), ctx.root)
     try:
         with open_confined(base, target) as fh:  # never through a folder swapped for a link since the check
             head = fh.read(ENCODING_SNIFF_BYTES)
@@ -272,13 +272,23 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult("\n".join(page.lines + _page_notes(page)), summary=summary, meta=meta)
 
 
-def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None:
+def _confining_root(target: Path, ctx: ToolContext) -> Path:
+    """The folder `target` was allowed in (the project, a user skill's folder, an attached file's folder), from
+    which it is opened without following links (`open_confined`)."""
+    for top in (ctx.root, *ctx.read_roots):
+        real = top.resolve()
+        if target.is_relative_to(real):
+            return real if real != target else real.parent  # an attached file is its own read root
+    return ctx.root
+
+
+def _read_image(target: Path, shown: str, ctx: ToolContext, base: Path) -> ToolResult | None:
     """The image as the model sees it; None when the file is not a readable image (read as any file)."""
     if not ctx.images:
         raise ToolError(f"{shown} is an image, and the current model does not accept images, so read_file cannot "
                         "show it. Work from its name and context, or ask the user to describe it.")
     try:
-        image = load_image(target, shown, "read with read_file", ctx.image_max_edge)
+        image = load_image(target, shown, "read with read_file", ctx.image_max_edge, root=base)
     except ToolError:
         return None
     kind = image.media_type.removeprefix("image/").upper()

@@ -63,3 +63,13 @@ def test_read_file_never_reads_through_a_swapped_folder(swapped: tuple[Path, Pat
     with pytest.raises(ToolError, match="became a symlink") as error:
         read_file(ReadFileArgs(path="d/notes.txt"), ToolContext(root=project))
     assert "OUTSIDE" not in str(error.value)
+
+
+def test_an_image_is_not_read_through_a_swapped_folder(swapped: tuple[Path, Path]) -> None:
+    from PIL import Image
+
+    project, outside = swapped
+    Image.new("RGB", (4, 4), "red").save(outside / "shot.png")
+    Image.new("RGB", (4, 4), "blue").save(project / "d" / "shot.png")
+    with pytest.raises(ToolError, match="became a symlink"):
+        read_file(ReadFileArgs(path="d/shot.png"), ToolContext(root=project, images=True))
