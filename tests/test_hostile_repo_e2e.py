@@ -178,3 +178,34 @@ def test_swecli_installed_in_a_writable_path_cannot_be_rewritten_by_a_command(us
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert not ran, "a sandboxed command rewrote the swecli that runs next"
     assert sent.count("Read-only file system") >= 2 and "Device or resource busy" in sent, sent
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+@pytest.mark.parametrize("user", USERS)
+def test_an_mcp_server_program_planted_in_a_writable_path_is_never_started(user: str) -> None:
+    # the user's MCP server `command = "notes-server"` is looked up on PATH when swecli starts it, outside the
+    # sandbox, with the server's tokens: with `~/.local` writable, a command put its own `notes-server` first
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        local_bin, system_bin = home / ".local" / "bin", base / "system-bin"
+        local_bin.mkdir(parents=True)
+        system_bin.mkdir()
+        (system_bin / "notes-server").write_text(f"#!/bin/sh\ntouch {base}/real-server-ran\nexit 1\n")  # the real one
+        (system_bin / "notes-server").chmod(0o755)
+        (home / ".config" / "swecli").mkdir(parents=True)
+        (home / ".config" / "swecli" / "config.toml").write_text(
+            '[sandbox]\nwritable_paths = ["~/.local"]\n[mcp.servers.notes]\ncommand = "notes-server"\n'
+            'env = { NOTES_TOKEN = "t0ken" }\n')
+        script = plant_script(base / "planted-server-ran", str(system_bin / "notes-server"))
+        plant = f"printf '%s' {shlex.quote(script)} > {local_bin}/notes-server; chmod +x {local_bin}/notes-server"
+        hand_over(base, user)
+        path = f"{local_bin}:{system_bin}"
+        first, _ = run(user, project, home, [Reply(calls=[Call("bash", {"command": f"{plant}; echo planted"})]),
+                                             Reply("done.")], path=path)
+        second, _ = run(user, project, home, [Reply("done.")], path=path)
+        planted = (local_bin / "notes-server").exists()
+        ran = (base / "planted-server-ran").exists()
+        real = (base / "real-server-ran").exists()
+    assert planted, first.stderr
+    assert not ran, "swecli started the MCP server program a sandboxed command planted"
+    assert real and second.returncode == 0, second.stderr  # the one outside the writable path started instead
