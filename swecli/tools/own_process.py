@@ -36,7 +36,7 @@ KEPT_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
 def trusted_program(name: str, project: Path, path: str | None = None, writable: Iterable[Path] = ()) -> str | None:
     """`shutil.which(name)` over PATH minus the entries a sandboxed command could have filled: relative ones,
     those inside `project`, the configured writable paths (`command_writable`) or `writable` (a sandbox's
-    own). The program's real path is returned, so no link through such a folder is followed later."""
+    own), and a program whose links lead through such a folder."""
     search = os.environ.get("PATH", os.defpath) if path is None else path
     untrusted = (project, *command_writable(project), *writable)
     return find_outside(name, tuple(search.split(os.pathsep)), untrusted)
@@ -46,18 +46,34 @@ def trusted_program(name: str, project: Path, path: str | None = None, writable:
 def find_outside(name: str, entries: tuple[str, ...], untrusted: tuple[Path, ...]) -> str | None:
     """The first `name` in `entries` that neither the entry nor the program itself leads into one of the
     `untrusted` folders: every leading part of the entry is resolved (a command could swap any of them
-    for a link), and the program found is resolved too (`/usr/local/bin/rg -> ~/.cargo/bin/rg`). Kept per
-    process (a lookup resolves every leading part of every entry, ~1 ms): what it returns is a real path
-    in folders no sandboxed command can write, so no command can change it."""
+    for a link), and so is every link from the program found to its file (`/usr/local/bin/rg ->
+    ~/.cargo/bin/rg`). Kept per process (a lookup resolves every leading part of every entry, ~1 ms): what
+    it returns, and every link it leads through, lies in folders no sandboxed command can write."""
     folders = tuple(_real(Path(folder)) or Path(os.path.abspath(folder)) for folder in untrusted)
     for entry in entries:
         if not entry or not os.path.isabs(entry) or _leads_into(Path(entry), folders):
             continue  # "" and "." mean the current directory: the project itself
         found = shutil.which(name, path=entry)
-        real = _real(Path(found)) if found else None
-        if real is not None and not any(real.is_relative_to(folder) for folder in folders):
-            return str(real)
+        if found is not None and _links_stay_outside(Path(found), folders):
+            return found
     return None
+
+
+def _links_stay_outside(program: Path, folders: tuple[Path, ...]) -> bool:
+    """Whether every link on the way from `program` to the file it names (and the file) sits in a folder outside
+    `folders`: then no command can change where it leads. The path itself is what runs (a snap's
+    `/snap/bin/x -> /usr/bin/snap` goes by the name it was called with)."""
+    for _ in range(40):  # the kernel's own limit on links followed
+        holder = _real(program.parent)
+        if holder is None or any(holder.is_relative_to(folder) for folder in folders):
+            return False
+        if not program.is_symlink():
+            return True
+        try:
+            program = holder / os.readlink(program)
+        except OSError:
+            return False
+    return False
 
 
 def _leads_into(entry: Path, folders: tuple[Path, ...]) -> bool:

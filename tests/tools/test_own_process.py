@@ -108,8 +108,13 @@ def test_a_program_that_is_a_link_into_a_writable_folder_is_passed_over(tmp_path
     (linked / "rg").symlink_to(program(home / ".cargo" / "bin"))
     assert trusted_program("rg", project, f"{linked}:{system.parent}") == str(system)
     (linked / "rg").unlink()
-    (linked / "rg").symlink_to(system)  # a link elsewhere: its target is what swecli runs
-    assert trusted_program("rg", project, str(linked)) == str(system)
+    (linked / "rg").symlink_to(system)  # a link elsewhere is kept, and run by its own name (a snap's dispatcher)
+    assert trusted_program("rg", project, str(linked)) == str(linked / "rg")
+    chained = tmp_path / "chained"  # a chain through the writable folder: a command could point its middle elsewhere
+    chained.mkdir()
+    (chained / "rg").symlink_to(home / ".cargo" / "bin" / "rg-link")
+    (home / ".cargo" / "bin" / "rg-link").symlink_to(system)
+    assert trusted_program("rg", project, str(chained)) is None
 
 
 def test_an_unreadable_configuration_counts_the_whole_home_as_writable(tmp_path: Path, home: Path) -> None:
