@@ -309,7 +309,7 @@ class _stderr_log:
             self.handle.close()
 
 
-class PlantedCommand(Exception):
+class PlantedCommand(SwecliError):
     """A stdio server's program was found on PATH only where a sandboxed command can write."""
 
 
