@@ -277,12 +277,22 @@ def finish(  # noqa: PLR0913 (the outcome; tests pass their own streams)
     else:
         assert turn is not None
         if turn.answer.strip():  # an empty answer was already reported on stderr, not printed as a blank line
-            out.write(turn.answer.rstrip() + "\n")
+            # On a terminal its control characters are shown, not obeyed: a misled model's answer set the window
+            # title, cleared the screen and wrote the clipboard (OSC 52) through raw escapes. A pipe gets the text.
+            answer = turn.answer.rstrip()
+            out.write((visible(answer) if _is_terminal(out) else answer) + "\n")
     if refused and fmt == "text":
         err.write(f"swecli: {refused}\n")
     out.flush()
     code = EXIT_CODES.get(summary["stop_reason"], 1)
     return EXIT_REFUSED if code == 0 and refused else code
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or stand-in stream
+        return False
 
 
 def refusal_line(tally: Tally, session: AgentSession) -> str:
