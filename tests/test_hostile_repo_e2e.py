@@ -110,3 +110,32 @@ def test_a_bwrap_the_repository_ships_on_path_is_never_run(user: str) -> None:
     assert not ran, "the repository's bwrap ran"
     assert out.returncode == 0, out.stderr
     assert MARK not in sent and "ok" in sent
+
+
+BROKEN_BWRAP = """#!/bin/sh
+# A bwrap that cannot set up its namespaces (the start's probe: `... -- /bin/true`), and runs any other command
+# it is given unconfined: a command let through before the probe's answer would run outside any sandbox.
+case "$*" in *"-- /bin/true") echo "bwrap: setting up uid map: Permission denied" >&2; exit 1;; esac
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_a_command_asked_for_at_once_waits_for_the_sandbox_probe_s_answer(user: str) -> None:
+    # -p probes the sandbox once its first request is out: a model that answers at once with a command is
+    # judged on the probe's answer (bwrap cannot start: asked for, and refused without anyone to ask), never
+    # on a sandbox assumed to work
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        (base / "bin").mkdir()
+        (base / "bin" / "bwrap").write_text(BROKEN_BWRAP)
+        (base / "bin" / "bwrap").chmod(0o755)
+        hand_over(base, user)
+        out, sent = run(user, project, home, [Reply(calls=[Call("bash", {"command": "touch made.txt"})]),
+                                              Reply("done.")], path=str(base / "bin"))
+        made = (project / "made.txt").exists()
+    assert not made, "the command ran unconfined"
+    assert out.stderr.count("bwrap cannot start here (bwrap: setting up uid map: Permission denied)") == 1
+    assert "needs the user's approval" in sent

@@ -51,6 +51,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field, replace
@@ -478,20 +479,37 @@ class Sandbox:
 def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | None = None) -> tuple[
         Sandbox | None, str, list[str]]:
     """(the configured sandbox, or None when `sandbox.mode = "off"`; why it cannot run here, or "";
-    one sentence per writable path that does not exist and is therefore left out)."""
-    if config.mode == "off":
+    one sentence per writable path that does not exist and is therefore left out, and the seccomp filter's
+    warning): `configured`, then `probe_findings`."""
+    sandbox, warnings = configured(config, root, env)
+    if sandbox is None:
         return None, "", []
+    problem, found = probe_findings(sandbox.root, network=config.network)
+    return sandbox, problem, warnings + found
+
+
+def configured(config: SandboxConfig, root: Path, env: Mapping[str, str] | None = None) -> tuple[
+        Sandbox | None, list[str]]:
+    """`from_settings` without running anything: the sandbox (None when off) and the writable paths' warnings."""
+    if config.mode == "off":
+        return None, []
     env = os.environ if env is None else env
     sandbox = Sandbox.for_project(root, mode=config.mode, writable_paths=config.writable_paths,
                                   network=config.network, hidden_paths=config.hidden_paths, env=env)
     home = Path(env.get("HOME") or Path.home())
     missing = [p for p in config.writable_paths if not _resolve(p, sandbox.root, home).exists()]
-    warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
-                "remove it from the setting." for p in missing]
-    problem = unavailable_reason(sandbox.root)
-    if not problem and not config.network and syscalls.unavailable():
-        warnings.append(syscalls.unavailable())
-    return sandbox, problem, warnings
+    return sandbox, [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create "
+                     "it or remove it from the setting." for p in missing]
+
+
+def probe_findings(root: Path, *, network: bool) -> tuple[str, list[str]]:
+    """What the start's probe finds (once per process; bwrap run, `ldconfig -p` and the seccomp binding
+    loaded): why bwrap cannot sandbox commands in `root`'s project ("" when it can), and the seccomp
+    filter's warning when commands would run without it."""
+    problem = unavailable_reason(root)
+    if not problem and not network and syscalls.unavailable():
+        return problem, [syscalls.unavailable()]
+    return problem, []
 
 
 def _resolve(path: str, root: Path, home: Path) -> Path:
@@ -760,12 +778,19 @@ NOT_LINUX = ("Commands cannot be sandboxed on this system (swecli's sandbox uses
 def unavailable_reason(root: Path | None = None) -> str:
     """"" when bwrap can sandbox commands in the project at `root` (the working directory by default), else
     one sentence saying why and how to fix it."""
+    known = unprobed_reason(root)
+    if known is not None:
+        return known
+    path = bwrap_program("bwrap", Path.cwd() if root is None else root)
+    assert path is not None
+    return _probe(path)[0]
+
+
+def unprobed_reason(root: Path | None = None) -> str | None:
+    """`unavailable_reason`'s answer where it needs no bwrap run (not Linux, bwrap not installed), else None."""
     if not sys.platform.startswith("linux"):
         return NOT_LINUX
-    path = bwrap_program("bwrap", Path.cwd() if root is None else root)
-    if path is None:
-        return MISSING
-    return _probe(path)[0]
+    return MISSING if bwrap_program("bwrap", Path.cwd() if root is None else root) is None else None
 
 
 def bwrap_program(name: str, root: Path) -> str | None:
@@ -806,8 +831,17 @@ def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
     return found or _ISOLATION_CHOICES[0]
 
 
-@functools.lru_cache(maxsize=8)
+_PROBE_LOCK = threading.Lock()
+
+
 def _probe(bwrap: str) -> tuple[str, tuple[str, ...]]:
+    """`_probed`, run once even when the start's probe and a spare sandbox's start ask at the same time."""
+    with _PROBE_LOCK:
+        return _probed(bwrap)
+
+
+@functools.lru_cache(maxsize=8)
+def _probed(bwrap: str) -> tuple[str, tuple[str, ...]]:
     """Start a trivial command with the namespaces the real ones use (once per bwrap binary): ("", flags)
     with the first isolation choice that works, or (the error, ())."""
     error = ""

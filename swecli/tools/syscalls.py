@@ -69,8 +69,17 @@ def filter_fd(*, network: bool) -> int | None:
     return read
 
 
-@functools.lru_cache(maxsize=2)
+_FILTER_LOCK = threading.Lock()
+
+
 def _filter(network: bool) -> bytes | None:
+    """`_built`, once even when the start's probe and a spare sandbox's start ask at the same time."""
+    with _FILTER_LOCK:
+        return _built(network)
+
+
+@functools.lru_cache(maxsize=2)
+def _built(network: bool) -> bytes | None:
     sonames = _found_without_a_compiler("c", "seccomp")
     if sonames is None:
         return None

@@ -325,7 +325,7 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
     listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
-                           continue_latest=continue_latest, first_prompt=prompt)
+                           continue_latest=continue_latest, first_prompt=prompt, probe_later=True)
     # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
     session.mcp_wait = settings.mcp.startup_timeout
     if isinstance(printer, StreamJsonPrinter):
