@@ -348,11 +348,12 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
         turn = tally.turn("interrupted", "interrupted by user")
         error = "interrupted by user"
     finally:
+        refused = refusal_line(tally, session)  # before close: it may wait for the sandbox's probe, which reports
         session.close()
     if output_format == "text" and not error:
         sys.stderr.write(plan_hint(session, turn))
-    return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
-                  denials=tally.denials, api_seconds=tally.api_seconds)
+    return finish(output_format, turn, session.session_id, error, refused=refused, denials=tally.denials,
+                  api_seconds=tally.api_seconds)
 
 
 def init_event(session: AgentSession) -> dict[str, Any]:
