@@ -604,10 +604,13 @@ class LaterProbe:
 
     def _run(self) -> None:
         from swecli.collector import ON_THE_WIRE
+        from swecli.tools import syscalls
         from swecli.tools.sandbox import CANNOT_START, probe_findings
 
         self._now.wait(ON_THE_WIRE)
         try:
+            if not self.network:  # the filter first: a spare sandbox started meanwhile runs the bwrap probe beside it
+                syscalls.unavailable()
             self._found = probe_findings(self.root, network=self.network)
         except Exception as exc:  # as bwrap failing to start: commands are asked for, never run unconfined
             self._found = (CANNOT_START.format(error=f"{type(exc).__name__}: {exc}"), [])
