@@ -93,6 +93,12 @@ def test_links_planted_in_the_state_folder_and_memory_files_are_not_followed(use
     assert links_left == [".swecli/skills/shared"]  # the project's shared entries are its own
 
 
+def plant_bwrap(directory: Path, script: str) -> None:
+    directory.mkdir()
+    (directory / "bwrap").write_text(script)
+    (directory / "bwrap").chmod(0o755)
+
+
 @pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
 @pytest.mark.parametrize("user", USERS)
 def test_a_bwrap_the_repository_ships_on_path_is_never_run(user: str) -> None:
@@ -100,9 +106,7 @@ def test_a_bwrap_the_repository_ships_on_path_is_never_run(user: str) -> None:
     # starts bwrap itself, outside any sandbox, so a `bin/bwrap` there ran every command unsandboxed
     with workspace("swecli-hostile-") as base:
         home, project = home_and_repo(base)
-        (project / "bin").mkdir()
-        (project / "bin" / "bwrap").write_text(f"#!/bin/sh\ntouch {base}/planted-bwrap-ran\nexec /bin/sh -c \"$*\"\n")
-        (project / "bin" / "bwrap").chmod(0o755)
+        plant_bwrap(project / "bin", f"#!/bin/sh\ntouch {base}/planted-bwrap-ran\nexec /bin/sh -c \"$*\"\n")
         hand_over(base, user)
         out, sent = run(user, project, home, [Reply(calls=[Call("bash", {"command": "cat ~/.ssh/id_rsa; echo ok"})]),
                                               Reply("done.")], path=str(project / "bin"))
@@ -129,9 +133,7 @@ def test_a_command_asked_for_at_once_waits_for_the_sandbox_probe_s_answer(user: 
     # on a sandbox assumed to work
     with workspace("swecli-hostile-") as base:
         home, project = home_and_repo(base)
-        (base / "bin").mkdir()
-        (base / "bin" / "bwrap").write_text(BROKEN_BWRAP)
-        (base / "bin" / "bwrap").chmod(0o755)
+        plant_bwrap(base / "bin", BROKEN_BWRAP)
         hand_over(base, user)
         out, sent = run(user, project, home, [Reply(calls=[Call("bash", {"command": "touch made.txt"})]),
                                               Reply("done.")], path=str(base / "bin"))

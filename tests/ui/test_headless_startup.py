@@ -47,22 +47,22 @@ def test_p_exits_while_a_cold_map_builds_and_the_next_run_finds_it_saved(project
     assert "pkg/m7.py" in llm.requests[0]["messages"][1]["content"]  # attached from the saved map
 
 
-MODULES_SCRIPT = r"""
-import json, runpy, sys
+def hooked(hook: str, report: str) -> str:
+    """A script that runs `swecli ARGS...` under the audit hook `note` that `hook` defines, then prints
+    `report` as JSON (`code` is swecli's exit status)."""
+    return (f"import json, os, runpy, sys, threading\n{hook.strip()}\nsys.addaudithook(note)\n"
+            'sys.argv = ["swecli", *sys.argv[1:]]\ntry:\n    runpy.run_module("swecli", run_name="__main__")\n'
+            f"except SystemExit as done:\n    code = done.code\nprint(json.dumps({report.strip()}))\n")
+
+
+MODULES_SCRIPT = hooked(r"""
 at_connect = []
 def note(event, args):  # what was imported when each connection opened; the last one sends the task
     if event == "socket.connect":
         at_connect.append(sorted(m for m, module in sys.modules.items() if module is not None))
-sys.addaudithook(note)
-sys.argv = ["swecli", *sys.argv[1:]]
-try:
-    runpy.run_module("swecli", run_name="__main__")
-except SystemExit as done:
-    code = done.code
 heavy = ("numpy", "bm25s", "mcp", "starlette", "uvicorn", "click", "markdown_it", "pygments")
-print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules.items() if module is not None and (
-    m.split(".")[0] in heavy or m == "httpx._main")}), "at_request": at_connect[-1] if at_connect else None}))
-"""
+""", """{"code": code, "loaded": sorted({m for m, module in sys.modules.items() if module is not None and (
+    m.split(".")[0] in heavy or m == "httpx._main")}), "at_request": at_connect[-1] if at_connect else None}""")
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
@@ -131,8 +131,7 @@ def test_p_builds_its_http_client_s_certificates_beside_the_session_s_imports(pr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"httpx": "swecli-http"}
 
 
-PROBE_SCRIPT = r"""
-import json, os, runpy, sys, threading
+PROBE_SCRIPT = hooked(r"""
 seen = []
 def note(event, args):  # programs run, the seccomp binding's import and the chat request's connect, in order
     if event == "subprocess.Popen":
@@ -141,14 +140,7 @@ def note(event, args):  # programs run, the seccomp binding's import and the cha
         seen.append("import pyseccomp")
     elif event == "socket.connect" and threading.current_thread().name == "swecli-stream":
         seen.append("request")
-sys.addaudithook(note)
-sys.argv = ["swecli", *sys.argv[1:]]
-try:
-    runpy.run_module("swecli", run_name="__main__")
-except SystemExit as done:
-    code = done.code
-print(json.dumps({"code": code, "seen": seen}))
-"""
+""", '{"code": code, "seen": seen}')
 
 
 @pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
