@@ -51,6 +51,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field, replace
@@ -483,20 +484,37 @@ class Sandbox:
 def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | None = None) -> tuple[
         Sandbox | None, str, list[str]]:
     """(the configured sandbox, or None when `sandbox.mode = "off"`; why it cannot run here, or "";
-    one sentence per writable path that does not exist and is therefore left out)."""
-    if config.mode == "off":
+    one sentence per writable path that does not exist and is therefore left out, and the seccomp filter's
+    warning): `configured`, then `probe_findings`."""
+    sandbox, warnings = configured(config, root, env)
+    if sandbox is None:
         return None, "", []
+    problem, found = probe_findings(sandbox.root, network=config.network, writable=sandbox.writable)
+    return sandbox, problem, warnings + found
+
+
+def configured(config: SandboxConfig, root: Path, env: Mapping[str, str] | None = None) -> tuple[
+        Sandbox | None, list[str]]:
+    """`from_settings` without running anything: the sandbox (None when off) and the writable paths' warnings."""
+    if config.mode == "off":
+        return None, []
     env = os.environ if env is None else env
     sandbox = Sandbox.for_project(root, mode=config.mode, writable_paths=config.writable_paths,
                                   network=config.network, hidden_paths=config.hidden_paths, env=env)
     home = Path(env.get("HOME") or Path.home())
     missing = [p for p in config.writable_paths if not setting_path(p, sandbox.root, home).exists()]
-    warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
-                "remove it from the setting." for p in missing]
-    problem = unavailable_reason(sandbox.root, sandbox.writable)
-    if not problem and not config.network and syscalls.unavailable():
-        warnings.append(syscalls.unavailable())
-    return sandbox, problem, warnings
+    return sandbox, [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create "
+                     "it or remove it from the setting." for p in missing]
+
+
+def probe_findings(root: Path, *, network: bool, writable: tuple[Path, ...] = ()) -> tuple[str, list[str]]:
+    """What the start's probe finds (once per process; bwrap run, `ldconfig -p` and the seccomp binding
+    loaded): why bwrap cannot sandbox commands in `root`'s project with the sandbox's `writable` folders ("" when
+    it can), and the seccomp filter's warning when commands would run without it."""
+    problem = unavailable_reason(root, writable)
+    if not problem and not network and syscalls.unavailable():
+        return problem, [syscalls.unavailable()]
+    return problem, []
 
 
 def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -778,13 +796,23 @@ PASSED_OVER = ("Commands cannot be sandboxed because the only bubblewrap on PATH
 def unavailable_reason(root: Path | None = None, writable: tuple[Path, ...] = ()) -> str:
     """"" when bwrap can sandbox commands in the project at `root` (the working directory by default, with
     the sandbox's `writable` folders), else one sentence saying why and how to fix it."""
+    known = unprobed_reason(root, writable)
+    if known is not None:
+        return known
+    path = bwrap_program("bwrap", Path.cwd() if root is None else root, writable)
+    assert path is not None
+    return _probe(path)[0]
+
+
+def unprobed_reason(root: Path | None = None, writable: tuple[Path, ...] = ()) -> str | None:
+    """`unavailable_reason`'s answer where it needs no bwrap run (not Linux, bwrap not installed or only where
+    a sandboxed command can write), else None."""
     if not sys.platform.startswith("linux"):
         return NOT_LINUX
-    path = bwrap_program("bwrap", Path.cwd() if root is None else root, writable)
-    if path is None:
-        anywhere = shutil.which("bwrap")
-        return PASSED_OVER.format(path=anywhere) if anywhere else MISSING
-    return _probe(path)[0]
+    if bwrap_program("bwrap", Path.cwd() if root is None else root, writable) is not None:
+        return None
+    anywhere = shutil.which("bwrap")
+    return PASSED_OVER.format(path=anywhere) if anywhere else MISSING
 
 
 def bwrap_program(name: str, root: Path, writable: tuple[Path, ...] = ()) -> str | None:
@@ -827,8 +855,17 @@ def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
     return found or _ISOLATION_CHOICES[0]
 
 
-@functools.lru_cache(maxsize=8)
+_PROBE_LOCK = threading.Lock()
+
+
 def _probe(bwrap: str) -> tuple[str, tuple[str, ...]]:
+    """`_probed`, run once even when the start's probe and a spare sandbox's start ask at the same time."""
+    with _PROBE_LOCK:
+        return _probed(bwrap)
+
+
+@functools.lru_cache(maxsize=8)
+def _probed(bwrap: str) -> tuple[str, tuple[str, ...]]:
     """Start a trivial command with the namespaces the real ones use (once per bwrap binary): ("", flags)
     with the first isolation choice that works, or (the error, ())."""
     error = ""

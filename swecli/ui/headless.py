@@ -335,7 +335,7 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
     listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
-                           continue_latest=continue_latest, first_prompt=prompt)
+                           continue_latest=continue_latest, first_prompt=prompt, probe_later=True)
     # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
     session.mcp_wait = settings.mcp.startup_timeout
     if isinstance(printer, StreamJsonPrinter):
@@ -358,11 +358,12 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
         turn = tally.turn("interrupted", "interrupted by user")
         error = "interrupted by user"
     finally:
+        refused = refusal_line(tally, session)  # before close: it may wait for the sandbox's probe, which reports
         session.close()
     if output_format == "text" and not error:
         sys.stderr.write(plan_hint(session, turn))
-    return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
-                  denials=tally.denials, api_seconds=tally.api_seconds)
+    return finish(output_format, turn, session.session_id, error, refused=refused, denials=tally.denials,
+                  api_seconds=tally.api_seconds)
 
 
 def init_event(session: AgentSession) -> dict[str, Any]:

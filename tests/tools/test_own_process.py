@@ -19,9 +19,10 @@ if sys.argv[1] == "unknown":  # a library ldconfig does not list, as libseccomp 
     syscalls._found_without_a_compiler("swecli-no-such-library") and sys.exit(3)
     ctypes.util.find_library("swecli-no-such-library")  # what pyseccomp's import would then have done
 elif sys.argv[1] == "unlisted":  # this machine's ldconfig lists libseccomp: here it does not
-    listed = ctypes.util._findSoname_ldconfig
-    ctypes.util._findSoname_ldconfig = lambda name: None if name == "seccomp" else listed(name)
+    listing = syscalls._ldconfig_listing()
+    syscalls._ldconfig_listing = lambda: b"\\n".join(line for line in listing.splitlines() if b"seccomp" not in line)
     syscalls.unavailable() == syscalls.MISSING_LIBSECCOMP or sys.exit(4)
+    "pyseccomp" in sys.modules and sys.exit(5)
 else:
     syscalls.unavailable()
 """
@@ -123,3 +124,32 @@ def test_an_unreadable_configuration_counts_the_whole_home_as_writable(tmp_path:
     project.mkdir()
     assert home in command_writable(project)
     assert trusted_program("rg", project, str(program(home / "bin").parent)) is None
+
+
+LDCONFIG_RUNS = """
+import sys
+runs = []
+sys.addaudithook(lambda event, args: runs.append(args[1]) if event == "subprocess.Popen" else None)
+from swecli.tools import syscalls
+assert syscalls.unavailable() == "" and syscalls.filter_fd(network=False) is not None, "no filter here"
+print(runs)
+"""
+
+
+def test_the_filter_asks_ldconfig_once(tmp_path: Path) -> None:
+    # ctypes runs `ldconfig -p` for every library it is asked for: the start's probe ran it four times (twice
+    # for the check above, twice in pyseccomp's import); one listing answers all four
+    done = subprocess.run([sys.executable, "-c", LDCONFIG_RUNS], capture_output=True, text=True, timeout=60)
+    if "no filter here" in done.stderr:
+        pytest.skip("libseccomp is not available here")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[['/sbin/ldconfig', '-p']]"
+
+
+@pytest.mark.parametrize("name", ["c", "seccomp", "m", "stdc++", "swecli-no-such-library"])
+def test_a_listed_soname_is_ctypes_own_answer(name: str) -> None:
+    import ctypes.util
+
+    from swecli.tools import syscalls
+
+    assert syscalls._listed_soname(name) == ctypes.util._findSoname_ldconfig(name)  # type: ignore[attr-defined]
