@@ -627,7 +627,7 @@ def test_a_replaced_spare_is_discarded_before_its_successor_starts(monkeypatch: 
         def discard(self) -> None:
             events.append(f"discard {self.name}")
 
-    def start(sandbox: object, env: dict[str, str]) -> Started:
+    def start(sandbox: object, env: dict[str, str], **_: object) -> Started:
         events.append(f"start {env['N']}")
         return Started(env["N"])
 
