@@ -40,6 +40,7 @@ import atexit
 import contextlib
 import os
 import queue
+import select
 import signal
 import subprocess
 import threading
@@ -51,8 +52,8 @@ from swecli.records import datarecord
 from swecli.tools import syscalls
 from swecli.tools.sandbox import Launch, Mounts, Reports, Sandbox
 
-_WAITER = ('(read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
-           'exec /bin/bash -c "$command")')
+_WAITER = ('(printf r >&{ready}; exec {ready}>&-; read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command '
+           '<&{text}; exec {go}<&- {text}<&-; exec /bin/bash -c "$command")')
 """The command a spare's runner runs (`sandbox.Reports.runner`, as in a fresh launch): a subshell forked when
 the spare starts, so that no fork is left on the command's path (a fork of bash costs ~0.5-1 ms here;
 Python's `posix_spawn` of the fresh launch less). It waits for one byte on the go pipe (end-of-file: it
@@ -103,6 +104,21 @@ class Spare:
     reports: Reports
     text_fd: int
     go_fd: int
+    ready_fd: int = -1
+    """Read end of a pipe the waiting shell writes one byte to once it waits (bwrap set the sandbox up and ran
+    it); end-of-file without it: bwrap failed (a mount it could not make) and nothing waits for the go byte."""
+    ready: bool = False
+    """The waiting shell's byte came (`waiting`)."""
+
+    def waiting(self, timeout: float) -> bool:
+        """Whether the waiting shell is there, waiting up to `timeout` for bwrap to finish setting up (a spare
+        is counted started once bwrap has cloned its namespace's init, before it mounts anything)."""
+        if self.ready_fd >= 0:
+            came = select.select([self.ready_fd], [], [], timeout)[0]
+            self.ready = bool(came) and os.read(self.ready_fd, 1) == b"r"
+            os.close(self.ready_fd)
+            self.ready_fd = -1
+        return self.ready
 
     def release(self, command: str) -> None:
         """Hand the command over and let the shell go."""
@@ -121,10 +137,10 @@ class Spare:
         self.proc.wait()
 
     def _close_fds(self) -> None:
-        for fd in (self.text_fd, self.go_fd):
+        for fd in (self.text_fd, self.go_fd, self.ready_fd):
             if fd >= 0:
                 os.close(fd)
-        self.text_fd = self.go_fd = -1
+        self.text_fd = self.go_fd = self.ready_fd = -1
 
 
 @datarecord
@@ -263,7 +279,8 @@ class Spares:
         layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
                 and spare.env == env and spare.mounts == sandbox.mounts(layout)
-                and spare.mounted == _identities(spare.mounted) and spare.proc.poll() is None)
+                and spare.mounted == _identities(spare.mounted) and spare.proc.poll() is None
+                and spare.waiting(self.take_wait))
         if not fits:
             self.refused += 1
             self._jobs.put(spare)
@@ -403,25 +420,28 @@ def _start(sandbox: Sandbox, env: dict[str, str], hold_mounts: bool = False) -> 
     seccomp = syscalls.filter_fd(network=sandbox.network)
     text_fd = os.memfd_create("swecli-command")
     go_read, go_write = os.pipe()
+    ready_read, ready_write = os.pipe()
     reports = Reports.open()
     try:
-        waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd))]
-        fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
+        waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd, ready=ready_write))]
+        fds = (go_read, text_fd, ready_write, *reports.passed) + (() if seccomp is None else (seccomp,))
         line = sandbox.command_line(waiter, mounts, seccomp, reports.info_fd)
         proc = subprocess.Popen(line, cwd=sandbox.root, env=inner, stdin=subprocess.DEVNULL, stdout=reports.messages,
                                 stderr=subprocess.STDOUT, start_new_session=True, pass_fds=fds)
     except BaseException:  # whatever failed (a NUL in a path is a ValueError): no descriptor is left open
         os.close(text_fd)
         os.close(go_write)
+        os.close(ready_read)
         reports.close()
         raise
     finally:
         os.close(go_read)
+        os.close(ready_write)
         if seccomp is not None:
             os.close(seccomp)
     reports.started()
     reports.learn_init(hold_mounts=hold_mounts)  # off the command's path: bwrap writes it as it clones the init
-    return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write)
+    return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write, ready_read)
 
 
 SPARES = Spares()
