@@ -37,7 +37,6 @@ from __future__ import annotations
 import base64
 import bisect
 import contextlib
-import gzip
 import hashlib
 import json
 import marshal
@@ -165,6 +164,8 @@ def _decode_ranks(name: str) -> dict[bytes, int]:
     spec = _SPECS[name]
     path = vocabulary_path(name)
     try:
+        import gzip  # a gzipped vocabulary (read once per user, then kept decoded)
+
         with gzip.open(path, "rb") as handle:
             data = handle.read()
     except (OSError, EOFError) as exc:

@@ -1,0 +1,159 @@
+"""What `dataclasses` and `typing` compile at every start, compiled once per user and kept.
+
+`@dataclass` writes each method it adds as source text and compiles it (`dataclasses._create_fn`:
+`exec(text)`), for swecli's records and for pydantic's, typer's and annotated-types' own dataclasses; and
+`typing.ForwardRef` compiles every string annotation pydantic and typer evaluate (`compile(text)`). On the way
+to `-p`'s first request that was ~440 texts and ~920 annotations: ~300 M instructions of parsing and
+compiling, ~28% of the main thread, the same texts on every run. As Python keeps a module's bytecode in
+`__pycache__`, swecli keeps these: `install()` puts a `compile` and an `exec` in those two modules' globals
+(where they shadow the builtins), which look the text up in a table read from
+`$XDG_CACHE_HOME/swecli/compiled/` and compile only what is not there; `save()` (when the command ends)
+writes the table back if something was compiled.
+
+The result is the code the builtins make from the same text (same file name, mode and flags: neither module
+has `__future__` imports, so neither call inherits flags), so classes and annotations behave exactly as
+before. The table is keyed by the text itself and named after the interpreter's bytecode magic number and
+`-O` level, so it is never used by an interpreter that would compile differently. Code is executable:
+the file is read only if it belongs to this user and no one else may write it, and its digest must match
+(a torn write is ignored). A damaged or missing file costs one start its compiling, nothing else.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import marshal
+import os
+import stat
+import sys
+import threading
+from importlib.util import MAGIC_NUMBER
+from types import CodeType
+from typing import Any
+
+MAX_ENTRIES = 8192
+"""A table past this keeps only what the last process used (one -p run uses ~1,400)."""
+_DIGEST_SIZE = 16
+_Key = tuple[str, str]  # (mode, source text)
+
+
+class CodeCache:
+    """Code objects by (mode, text), read from and written to one file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.known: dict[_Key, CodeType] = {}
+        self.new: dict[_Key, CodeType] = {}
+        self.used: set[_Key] = set()
+
+    def load(self) -> None:
+        self.known = _read(self.path)
+
+    def compile(self, source: str, mode: str) -> CodeType:
+        key = (mode, source)
+        code = self.known.get(key) or self.new.get(key)
+        if code is None:
+            code = self.new[key] = builtins.compile(source, "<string>", mode, dont_inherit=True)
+        self.used.add(key)
+        return code
+
+    def save(self) -> None:
+        """Write the table back when this process compiled something (atomically; a cache that cannot be
+        written just stays cold)."""
+        if not self.new:
+            return
+        table = {**self.known, **self.new}
+        if len(table) > MAX_ENTRIES:
+            table = {key: table[key] for key in self.used if key in table}
+        self.new = {}
+        _write(self.path, table)
+
+
+def cache_path(env: dict[str, str] | None = None) -> str:
+    """`$XDG_CACHE_HOME/swecli/compiled/MAGIC-O<level>.marshal`: one table per bytecode version."""
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".cache")
+    return os.path.join(base, "swecli", "compiled", f"{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal")
+
+
+def _read(path: str) -> dict[_Key, CodeType]:
+    """The table an earlier process wrote, or {} (missing, someone else's, writable by others, damaged)."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return {}
+            blob = handle.read()
+    except OSError:
+        return {}
+    digest, body = blob[:_DIGEST_SIZE], blob[_DIGEST_SIZE:]
+    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != digest:
+        return {}
+    try:
+        table = marshal.loads(body)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    return table if _well_formed(table) else {}
+
+
+def _well_formed(table: Any) -> bool:
+    return isinstance(table, dict) and all(
+        type(key) is tuple and len(key) == 2 and key[0] in ("exec", "eval") and type(key[1]) is str
+        and type(code) is CodeType for key, code in table.items())
+
+
+def _write(path: str, table: dict[_Key, CodeType]) -> None:
+    body = marshal.dumps(table)
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(fd, "wb") as handle:
+            handle.write(hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+_CACHE: CodeCache | None = None
+
+
+def install() -> None:
+    """Give `dataclasses` and `typing` the kept code (once per process; before either is used)."""
+    global _CACHE
+    if _CACHE is not None:
+        return
+    import dataclasses
+    import typing
+
+    _CACHE = CodeCache(cache_path())
+    _CACHE.load()
+    vars(dataclasses)["exec"] = _exec
+    vars(typing)["compile"] = _compile
+
+
+def save() -> None:
+    if _CACHE is not None:
+        _CACHE.save()
+
+
+# Both stand in for a builtin called from a module without `__future__` imports: what they compile themselves
+# inherits no flags (`dont_inherit`), as the builtin called there would not (this module's own would leak in).
+
+def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+    """`exec` as `dataclasses._create_fn` calls it: `exec(text, globals, ns)`."""
+    if type(source) is str:
+        source = _CACHE.compile(source, "exec") if _CACHE is not None else builtins.compile(
+            source, "<string>", "exec", dont_inherit=True)
+    builtins.exec(source, globals, locals)
+
+
+def _compile(source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,
+             optimize: int = -1) -> Any:
+    """`compile` as `typing.ForwardRef` calls it: `compile(text, '<string>', 'eval')`."""
+    if (_CACHE is not None and type(source) is str and filename == "<string>" and mode == "eval" and not flags
+            and optimize == -1):
+        return _CACHE.compile(source, mode)
+    return builtins.compile(source, filename, mode, flags, True, optimize)

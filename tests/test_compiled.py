@@ -1,0 +1,167 @@
+"""The code `dataclasses` and `typing` compile, kept between runs (`swecli.compiled`): a second `-p` compiles none
+of it on the way to its first request; what is kept is what `compile` makes; and a table someone else could
+have written is never run."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pytest
+
+from swecli import compiled
+from swecli.compiled import CodeCache, cache_path
+from swecli.testing.server import Reply, ScriptedLLM
+
+COMPILES_SCRIPT = r"""
+import json, runpy, sys
+texts, at_request = [], []
+def note(event, args):  # every text compiled (exec, eval, compile) until the task's request connects
+    if event == "compile" and isinstance(args[0], (str, bytes)):
+        texts.append(args[0] if isinstance(args[0], str) else args[0].decode("utf-8", "replace"))
+    elif event == "socket.connect":
+        at_request[:] = [list(texts)]
+sys.addaudithook(note)
+sys.argv = ["swecli", *sys.argv[1:]]
+try:
+    runpy.run_module("swecli", run_name="__main__")
+except SystemExit:
+    pass
+print(json.dumps(at_request[0] if at_request else None))
+"""
+
+
+def compiled_before_the_request(project: Path) -> list[str]:
+    env = {**os.environ, "SWECLI_CONTEXT__JUST_IN_TIME": "false"}
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = subprocess.run([sys.executable, "-c", COMPILES_SCRIPT, "--provider", "openai-compatible", "--base-url",
+                              llm.base_url, "--model", "scripted-model", "-p", "say done"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert llm.requests, out.stderr
+    texts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert texts is not None
+    return texts
+
+
+def test_a_second_p_run_compiles_no_dataclass_method(project: Path) -> None:
+    """Each `@dataclass` method was parsed and compiled on every start (~0.6 M instructions each, ~440 before
+    the first request); the first run keeps them, the second compiles none."""
+    first = compiled_before_the_request(project)
+    assert sum(text.startswith("def __create_fn__") for text in first) > 100  # a cold start compiles them all
+    assert Path(cache_path()).is_file()
+    second = compiled_before_the_request(project)
+    assert [text for text in second if text.startswith("def __create_fn__")] == []
+    assert len(second) < len(first) / 4  # the string annotations typing compiled are kept too
+
+
+TEXTS = [("exec", "def __create_fn__(__dataclass_type_name__):\n def __init__(self, name:__dataclass_type_name__):\n"
+                  "  self.name=name\n return __init__"),
+         ("eval", "list[str] | None"), ("eval", "dict[str, int]")]
+
+
+def test_the_kept_code_is_what_compile_makes(tmp_path: Path) -> None:
+    first = CodeCache(str(tmp_path / "compiled" / "table.marshal"))
+    made = [first.compile(text, mode) for mode, text in TEXTS]
+    first.save()
+    again = CodeCache(first.path)
+    again.load()
+    assert set(again.known) == {(mode, text) for mode, text in TEXTS}
+    for (mode, text), code in zip(TEXTS, made, strict=True):
+        kept = again.compile(text, mode)
+        assert kept is again.known[(mode, text)] and not again.new  # read, not compiled again
+        assert kept == code == compile(text, "<string>", mode, dont_inherit=True)
+    assert (Path(first.path).stat().st_mode & 0o777, Path(first.path).parent.stat().st_mode & 0o777) == (0o600, 0o700)
+
+
+def test_dataclasses_made_with_the_kept_code_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(compiled, "_CACHE", None)
+    import dataclasses
+    import typing
+
+    monkeypatch.setitem(vars(dataclasses), "exec", exec)  # undone after the test, as is typing's compile
+    monkeypatch.setitem(vars(typing), "compile", compile)
+
+    def make() -> type:
+        @dataclass(frozen=True)
+        class Point:
+            x: int
+            label: str = "origin"
+
+        return Point
+
+    plain = make()
+    compiled.install()
+    kept_once = make()
+    compiled.save()
+    monkeypatch.setattr(compiled, "_CACHE", None)
+    compiled.install()  # a new process: the table is read back
+    kept = make()
+    assert compiled._CACHE is not None and not compiled._CACHE.new  # nothing compiled: all of it was kept
+    for cls in (kept_once, kept):
+        assert [f.name for f in fields(cls)] == [f.name for f in fields(plain)]
+        assert cls.__init__.__code__ == plain.__init__.__code__  # type: ignore[misc]
+        assert repr(cls(1)) == repr(plain(1)).replace(plain.__qualname__, cls.__qualname__)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            cls(1).x = 2  # type: ignore[misc]
+    forward = compile("list[str]", "<string>", "eval", dont_inherit=True)
+    assert typing.ForwardRef("list[str]").__forward_code__ == forward
+
+
+def _plant(path: str, marker: Path) -> None:
+    """A table whose code for a real text writes `marker` when run: what an attacker would leave there."""
+    mode, text = TEXTS[1]
+    evil = compile(f"__import__('pathlib').Path({str(marker)!r}).write_text('ran') or list", "<string>", "eval")
+    holder = CodeCache(path)
+    holder.new = {(mode, text): evil}
+    holder.save()
+
+
+def _runs_planted(path: str) -> bool:
+    cache = CodeCache(path)
+    cache.load()
+    mode, text = TEXTS[1]
+    eval(cache.compile(text, mode))  # what typing would do with it
+    return bool(cache.known)
+
+
+def test_a_table_others_can_write_is_not_run(tmp_path: Path) -> None:
+    path, marker = str(tmp_path / "table.marshal"), tmp_path / "ran"
+    _plant(path, marker)
+    os.chmod(path, 0o620)  # group-writable: someone else could have put it there
+    assert not _runs_planted(path) and not marker.exists()
+    os.chmod(path, 0o602)
+    assert not _runs_planted(path) and not marker.exists()
+    os.chmod(path, 0o600)  # the user's own: it is used (so the refusals above were the permission checks)
+    assert _runs_planted(path) and marker.read_text() == "ran"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
+def test_a_table_another_user_owns_is_not_run(tmp_path: Path) -> None:
+    path, marker = str(tmp_path / "table.marshal"), tmp_path / "ran"
+    _plant(path, marker)
+    os.chown(path, 65534, 65534)
+    assert not _runs_planted(path) and not marker.exists()
+
+
+def test_a_damaged_table_is_compiled_again_and_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "table.marshal"
+    cache = CodeCache(str(path))
+    cache.compile(TEXTS[1][1], "eval")
+    cache.save()
+    blob = path.read_bytes()
+    for damaged in (blob[:-3], blob[:16] + marshal.dumps({("eval", "x"): "not code"}), b""):
+        path.write_bytes(damaged)
+        again = CodeCache(str(path))
+        again.load()
+        assert again.known == {}
+        again.compile(TEXTS[1][1], "eval")
+        again.save()
+        healed = CodeCache(str(path))
+        healed.load()
+        assert list(healed.known) == [("eval", TEXTS[1][1])]
