@@ -1,17 +1,18 @@
 """What `dataclasses` and `typing` compile at every start, compiled once per user and kept.
 
 `@dataclass` writes each method it adds as source text and compiles it (`dataclasses._create_fn`:
-`exec(text)`), for swecli's records and for pydantic's, typer's and annotated-types' own dataclasses; and
-`typing.ForwardRef` compiles every string annotation pydantic and typer evaluate (`compile(text)`). On the way
-to `-p`'s first request that was ~440 texts and ~920 annotations: ~300 M instructions of parsing and
-compiling, ~28% of the main thread, the same texts on every run. As Python keeps a module's bytecode in
-`__pycache__`, swecli keeps these: `install()` puts a `compile` and an `exec` in those two modules' globals
-(where they shadow the builtins), which look the text up in a table read from
+`exec(text)`), for swecli's records and for pydantic's, typer's and annotated-types' own dataclasses;
+`typing.ForwardRef` compiles every string annotation pydantic and typer evaluate (`compile(text)`), and
+`collections.namedtuple` and `inspect.get_annotations` (typer reading swecli's signatures) `eval` text. On the
+way to `-p`'s first request that was ~440 texts, ~920 annotations and ~130 expressions: ~310 M instructions of
+parsing and compiling, ~28% of the main thread, the same texts on every run. As Python keeps a module's
+bytecode in `__pycache__`, swecli keeps these: `install()` puts an `exec`, a `compile` and an `eval` in those
+modules' globals (where they shadow the builtins), which look the text up in a table read from
 `$XDG_CACHE_HOME/swecli/compiled/` and compile only what is not there; `save()` (when the command ends)
 writes the table back if something was compiled.
 
-The result is the code the builtins make from the same text (same file name, mode and flags: neither module
-has `__future__` imports, so neither call inherits flags), so classes and annotations behave exactly as
+The result is the code the builtins make from the same text (same file name, mode and flags: none of these
+modules has `__future__` imports, so no call inherits flags), so classes and annotations behave exactly as
 before. The table is keyed by the text itself and named after the interpreter's bytecode magic number and
 `-O` level, so it is never used by an interpreter that would compile differently. Code is executable:
 the file is read only if it belongs to this user and no one else may write it, and its digest must match
@@ -125,13 +126,16 @@ def install() -> None:
     global _CACHE
     if _CACHE is not None:
         return
+    import collections
     import dataclasses
+    import inspect
     import typing
 
     _CACHE = CodeCache(cache_path())
     _CACHE.load()
     vars(dataclasses)["exec"] = _exec
     vars(typing)["compile"] = _compile
+    vars(collections)["eval"] = vars(inspect)["eval"] = _eval  # namedtuple's `__new__`; typer's signatures
 
 
 def save() -> None:
@@ -139,15 +143,34 @@ def save() -> None:
         _CACHE.save()
 
 
-# Both stand in for a builtin called from a module without `__future__` imports: what they compile themselves
+# Each stands in for a builtin called from a module without `__future__` imports: what they compile themselves
 # inherits no flags (`dont_inherit`), as the builtin called there would not (this module's own would leak in).
 
 def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
     """`exec` as `dataclasses._create_fn` calls it: `exec(text, globals, ns)`."""
-    if type(source) is str:
-        source = _CACHE.compile(source, "exec") if _CACHE is not None else builtins.compile(
-            source, "<string>", "exec", dont_inherit=True)
-    builtins.exec(source, globals, locals)
+    if globals is None:  # the caller's namespace, as the builtin would take it (not this module's)
+        globals, locals = _callers(locals)
+    builtins.exec(_code(source, "exec"), globals, locals)
+
+
+def _eval(source: Any, globals: Any = None, locals: Any = None, /) -> Any:
+    """`eval` as `collections.namedtuple` and `inspect.get_annotations` call it: `eval(text, namespace)`."""
+    if globals is None:
+        globals, locals = _callers(locals)
+    return builtins.eval(_code(source, "eval"), globals, locals)
+
+
+def _code(source: Any, mode: str) -> Any:
+    if type(source) is not str:
+        return source
+    if _CACHE is not None:
+        return _CACHE.compile(source, mode)
+    return builtins.compile(source, "<string>", mode, dont_inherit=True)
+
+
+def _callers(locals: Any) -> tuple[dict[str, Any], Any]:
+    frame = sys._getframe(2)
+    return frame.f_globals, frame.f_locals if locals is None else locals
 
 
 def _compile(source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,

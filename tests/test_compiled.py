@@ -43,7 +43,7 @@ def compiled_before_the_request(project: Path) -> list[str]:
                               llm.base_url, "--model", "scripted-model", "-p", "say done"], cwd=project, env=env,
                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert llm.requests, out.stderr
-    texts = json.loads(out.stdout.strip().splitlines()[-1])
+    texts: list[str] | None = json.loads(out.stdout.strip().splitlines()[-1])
     assert texts is not None
     return texts
 
@@ -81,11 +81,15 @@ def test_the_kept_code_is_what_compile_makes(tmp_path: Path) -> None:
 def test_dataclasses_made_with_the_kept_code_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(compiled, "_CACHE", None)
+    import collections
     import dataclasses
+    import inspect
     import typing
 
-    monkeypatch.setitem(vars(dataclasses), "exec", exec)  # undone after the test, as is typing's compile
+    monkeypatch.setitem(vars(dataclasses), "exec", exec)  # undone after the test, as are the others
     monkeypatch.setitem(vars(typing), "compile", compile)
+    monkeypatch.setitem(vars(collections), "eval", eval)
+    monkeypatch.setitem(vars(inspect), "eval", eval)
 
     def make() -> type:
         @dataclass(frozen=True)
@@ -95,9 +99,14 @@ def test_dataclasses_made_with_the_kept_code_are_the_same(tmp_path: Path, monkey
 
         return Point
 
+    def annotated(path: str, depth: int | None = None) -> list[str]:
+        return []
+
     plain = make()
     compiled.install()
     kept_once = make()
+    collections.namedtuple("pair", "left right")
+    inspect.signature(annotated, eval_str=True)
     compiled.save()
     monkeypatch.setattr(compiled, "_CACHE", None)
     compiled.install()  # a new process: the table is read back
@@ -108,9 +117,24 @@ def test_dataclasses_made_with_the_kept_code_are_the_same(tmp_path: Path, monkey
         assert cls.__init__.__code__ == plain.__init__.__code__  # type: ignore[misc]
         assert repr(cls(1)) == repr(plain(1)).replace(plain.__qualname__, cls.__qualname__)
         with pytest.raises(dataclasses.FrozenInstanceError):
-            cls(1).x = 2  # type: ignore[misc]
+            cls(1).x = 2
     forward = compile("list[str]", "<string>", "eval", dont_inherit=True)
     assert typing.ForwardRef("list[str]").__forward_code__ == forward
+    pair = collections.namedtuple("pair", "left right")
+    assert pair(1, right=2) == (1, 2) and repr(pair(1, 2)) == "pair(left=1, right=2)"
+    assert str(inspect.signature(annotated, eval_str=True)) == "(path: str, depth: int | None = None) -> list[str]"
+    assert compiled._CACHE is not None and not compiled._CACHE.new
+
+
+def test_an_eval_without_a_namespace_reads_its_caller_s() -> None:
+    def caller() -> object:
+        local = 41  # noqa: F841 - read by the text evaluated below
+        return compiled._eval("local + 1")
+
+    assert caller() == 42
+    namespace: dict[str, object] = {}
+    compiled._exec("made = 1", namespace)
+    assert namespace["made"] == 1
 
 
 def _plant(path: str, marker: Path) -> None:
