@@ -77,6 +77,9 @@ class Interrupted(ControlFlow):
 
 @datarecord
 class Agent:
+    """The loop: requests, tool calls and their results until the model is done. (A class without a docstring
+    gets its signature as one, which `@dataclass` computes with `inspect.signature` at import.)"""
+
     provider: Provider
     tools: ToolRegistry
     context: ContextManager
