@@ -189,3 +189,21 @@ def test_a_damaged_table_is_compiled_again_and_rewritten(tmp_path: Path) -> None
         healed = CodeCache(str(path))
         healed.load()
         assert list(healed.known) == [("eval", TEXTS[1][1])]
+
+
+def test_a_table_of_old_texts_keeps_only_what_is_used(tmp_path: Path) -> None:
+    """Texts of older versions would pile up (and make every start read them): past `KEEP_UNUSED` entries, and
+    twice what the writing process used, only what it used is kept."""
+    path = str(tmp_path / "table.marshal")
+    old = CodeCache(path)
+    for n in range(compiled.KEEP_UNUSED + 10):
+        old.compile(f"old_{n}", "eval")
+    old.save()
+    current = CodeCache(path)
+    current.load()
+    current.compile("old_3", "eval")
+    current.compile("new_name", "eval")
+    current.save()
+    kept = CodeCache(path)
+    kept.load()
+    assert set(kept.known) == {("eval", "old_3"), ("eval", "new_name")}
