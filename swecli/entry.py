@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import gc
 import sys
-import types
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
+    import types
     from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
 
