@@ -16,7 +16,9 @@ modules has `__future__` imports, so no call inherits flags), so classes and ann
 before. The table is keyed by the text itself and named after the interpreter's bytecode magic number and
 `-O` level, so it is never used by an interpreter that would compile differently. Code is executable:
 the file is read only if it belongs to this user and no one else may write it, and its digest must match
-(a torn write is ignored). A damaged or missing file costs one start its compiling, nothing else.
+(a torn write is ignored); a relative cache home (a place in the project) is not used. Sandboxed commands
+cannot write it even under `sandbox.writable_paths = ["~/.cache"]`: `.cache/swecli` is hidden from them
+(`tools.protected.SECRET_PATHS`). A damaged or missing file costs one start its compiling, nothing else.
 """
 
 from __future__ import annotations
@@ -66,18 +68,27 @@ class CodeCache:
         written just stays cold)."""
         if not self.new:
             return
-        table = {**self.known, **self.new}
-        if len(table) > max(KEEP_UNUSED, 2 * len(self.used)):
-            table = {key: table[key] for key in self.used if key in table}
+        # Copies first (in C, so whole): threads still starting (the vocabulary's, the map's) may add to them.
+        table, used = {**self.known, **self.new}, set(self.used)
         self.new = {}
+        if len(table) > max(KEEP_UNUSED, 2 * len(used)):
+            table = {key: table[key] for key in used if key in table}
         _write(self.path, table)
 
 
-def cache_path(env: dict[str, str] | None = None) -> str:
-    """`$XDG_CACHE_HOME/swecli/compiled/MAGIC-O<level>.marshal`: one table per bytecode version."""
+def cache_path(env: dict[str, str] | None = None) -> str | None:
+    """`$XDG_CACHE_HOME/swecli/compiled/MAGIC-O<level>.marshal`: one table per bytecode version. None (no table)
+    when neither `$XDG_CACHE_HOME` nor `$HOME` is an absolute path: a relative one would name a place in the
+    directory swecli starts in, the project, whose files are not the user's to vouch for (the XDG spec says to
+    ignore a relative one)."""
     env = dict(os.environ) if env is None else env
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".cache")
-    return os.path.join(base, "swecli", "compiled", f"{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal")
+    cache = env.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):
+        home = env.get("HOME", "")
+        if not os.path.isabs(home):
+            return None
+        cache = os.path.join(home, ".cache")
+    return os.path.join(cache, "swecli", "compiled", f"{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal")
 
 
 def _read(path: str) -> dict[_Key, CodeType]:
@@ -107,7 +118,10 @@ def _well_formed(table: Any) -> bool:
 
 
 def _write(path: str, table: dict[_Key, CodeType]) -> None:
-    body = marshal.dumps(table)
+    try:
+        body = marshal.dumps(table)
+    except ValueError:  # a constant marshal cannot write (none is known): the table just stays as it was
+        return
     tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -133,7 +147,10 @@ def install() -> None:
     import inspect
     import typing
 
-    _CACHE = CodeCache(cache_path())
+    path = cache_path()
+    if path is None:
+        return
+    _CACHE = CodeCache(path)
     _CACHE.load()
     vars(dataclasses)["exec"] = _exec
     vars(typing)["compile"] = _compile

@@ -17,6 +17,7 @@ import pytest
 from swecli import compiled
 from swecli.compiled import CodeCache, cache_path
 from swecli.testing.server import Reply, ScriptedLLM
+from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
 COMPILES_SCRIPT = r"""
 import json, runpy, sys
@@ -53,7 +54,7 @@ def test_a_second_p_run_compiles_no_dataclass_method(project: Path) -> None:
     the first request); the first run keeps them, the second compiles none."""
     first = compiled_before_the_request(project)
     assert sum(text.startswith("def __create_fn__") for text in first) > 100  # a cold start compiles them all
-    assert Path(cache_path()).is_file()
+    assert Path(str(cache_path())).is_file()
     second = compiled_before_the_request(project)
     assert [text for text in second if text.startswith("def __create_fn__")] == []
     assert len(second) < len(first) / 4  # the string annotations typing compiled are kept too
@@ -140,7 +141,8 @@ def test_an_eval_without_a_namespace_reads_its_caller_s() -> None:
 def _plant(path: str, marker: Path) -> None:
     """A table whose code for a real text writes `marker` when run: what an attacker would leave there."""
     mode, text = TEXTS[1]
-    evil = compile(f"__import__('pathlib').Path({str(marker)!r}).write_text('ran') or list", "<string>", "eval")
+    evil = compile(f"(__import__('pathlib').Path({str(marker)!r}).write_text('ran') and None) or list", "<string>",
+                   "eval")
     holder = CodeCache(path)
     holder.new = {(mode, text): evil}
     holder.save()
@@ -163,14 +165,6 @@ def test_a_table_others_can_write_is_not_run(tmp_path: Path) -> None:
     assert not _runs_planted(path) and not marker.exists()
     os.chmod(path, 0o600)  # the user's own: it is used (so the refusals above were the permission checks)
     assert _runs_planted(path) and marker.read_text() == "ran"
-
-
-@pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
-def test_a_table_another_user_owns_is_not_run(tmp_path: Path) -> None:
-    path, marker = str(tmp_path / "table.marshal"), tmp_path / "ran"
-    _plant(path, marker)
-    os.chown(path, 65534, 65534)
-    assert not _runs_planted(path) and not marker.exists()
 
 
 def test_a_damaged_table_is_compiled_again_and_rewritten(tmp_path: Path) -> None:
@@ -207,3 +201,45 @@ def test_a_table_of_old_texts_keeps_only_what_is_used(tmp_path: Path) -> None:
     kept = CodeCache(path)
     kept.load()
     assert set(kept.known) == {("eval", "old_3"), ("eval", "new_name")}
+
+
+def test_no_table_where_the_cache_home_is_a_relative_path() -> None:
+    """A relative `$XDG_CACHE_HOME` (or `$HOME`) would name a place in the project swecli starts in."""
+    assert cache_path({"XDG_CACHE_HOME": ".cache", "HOME": "/home/u"}) == cache_path({"HOME": "/home/u"})
+    assert str(cache_path({"HOME": "/home/u"})).startswith("/home/u/.cache/swecli/compiled/")
+    assert cache_path({"XDG_CACHE_HOME": "cache", "HOME": "home"}) is None
+    assert cache_path({}) is None
+
+
+@pytest.mark.parametrize("user", USERS)
+@pytest.mark.parametrize("planted", ["writable by others", "another user's", "the user's own"])
+def test_a_planted_table_runs_only_when_it_is_the_user_s_own(user: str, planted: str) -> None:
+    """A real `-p` as root and as nobody, with a table in its cache whose code for `str` (an annotation typer
+    reads from swecli's signatures) writes a marker when run. Someone else's table, or one others may write,
+    is not run; the user's own, private one is (what shows that the text planted is one swecli looks up)."""
+    with workspace("swecli-compiled-") as base:
+        home, project, marker = base / "home", base / "project", base / "marker" / "ran"
+        for folder in (home, project, marker.parent):
+            folder.mkdir(parents=True)
+        seed_vocabularies(home)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("SWECLI_")}, "HOME": str(home),
+               "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+               "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "SWECLI_CONTEXT__JUST_IN_TIME": "false"}
+        path = cache_path(env)
+        assert path is not None
+        table = CodeCache(path)
+        evil = f"(__import__('pathlib').Path({str(marker)!r}).write_text('ran') and None) or str"
+        table.new = {("eval", "str"): compile(evil, "<string>", "eval", dont_inherit=True)}
+        table.save()
+        hand_over(base, user)
+        if planted == "writable by others":
+            os.chmod(path, 0o622)
+        elif planted == "another user's":
+            os.chown(path, 12345, 12345)
+        with ScriptedLLM([Reply("done")]) as llm:
+            out = subprocess.run([*user_prefix(user), sys.executable, "-m", "swecli", "--provider",
+                                  "openai-compatible", "--base-url", llm.base_url, "--model", "scripted-model", "-p",
+                                  "say done"], cwd=project, env=env, capture_output=True, text=True, timeout=180,
+                                 stdin=subprocess.DEVNULL)
+        assert out.returncode == 0 and out.stdout == "done\n", out.stderr
+        assert marker.exists() == (planted == "the user's own")
