@@ -24,22 +24,19 @@ cannot write it even under `sandbox.writable_paths = ["~/.cache"]`: `.cache/swec
 from __future__ import annotations
 
 import builtins
-import contextlib
-import hashlib
 import marshal
 import os
-import stat
 import sys
-import threading
 from importlib.util import MAGIC_NUMBER
 from types import CodeType
 from typing import Any
+
+from swecli import sealed
 
 KEEP_UNUSED = 1024
 """A table with more than this, and more than twice what the process that writes it used, keeps only what that
 process used: texts of older versions of swecli and its libraries go, and reading the table stays cheap (a -p
 run uses ~630, ~0.45 MB, read in ~3 ms)."""
-_DIGEST_SIZE = 16
 _Key = tuple[str, str]  # (mode, source text)
 
 
@@ -93,16 +90,8 @@ def cache_path(env: dict[str, str] | None = None) -> str | None:
 
 def _read(path: str) -> dict[_Key, CodeType]:
     """The table an earlier process wrote, or {} (missing, someone else's, writable by others, damaged)."""
-    try:
-        with open(path, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-                return {}
-            blob = handle.read()
-    except OSError:
-        return {}
-    digest, body = blob[:_DIGEST_SIZE], blob[_DIGEST_SIZE:]
-    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != digest:
+    body = sealed.read(path, owned=True)
+    if body is None:
         return {}
     try:
         table = marshal.loads(body)
@@ -122,16 +111,7 @@ def _write(path: str, table: dict[_Key, CodeType]) -> None:
         body = marshal.dumps(table)
     except ValueError:  # a constant marshal cannot write (none is known): the table just stays as it was
         return
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with open(fd, "wb") as handle:
-            handle.write(hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    sealed.write(path, body)
 
 
 _CACHE: CodeCache | None = None
