@@ -25,7 +25,9 @@ Rows:
   between runs, outside the timing, so it never slows the next measurement.
 - per-tool-call overhead: a run of light `bash` calls (`true`); the gap between the arrival of request
   i and of request i+1, less the command's own time (measured alone), median over the calls after the first;
-  first-bash-call overhead: the first such gap less that median. On 100 files and on the 2,000-file copy.
+  first-bash-call overhead: the first such gap less that median. On 100 files (also with the thinking models
+  below: what a real model, whose thinking covers the work started when its request went out, sees) and on
+  the 2,000-file copy.
   `calls_thinking`: the same with a model that takes 0.5 s to answer each request (less those 0.5 s), as a
   real one does: what swecli starts while the model thinks (the next command's sandbox) is then off the path.
   `calls_kept`: the same on one kept-alive connection (`KeptAliveLLM`: chunked replies, as the real APIs and
@@ -375,6 +377,9 @@ def measure(trees: list[Tree], runs: int, sympy: str | None, only: set[str]) -> 
         ("cold", "cold `-p`, ~2,000 files: start to exit"),
         ("warm", "warm `-p`, ~2,000 files: start to exit"),
         ("first100", "first-bash-call overhead, 100 files"),
+        ("first100t", f"first-bash-call overhead, 100 files, a model that answers in {THINKING} s"),
+        ("first100st", f"first-bash-call overhead, 100 files, a model whose response starts at once and answers "
+                       f"in {THINKING} s"),
         ("call100", "per-tool-call overhead, 100 files"),
         ("call100t", f"per-tool-call overhead, 100 files, a model that answers in {THINKING} s"),
         ("call100_own", "per-tool-call overhead, 100 files, less the test server's own work"),
@@ -426,10 +431,8 @@ def _steps(tree: Tree, small: Path, hundred: Path, big: Path | None,
 
 
 def _call_rows(suffix: str, found: CallOverhead) -> dict[str, float]:
-    rows = {f"call{suffix}": found.per_call, f"call{suffix}_own": found.swecli, f"call{suffix}_server": found.server}
-    if not suffix.endswith("t"):
-        rows[f"first{suffix}"] = found.first
-    return rows
+    return {f"call{suffix}": found.per_call, f"call{suffix}_own": found.swecli, f"call{suffix}_server": found.server,
+            f"first{suffix}": found.first}
 
 
 def _settled(tree: Tree, source: Path, base: Path) -> Path:

@@ -210,7 +210,7 @@ class Agent:
     def _ready_tools(self) -> None:
         """Let the tools start what their next call would wait for (a sandbox, a parser) while the model
         thinks."""
-        self.tools.ready(replace(self.tool_ctx, sandbox=self.policy.confinement))
+        self.tools.ready(replace(self.tool_ctx, sandbox=self.policy.expected_confinement))
 
     def _admit(self, message: UserMessage | None = None) -> None:
         """Refuse a turn whose input (the task, and what was attached to it) cannot fit the window: compaction

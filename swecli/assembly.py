@@ -24,7 +24,7 @@ from swecli.config import Settings
 from swecli.context.manager import ContextManager, Prompt, Wiring
 from swecli.context.meter import counter_for
 from swecli.context.todo import TodoState, todo_tool
-from swecli.events import ContextOverflow, Event, Notice, TurnFinished
+from swecli.events import ContextOverflow, Event, ModelCallStarted, Notice, TurnFinished
 from swecli.llm.base import CancelToken, Provider
 from swecli.memory.playbook import Playbook
 from swecli.messages import ImagePart, SystemBlock, UserMessage
@@ -457,12 +457,14 @@ def open_subsystems(opening: Opening) -> list[Subsystem]:
     return [part for open_part in SUBSYSTEMS if (part := open_part(opening)) is not None]
 
 
-def build_agent(settings: Settings, root: Path, provider: Provider, *, approver: Approver | None = None,
-                bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None,
-                summary_provider: Callable[[], Provider] | None = None) -> Agent:
+def build_agent(  # noqa: PLR0913 (what a session, a test or a benchmark builds an agent from)
+        settings: Settings, root: Path, provider: Provider, *, approver: Approver | None = None,
+        bus: EventBus | None = None, parts: Sequence[Subsystem] | None = None,
+        summary_provider: Callable[[], Provider] | None = None, probe_later: bool = False) -> Agent:
     """One agent with its tools, context engine and policy. `parts`: the session's subsystems (default:
     those a session without a transcript has: the repository map, and sub-agents when enabled).
-    `summary_provider` makes the background summary's own provider (default: one for the agent's model)."""
+    `summary_provider` makes the background summary's own provider (default: one for the agent's model);
+    `probe_later`: see `build_policy`."""
     bus = bus or EventBus()
     parts = open_subsystems(Opening(root, settings, bus)) if parts is None else parts
     todo = TodoState()  # shared by the todo tool and the recitation in the dynamic tail
@@ -471,7 +473,8 @@ def build_agent(settings: Settings, root: Path, provider: Provider, *, approver:
                            images=settings.accepts_images is not False, image_max_edge=settings.images.max_edge,
                            environment=CommandEnvironment.from_settings(settings.sandbox.inherit_env,
                                                                         settings.sandbox.pass_env))
-    build = Build(settings, root, bus, tool_ctx, build_policy(settings, root, approver, bus), [todo_tool(todo)])
+    build = Build(settings, root, bus, tool_ctx, build_policy(settings, root, approver, bus, probe_later),
+                  [todo_tool(todo)])
     for part in parts:
         build.tools += part.tools(build)
     tools = build_tools(build.tools)
@@ -549,17 +552,85 @@ def child_spawner(build: Build, base: ToolRegistry, provider_for: ProviderFor) -
     return spawn
 
 
-def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus) -> Policy:
+def build_policy(settings: Settings, root: Path, approver: Approver | None, bus: EventBus,
+                 probe_later: bool = False) -> Policy:
     """The approval policy with the configured sandbox; says once (per session) why the sandbox
-    cannot run here, and which writable paths do not exist."""
+    cannot run here, and which writable paths do not exist. With `probe_later` (-p), what only running bwrap
+    can tell is found once the first request is out (`LaterProbe`), and said before the first command."""
     from swecli.tools.protected import broad_project_warning
-    from swecli.tools.sandbox import from_settings
+    from swecli.tools.sandbox import configured, from_settings, unprobed_reason
 
-    sandbox, problem, warnings = from_settings(settings.sandbox, root)
+    probe: LaterProbe | None = None
+    if probe_later:
+        sandbox, warnings = configured(settings.sandbox, root)
+        known = unprobed_reason(sandbox.root, sandbox.writable) if sandbox is not None else ""
+        if known is None and sandbox is not None:
+            probe = LaterProbe(sandbox.root, settings.sandbox.network, bus, sandbox.writable)
+        problem = known or ""
+    else:
+        sandbox, problem, warnings = from_settings(settings.sandbox, root)
     broad = broad_project_warning(root.resolve())
     for text in ([broad] if broad else []) + ([problem] if problem else []) + warnings:
         bus(Notice("warning", text))
-    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve())
+    return Policy(mode=settings.mode, approver=approver, sandbox=sandbox, sandbox_problem=problem, root=root.resolve(),
+                  probe=probe.problem if probe is not None else None)
+
+
+class LaterProbe:
+    """-p's sandbox probe (`tools.sandbox.probe_findings`: a bwrap run, `ldconfig -p`, the seccomp binding's
+    load), off the path to the first request: on a daemon thread from `ON_THE_WIRE` after that request starts
+    (the model's time covers it), or at once when a decision needs the answer (`problem`, which waits for
+    it). What it finds is said then, on the deciding thread, before the command it concerns; a run in which
+    nothing needed it ends without waiting for it (and says nothing of it). A spare sandbox started meanwhile
+    (`Policy.expected_confinement`) shares its bwrap run (`tools.sandbox._probe`)."""
+
+    def __init__(self, root: Path, network: bool, bus: EventBus, writable: tuple[Path, ...] = ()) -> None:
+        self.root, self.network, self.bus, self.writable = root, network, bus, writable
+        self._now, self._done = threading.Event(), threading.Event()
+        self._lock = threading.Lock()
+        self._started = self._said = False
+        self._found: tuple[str, list[str]] = ("", [])
+        bus.listeners.append(self._on_event)
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, ModelCallStarted):
+            self._start()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._run, name="swecli-sandbox-probe", daemon=True).start()
+
+    def _run(self) -> None:
+        from swecli.collector import ON_THE_WIRE
+        from swecli.tools import syscalls
+        from swecli.tools.sandbox import CANNOT_START, probe_findings
+
+        self._now.wait(ON_THE_WIRE)
+        try:
+            if not self.network:  # the filter first: a spare sandbox started meanwhile runs the bwrap probe beside it
+                syscalls.unavailable()
+            self._found = probe_findings(self.root, network=self.network, writable=self.writable)
+        except Exception as exc:  # as bwrap failing to start: commands are asked for, never run unconfined
+            self._found = (CANNOT_START.format(error=f"{type(exc).__name__}: {exc}"), [])
+        finally:
+            self._done.set()
+
+    def problem(self) -> str:
+        """Why bwrap cannot run here ("" when it can), waited for (started now if it waits for its time);
+        said once, with the filter's warning."""
+        self._now.set()
+        self._start()
+        self._done.wait()
+        problem, warnings = self._found
+        with self._lock:
+            said, self._said = self._said, True
+        if not said:
+            for text in ([problem] if problem else []) + warnings:
+                self.bus(Notice("warning", text))
+        return problem
 
 
 MCP_SETTLE = 0.5
@@ -727,7 +798,7 @@ class AgentSession:
         self.provider.close()
 
 
-def open_session(
+def open_session(  # noqa: PLR0913 (what the REPL and -p open a session with)
     root: Path,
     settings: Settings,
     *,
@@ -736,8 +807,10 @@ def open_session(
     resume: str | None = None,
     continue_latest: bool = False,
     first_prompt: str | None = None,
+    probe_later: bool = False,
 ) -> AgentSession:
     """A new or resumed session with its transcript, log and subsystems wired to the loop's events.
+    `probe_later` (-p): the sandbox is probed once the first request is out (`build_policy`).
 
     Raises SessionError (a one-sentence message) when there is nothing to resume.
     """
@@ -757,7 +830,7 @@ def open_session(
     # A background summary talks to its own provider (its own HTTP client, no retry notices from its
     # thread), for the model the session uses at the time (/model changes it).
     agent = build_agent(settings, root, provider, approver=approver, bus=bus, parts=parts,
-                        summary_provider=lambda: make_provider(session.settings))
+                        summary_provider=lambda: make_provider(session.settings), probe_later=probe_later)
     bus.listeners.append(recorder.handle)
     session = AgentSession(root, settings, provider, agent, bus, recorder, parts)
     if loaded is not None:

@@ -271,7 +271,8 @@ def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
             gc.enable()  # off since `entry`; -p keeps it off until its first request is out (`ui.headless`)
         interactive = asked.prompt is None and sys.stdin.isatty()
         trusted = _project_trust(root, flag=asked.trust_project, ask=interactive, to_stderr=not interactive)
-        settings_ready = _settings_beside(root, flags, trusted, http_beside=asked.prompt is not None)
+        headless = asked.prompt is not None  # -p probes the sandbox once its first request is out (LaterProbe)
+        settings_ready = _settings_beside(root, flags, trusted, http_beside=headless, probe_beside=not headless)
         resume = pick_session(root) if asked.resume == "" else asked.resume
         if asked.prompt is not None:
             import swecli.assembly
@@ -289,11 +290,12 @@ def run(root: Path, flags: dict[str, Any], asked: Invocation) -> int:
         return _error(str(exc))
 
 
-def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
-                     http_beside: bool = False) -> Callable[[], Settings]:
+def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *, http_beside: bool = False,
+                     probe_beside: bool = True) -> Callable[[], Settings]:
     """`_settings`, with the server's window asked for on a thread while the caller imports the session's
-    modules: the answer waits on the network, the imports on the interpreter. Call the result to get the
-    settings (it raises what `_settings` would)."""
+    modules: the answer waits on the network, the imports on the interpreter (and, with `probe_beside`, the
+    sandbox probed: `_sandbox_probes_beside`). Call the result to get the settings (it raises what
+    `_settings` would)."""
     from swecli.config import load_settings
     from swecli.llm.transport import prepare_http
     from swecli.llm.window import resolve_window
@@ -311,10 +313,11 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
         base_url[0] = settings.base_url
     finally:
         known.set()  # on an error "" is read: the thread builds the store, as before it could know
-    probes = _sandbox_probes_beside(settings, root)
+    probes = _sandbox_probes_beside(settings, root) if probe_beside else None
     if not (settings.provider and settings.model):
         def discovered() -> Settings:  # discovery first: nothing to overlap but the probes
-            probes.join()
+            if probes is not None:
+                probes.join()
             return _settings(root, flags, trusted)
 
         return discovered
@@ -331,7 +334,8 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
 
     def ready() -> Settings:
         thread.join()
-        probes.join()  # done by now: the session's imports took longer; the session then finds them cached
+        if probes is not None:  # done by now: the session's imports took longer; the session finds them cached
+            probes.join()
         if isinstance(outcome[0], BaseException):
             raise outcome[0]
         return outcome[0]
@@ -340,11 +344,12 @@ def _settings_beside(root: Path, flags: dict[str, Any], trusted: bool, *,
 
 
 def _sandbox_probes_beside(settings: Settings, root: Path) -> threading.Thread:
-    """Start, on a thread, what opening a session asks of the sandbox (`tools.sandbox.from_settings`): a
+    """Start, on a thread, what opening a REPL session asks of the sandbox (`tools.sandbox.from_settings`): a
     trivial command in bwrap (does it work here, with which isolation flags) and the seccomp filter's build
-    (pyseccomp, which runs `ldconfig -p` twice to find libseccomp). Two subprocesses and a library load,
+    (one `ldconfig -p` to find libseccomp, the pyseccomp binding). Two subprocesses and a library load,
     waited for beside the session's imports instead of on the way to the first request; both are cached
-    per process, so the session's own calls find them done. Errors are left for those calls to report."""
+    per process, so the session's own calls find them done. Errors are left for those calls to report.
+    (-p runs them once its first request is out: `assembly.LaterProbe`.)"""
 
     def probe() -> None:
         if settings.sandbox.mode == "off":

@@ -26,6 +26,7 @@ Each class lives beside the code that raises it; this is the map (tests/test_err
     ├── FrontMatterError            swecli.frontmatter        (a clause: the loaders above finish the sentence)
     ├── ToolError                   swecli.tools.base         what the model reads about a failed call
     ├── McpCallError                swecli.mcp.manager        an MCP call that produced no result
+    ├── PlantedCommand              swecli.mcp.manager        a server's program is found only where commands write
     ├── AttachError                 swecli.retrieval.attach   a named file that cannot be attached
     ├── OffloadError                swecli.context.offload
     ├── ArchiveError                swecli.context.archive

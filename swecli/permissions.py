@@ -89,7 +89,10 @@ class Policy:
     sandbox: Sandbox | None = None
     """The configured sandbox (workspace-write or read-only); None when the user turned it off."""
     sandbox_problem: str = ""
-    """Why the configured sandbox cannot run here ("" when it can)."""
+    """Why the configured sandbox cannot run here ("" when it can); read through `problem()`."""
+    probe: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+    """-p's sandbox probe while its answer is not in (it runs once the first request is out): called by
+    the first decision that reads `sandbox_problem`, which waits for it and keeps its answer."""
     root: Path | None = None
     """The project root, to tell a write to a protected path (`.git/hooks`, `.envrc`, ...); None: not checked."""
 
@@ -123,17 +126,37 @@ class Policy:
 
     # -- bash ------------------------------------------------------------------------------------------
 
+    def problem(self) -> str:
+        """`sandbox_problem`, once a probe still running has answered (waited for here)."""
+        probe = self.probe
+        if probe is not None:
+            self.sandbox_problem = probe()  # the same answer whoever asks first: sub-agents share this policy
+            self.probe = None
+        return self.sandbox_problem
+
     @property
     def confinement(self) -> Sandbox | None:
         """The sandbox bash runs in under the current mode, or None when it runs unconfined."""
-        if self.sandbox is None or self.sandbox_problem:
+        if self.sandbox is None or self.problem():
             return None
+        return self._configured()
+
+    @property
+    def expected_confinement(self) -> Sandbox | None:
+        """`confinement`, not waiting for a probe still running (taken to find nothing): what the tools get
+        ready for while the model thinks (a spare sandbox). Never what a command runs in: `check` waits."""
+        if self.probe is None:
+            return self.confinement
+        return None if self.sandbox is None else self._configured()
+
+    def _configured(self) -> Sandbox:
+        assert self.sandbox is not None
         return self.sandbox.read_only() if self.mode == "plan" else self.sandbox
 
     @property
     def unconfined_against_wishes(self) -> bool:
         """The user wants a sandbox but it cannot run: commands must not slip through unasked."""
-        return self.sandbox is not None and bool(self.sandbox_problem)
+        return self.sandbox is not None and bool(self.problem())
 
     def _check_bash(self, call: ToolCall, args: dict[str, Any], preview: str) -> Verdict:
         from swecli.tools.guard import dangerous_reason

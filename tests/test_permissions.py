@@ -122,6 +122,19 @@ def test_auto_mode_without_a_working_sandbox_asks_instead_of_running_unconfined(
     assert not refused.allowed and "install bubblewrap" in refused.message and UNSANDBOXED in refused.message
 
 
+def test_a_probe_still_running_is_waited_for_by_decisions_and_not_by_getting_ready(tmp_path: Path) -> None:
+    # -p probes the sandbox once its first request is out (`assembly.LaterProbe`): the spare sandbox gets ready
+    # in the configured one meanwhile; every decision takes the probe's answer
+    asked: list[str] = []
+    sandbox = Sandbox(root=tmp_path)
+    policy = Policy("auto", sandbox=sandbox, probe=lambda: asked.append("probe") or MISSING)
+    assert policy.expected_confinement is sandbox and asked == []
+    refused = policy.check(*call("bash", command="make"), True, "")
+    assert not refused.allowed and UNSANDBOXED in refused.message and asked == ["probe"]
+    assert policy.sandbox_problem == MISSING and policy.expected_confinement is None and policy.confinement is None
+    assert asked == ["probe"]  # asked once
+
+
 def test_sandbox_off_is_the_users_choice_and_auto_mode_runs_unconfined() -> None:
     verdict = Policy("auto").check(*call("bash", command="make"), True, "")
     assert verdict.allowed and verdict.sandbox is None

@@ -25,6 +25,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import math
+import os
 import threading
 import time
 from contextlib import AsyncExitStack
@@ -244,7 +245,8 @@ class McpManager:
 
         try:
             cfg = expand(self._states[name].config)  # ${VAR} from the environment, at each start
-        except MissingVariable as exc:
+            cfg = _trusted_command(cfg, self.root)
+        except (MissingVariable, PlantedCommand) as exc:
             self._fail(name, str(exc))
             return
         started = time.monotonic()
@@ -305,6 +307,34 @@ class _stderr_log:
     def __exit__(self, *exc: object) -> None:
         if self.handle is not None:
             self.handle.close()
+
+
+class PlantedCommand(SwecliError):
+    """A stdio server's program was found on PATH only where a sandboxed command can write."""
+
+
+def _trusted_command(cfg: McpServerConfig, root: Path) -> McpServerConfig:
+    """`cfg` with its program's name looked up as swecli's own helpers are (`own_process.trusted_program`):
+    swecli starts the server itself, outside the sandbox, with the tokens of its `env`, so a program of that
+    name a command wrote into a writable path on PATH (`~/.local/bin` with `~/.local` writable) must not be
+    the one started (measured: it was, at the next session's start). A path the user gave is theirs."""
+    import shutil
+
+    from swecli.tools.own_process import trusted_program
+
+    if not cfg.command or "/" in cfg.command:
+        return cfg
+    search = cfg.env.get("PATH", os.environ.get("PATH", os.defpath))
+    program = trusted_program(cfg.command, root, search)
+    if program is not None:
+        return cfg.model_copy(update={"command": program})
+    anywhere = shutil.which(cfg.command, path=search)
+    if anywhere is None:
+        return cfg  # not installed: the start fails and says so, as before
+    raise PlantedCommand(f"its program {cfg.command} was found only at {anywhere}, in a folder a sandboxed command "
+                         "can write (the project or sandbox.writable_paths), so a command could have replaced it and "
+                         "swecli does not start it; give the program's absolute path as the server's command to "
+                         "run it anyway, or take that folder out of sandbox.writable_paths.")
 
 
 async def _connect(stack: AsyncExitStack, cfg: McpServerConfig, errlog: TextIO, root: Path) -> Client:

@@ -68,11 +68,12 @@ class ChangeTracker(Protocol):
     def close(self) -> None: ...
 
 
-def track_changes(root: Path) -> ChangeTracker | None:
-    """A tracker for `root`, None outside a git work tree. Watching starts at once, in the background."""
+def track_changes(root: Path, delay: float = 0.0) -> ChangeTracker | None:
+    """A tracker for `root`, None outside a git work tree. Watching starts in the background, `delay` seconds
+    from now or at the first command, whichever comes first."""
     if work_tree_top(root.resolve()) is None:
         return None
-    return InotifyTracker(root)
+    return InotifyTracker(root, delay=delay)
 
 
 class _TooLarge(ControlFlow):
@@ -95,7 +96,7 @@ def _inotify() -> INotify:
 class InotifyTracker:
     """Watches the tree with inotify; falls back to a `ScanTracker` when inotify cannot be used."""
 
-    def __init__(self, root: Path, max_dirs: int = MAX_WATCHED_DIRS) -> None:
+    def __init__(self, root: Path, max_dirs: int = MAX_WATCHED_DIRS, delay: float = 0.0) -> None:
         self.root = root.resolve()
         self.max_dirs = max_dirs
         self.fallback: ChangeTracker | None = None
@@ -109,10 +110,15 @@ class InotifyTracker:
         self._overflowed: set[str] = set()
         self._lock = threading.Lock()
         self._ready = threading.Event()
+        self._needed = threading.Event()
         self._closed = False
-        threading.Thread(target=self._setup, name="swecli-changes", daemon=True).start()
+        threading.Thread(target=self._setup, args=(delay,), name="swecli-changes", daemon=True).start()
 
-    def _setup(self) -> None:
+    def _setup(self, delay: float) -> None:
+        self._needed.wait(delay)  # (a request being sent: the walk would hold the interpreter in its way)
+        if self._closed:
+            self._ready.set()
+            return
         try:
             self._inotify = _inotify()
             with self._lock:
@@ -130,6 +136,7 @@ class InotifyTracker:
                 self.close()
 
     def begin(self, key: str) -> None:
+        self._needed.set()
         if not self._ready.wait(SETUP_WAIT):
             return  # still setting up a huge tree: this call runs untracked (end() says None)
         if self.fallback is not None:
@@ -163,6 +170,7 @@ class InotifyTracker:
 
     def close(self) -> None:
         self._closed = True
+        self._needed.set()
         if self._ready.is_set():
             with self._lock:
                 self._release()

@@ -35,6 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from swecli.collector import ON_THE_WIRE
 from swecli.events import CompactionDone, MessageAppended, ModelCallStarted, ToolFinished, ToolStarted, TurnFinished
 from swecli.memory.changes import ChangeTracker, track_changes
 from swecli.memory.opencli import CountTokens, fit_to_budget
@@ -230,6 +231,7 @@ class _Writer:
         self._jobs: queue.Queue[Callable[[], None]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
+        self._hurry = threading.Event()
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._start:
@@ -239,6 +241,9 @@ class _Writer:
         self._jobs.put(job)
 
     def _run(self) -> None:
+        # Its first write is a task's (`NotesUpdater.on_prompt`), just before the task's request is built and
+        # sent: it waits until that is done, or until someone waits for it (`flush`).
+        self._hurry.wait(ON_THE_WIRE)
         while True:
             job = self._jobs.get()
             try:
@@ -247,6 +252,7 @@ class _Writer:
                 self._jobs.task_done()
 
     def flush(self) -> None:
+        self._hurry.set()
         self._jobs.join()
 
 
@@ -339,7 +345,8 @@ class NotesUpdater:
                 reason = _first_line(message.content, REASON_CHARS)
                 self._reasons.update({call.id: reason for call in message.tool_calls})
         elif isinstance(event, ModelCallStarted):
-            self._changes()  # the request is on its way: the watches are set up while the model thinks
+            self._changes()  # the request is on its way: the watches are set up once it is out, while the
+            # model thinks
         elif isinstance(event, ToolStarted) and facts_for(event.call.name).is_shell:
             tracker = self._changes()
             if tracker is not None:
@@ -400,7 +407,7 @@ class NotesUpdater:
 
     def _changes(self) -> ChangeTracker | None:
         if self._tracker is False:
-            self._tracker = track_changes(self.root)
+            self._tracker = track_changes(self.root, delay=ON_THE_WIRE)
         return self._tracker if not isinstance(self._tracker, bool) else None
 
     def close(self) -> None:

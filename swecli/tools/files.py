@@ -17,7 +17,7 @@ from swecli.records import datarecord
 from swecli.tools.base import Tool, ToolContext, ToolError, ToolResult
 from swecli.tools.facts import ToolFacts, declare
 from swecli.tools.images import is_image_path, load_image
-from swecli.tools.paths import display_path, resolve_in_root, resolve_readable, shown_path
+from swecli.tools.paths import display_path, open_confined, resolve_in_root, resolve_readable, shown_path
 from swecli.tools.spool import Spool
 from swecli.tools.text import (
     TextFile,
@@ -247,10 +247,11 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     shown = shown_path(ctx.root, target)
     if target.exists() and not target.is_file() and not target.is_dir():
         raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device); read_file only reads files.")
-    if is_image_path(target) and target.is_file() and (image := _read_image(target, shown, ctx)) is not None:
+    base = _confining_root(target, ctx)
+    if is_image_path(target) and target.is_file() and (image := _read_image(target, shown, ctx, base)) is not None:
         return image
     try:
-        with target.open("rb") as fh:
+        with open_confined(base, target) as fh:  # never through a folder swapped for a link since the check
             head = fh.read(ENCODING_SNIFF_BYTES)
             if looks_binary(head):
                 size = target.stat().st_size
@@ -271,13 +272,23 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
     return ToolResult("\n".join(page.lines + _page_notes(page)), summary=summary, meta=meta)
 
 
-def _read_image(target: Path, shown: str, ctx: ToolContext) -> ToolResult | None:
+def _confining_root(target: Path, ctx: ToolContext) -> Path:
+    """The folder `target` was allowed in (the project, a user skill's folder, an attached file's folder), from
+    which it is opened without following links (`open_confined`)."""
+    for top in (ctx.root, *ctx.read_roots):
+        real = top.resolve()
+        if target.is_relative_to(real):
+            return real if real != target else real.parent  # an attached file is its own read root
+    return ctx.root
+
+
+def _read_image(target: Path, shown: str, ctx: ToolContext, base: Path) -> ToolResult | None:
     """The image as the model sees it; None when the file is not a readable image (read as any file)."""
     if not ctx.images:
         raise ToolError(f"{shown} is an image, and the current model does not accept images, so read_file cannot "
                         "show it. Work from its name and context, or ask the user to describe it.")
     try:
-        image = load_image(target, shown, "read with read_file", ctx.image_max_edge)
+        image = load_image(target, shown, "read with read_file", ctx.image_max_edge, root=base)
     except ToolError:
         return None
     kind = image.media_type.removeprefix("image/").upper()
@@ -416,7 +427,7 @@ def _plan_write(args: WriteFileArgs, ctx: ToolContext) -> _Change:
         diff = f"{shown} ({size:,} bytes) will be replaced; it is too big to show what changes.\n"
         return _Change(target, shown, diff + unified_diff("", args.content, shown), args.content.encode(), False,
                        args.content)
-    raw = read_bytes(target, shown)
+    raw = read_bytes(target, shown, ctx.root)
     if looks_binary(raw):
         diff = f"Binary file {shown} ({len(raw):,} bytes) will be replaced by text.\n"
         return _Change(target, shown, diff + unified_diff("", args.content, shown), args.content.encode(), False,
@@ -440,7 +451,7 @@ def _regular_size(target: Path, shown: str, tool: str) -> int:
 
 def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
     change = _plan_write(args, ctx)
-    write_atomically(change.target, change.data, change.shown)
+    write_atomically(change.target, change.data, change.shown, root=ctx.root)
     lines = count_lines(change.new_text)
     added, removed = diff_stat(change.diff)
     what = "new file" if change.created else f"+{added} -{removed}"
@@ -497,7 +508,7 @@ def _plan_edit(args: EditFileArgs, ctx: ToolContext) -> tuple[_Change, int]:
     if size > MAX_EDIT_BYTES:
         raise ToolError(f"{shown} is {size:,} bytes, more than edit_file handles ({MAX_EDIT_BYTES:,}); change it with "
                         "bash (e.g. `sed -i`), or write a smaller file.")
-    source = load_text(target, shown)
+    source = load_text(target, shown, ctx.root)
     old, new = _match_newlines(args.old_string, source), _match_newlines(args.new_string, source)
     if old == new:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
@@ -561,7 +572,7 @@ def _whitespace_insensitive_match(text: str, old: str) -> int:
 
 def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolResult:
     change, count = _plan_edit(args, ctx)
-    write_atomically(change.target, change.data, change.shown)
+    write_atomically(change.target, change.data, change.shown, root=ctx.root)
     added, removed = diff_stat(change.diff)
     replaced = _pluralize(count if args.replace_all else 1, "occurrence")
     shown_diff = change.diff if len(change.diff) <= RESULT_DIFF_CHARS else (

@@ -19,6 +19,7 @@ from swecli.lazy import regex
 from swecli.messages import ImagePart
 from swecli.records import datarecord
 from swecli.tools.base import ToolError
+from swecli.tools.paths import open_confined
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
 SENT_AS_IS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
@@ -37,15 +38,20 @@ def is_image_path(path: str | Path) -> bool:
 
 
 def load_image(path: Path, shown: str, origin: str, max_edge: int = MAX_EDGE,
-               max_bytes: int = MAX_BYTES) -> ImagePart:
+               max_bytes: int = MAX_BYTES, root: Path | None = None) -> ImagePart:
     """The image at `path` as a message part (`shown`: how its path is written for the model).
-    ToolError (one sentence) when it cannot be read as an image."""
+    ToolError (one sentence) when it cannot be read as an image. With `root`, the file is opened from it
+    without following links (`paths.open_confined`: read_file's check stands until the read)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ToolError(f"{shown} is larger than {MAX_FILE_BYTES // 1_000_000} MB; it was not loaded.")
-        raw = path.read_bytes()
+        if root is None:
+            raw = path.read_bytes()
+        else:
+            with open_confined(root, path) as fh:
+                raw = fh.read(MAX_FILE_BYTES + 1)
         with warnings.catch_warnings():  # Pillow warns on stderr (over the UI) past 89 million pixels
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             opened = Image.open(io.BytesIO(raw))

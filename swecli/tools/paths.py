@@ -2,13 +2,20 @@
 the user's credentials (`SECRET_PATHS`, when the project holds the home directory).
 
 Paths are resolved with symlinks followed, so a link inside the project that points elsewhere
-cannot be used to read or write outside it, or into `~/.ssh`.
+cannot be used to read or write outside it, or into `~/.ssh`. The file tools then open what they
+checked through `confined_folder`, never through a link, so a folder of the path swapped for a link
+after the check (by a command running beside the tool: a sub-agent's) leads nowhere.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import BinaryIO
 
 from swecli.tools.base import ToolError
 from swecli.tools.protected import secret_location
@@ -89,3 +96,55 @@ def resolve_readable(root: Path, path: str | os.PathLike[str], extra: tuple[Path
 def shown_path(root: Path, path: Path) -> str:
     """`display_path` inside the project; the absolute path for a file outside it (an extra read root)."""
     return display_path(root, path) if path.is_relative_to(Path(root).resolve()) else str(path)
+
+
+@contextmanager
+def confined_folder(root: Path, folder: Path, create: bool = False) -> Iterator[int]:
+    """A descriptor of `folder` (resolved, inside the resolved `root`), reached from `root` one name at a time
+    without following a link: OSError (ELOOP, ENOTDIR) when a folder on the way is not a real folder now.
+    `resolve_in_root` checked the path, but a command running beside the tool (a sub-agent's bash) can swap
+    a folder of it for a link to outside between that check and the open: a loop doing so put write_file's
+    content outside the project and read_file's answer from outside, several times in 10 s (measured).
+    With `create`, missing folders are made on the way (a new file's parents)."""
+    fd = os.open(root.resolve(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in () if folder == root else folder.relative_to(root.resolve()).parts:
+            if create:
+                with suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=fd)
+            inner = _open_folder(name, fd)
+            os.close(fd)
+            fd = inner
+        yield fd
+    finally:
+        os.close(fd)
+
+
+class SwappedPath(OSError):
+    """A folder of a checked path is a link now (`confined_folder`)."""
+
+
+def _open_folder(name: str, parent: int) -> int:
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP) and stat.S_ISLNK(os.lstat(name, dir_fd=parent).st_mode):
+            raise SwappedPath(errno.ELOOP, "a folder on its path became a symlink after it was checked, and the "
+                                           "file tools never go through one") from None
+        raise
+
+
+def open_confined(root: Path, target: Path) -> BinaryIO:
+    """`target` (resolved, inside the resolved `root`) opened for reading through `confined_folder`, itself not
+    followed if a link, and without blocking: OSError for anything but a regular file."""
+    if target == root.resolve():
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(target))
+    with confined_folder(root, target.parent) as folder:
+        fd = os.open(target.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = (IsADirectoryError(errno.EISDIR, "is a directory", str(target)) if stat.S_ISDIR(mode)
+                else OSError(errno.EINVAL, "not a regular file", str(target)))
+        raise kind
+    return os.fdopen(fd, "rb")

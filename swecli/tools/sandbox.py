@@ -51,6 +51,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field, replace
@@ -61,7 +62,7 @@ from swecli.config import SandboxConfig
 from swecli.lazy import regex
 from swecli.records import datarecord
 from swecli.tools import gitlinks, syscalls
-from swecli.tools.own_process import trusted_program
+from swecli.tools.own_process import command_writable, find_outside, setting_path, trusted_program
 from swecli.tools.protected import (
     HOME_PROFILES,
     PROTECTED_DIRS,
@@ -295,6 +296,8 @@ class Sandbox:
     git_dirs: tuple[Path, ...] = ()
     """The project's git directories (`.git`, or a worktree's git and common directories)."""
     bwrap: str = "bwrap"
+    own: tuple[Path, ...] = ()
+    """swecli's own code and interpreter (`sys.prefix`, `sys.path`) where a writable path holds them, read-only."""
 
     @classmethod
     def for_project(cls, root: Path, *, mode: Literal["workspace-write", "read-only"] = "workspace-write",
@@ -305,11 +308,12 @@ class Sandbox:
         env = os.environ if env is None else env
         root = root.resolve()
         home = (home or Path(env.get("HOME") or Path.home())).resolve()
-        writable = [p for p in (_resolve(w, root, home) for w in writable_paths) if p.exists()]
+        writable = [p for p in (setting_path(w, root, home) for w in writable_paths) if p.exists()]
         linked = gitlinks.linked_git_dirs(root)
         git_dirs = gitlinks.git_dirs(root)
-        return cls(root=root, mode=mode, writable=tuple(dict.fromkeys([*linked, *writable])), network=network,
-                   hidden=_hidden(root, home, hidden_paths, env), home=home, git_dirs=tuple(git_dirs))
+        every = tuple(dict.fromkeys([*linked, *writable]))
+        return cls(root=root, mode=mode, writable=every, network=network, hidden=_hidden(root, home, hidden_paths, env),
+                   home=home, git_dirs=tuple(git_dirs), own=_own_installation(root, every))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -342,7 +346,7 @@ class Sandbox:
 
     def mounts(self, layout: Layout) -> Mounts:
         """What this command's line is made of beyond the sandbox's settings, read now (`command_line`)."""
-        program = bwrap_program(self.bwrap, self.root)
+        program = bwrap_program(self.bwrap, self.root, self.writable)
         if program is None:  # unavailable_reason said so first: the session does not sandbox with it
             raise OSError(errno.ENOENT, f"{self.bwrap} is not installed outside the project")
         return Mounts(program, isolation_flags(program), layout.toolchains, layout.pinned, layout.read_only,
@@ -393,13 +397,15 @@ class Sandbox:
         dirs += submodules.hooks
         existing += submodules.read_only
         placeholders = [path for path in dirs if not seen.exists(path) and seen.made(path, _placeholder(path))]
-        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if seen.exists(p)), *placeholders]))
+        read_only = list(dict.fromkeys([*existing, *(p for p in (*dirs, *files) if seen.exists(p)), *placeholders,
+                                        *self.own]))
         watched = tuple(path for path in files if not seen.exists(path))
         checks: list[Callable[[], list[str]]] = [functools.partial(_quarantine_created, self.root, watched),
                                                  submodules.check]
         if self.home is not None and _inside(self.home, self.root):
             checks.append(_new_entries_check(self.root, self.home))
-        pinned = _holders(self.root, [*read_only, *watched])
+        own_holders = (path for base in self.writable for path in _holders(base, self.own))  # `~/.local/lib`
+        pinned = (*_holders(self.root, [*read_only, *watched]), *own_holders)
         return Layout(tuple(read_only), toolchains, watched, pinned, tuple(checks))
 
     def _protected(self, seen: _Seen) -> tuple[list[Path], list[Path], list[Path]]:
@@ -478,29 +484,41 @@ class Sandbox:
 def from_settings(config: SandboxConfig, root: Path, env: Mapping[str, str] | None = None) -> tuple[
         Sandbox | None, str, list[str]]:
     """(the configured sandbox, or None when `sandbox.mode = "off"`; why it cannot run here, or "";
-    one sentence per writable path that does not exist and is therefore left out)."""
-    if config.mode == "off":
+    one sentence per writable path that does not exist and is therefore left out, and the seccomp filter's
+    warning): `configured`, then `probe_findings`."""
+    sandbox, warnings = configured(config, root, env)
+    if sandbox is None:
         return None, "", []
+    problem, found = probe_findings(sandbox.root, network=config.network, writable=sandbox.writable)
+    return sandbox, problem, warnings + found
+
+
+def configured(config: SandboxConfig, root: Path, env: Mapping[str, str] | None = None) -> tuple[
+        Sandbox | None, list[str]]:
+    """`from_settings` without running anything: the sandbox (None when off) and the writable paths' warnings."""
+    if config.mode == "off":
+        return None, []
     env = os.environ if env is None else env
     sandbox = Sandbox.for_project(root, mode=config.mode, writable_paths=config.writable_paths,
                                   network=config.network, hidden_paths=config.hidden_paths, env=env)
     home = Path(env.get("HOME") or Path.home())
-    missing = [p for p in config.writable_paths if not _resolve(p, sandbox.root, home).exists()]
-    warnings = [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create it or "
-                "remove it from the setting." for p in missing]
-    problem = unavailable_reason(sandbox.root)
-    if not problem and not config.network and syscalls.unavailable():
-        warnings.append(syscalls.unavailable())
-    return sandbox, problem, warnings
+    missing = [p for p in config.writable_paths if not setting_path(p, sandbox.root, home).exists()]
+    return sandbox, [f"sandbox.writable_paths: {p} does not exist, so it is not writable in the sandbox; create "
+                     "it or remove it from the setting." for p in missing]
 
 
-def _resolve(path: str, root: Path, home: Path) -> Path:
-    expanded = Path(str(home) + path[1:]) if path == "~" or path.startswith("~/") else Path(path)
-    return (expanded if expanded.is_absolute() else root / expanded).resolve()
+def probe_findings(root: Path, *, network: bool, writable: tuple[Path, ...] = ()) -> tuple[str, list[str]]:
+    """What the start's probe finds (once per process; bwrap run, `ldconfig -p` and the seccomp binding
+    loaded): why bwrap cannot sandbox commands in `root`'s project with the sandbox's `writable` folders ("" when
+    it can), and the seccomp filter's warning when commands would run without it."""
+    problem = unavailable_reason(root, writable)
+    if not problem and not network and syscalls.unavailable():
+        return problem, [syscalls.unavailable()]
+    return problem, []
 
 
 def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]) -> tuple[Path, ...]:
-    candidates = [Path(p) for p in credential_locations(home, env)] + [_resolve(p, root, home) for p in extra]
+    candidates = [Path(p) for p in credential_locations(home, env)] + [setting_path(p, root, home) for p in extra]
     runtime = env.get("XDG_RUNTIME_DIR")
     candidates += [Path(runtime)] if runtime else []
     candidates += [Path("/var/run/docker.sock"), Path("/run/docker.sock"), *system_secrets()]
@@ -513,6 +531,19 @@ def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]
             continue  # never hide the project itself
         hidden.append(real)
     return tuple(dict.fromkeys(hidden))
+
+
+def _own_installation(root: Path, writable: tuple[Path, ...]) -> tuple[Path, ...]:
+    """Where swecli's interpreter and imports live (the virtualenv, its site-packages, the user's site-packages,
+    PYTHONPATH) inside one of `writable`: pipx, `uv tool` and `pip install --user` put swecli under `~/.local`,
+    and with `~/.local` writable one command rewrote the code the next session ran outside the sandbox
+    (measured). Inside the project they stay writable: its own virtualenv must take `pip install`."""
+    found: list[Path] = []
+    for entry in (sys.prefix, *sys.path):
+        real = Path(entry).resolve() if entry else root
+        if real.is_dir() and not real.is_relative_to(root) and any(real.is_relative_to(w) for w in writable):
+            found.append(real)
+    return tuple(p for p in dict.fromkeys(found) if not any(p != q and p.is_relative_to(q) for q in found))
 
 
 def _tmp_toolchains(env: Mapping[str, str]) -> tuple[Path, ...]:
@@ -755,37 +786,55 @@ CANNOT_START = ("Commands cannot be sandboxed because bwrap cannot start here ({
 NOT_LINUX = ("Commands cannot be sandboxed on this system (swecli's sandbox uses bubblewrap, on Linux): set "
              "sandbox.mode = \"off\" in .swecli/config.toml to run commands unsandboxed without asking in auto "
              "mode; until then, commands that are not read-only ask first.")
+PASSED_OVER = ("Commands cannot be sandboxed because the only bubblewrap on PATH, {path}, is in a folder sandboxed "
+               "commands can write (the project or sandbox.writable_paths), so a command could have replaced it "
+               "and swecli does not run it: install bubblewrap in a system directory (`sudo apt-get install "
+               "bubblewrap`) or take that folder out of sandbox.writable_paths; until then, commands that are not "
+               "read-only ask first, in auto mode too.")
 
 
-def unavailable_reason(root: Path | None = None) -> str:
-    """"" when bwrap can sandbox commands in the project at `root` (the working directory by default), else
-    one sentence saying why and how to fix it."""
-    if not sys.platform.startswith("linux"):
-        return NOT_LINUX
-    path = bwrap_program("bwrap", Path.cwd() if root is None else root)
-    if path is None:
-        return MISSING
+def unavailable_reason(root: Path | None = None, writable: tuple[Path, ...] = ()) -> str:
+    """"" when bwrap can sandbox commands in the project at `root` (the working directory by default, with
+    the sandbox's `writable` folders), else one sentence saying why and how to fix it."""
+    known = unprobed_reason(root, writable)
+    if known is not None:
+        return known
+    path = bwrap_program("bwrap", Path.cwd() if root is None else root, writable)
+    assert path is not None
     return _probe(path)[0]
 
 
-def bwrap_program(name: str, root: Path) -> str | None:
-    """The bwrap swecli runs: `name` itself when it is a path, else the one on PATH outside the project and its
-    relative entries (`trusted_program`). swecli starts bwrap itself, outside any sandbox: a repository's
-    `bin/bwrap`, on PATH through direnv's `PATH_add bin` (or an activated in-project venv), ran every command
-    unsandboxed, and the start's probe ran it too (measured)."""
+def unprobed_reason(root: Path | None = None, writable: tuple[Path, ...] = ()) -> str | None:
+    """`unavailable_reason`'s answer where it needs no bwrap run (not Linux, bwrap not installed or only where
+    a sandboxed command can write), else None."""
+    if not sys.platform.startswith("linux"):
+        return NOT_LINUX
+    if bwrap_program("bwrap", Path.cwd() if root is None else root, writable) is not None:
+        return None
+    anywhere = shutil.which("bwrap")
+    return PASSED_OVER.format(path=anywhere) if anywhere else MISSING
+
+
+def bwrap_program(name: str, root: Path, writable: tuple[Path, ...] = ()) -> str | None:
+    """The bwrap swecli runs: `name` itself when it is a path, else the one on PATH outside the folders a
+    sandboxed command may write (`trusted_program`: the project, the writable paths, `writable`) and the
+    relative entries. swecli starts bwrap itself, outside any sandbox: a repository's `bin/bwrap`, on PATH
+    through direnv's `PATH_add bin`, or one a command wrote into `~/.local/bin` with `~/.local` writable, ran
+    every command unsandboxed, and the start's probe ran it too (measured)."""
     if os.path.isabs(name):
         return name
-    return _trusted_bwrap(name, str(root), os.environ.get("PATH", os.defpath))
+    return _trusted_bwrap(name, str(root), os.environ.get("PATH", os.defpath), writable)
 
 
 @functools.lru_cache(maxsize=8)
-def _trusted_bwrap(name: str, root: str, search: str) -> str | None:
+def _trusted_bwrap(name: str, root: str, search: str, writable: tuple[Path, ...]) -> str | None:
     if Path(root) != _FILESYSTEM_ROOT:
-        return trusted_program(name, Path(root), search)
+        return trusted_program(name, Path(root), search, writable)
     # started in /: every PATH entry is inside the project, but the system's directories stay read-only to its
-    # commands (`_protected`), so a bwrap found there is the system's, not one a command planted
+    # commands (`_protected`), so a bwrap found there is the system's, not one a command planted (unless a
+    # writable path is among them)
     system = [entry for entry in search.split(os.pathsep) if _in_system_dir(entry)]
-    return shutil.which(name, path=os.pathsep.join(system)) if system else None
+    return find_outside(name, tuple(system), (*command_writable(Path(root)), *writable))
 
 
 def _in_system_dir(entry: str) -> bool:
@@ -806,8 +855,17 @@ def isolation_flags(bwrap: str = "bwrap") -> tuple[str, ...]:
     return found or _ISOLATION_CHOICES[0]
 
 
-@functools.lru_cache(maxsize=8)
+_PROBE_LOCK = threading.Lock()
+
+
 def _probe(bwrap: str) -> tuple[str, tuple[str, ...]]:
+    """`_probed`, run once even when the start's probe and a spare sandbox's start ask at the same time."""
+    with _PROBE_LOCK:
+        return _probed(bwrap)
+
+
+@functools.lru_cache(maxsize=8)
+def _probed(bwrap: str) -> tuple[str, tuple[str, ...]]:
     """Start a trivial command with the namespaces the real ones use (once per bwrap binary): ("", flags)
     with the first isolation choice that works, or (the error, ())."""
     error = ""

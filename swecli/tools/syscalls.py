@@ -38,6 +38,7 @@ import os
 import socket
 import stat
 import tempfile
+import threading
 from typing import Any
 
 AF_VSOCK = 40
@@ -68,12 +69,22 @@ def filter_fd(*, network: bool) -> int | None:
     return read
 
 
-@functools.lru_cache(maxsize=2)
+_FILTER_LOCK = threading.Lock()
+
+
 def _filter(network: bool) -> bytes | None:
-    if not _found_without_a_compiler("c", "seccomp"):
+    """`_built`, once even when the start's probe and a spare sandbox's start ask at the same time."""
+    with _FILTER_LOCK:
+        return _built(network)
+
+
+@functools.lru_cache(maxsize=2)
+def _built(network: bool) -> bytes | None:
+    sonames = _found_without_a_compiler("c", "seccomp")
+    if sonames is None:
         return None
     try:
-        import pyseccomp as seccomp
+        seccomp = _binding(sonames)
     except (ImportError, OSError, AttributeError, RuntimeError):  # no binding; no libseccomp.so (RuntimeError)
         return None
     deny = seccomp.ERRNO(errno.EPERM)
@@ -93,18 +104,70 @@ def _filter(network: bool) -> bytes | None:
         return compiled.read()
 
 
-def _found_without_a_compiler(*libraries: str) -> bool:
-    """Whether `ldconfig -p` lists each library, as `ctypes.util.find_library` asks it first. pyseccomp's
-    import finds libc and libseccomp with `find_library`, which, for a library ldconfig does not list (musl
-    systems such as Alpine, a libseccomp outside the cache or not installed), runs `gcc` or `cc`, `ld` and
-    `objdump` from PATH, in swecli's own process tree: a project folder on PATH (direnv's `PATH_add bin`)
-    would have run a `gcc` the repository planted. So pyseccomp is imported only when ldconfig answers for
-    both; otherwise seccomp is unavailable, as when libseccomp is missing. (ctypes' own first step is called,
-    not changed: the same answer, one more `ldconfig -p` per library, on the start's probe thread.)"""
+def _found_without_a_compiler(*libraries: str) -> dict[str, str] | None:
+    """Each library's soname as `ldconfig -p` lists it (None unless it lists every one), as
+    `ctypes.util.find_library` asks it first. pyseccomp's import finds libc and libseccomp with
+    `find_library`, which, for a library ldconfig does not list (musl systems such as Alpine, a libseccomp
+    outside the cache or not installed), runs `gcc` or `cc`, `ld` and `objdump` from PATH, in swecli's own
+    process tree: a project folder on PATH (direnv's `PATH_add bin`) would have run a `gcc` the repository
+    planted. So pyseccomp is imported only when ldconfig lists both, and its import is answered from this
+    listing (`_binding`); otherwise seccomp is unavailable, as when libseccomp is missing."""
+    found = {name: _listed_soname(name) for name in libraries}
+    return None if None in found.values() else {name: soname for name, soname in found.items() if soname}
+
+
+def _listed_soname(name: str) -> str | None:
+    """`ctypes.util._findSoname_ldconfig(name)`'s answer (the same pattern, for this machine's ABI), from one
+    `ldconfig -p` run per process: ctypes runs it for each library it is asked for, and the start's probe
+    asked four times (~2 ms of the interpreter and ~10 ms each)."""
+    import re
+    import struct
+
+    machine = os.uname().machine + ("-32" if struct.calcsize("l") == 4 else "-64")
+    abi = _ABI_TYPES.get(machine, "libc6")
+    found = re.search(os.fsencode(rf"\s+(lib{re.escape(name)}\.[^\s]+)\s+\({abi}"), _ldconfig_listing())
+    return os.fsdecode(found.group(1)) if found else None
+
+
+_ABI_TYPES = {"x86_64-64": "libc6,x86-64", "ppc64-64": "libc6,64bit", "sparc64-64": "libc6,64bit",
+              "s390x-64": "libc6,64bit", "ia64-64": "libc6,IA-64"}
+"""ctypes.util's table: the ABI tag ldconfig prints for this machine's libraries."""
+
+
+@functools.lru_cache(maxsize=1)
+def _ldconfig_listing() -> bytes:
+    """`/sbin/ldconfig -p`'s output, as ctypes runs it (b"" when it cannot run)."""
+    import subprocess
+
+    try:
+        with subprocess.Popen(["/sbin/ldconfig", "-p"], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, env={"LC_ALL": "C", "LANG": "C"}) as child:
+            assert child.stdout is not None
+            return child.stdout.read()
+    except OSError:
+        return b""
+
+
+_BINDING_LOCK = threading.Lock()
+
+
+def _binding(sonames: dict[str, str]) -> Any:
+    """pyseccomp, imported with `ctypes.util.find_library` answering from `sonames` on this thread (no
+    second and third `ldconfig -p`, and no compiler fallback for a name it would ask besides)."""
     import ctypes.util
 
-    ask = getattr(ctypes.util, "_findSoname_ldconfig", None)
-    return ask is not None and all(ask(name) for name in libraries)
+    with _BINDING_LOCK:
+        asked, importer = ctypes.util.find_library, threading.get_ident()
+
+        def find_library(name: str) -> str | None:
+            return sonames.get(name) if threading.get_ident() == importer else asked(name)
+
+        ctypes.util.find_library = find_library
+        try:
+            import pyseccomp
+        finally:
+            ctypes.util.find_library = asked
+    return pyseccomp
 
 
 def _no_setuid_files(seccomp: Any, program: Any, deny: Any) -> None:

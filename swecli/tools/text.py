@@ -16,15 +16,17 @@ refused (the model is told which), never written in another encoding.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import difflib
 import functools
 import os
-import tempfile
+import stat
 from pathlib import Path
 
 from swecli.lazy import regex
 from swecli.records import datarecord
 from swecli.tools.base import ToolError
+from swecli.tools.paths import SwappedPath, confined_folder, open_confined
 
 BINARY_SNIFF_BYTES = 8192
 LEGACY = "cp1252"
@@ -119,17 +121,21 @@ def decode(data: bytes) -> TextFile:
     return TextFile(text, encoding, bom=bom)
 
 
-def load_text(path: Path, shown: str) -> TextFile:
+def load_text(path: Path, shown: str, root: Path | None = None) -> TextFile:
     """Read a text file for editing; ToolError (with what to do instead) for anything else."""
-    data = read_bytes(path, shown)
+    data = read_bytes(path, shown, root)
     if looks_binary(data):
         raise ToolError(f"{shown} is a binary file ({len(data):,} bytes); only text files can be edited.")
     return decode(data)
 
 
-def read_bytes(path: Path, shown: str) -> bytes:
+def read_bytes(path: Path, shown: str, root: Path | None = None) -> bytes:
+    """The bytes of `path`; with `root`, opened through it without following a link (`paths.open_confined`)."""
     try:
-        return path.read_bytes()
+        if root is None:
+            return path.read_bytes()
+        with open_confined(root, path) as fh:
+            return fh.read()
     except OSError as exc:
         raise file_error(exc, path, shown) from None
 
@@ -145,38 +151,55 @@ def file_error(exc: OSError, path: Path, shown: str) -> ToolError:
     return ToolError(f"Cannot read {shown}: {exc.strerror or exc}.")
 
 
-def write_atomically(path: Path, data: bytes, shown: str, new_mode: int | None = None) -> None:
+def write_atomically(path: Path, data: bytes, shown: str, new_mode: int | None = None, root: Path | None = None,
+                     ) -> None:
     """Write via a temporary file and rename, so a crash never leaves a half-written file. A new file
     gets the mode any program of the user's would (0666 less the umask) unless `new_mode` says otherwise;
-    an edited one keeps its own."""
+    an edited one keeps its own. With `root`, the folders from it are opened without following links."""
     try:
-        replace_file(path, data, new_mode)
+        replace_file(path, data, new_mode, root)
+    except SwappedPath:
+        raise ToolError(f"Nothing was written: a folder on the way to {shown} became a symlink while swecli was "
+                        "writing (a command running beside this call?); the file tools never write through "
+                        "one.") from None
     except (FileExistsError, NotADirectoryError):
         raise ToolError(f"Cannot create {shown}: a parent path exists and is not a directory.") from None
     except PermissionError:
         raise ToolError(f"Permission denied writing {shown}.") from None
 
 
-def replace_file(path: Path, data: bytes, new_mode: int | None = None) -> None:
-    """Write `data` to `path` through a temporary file renamed over it (OSError on failure).
+def replace_file(path: Path, data: bytes, new_mode: int | None = None, root: Path | None = None) -> None:
+    """Write `data` to `path` through a temporary file renamed over it (OSError on failure), in the folder
+    reached from `root` without following links (`paths.confined_folder`; by default its own parent).
 
     The mode is the old file's (executable bits and all); a new file gets `new_mode`, by default 0666
     less the umask, as `open()` would give it: `mkstemp` alone makes every file 0600, unreadable to
     the other users and tools that read a page, a script or a config."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".swecli-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with confined_folder(path.parent if root is None else root, path.parent, create=True) as folder:
+        tmp = f".{path.name}.{os.urandom(4).hex()}.swecli-tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
         try:
-            mode = path.stat().st_mode & 0o777  # keep the executable bit; never setuid, setgid or sticky
-        except FileNotFoundError:
-            mode = ((0o666 & ~umask()) if new_mode is None else new_mode) & 0o777
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                os.fchmod(fh.fileno(), _kept_mode(folder, path.name, new_mode))
+            os.replace(tmp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+
+
+def _kept_mode(folder: int, name: str, new_mode: int | None) -> int:
+    """The mode of `name` in `folder` (keep the executable bit; never setuid, setgid or sticky), or a new file's."""
+    try:
+        info = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        if stat.S_ISREG(info.st_mode):
+            return info.st_mode & 0o777
+    except FileNotFoundError:
+        pass
+    return ((0o666 & ~umask()) if new_mode is None else new_mode) & 0o777
 
 
 @functools.cache

@@ -277,12 +277,22 @@ def finish(  # noqa: PLR0913 (the outcome; tests pass their own streams)
     else:
         assert turn is not None
         if turn.answer.strip():  # an empty answer was already reported on stderr, not printed as a blank line
-            out.write(turn.answer.rstrip() + "\n")
+            # On a terminal its control characters are shown, not obeyed: a misled model's answer set the window
+            # title, cleared the screen and wrote the clipboard (OSC 52) through raw escapes. A pipe gets the text.
+            answer = turn.answer.rstrip()
+            out.write((visible(answer) if _is_terminal(out) else answer) + "\n")
     if refused and fmt == "text":
         err.write(f"swecli: {refused}\n")
     out.flush()
     code = EXIT_CODES.get(summary["stop_reason"], 1)
     return EXIT_REFUSED if code == 0 and refused else code
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or stand-in stream
+        return False
 
 
 def refusal_line(tally: Tally, session: AgentSession) -> str:
@@ -325,7 +335,7 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
     listeners: list[Callable[[Event], None]] = [tally] if output_format == "json" else [printer, tally]
     listeners.append(vocabulary_after_first_request(settings.model))
     session = open_session(root, settings, approver=tty_approver(), listeners=listeners, resume=resume,
-                           continue_latest=continue_latest, first_prompt=prompt)
+                           continue_latest=continue_latest, first_prompt=prompt, probe_later=True)
     # With no one to wait for, the one task waits for its MCP servers (ready, or failed and named).
     session.mcp_wait = settings.mcp.startup_timeout
     if isinstance(printer, StreamJsonPrinter):
@@ -348,11 +358,12 @@ def run_headless(root: Path, settings: Settings, prompt: str, output_format: Out
         turn = tally.turn("interrupted", "interrupted by user")
         error = "interrupted by user"
     finally:
+        refused = refusal_line(tally, session)  # before close: it may wait for the sandbox's probe, which reports
         session.close()
     if output_format == "text" and not error:
         sys.stderr.write(plan_hint(session, turn))
-    return finish(output_format, turn, session.session_id, error, refused=refusal_line(tally, session),
-                  denials=tally.denials, api_seconds=tally.api_seconds)
+    return finish(output_format, turn, session.session_id, error, refused=refused, denials=tally.denials,
+                  api_seconds=tally.api_seconds)
 
 
 def init_event(session: AgentSession) -> dict[str, Any]:

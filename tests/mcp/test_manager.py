@@ -148,3 +148,29 @@ def test_no_orphan_when_the_program_dies_of_an_exception(project: Path) -> None:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert "crash without closing anything" in done.stderr
     assert not alive(int(pid_file.read_text()))
+
+
+def test_a_server_program_found_only_where_commands_write_is_not_started(project: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # `~/.local` writable and `~/.local/bin` on PATH: a sandboxed command may have written the program swecli
+    # would start, outside the sandbox, with the server's env (tests/test_hostile_repo_e2e.py has the attack)
+    home = project / "home"
+    planted = home / ".local" / "bin" / "notes-server"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(f"#!/bin/sh\ntouch {project}/ran\n")
+    planted.chmod(0o755)
+    (home / ".config" / "swecli").mkdir(parents=True)
+    (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nwritable_paths = ["~/.local"]\n')
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    config = McpServerConfig(command="notes-server", env={"PATH": f"{planted.parent}:/usr/bin:/bin"})
+    manager = McpManager({"notes": config}, project / "elsewhere", startup_timeout=30)
+    try:
+        manager.start()
+        assert manager.wait_started(60)
+        state = manager.state("notes")
+        assert state is not None and state.status == "failed"
+        assert f"found only at {planted}" in state.error and "absolute path" in state.error
+    finally:
+        manager.close()
+    assert not (project / "ran").exists()

@@ -93,6 +93,17 @@ def test_setting_up_the_watch_runs_no_child_process(repo: Path) -> None:
     assert out.strip() == "watching Changes(paths=[('new.txt', True)], complete=True) []"
 
 
+def test_a_delayed_watch_is_set_up_by_the_first_command_that_needs_it(repo: Path) -> None:
+    # The session notes make the tracker as a request starts, with the walk delayed until it is out
+    # (`ON_THE_WIRE`): a command that comes first sets it up at once, and its changes are still seen.
+    tracker = InotifyTracker(repo, delay=600)
+    try:
+        assert not tracker._ready.wait(0.2)  # waiting for its time: nothing walked yet
+        assert shell(tracker, repo, "echo n > new.txt") == Changes([("new.txt", True)])
+    finally:
+        tracker.close()
+
+
 def test_a_renamed_directory_is_watched_under_its_new_name(repo: Path) -> None:
     tracker = InotifyTracker(repo)
     try:

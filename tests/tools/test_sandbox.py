@@ -29,6 +29,7 @@ from swecli.tools.protected import SYSTEM_DIRS, remove_placeholders
 from swecli.tools.sandbox import (
     CANNOT_START,
     MISSING,
+    PASSED_OVER,
     Sandbox,
     bwrap_program,
     from_settings,
@@ -549,8 +550,9 @@ def test_a_bwrap_planted_in_the_project_is_never_run(monkeypatch: pytest.MonkeyP
         sandbox = Sandbox.for_project(project)
         assert sandbox.wrap(["true"])[0] == real
         assert unavailable_reason(project) == REASON
-    monkeypatch.setenv("PATH", f"{project / 'bin'}")  # the planted one alone: missing, not run
-    assert bwrap_program("bwrap", project) is None and unavailable_reason(project) == MISSING
+    monkeypatch.setenv("PATH", f"{project / 'bin'}")  # the planted one alone: passed over and named, not run
+    assert bwrap_program("bwrap", project) is None
+    assert unavailable_reason(project) == PASSED_OVER.format(path=planted)
     monkeypatch.chdir(project)  # the name looked up from the working directory: the probe must not run it
     assert isolation_flags() == ("--unshare-user", "--disable-userns", "--cap-drop", "ALL")
     with pytest.raises(OSError, match="not installed outside the project"):

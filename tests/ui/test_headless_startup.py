@@ -11,11 +11,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from swecli.repomap.builder import build_lock
 from swecli.repomap.index import PARALLEL_FROM, cache_path
 from swecli.repomap.repomap import RepoMap
-from swecli.testing.server import Reply, ScriptedLLM
-from tests.helpers import not_about_the_sandbox
+from swecli.testing.server import Call, Reply, ScriptedLLM
+from swecli.tools.sandbox import unavailable_reason
+from tests.helpers import not_about_the_sandbox, tool_results
 from tests.mcp.conftest import launcher_args
 from tests.ui.test_headless import run_swecli
 
@@ -44,22 +47,22 @@ def test_p_exits_while_a_cold_map_builds_and_the_next_run_finds_it_saved(project
     assert "pkg/m7.py" in llm.requests[0]["messages"][1]["content"]  # attached from the saved map
 
 
-MODULES_SCRIPT = r"""
-import json, runpy, sys
+def hooked(hook: str, report: str) -> str:
+    """A script that runs `swecli ARGS...` under the audit hook `note` that `hook` defines, then prints
+    `report` as JSON (`code` is swecli's exit status)."""
+    return (f"import json, os, runpy, sys, threading\n{hook.strip()}\nsys.addaudithook(note)\n"
+            'sys.argv = ["swecli", *sys.argv[1:]]\ntry:\n    runpy.run_module("swecli", run_name="__main__")\n'
+            f"except SystemExit as done:\n    code = done.code\nprint(json.dumps({report.strip()}))\n")
+
+
+MODULES_SCRIPT = hooked(r"""
 at_connect = []
 def note(event, args):  # what was imported when each connection opened; the last one sends the task
     if event == "socket.connect":
         at_connect.append(sorted(m for m, module in sys.modules.items() if module is not None))
-sys.addaudithook(note)
-sys.argv = ["swecli", *sys.argv[1:]]
-try:
-    runpy.run_module("swecli", run_name="__main__")
-except SystemExit as done:
-    code = done.code
 heavy = ("numpy", "bm25s", "mcp", "starlette", "uvicorn", "click", "markdown_it", "pygments")
-print(json.dumps({"code": code, "loaded": sorted({m for m, module in sys.modules.items() if module is not None and (
-    m.split(".")[0] in heavy or m == "httpx._main")}), "at_request": at_connect[-1] if at_connect else None}))
-"""
+""", """{"code": code, "loaded": sorted({m for m, module in sys.modules.items() if module is not None and (
+    m.split(".")[0] in heavy or m == "httpx._main")}), "at_request": at_connect[-1] if at_connect else None}""")
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "rich", "prompt_toolkit", "pathspec", "tomlkit", "yaml", "PIL", "json5", "numpy", "bm25s", "mcp", "click",
@@ -158,6 +161,38 @@ def test_p_builds_its_http_client_s_certificates_beside_the_session_s_imports(pr
                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert llm.requests, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == {"httpx": "swecli-http"}
+
+
+PROBE_SCRIPT = hooked(r"""
+seen = []
+def note(event, args):  # programs run, the seccomp binding's import and the chat request's connect, in order
+    if event == "subprocess.Popen":
+        seen.append(os.path.basename(str(args[0])))
+    elif event == "import" and args[0] == "pyseccomp" and args[0] not in sys.modules:
+        seen.append("import pyseccomp")
+    elif event == "socket.connect" and threading.current_thread().name == "swecli-stream":
+        seen.append("request")
+""", '{"code": code, "seen": seen}')
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+def test_p_probes_the_sandbox_once_its_first_request_is_out_and_before_its_first_command(project: Path) -> None:
+    # The probe (a bwrap run, `ldconfig -p` four times, the seccomp binding's load) ran on a thread beside the
+    # start, and its interpreter time was the main thread's on the way to the first request.
+    steps = [Reply(calls=[Call("bash", {"command": "echo made > made.txt"})]), Reply("done")]
+    with ScriptedLLM(steps) as llm:
+        out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT, "--provider", "openai-compatible", "--base-url",
+                              llm.base_url, "--model", "scripted-model", "-p", "make a file", "--mode", "auto"],
+                             cwd=project, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["code"] == 0, out.stderr
+    seen = found["seen"]
+    first = seen.index("request")
+    assert "bwrap" not in seen[:first] and "ldconfig" not in seen[:first] and "import pyseccomp" not in seen[:first]
+    assert seen.count("ldconfig") == 1  # one listing answers ctypes' four questions
+    assert seen.index("import pyseccomp") < len(seen) - seen[::-1].index("bwrap") - 1  # the filter, then the command
+    assert (project / "made.txt").read_text() == "made\n"  # run: the probe found the sandbox working, in auto mode
+    assert tool_results(llm.requests[1]) == ["(no output)\nexit code 0"]
 
 
 def test_a_warm_p_run_retrieves_without_numpy(project: Path) -> None:
