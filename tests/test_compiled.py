@@ -17,21 +17,17 @@ import pytest
 from swecli import compiled
 from swecli.compiled import CodeCache, cache_path
 from swecli.testing.server import Reply, ScriptedLLM
+from tests.ui.test_headless_startup import hooked
 from tests.unprivileged import USERS, hand_over, seed_vocabularies, user_prefix, workspace
 
-COMPILES_SCRIPT = r"""
-import atexit, json, runpy, sys
+COMPILES_SCRIPT = hooked(r"""
 texts, at_request = [], []
-atexit.register(lambda: print(json.dumps(at_request[0] if at_request else None)))  # after swecli's own exit
 def note(event, args):  # every text compiled (exec, eval, compile) until the task's request connects
     if event == "compile" and isinstance(args[0], (str, bytes)):
         texts.append(args[0] if isinstance(args[0], str) else args[0].decode("utf-8", "replace"))
     elif event == "socket.connect":
         at_request[:] = [list(texts)]
-sys.addaudithook(note)
-sys.argv[0] = "swecli"
-runpy.run_module("swecli", run_name="__main__")
-"""
+""", "at_request[0] if at_request else None")
 
 
 def compiled_before_the_request(project: Path) -> list[str]:
