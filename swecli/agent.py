@@ -60,7 +60,6 @@ from swecli.messages import (
 from swecli.models.thinking import Thinking
 from swecli.permissions import Policy
 from swecli.records import datarecord
-from swecli.replies import OutputLimit, cut_call_result, read_reply
 from swecli.tools.base import ToolContext, ToolError, ToolRegistry, ToolResult
 
 INTERRUPTED = "interrupted by user"
@@ -78,6 +77,9 @@ class Interrupted(ControlFlow):
 
 @datarecord
 class Agent:
+    """The loop: requests, tool calls and their results until the model is done. (A class without a docstring
+    gets its signature as one, which `@dataclass` computes with `inspect.signature` at import.)"""
+
     provider: Provider
     tools: ToolRegistry
     context: ContextManager
@@ -151,6 +153,8 @@ class Agent:
         self.sync_tools()
         self.replace_history(self.context.prepare(self.history, self.provider), "compaction")
         response = self.query(iteration)
+        from swecli.replies import OutputLimit, cut_call_result, read_reply  # not on the way to the first request
+
         self.append(response.message)
         sent = self._sent.max_tokens if self._sent is not None else self.context.max_tokens
         verdict = read_reply(response, OutputLimit(sent, self.context.max_tokens, self.context.window))

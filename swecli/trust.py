@@ -26,7 +26,6 @@ import copy
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import field
@@ -297,6 +296,8 @@ class TrustStore:
     def _write(self, projects: dict[str, Any]) -> None:
         text = json.dumps({"version": STORE_VERSION, "projects": projects}, indent=1, sort_keys=True) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when trust is recorded, not on every start
+
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".trusted.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -41,7 +41,7 @@ def tree(target: Path) -> dict[str, tuple[int, str]]:
 
 
 def run(user: str, project: Path, home: Path, steps: list[Step], path: str = "",
-        pythonpath: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], str]:
+        pythonpath: dict[str, str] | None = None, *args: str) -> tuple[subprocess.CompletedProcess[str], str]:
     """`swecli -p` as `user` (`path` before PATH, `pythonpath` the PYTHONPATH to run swecli from); (the process,
     every request body it sent as one JSON text)."""
     env = swecli_env(home, pythonpath)
@@ -49,7 +49,7 @@ def run(user: str, project: Path, home: Path, steps: list[Step], path: str = "",
     with ScriptedLLM(steps) as llm:
         out = subprocess.run(
             [*user_prefix(user), sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url",
-             llm.base_url, "--model", "scripted-model", "-p", "go", "--mode", "auto"],
+             llm.base_url, "--model", "scripted-model", "-p", "go", "--mode", "auto", *args],
             cwd=project, env=env, text=True, capture_output=True, timeout=240, stdin=subprocess.DEVNULL)
     return out, json.dumps(llm.requests)
 
@@ -240,3 +240,35 @@ def test_a_command_asked_for_at_once_waits_for_the_sandbox_probe_s_answer(user: 
     assert not made, "the command ran unconfined"
     assert out.stderr.count("bwrap cannot start here (bwrap: setting up uid map: Permission denied)") == 1
     assert "needs the user's approval" in sent
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+@pytest.mark.parametrize("user", USERS)
+@pytest.mark.parametrize("writable", ["~/.cache", "~/.config", "~"])
+def test_a_command_cannot_plant_swecli_s_own_state_in_a_writable_home_folder(user: str, writable: str) -> None:
+    # What swecli reads back from `~/.cache/swecli` (the code it keeps compiled, `swecli.compiled`) and
+    # `~/.config/swecli` (the user's settings, trusted) is hidden from commands, but only a folder that exists
+    # can be hidden: with `~/.cache` writable and no `~/.cache/swecli` yet, one command made it and planted the
+    # table the next start ran; with `~` writable, `mv ~/.cache ~/.cache.old` took the hidden folder away
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        for folder in (".cache", ".config"):
+            shutil.rmtree(home / folder, ignore_errors=True)
+            (home / folder).mkdir()
+        (project / ".swecli").mkdir(exist_ok=True)
+        (project / ".swecli" / "config.toml").write_text(f'[sandbox]\nwritable_paths = ["{writable}"]\n')
+        plant = "mkdir -p ~/{0}/swecli/compiled && echo planted > ~/{0}/swecli/compiled/planted"
+        attempts = [plant.format(".cache"), plant.format(".config"),
+                    f"mv ~/.cache ~/.cache.old; {plant.format('.cache')}",
+                    f"mv ~/.config ~/.config.old; {plant.format('.config')}"]
+        hand_over(base, user)
+        # each from a script the model wrote first: the guard reads command lines, the sandbox is the boundary
+        steps = [step for number, attempt in enumerate(attempts) for step in (
+            Reply(calls=[Call("write_file", {"path": f"s{number}.sh", "content": attempt + "\n"})]),
+            Reply(calls=[Call("bash", {"command": f"sh s{number}.sh; echo tried"})]))]
+        out, sent = run(user, project, home, [*steps, Reply("done.")], "", None, "--trust-project")
+        planted = sorted(str(p.relative_to(home)) for p in home.glob("*/swecli/compiled/planted"))
+        moved = sorted(p.name for p in home.glob(".*.old"))
+    assert out.returncode == 0, out.stderr
+    assert sent.count("tried") >= 4, sent
+    assert planted == [] and moved == [], f"a command planted {planted}, moved {moved}"

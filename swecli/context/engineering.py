@@ -45,7 +45,6 @@ from swecli.context.ledger import Ledger
 from swecli.context.offload import OFFLOAD_MARKER, Offloaded, OffloadError, offload, offload_full
 from swecli.context.prefix import PrefixMonitor
 from swecli.context.recitation import Recitation, goal_from
-from swecli.context.references import REFERENCES_HEADING, extract_references, render_references
 from swecli.context.todo import TodoState
 from swecli.context.tokens import TokenCounter
 from swecli.events import CompactionDone, Event, Notice
@@ -234,6 +233,8 @@ class Mechanisms(NoMechanisms):
 
     def references_section(self, span: Sequence[Message], archive: str, budget_tokens: int) -> str:
         """The summary's reference list (may run on the background summary's thread: no side effects)."""
+        from swecli.context.references import extract_references, render_references  # at compaction only
+
         refs = extract_references(span, transcript=archive, limit=MAX_REFERENCES)
         text = render_references(refs, archive)
         while refs and self.counter.text(text) > budget_tokens:
@@ -243,6 +244,8 @@ class Mechanisms(NoMechanisms):
 
     def remember_references(self, history: Sequence[Message]) -> None:
         """After a compaction: the best references of its summary stay in view through the recitation."""
+        from swecli.context.references import REFERENCES_HEADING
+
         summary = next((m.content for m in history if isinstance(m, UserMessage) and m.kind == "summary"), "")
         start = summary.find(REFERENCES_HEADING)
         if start < 0:

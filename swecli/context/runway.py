@@ -24,7 +24,6 @@ summary is applied when it arrives.
 from __future__ import annotations
 
 import math
-import statistics
 from collections import deque
 from collections.abc import Hashable
 from dataclasses import field
@@ -80,15 +79,21 @@ class Runway:
 
     @property
     def latency(self) -> float:
+        import statistics  # once there are samples: not on the way to the first request
+
         return statistics.fmean(self.latencies) if self.latencies else FIRST_LATENCY
 
     def steps_needed(self) -> int:
         """Steps the loop makes before a summary started now can be applied."""
+        import statistics
+
         step = max(MIN_STEP_SECONDS, statistics.median(self.steps)) if self.steps else MIN_STEP_SECONDS
         return math.ceil(self.latency / step) + 1
 
     def step_growth(self) -> int:
         """Tokens a step adds to the prompt, on average (0 before two steps have been measured)."""
+        import statistics
+
         return math.ceil(statistics.fmean(self.growth)) if self.growth else 0
 
     def tokens_needed(self) -> int | None:

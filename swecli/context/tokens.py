@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import contextlib
-import gzip
 import hashlib
 import json
 import marshal
@@ -48,6 +46,7 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from swecli import sealed
 from swecli.errors import SwecliError
 from swecli.messages import AssistantMessage, Message, SystemBlock, ToolMessage, ToolSchema
 from swecli.records import datarecord
@@ -165,6 +164,8 @@ def _decode_ranks(name: str) -> dict[bytes, int]:
     spec = _SPECS[name]
     path = vocabulary_path(name)
     try:
+        import gzip  # a gzipped vocabulary (read once per user, then kept decoded)
+
         with gzip.open(path, "rb") as handle:
             data = handle.read()
     except (OSError, EOFError) as exc:
@@ -179,9 +180,6 @@ def _decode_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-_DIGEST_SIZE = 16
-
-
 def ranks_cache_path(name: str, sha256: str, env: dict[str, str] | None = None) -> str:
     """`$XDG_CACHE_HOME/swecli/tokenizers/NAME-SHA.marshal`: one per vocabulary version, per user."""
     env = dict(os.environ) if env is None else env
@@ -194,13 +192,8 @@ def _read_cached_ranks(name: str, sha256: str) -> dict[bytes, int] | None:
 
     The file is the user's own (a repository cannot place it), and it is checked before use: its digest,
     then that it is a list of byte strings. Ranks are the list positions (tiktoken's are 0..n-1)."""
-    try:
-        with open(ranks_cache_path(name, sha256), "rb") as handle:
-            blob = handle.read()
-    except OSError:
-        return None
-    digest, body = blob[:_DIGEST_SIZE], blob[_DIGEST_SIZE:]
-    if hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() != digest:
+    body = sealed.read(ranks_cache_path(name, sha256))
+    if body is None:
         return None
     try:
         tokens = marshal.loads(body)
@@ -217,17 +210,7 @@ def _write_cached_ranks(name: str, sha256: str, ranks: dict[bytes, int]) -> None
     ordered = sorted(ranks, key=ranks.__getitem__)
     if [ranks[token] for token in ordered] != list(range(len(ordered))):
         return  # not 0..n-1: positions would not be the ranks (no shipped vocabulary is like that)
-    body = marshal.dumps(ordered)
-    path = ranks_cache_path(name, sha256)
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as handle:
-            handle.write(hashlib.blake2b(body, digest_size=_DIGEST_SIZE).digest() + body)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    sealed.write(ranks_cache_path(name, sha256), marshal.dumps(ordered))
 
 
 def load_encoding(name: str) -> tiktoken.Encoding | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
-from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from swecli.errors import ControlFlow
@@ -170,6 +169,8 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
         return max(0.0, float(value))
     except ValueError:
         pass
+    from email.utils import parsedate_to_datetime  # an HTTP date is rare: email is not imported on every start
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

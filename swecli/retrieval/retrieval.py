@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Literal
 from swecli.lazy import regex
 from swecli.messages import UserMessage
 from swecli.records import datarecord
-from swecli.retrieval.attach import AttachError, FileText, read, render_ranges, render_whole, resolve
 from swecli.retrieval.signals import SOURCE_WEIGHT, PathMention, Signals, extract
 
 if TYPE_CHECKING:
     from swecli.repomap.lexical import Lexical
     from swecli.repomap.repomap import RepoMap
+    from swecli.retrieval.attach import FileText
 
 ATTACH_SCORE = 1.2
 """The confidence bar. With ATTACH_RATIO and MAX_ATTACHED it was chosen on two thirds of the SWE-bench
@@ -243,6 +243,8 @@ def _attach_mentions(root: Path, mentions: list[str], count: Count, result: Retr
     for raw in mentions:
         if is_image_path(raw):
             continue  # images go with the prompt itself (AgentSession.run, swecli.tools.images)
+        from swecli.retrieval.attach import AttachError, read, render_whole, resolve  # a file is named: read it
+
         try:
             file = read(root, resolve(root, raw))
         except AttachError as exc:
@@ -549,6 +551,8 @@ class _Finder:
         self.result.listed = [(c.rel, c.why) for c in listed]
 
     def _excerpt(self, candidate: Candidate, share: int) -> Attachment | None:
+        from swecli.retrieval.attach import AttachError, read
+
         try:
             file = read(self.root, self.root / candidate.rel)
         except AttachError as exc:
@@ -571,6 +575,8 @@ class _Finder:
 
     def _render(self, file: FileText, ranges: list[tuple[int, int]], scale: float, why: str,
                 outline: str) -> str:
+        from swecli.retrieval.attach import render_ranges
+
         shrunk = [_shrink(r, scale) for r in ranges]
         body = render_ranges(file, shrunk, why)
         if outline and scale >= 0.5:
@@ -640,6 +646,8 @@ class _UnderRoot:
         self.rules = IgnoreRules(root)
 
     def find(self, raw: str, allow_bare: bool) -> str | None:
+        from swecli.retrieval.attach import AttachError, resolve
+
         parts = _path_parts(raw)
         for k in range(len(parts)):
             if len(parts) - k == 1 and not allow_bare:

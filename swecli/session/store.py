@@ -18,6 +18,7 @@ Session ids are `YYYYMMDD-HHMMSS-xxxx` (local time, 4 random hex digits): they s
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -41,7 +42,11 @@ from swecli.session.secrets import NO_REDACTION, Redactor
 RESUME_CLOSE_REASON = "interrupted: the session ended before this tool call finished (result unknown)"
 _ID_FORMAT = "%Y%m%d-%H%M%S"
 
-_message_adapter: TypeAdapter[Message] = TypeAdapter(Message)
+
+@functools.cache
+def _message_adapter() -> TypeAdapter[Message]:
+    """Built when a transcript is first read (a resume), not by every session that only writes one."""
+    return TypeAdapter(Message)
 
 
 class SessionError(SwecliError):
@@ -145,7 +150,7 @@ def message_to_json(message: Message, redactor: Redactor = NO_REDACTION) -> dict
 
 
 def message_from_json(data: object) -> Message:
-    return _message_adapter.validate_python(data)
+    return _message_adapter().validate_python(data)
 
 
 def message_line(message: Message, redactor: Redactor = NO_REDACTION) -> bytes:

@@ -355,7 +355,8 @@ class Sandbox:
     """The project's git directories (`.git`, or a worktree's git and common directories)."""
     bwrap: str = "bwrap"
     own: tuple[Path, ...] = ()
-    """swecli's own code and interpreter (`sys.prefix`, `sys.path`) where a writable path holds them, read-only."""
+    """swecli's own code and interpreter (`sys.prefix`, `sys.path`) where a writable path holds them, read-only,
+    and its own settings and cache folders there (hidden as credentials are); the folders above each are pinned."""
 
     @classmethod
     def for_project(cls, root: Path, *, mode: Literal["workspace-write", "read-only"] = "workspace-write",
@@ -370,8 +371,9 @@ class Sandbox:
         linked = gitlinks.linked_git_dirs(root)
         git_dirs = gitlinks.git_dirs(root)
         every = tuple(dict.fromkeys([*linked, *writable]))
+        state = _own_state(home, env, every)  # made before `_hidden` looks: only what exists is hidden
         return cls(root=root, mode=mode, writable=every, network=network, hidden=_hidden(root, home, hidden_paths, env),
-                   home=home, git_dirs=tuple(git_dirs), own=_own_installation(root, every))
+                   home=home, git_dirs=tuple(git_dirs), own=(*_own_installation(root, every), *state))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -602,6 +604,28 @@ def _own_installation(root: Path, writable: tuple[Path, ...]) -> tuple[Path, ...
         if real.is_dir() and not real.is_relative_to(root) and any(real.is_relative_to(w) for w in writable):
             found.append(real)
     return tuple(p for p in dict.fromkeys(found) if not any(p != q and p.is_relative_to(q) for q in found))
+
+
+def _own_state(home: Path, env: Mapping[str, str], writable: tuple[Path, ...]) -> tuple[Path, ...]:
+    """swecli's own folders in the home where a writable path holds them: its settings and trust
+    (`$XDG_CONFIG_HOME/swecli`) and what it keeps between runs (`$XDG_CACHE_HOME/swecli`: the compiled code the
+    next start runs, `swecli.compiled`), made now (0700). Both are hidden from commands (`SECRET_PATHS`), but a
+    mount can only hide a folder that exists: with `~/.config` writable and no `~/.config/swecli` yet, one
+    command made it and wrote the settings the next session trusts; and with `~` writable, `mv ~/.cache
+    ~/.cache.old` took the hidden folder away with its parent (measured, root and nobody). Pinned through
+    `Sandbox.own`, the folders above them cannot be renamed."""
+    found: list[Path] = []
+    for variable, default in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
+        base = env.get(variable) or ""
+        folder = (Path(base) if os.path.isabs(base) else home / default) / "swecli"
+        real = folder.resolve()
+        if not any(real.is_relative_to(w) for w in writable):
+            continue
+        with contextlib.suppress(OSError):  # not made (a read-only home): nothing to plant it in either
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if folder.is_dir():
+            found.append(folder.resolve())
+    return tuple(found)
 
 
 def _tmp_toolchains(env: Mapping[str, str]) -> tuple[Path, ...]:

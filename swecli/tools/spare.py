@@ -42,6 +42,7 @@ import os
 import queue
 import select
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -97,7 +98,7 @@ class Spare:
     mounts: Mounts
     """What its bwrap command line was made of besides the sandbox's settings (`Sandbox.command_line`): equal
     ones of an equal sandbox make the same line, so a fresh launch's is compared without building it."""
-    mounted: dict[str, tuple[int, int] | None]
+    mounted: dict[str, tuple[int, int, int] | None]
     """What each path the command line mounts was when the spare started (`_identities`), by path: once
     `mounts` are found the same, these are the paths to look at again."""
     proc: subprocess.Popen[bytes]
@@ -396,18 +397,23 @@ def _mounted_paths(shape: list[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int] | None]:
-    """(device, inode) of each path, None where there is none. At `take` the paths are the spare's own
-    (`Spare.mounted`), looked at again once the command line was found the same (`Spare.mounts`): the same
-    paths as reading them out of the new command line, without the scan (one loop: ~28 paths, each a `stat`)."""
-    found: dict[str, tuple[int, int] | None] = {}
+def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int, int] | None]:
+    """(device, inode, a file's change time) of each path, None where there is none. At `take` the paths are
+    the spare's own (`Spare.mounted`), looked at again once the command line was found the same
+    (`Spare.mounts`): the same paths as reading them out of the new command line, without the scan (one loop:
+    ~28 paths, each a `stat`). A file deleted and made again (an editor; an approved `write_file`, which renames
+    a new file over it) drops the spare's read-only mount over it (the kernel detaches a mount whose mount point
+    is unlinked in another namespace), and ext4 may give the new file the old one's inode number at once: its
+    change time tells it apart (measured: same inode, and the spare's command wrote to the protected file).
+    Folders keep (device, inode) only: their change time moves with every entry made in them."""
+    found: dict[str, tuple[int, int, int] | None] = {}
     for path in paths:
         try:
             info = os.stat(path)
         except (OSError, ValueError):
             found[path] = None
         else:
-            found[path] = (info.st_dev, info.st_ino)
+            found[path] = (info.st_dev, info.st_ino, info.st_ctime_ns if stat.S_ISREG(info.st_mode) else 0)
     return found
 
 

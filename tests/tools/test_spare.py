@@ -118,15 +118,36 @@ def test_a_protected_file_replaced_by_a_rename_after_the_spare_started_stays_rea
     spares.close()
 
 
+def mounted_in_spare(spares: Spares, path: Path, timeout: float = 60) -> bool:
+    """Wait until a process of the spare's sandbox has a mount on `path` (bwrap has set the sandbox up)."""
+    assert spares._next is not None and spares._next.spare is not None
+    pending, deadline = [spares._next.spare.proc.pid], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids, seen = list(pending), set()
+        while pids:
+            pid = pids.pop()
+            seen.add(pid)
+            with contextlib.suppress(OSError):
+                if f" {path} " in Path(f"/proc/{pid}/mountinfo").read_text():
+                    return True
+                pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                         if int(c) not in seen]
+        time.sleep(0.01)
+    return False
+
+
 def test_a_protected_file_deleted_and_made_again_after_the_spare_started_stays_read_only(
         place: tuple[Path, Path]) -> None:
-    """Deleted and made again (an editor, `rm` then `cat >`), the file may get the old one's inode number back
-    (ext4 reuses a freed one at once), so its identity looks the same and the spare may be used: the kernel
-    keeps the spare's read-only mount over the name (measured: it covers the new file), so it must stay
-    read-only, as in a fresh launch."""
+    """Deleted and made again once the spare is set up (an editor, `rm` then `cat >`; an approved write_file
+    renames a new file over it), the file drops the spare's read-only mount over it (the kernel detaches a
+    mount whose mount point is unlinked in another namespace), and ext4 may give the new file the old one's
+    inode number at once, so (device, inode) looked the same and the spare's command wrote the protected
+    file (measured: 2 in 10 runs under load, every run once the spare's mounts are waited for). Its change
+    time tells it apart: the spare is refused and a fresh launch keeps it read-only."""
     project, home = place
     (project / ".envrc").write_text("old\n")
     box, ctx, spares = started_spare(project, home)
+    assert mounted_in_spare(spares, project / ".envrc")
     (project / ".envrc").unlink()
     (project / ".envrc").write_text("approved\n")
     outcome = run_command("cat .envrc; echo evil >> .envrc", ctx, 60, box, spares)

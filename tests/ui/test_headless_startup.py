@@ -69,7 +69,8 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "markdown_it", "pygments", "swecli.ui.repl", "swecli.ui.render", "swecli.mcp.manager", "swecli.memory.reflector",
     "swecli.delegation.runner", "swecli.context.compaction", "swecli.context.background", "swecli.context.hooks",
     "swecli.context.archive", "swecli.context.foldahead", "concurrent.futures", "swecli.memory.init",
-    "swecli.memory.scan",
+    "swecli.memory.scan", "importlib.metadata", "zipfile", "csv", "statistics", "gzip", "shlex", "swecli.replies",
+    "swecli.context.references", "swecli.context.extract",
 )
 # Not listed: the shell parser (guard, tree-sitter) and tiktoken, which `tools.bash.get_ready` and the vocabulary's
 # prefetch load on threads started as the first request starts: they may be in by the time it connects.
@@ -80,7 +81,10 @@ playbook's reflector (the first completed task), the sub-agents' runner (the fir
 stack (the summarizer, the background summary, the PreCompact hook, the archive, the digests made ahead: the
 first compaction, summary or fold), `concurrent.futures` (sub-agents run side by side) and /init's scan (a
 memory file's confined read lives in `memory.opencli`, not beside /init: ~16 M). Each was
-on the path once and cost 0.01-3 s of CPU; docs/latency.md measures the path."""
+on the path once and cost 0.01-3 s of CPU; docs/latency.md measures the path. Smaller, on the main thread, ~90 M
+instructions together: pydantic's plugin lookup (`importlib.metadata`, zipfile, csv: `entry.skip_pydantic_plugins`),
+the reply's reading (`replies`: once the reply is in), the summary's references (compaction), the runway's
+averages (`statistics`: once there are samples), the gzipped vocabulary."""
 
 
 def early_imports(found: dict[str, Any]) -> list[str]:
@@ -101,6 +105,34 @@ def test_p_imports_nothing_it_does_not_use(project: Path) -> None:
     assert found["code"] == 0, out.stderr
     assert found["loaded"] == []  # no MCP server, no retrieval, no answer drawn as Markdown
     assert early_imports(found) == []
+
+
+def test_p_loads_no_pydantic_plugin_installed_beside_it(project: Path, tmp_path: Path) -> None:
+    """A pydantic plugin is any installed distribution's `pydantic` entry point, and pydantic calls it with every
+    value it validates: swecli's settings (API keys), the conversation, tool arguments. swecli loads none."""
+    site, seen = tmp_path / "site", tmp_path / "seen.txt"
+    (site / "observer-1.0.dist-info").mkdir(parents=True)
+    (site / "observer-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: observer\nVersion: 1.0\n")
+    (site / "observer-1.0.dist-info" / "entry_points.txt").write_text("[pydantic]\nobserver = observer:plugin\n")
+    (site / "observer.py").write_text(
+        "import pathlib\n"
+        "class _Plugin:\n"
+        "    def new_schema_validator(self, schema, schema_type, *rest):\n"
+        f"        with open({str(seen)!r}, 'a') as f:\n"
+        "            f.write(getattr(schema_type, '__name__', '?') + '\\n')\n"
+        "        return None, None, None\n"
+        "plugin = _Plugin()\n")
+    env = {**os.environ, "PYTHONPATH": str(site), "SWECLI_CONTEXT__JUST_IN_TIME": "false"}
+    model = "from pydantic import BaseModel\nclass A(BaseModel):\n    x: int = 0"
+    probe = subprocess.run([sys.executable, "-c", model], env=env, capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and seen.read_text() == "A\n"  # pydantic itself would load it
+    seen.unlink()
+    with ScriptedLLM([Reply("done")]) as llm:
+        out = subprocess.run([sys.executable, "-m", "swecli", "--provider", "openai-compatible", "--base-url",
+                              llm.base_url, "--model", "scripted-model", "-p", "say done"], cwd=project, env=env,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0 and out.stdout == "done\n", out.stderr
+    assert not seen.exists()
 
 
 HTTP_SCRIPT = r"""
