@@ -113,6 +113,8 @@ STEPS = [
     "swecli.context.manager:ContextManager.request", "httpx:Client.build_request",
     "swecli.llm.openai:OpenAIProvider.encoded_body", "swecli.llm.openai:OpenAIStream.finish",
     "swecli.llm.openai:OpenAIStream.handle", "swecli.agent:Agent._account",
+    "swecli.tools.sandbox:Reports.wait_for_namespace", "swecli.tools.spare:Spares.reap",
+    "swecli.tools.bash:_signal_group", "swecli.tools.spare:Spares._sweep", "swecli.tools.spare:_start",
 ]
 """What `--steps` marks (entry and exit, every thread), for the step table of one call."""
 

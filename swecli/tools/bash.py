@@ -169,8 +169,8 @@ def run_command(command: str, ctx: ToolContext, timeout: float, sandbox: Sandbox
         proc = started[1] if started else _start_sandboxed(launch, ctx) if launch else _start(argv, env, (), ctx)
         _run(proc, ctx, outcome, start + timeout, launch.reports if launch else None, spares)
     finally:
-        if launch is not None:
-            outcome.notes = launch.close()
+        if launch is not None:  # the checks, after the namespace's end (or its note)
+            outcome.notes += launch.close()
     outcome.duration = time.monotonic() - start
     return outcome
 
@@ -215,10 +215,10 @@ def _run(proc: subprocess.Popen[bytes], ctx: ToolContext, outcome: _Outcome, dea
         running = proc.poll() is None  # reported, or something above failed: never leave the group running
         if running or reports is not None:  # a sandbox's init (in the group) may outlive bwrap
             _signal_group(proc.pid, signal.SIGKILL)
-        if running and reported:
-            spares.reap(proc)  # bwrap's exit chain is waited for off the path
-        if reports is not None:  # the checks after the command must not race with what it left running
-            reports.wait_for_namespace()
+        if reports is not None and not reports.wait_for_namespace():  # the checks must not race with what it
+            outcome.notes.append(reports.end_namespace())  # left running: kill it, and say so if it lingered
+        # bwrap's exit chain, and the mount namespace's teardown, are waited for off the path
+        spares.reap(proc if running and reported else None, reports.release_mounts() if reports is not None else -1)
         outcome.exit_code = stream.status if reported else proc.wait()
         said = reports.said() if reports is not None else b""
         if said:  # bwrap could not set the sandbox up (or the runner failed): the reason is the output

@@ -47,6 +47,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -89,7 +90,8 @@ _CHILD_PID = regex(rb'"child-pid"\s*:\s*(\d+)')
 INFO_WAIT = 5.0
 """Seconds to wait for bwrap's info (it writes it right after its first clone; a failed start closes it)."""
 NAMESPACE_WAIT = 5.0
-"""Seconds to wait, after a command, for its sandbox's last process (killed with SIGKILL: milliseconds)."""
+"""Seconds to wait, after a command, for its sandbox's last process (killed with SIGKILL: milliseconds); once
+more after a second SIGKILL when that was not enough (`Reports.end_namespace`). Read when waiting."""
 _TOOLCHAIN_VARIABLES = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX", "GOROOT", "GOPATH")
 _EROFS = regex(r"[^\n]*Read-only file system[^\n]*")
 _EBUSY = regex(r"[^\n]*Device or resource busy[^\n]*")  # a rename over a protected file (git config)
@@ -172,7 +174,16 @@ class Reports:
     info: int = -1
     """Read end of bwrap's `--info-fd`: its JSON names the namespace's init (`child-pid`)."""
     init: int = -1
-    """A pidfd of the PID namespace's init (`learn_init`), -1 when it could not be opened."""
+    """A pidfd of the PID namespace's init (`learn_init`), -1 when there is none (see `init_unknown`)."""
+    init_unknown: bool = False
+    """The init's pid did not come in time or no pidfd could be opened on it: its end cannot be waited for."""
+    mount_ns: int = -1
+    """The sandbox's mount namespace (`/proc/INIT/ns/mnt`), held so that the init's exit does not tear it down:
+    the last holder of a mount namespace unmounts its whole tree and waits for an RCU grace period
+    (`namespace_unlock`), ~0.35 ms of the command's path here. `release_mounts` hands it over to be closed off
+    the path (by the spare thread); nothing can run in a namespace without processes. Held only for a spare
+    started while the model thinks (`learn_init`'s `hold_mounts`): with a model that answers at once the next
+    spare starts beside the command, and the teardown's moving measured worse (docs/latency.md)."""
 
     @classmethod
     def open(cls) -> Reports:
@@ -203,32 +214,79 @@ class Reports:
             os.close(fd)
         self.passed = ()
 
-    def learn_init(self, timeout: float = INFO_WAIT) -> None:
+    def learn_init(self, timeout: float = INFO_WAIT, hold_mounts: bool = False) -> None:
         """Open a pidfd on the namespace's init, whose pid bwrap writes as soon as it has cloned it (before the
         sandbox is set up). The init exits only once every process of the namespace is gone (the kernel kills
-        and waits for them: `zap_pid_ns_processes`), which `wait_for_namespace` waits for."""
+        and waits for them: `zap_pid_ns_processes`), which `wait_for_namespace` waits for. Info closed without a
+        pid means bwrap made no namespace (it writes the pid right after the clone, before anything can fail);
+        info not come in time, or a pidfd that could not be opened, leaves the init unknown (`init_unknown`)."""
         text = b""
+        closed = False
         deadline = time.monotonic() + timeout
         while self.info >= 0 and b"}" not in text and (left := deadline - time.monotonic()) > 0:
             if not select.select([self.info], [], [], left)[0]:
                 break
             chunk = os.read(self.info, 4096)
-            if not chunk:
+            closed = not chunk
+            if closed:
                 break
             text += chunk
         found = _CHILD_PID.search(text)
-        if found is not None:
-            with contextlib.suppress(OSError):
-                self.init = os.pidfd_open(int(found[1]))  # gone already (ESRCH): its namespace is empty
+        if found is None:
+            self.init_unknown = self.info >= 0 and not closed
+        else:
+            try:
+                self.init = os.pidfd_open(int(found[1]))
+            except ProcessLookupError:
+                pass  # gone already: its namespace is empty
+            except OSError:
+                self.init_unknown = True
+            else:
+                if hold_mounts:
+                    self._hold_mounts(int(found[1]))
         self._close_info()
 
-    def wait_for_namespace(self, timeout: float = NAMESPACE_WAIT) -> bool:
+    def _hold_mounts(self, pid: int) -> None:
+        """Open the init's mount namespace (bwrap clones it with the namespace: the sandbox's from the start);
+        not held when that fails, or when the pid may no longer be the init's (it has exited: then the
+        namespace is gone anyway)."""
+        with contextlib.suppress(OSError):
+            self.mount_ns = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        if self.mount_ns >= 0 and select.select([self.init], [], [], 0)[0]:
+            os.close(self.mount_ns)
+            self.mount_ns = -1
+
+    def release_mounts(self) -> int:
+        """The held mount namespace's descriptor (-1 if none), no longer this object's to close."""
+        fd, self.mount_ns = self.mount_ns, -1
+        return fd
+
+    def wait_for_namespace(self, timeout: float | None = None) -> bool:
         """Wait until no process of the sandbox is left (its init has exited; its group was killed, and a
         process in a session of its own dies with the init): what runs after a command (the checks) must not
-        race with what the command left running. False when that was not seen within `timeout`."""
+        race with what the command left running. False when that was not seen within `timeout`
+        (`NAMESPACE_WAIT`), or cannot be seen (the init is unknown)."""
         if self.init < 0:
-            return True
-        return bool(select.select([self.init], [], [], timeout)[0])
+            return not self.init_unknown
+        return bool(select.select([self.init], [], [], NAMESPACE_WAIT if timeout is None else timeout)[0])
+
+    def end_namespace(self) -> str:
+        """The namespace was not seen empty in time: SIGKILL its init again (its death makes the kernel kill
+        every process of the namespace; the group's kill may have missed it) and wait once more. Returns the
+        note for the model and the user; the checks run after this either way."""
+        waited = NAMESPACE_WAIT
+        if self.init >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.init, signal.SIGKILL)
+        if self.wait_for_namespace():
+            return (f"[sandbox] processes the command left running were still there {waited:g}s after it ended; "
+                    "they were killed, and the checks after the command ran once they were gone")
+        seen = ("could not be seen to end (bwrap did not name the sandbox's first process in time)"
+                if self.init_unknown else f"were still there {2 * waited:g}s after it ended (killed, but not gone: "
+                "a process stuck in the kernel, e.g. on a hung file system)")
+        return (f"[sandbox] processes the command left running {seen}; the checks after the command ran anyway, "
+                "so a protected file (.envrc, .git/hooks, .git/config...) they write from now on was not moved aside: "
+                "check the project before running anything in it outside swecli")
 
     def _close_info(self) -> None:
         if self.info >= 0:
@@ -243,10 +301,10 @@ class Reports:
     def close(self) -> None:
         self.started()
         self._close_info()
-        for fd in (self.output, self.status, self.messages, self.init):
+        for fd in (self.output, self.status, self.messages, self.init, self.mount_ns):
             if fd >= 0:
                 os.close(fd)
-        self.output = self.status = self.messages = self.init = -1
+        self.output = self.status = self.messages = self.init = self.mount_ns = -1
 
 
 @datarecord

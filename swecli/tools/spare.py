@@ -40,6 +40,7 @@ import atexit
 import contextlib
 import os
 import queue
+import select
 import signal
 import stat
 import subprocess
@@ -52,8 +53,8 @@ from swecli.records import datarecord
 from swecli.tools import syscalls
 from swecli.tools.sandbox import Launch, Mounts, Reports, Sandbox
 
-_WAITER = ('(read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command <&{text}; exec {go}<&- {text}<&-; '
-           'exec /bin/bash -c "$command")')
+_WAITER = ('(printf r >&{ready}; exec {ready}>&-; read -r -n 1 go <&{go} || exit 0; IFS= read -r -d "" command '
+           '<&{text}; exec {go}<&- {text}<&-; exec /bin/bash -c "$command")')
 """The command a spare's runner runs (`sandbox.Reports.runner`, as in a fresh launch): a subshell forked when
 the spare starts, so that no fork is left on the command's path (a fork of bash costs ~0.5-1 ms here;
 Python's `posix_spawn` of the fresh launch less). It waits for one byte on the go pipe (end-of-file: it
@@ -104,6 +105,21 @@ class Spare:
     reports: Reports
     text_fd: int
     go_fd: int
+    ready_fd: int = -1
+    """Read end of a pipe the waiting shell writes one byte to once it waits (bwrap set the sandbox up and ran
+    it); end-of-file without it: bwrap failed (a mount it could not make) and nothing waits for the go byte."""
+    ready: bool = False
+    """The waiting shell's byte came (`waiting`)."""
+
+    def waiting(self, timeout: float) -> bool:
+        """Whether the waiting shell is there, waiting up to `timeout` for bwrap to finish setting up (a spare
+        is counted started once bwrap has cloned its namespace's init, before it mounts anything)."""
+        if self.ready_fd >= 0:
+            came = select.select([self.ready_fd], [], [], timeout)[0]
+            self.ready = bool(came) and os.read(self.ready_fd, 1) == b"r"
+            os.close(self.ready_fd)
+            self.ready_fd = -1
+        return self.ready
 
     def release(self, command: str) -> None:
         """Hand the command over and let the shell go."""
@@ -122,10 +138,10 @@ class Spare:
         self.proc.wait()
 
     def _close_fds(self) -> None:
-        for fd in (self.text_fd, self.go_fd):
+        for fd in (self.text_fd, self.go_fd, self.ready_fd):
             if fd >= 0:
                 os.close(fd)
-        self.text_fd = self.go_fd = -1
+        self.text_fd = self.go_fd = self.ready_fd = -1
 
 
 @datarecord
@@ -164,6 +180,8 @@ class Spares:
         """Sandboxes whose command has ended, to reap (`reap`)."""
         self._out: list[subprocess.Popen[bytes]] = []
         """Spares handed a command, until `reap` is called for them or their bwrap is reaped otherwise."""
+        self._held: list[int] = []
+        """Ended sandboxes' mount namespaces (`Reports.mount_ns`), to close: their teardown is this thread's."""
         self._sweeping = False
         """The thread waits at most `SWEEP_EVERY`: what `reap` and `prepare` leave for it is found without
         waking it."""
@@ -192,15 +210,23 @@ class Spares:
         if not left:
             self._jobs.put(order)
 
-    def reap(self, proc: subprocess.Popen[bytes]) -> None:
+    def reap(self, proc: subprocess.Popen[bytes] | None, mount_ns: int = -1) -> None:
         """Reap a sandbox's bwrap off the loop's path: the command's end was learned from its runner
-        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. The spare
-        thread is not woken for it while it sweeps (a spare's command is running: `_handed_over`); it reaps
-        at its next sweep (`SWEEP_EVERY`)."""
+        (`sandbox.Reports`), and its group was killed; bwrap's exit chain need not be waited for. Close its
+        held mount namespace there too (the namespace's teardown). The spare thread is not woken for it while
+        it sweeps (a spare's command is running: `_handed_over`); it reaps at its next sweep (`SWEEP_EVERY`)."""
+        if mount_ns >= 0 and self._quick:  # the next spare is starting beside the command: its sweep before the
+            os.close(mount_ns)  # start would put the teardown on the next command's path (measured: +4 ms a call)
+            mount_ns = -1
+        if proc is None and mount_ns < 0:
+            return
         with self._lock:
             self._start_worker()
-            self._ended.append(proc)
-            self._out = [out for out in self._out if out is not proc]
+            if proc is not None:
+                self._ended.append(proc)
+                self._out = [out for out in self._out if out is not proc]
+            if mount_ns >= 0:
+                self._held.append(mount_ns)
             wake = not self._sweeping
         if wake:  # a fresh launch's sandbox, with no sweep under way
             self._jobs.put(None)
@@ -254,13 +280,19 @@ class Spares:
         layout = sandbox.layout(inner)  # now, just before the command: the checks below are this layout's
         fits = (argv[:2] == ["/bin/bash", "-c"] and len(argv) == 3 and spare.sandbox == sandbox
                 and spare.env == env and spare.mounts == sandbox.mounts(layout)
-                and spare.mounted == _identities(spare.mounted) and spare.proc.poll() is None)
+                and spare.mounted == _identities(spare.mounted) and spare.proc.poll() is None
+                and spare.waiting(self.take_wait))
         if not fits:
             self.refused += 1
             self._jobs.put(spare)
             return None
+        try:
+            spare.release(argv[2])
+        except BrokenPipeError:  # its shell is gone (bwrap died setting up after the check): launch fresh
+            self.refused += 1
+            self._jobs.put(spare)
+            return None
         self.used += 1
-        spare.release(argv[2])
         self._handed_over(spare.proc)
         return Launch(argv, inner, (), sandbox.root, layout.checks, reports=spare.reports), spare.proc
 
@@ -297,7 +329,7 @@ class Spares:
             found, self._found = self._found, None
             if found is not None:
                 return found
-            self._sweeping = bool(self._ended or self._out)
+            self._sweeping = bool(self._ended or self._out or self._held)
         try:
             return self._jobs.get(timeout=SWEEP_EVERY if self._sweeping else None)
         except queue.Empty:
@@ -310,6 +342,9 @@ class Spares:
         with self._lock:
             ended, self._ended = self._ended, []
             self._out = [proc for proc in self._out if proc.returncode is None]
+            held, self._held = self._held, []
+        for fd in held:
+            os.close(fd)
         running = [proc for proc in ended if proc.poll() is None]
         if running:
             with self._lock:
@@ -328,7 +363,7 @@ class Spares:
             order.done.set()
             return
         try:
-            order.spare = _start(order.sandbox, order.env)
+            order.spare = _start(order.sandbox, order.env, hold_mounts=not self._quick)
         except Exception:  # any error: this thread must live on (it discards every spare)
             order.spare = None  # take() launches fresh, which reports what goes wrong
         finally:
@@ -382,7 +417,7 @@ def _identities(paths: Iterable[str]) -> dict[str, tuple[int, int, int] | None]:
     return found
 
 
-def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
+def _start(sandbox: Sandbox, env: dict[str, str], hold_mounts: bool = False) -> Spare:
     inner = sandbox.environment(env)
     layout = sandbox.layout(inner)
     mounts = sandbox.mounts(layout)
@@ -391,25 +426,28 @@ def _start(sandbox: Sandbox, env: dict[str, str]) -> Spare:
     seccomp = syscalls.filter_fd(network=sandbox.network)
     text_fd = os.memfd_create("swecli-command")
     go_read, go_write = os.pipe()
+    ready_read, ready_write = os.pipe()
     reports = Reports.open()
     try:
-        waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd))]
-        fds = (go_read, text_fd, *reports.passed) + (() if seccomp is None else (seccomp,))
+        waiter = ["/bin/bash", "-c", reports.runner(_WAITER.format(go=go_read, text=text_fd, ready=ready_write))]
+        fds = (go_read, text_fd, ready_write, *reports.passed) + (() if seccomp is None else (seccomp,))
         line = sandbox.command_line(waiter, mounts, seccomp, reports.info_fd)
         proc = subprocess.Popen(line, cwd=sandbox.root, env=inner, stdin=subprocess.DEVNULL, stdout=reports.messages,
                                 stderr=subprocess.STDOUT, start_new_session=True, pass_fds=fds)
     except BaseException:  # whatever failed (a NUL in a path is a ValueError): no descriptor is left open
         os.close(text_fd)
         os.close(go_write)
+        os.close(ready_read)
         reports.close()
         raise
     finally:
         os.close(go_read)
+        os.close(ready_write)
         if seccomp is not None:
             os.close(seccomp)
     reports.started()
-    reports.learn_init()  # here, off the command's path: bwrap writes it as it clones the namespace's init
-    return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write)
+    reports.learn_init(hold_mounts=hold_mounts)  # off the command's path: bwrap writes it as it clones the init
+    return Spare(sandbox, env, mounts, mounted, proc, reports, text_fd, go_write, ready_read)
 
 
 SPARES = Spares()
