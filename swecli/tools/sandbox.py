@@ -685,13 +685,14 @@ def _shown(root: Path, path: Path) -> str:
 
 @datarecord(frozen=True)
 class _GitNames:
-    """The paths a layout asks about in one git directory: joined once (a `Path` join is ~4 us, a layout
-    made ~10), whether each exists is asked per command."""
+    """The paths a layout (and `Submodules.at`) asks about in one git directory: joined once (a `Path` join is
+    ~4 us, a layout made ~10), whether each exists is asked per command."""
 
     config_worktree: Path
     commondir: Path
     hooks: Path
     config: Path
+    index: Path
     modules: str
     linked: bool
     """A linked worktree's own git directory (`.git/worktrees/NAME`)."""
@@ -700,12 +701,7 @@ class _GitNames:
 @functools.lru_cache(maxsize=16)
 def _git_names(git_dir: Path) -> _GitNames:
     return _GitNames(git_dir / "config.worktree", git_dir / "commondir", git_dir / "hooks", git_dir / "config",
-                     str(git_dir / "modules"), git_dir.parent.name == "worktrees")
-
-
-@functools.lru_cache(maxsize=16)
-def _git_index(git_dir: Path) -> Path:
-    return git_dir / "index"
+                     git_dir / "index", str(git_dir / "modules"), git_dir.parent.name == "worktrees")
 
 
 @functools.lru_cache(maxsize=8)
@@ -819,7 +815,7 @@ class Submodules:
 
     @classmethod
     def at(cls, root: Path, git_dirs: tuple[Path, ...]) -> Submodules:
-        index = next((index for index in map(_git_index, git_dirs) if index.exists()), None)
+        index = next((index for index in (_git_names(d).index for d in git_dirs) if index.exists()), None)
         if index is None:
             return cls(root)
         covered: list[str] = []
