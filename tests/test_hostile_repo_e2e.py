@@ -186,6 +186,30 @@ def test_swecli_installed_in_a_writable_path_cannot_be_rewritten_by_a_command(us
 
 @pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
 @pytest.mark.parametrize("user", USERS)
+def test_a_library_folder_on_ld_library_path_in_a_writable_path_cannot_be_filled_by_a_command(user: str) -> None:
+    # `LD_LIBRARY_PATH=~/.local/lib` with `~/.local` writable: a library a command wrote there (bwrap's own
+    # `libcap.so.2`, or one of the interpreter's) is loaded by the next bwrap swecli starts, or the next swecli,
+    # outside the sandbox (checked by hand: a planted libcap.so.2 with a constructor ran in bwrap)
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        lib = home / ".local" / "lib"
+        lib.mkdir(parents=True)
+        (home / ".config" / "swecli").mkdir(parents=True)
+        (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nwritable_paths = ["~/.local"]\n')
+        attempts = [f"echo planted > {lib}/libcap.so.2",  # in place
+                    f"mv {lib} {lib}.old && mkdir {lib} && echo planted > {lib}/libcap.so.2"]  # the folder swapped
+        hand_over(base, user)
+        steps = [*(Reply(calls=[Call("bash", {"command": f"{attempt}; echo tried"})]) for attempt in attempts),
+                 Reply("done.")]
+        out, sent = run(user, project, home, steps, "", {"LD_LIBRARY_PATH": str(lib)})
+        planted = sorted(str(p.relative_to(home)) for p in (home / ".local").rglob("libcap.so.2"))
+    assert out.returncode == 0, out.stderr
+    assert planted == [], f"a sandboxed command wrote into a folder swecli's loader reads: {planted}"
+    assert "Read-only file system" in sent and "Device or resource busy" in sent, sent
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+@pytest.mark.parametrize("user", USERS)
 def test_an_mcp_server_program_planted_in_a_writable_path_is_never_started(user: str) -> None:
     # the user's MCP server `command = "notes-server"` is looked up on PATH when swecli starts it, outside the
     # sandbox, with the server's tokens: with `~/.local` writable, a command put its own `notes-server` first

@@ -373,7 +373,7 @@ class Sandbox:
         every = tuple(dict.fromkeys([*linked, *writable]))
         state = _own_state(home, env, every)  # made before `_hidden` looks: only what exists is hidden
         return cls(root=root, mode=mode, writable=every, network=network, hidden=_hidden(root, home, hidden_paths, env),
-                   home=home, git_dirs=tuple(git_dirs), own=(*_own_installation(root, every), *state))
+                   home=home, git_dirs=tuple(git_dirs), own=(*_own_installation(root, every, env), *state))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -593,13 +593,16 @@ def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]
     return tuple(dict.fromkeys(hidden))
 
 
-def _own_installation(root: Path, writable: tuple[Path, ...]) -> tuple[Path, ...]:
+def _own_installation(root: Path, writable: tuple[Path, ...], env: Mapping[str, str]) -> tuple[Path, ...]:
     """Where swecli's interpreter and imports live (the virtualenv, its site-packages, the user's site-packages,
     PYTHONPATH) inside one of `writable`: pipx, `uv tool` and `pip install --user` put swecli under `~/.local`,
     and with `~/.local` writable one command rewrote the code the next session ran outside the sandbox
-    (measured). Inside the project they stay writable: its own virtualenv must take `pip install`."""
+    (measured). So are the folders of `LD_LIBRARY_PATH`, where the loader of the next bwrap swecli starts (and
+    of the next swecli) looks first: a `libcap.so.2` a command wrote into `~/.local/lib` ran in bwrap, outside
+    the sandbox (measured). Inside the project they stay writable: its own virtualenv must take `pip install`."""
+    libraries = env.get("LD_LIBRARY_PATH", "").split(os.pathsep)  # a relative entry: the project, writable anyway
     found: list[Path] = []
-    for entry in (sys.prefix, *sys.path):
+    for entry in (sys.prefix, *sys.path, *(entry for entry in libraries if os.path.isabs(entry))):
         real = Path(entry).resolve() if entry else root
         if real.is_dir() and not real.is_relative_to(root) and any(real.is_relative_to(w) for w in writable):
             found.append(real)
