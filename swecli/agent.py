@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import field, replace
-from typing import Any
 
 from swecli.collector import COLLECTOR
 from swecli.context.admission import input_too_large, pending_input
@@ -309,15 +308,16 @@ class Agent:
         args = call.args()
         self.on_event(ToolStarted(call, args))
         self.tool_calls_run += 1
-        approved = True
-        # A running command's output reaches the live view as it arrives.
-        per_call: dict[str, Any] = {"on_output": lambda text: self.on_event(ToolOutput(call, text))}
+        approved, sandbox, escalate = True, self.tool_ctx.sandbox, self.tool_ctx.escalate
         if tool is not None and tool.mutating:
             verdict = self.policy.check(call, args, tool.mutating, self._preview(call))
             approved = verdict.allowed
             # The verdict also says how this call is confined (the sandbox for bash, or none).
-            per_call.update(sandbox=verdict.sandbox, escalate=verdict.escalate)
-        result = self.tools.run(call, replace(self.tool_ctx, **per_call)) if approved else ToolResult(
+            sandbox, escalate = verdict.sandbox, verdict.escalate
+        # A running command's output reaches the live view as it arrives. (One copy of the context per call.)
+        ctx = replace(self.tool_ctx, sandbox=sandbox, escalate=escalate,
+                      on_output=lambda text: self.on_event(ToolOutput(call, text)))
+        result = self.tools.run(call, ctx) if approved else ToolResult(
             verdict.message, is_error=True, summary=verdict.summary)
         return self._finish(call, result, start, approved)
 

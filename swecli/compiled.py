@@ -75,17 +75,11 @@ class CodeCache:
 
 def cache_path(env: dict[str, str] | None = None) -> str | None:
     """`$XDG_CACHE_HOME/swecli/compiled/MAGIC-O<level>.marshal`: one table per bytecode version. None (no table)
-    when neither `$XDG_CACHE_HOME` nor `$HOME` is an absolute path: a relative one would name a place in the
-    directory swecli starts in, the project, whose files are not the user's to vouch for (the XDG spec says to
-    ignore a relative one)."""
-    env = dict(os.environ) if env is None else env
-    cache = env.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(cache):
-        home = env.get("HOME", "")
-        if not os.path.isabs(home):
-            return None
-        cache = os.path.join(home, ".cache")
-    return os.path.join(cache, "swecli", "compiled", f"{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal")
+    when there is no cache home to trust (`sealed.cache_home`: a relative one would name a place in the project)."""
+    home = sealed.cache_home(env)
+    if home is None:
+        return None
+    return os.path.join(home, "compiled", f"{MAGIC_NUMBER.hex()}-O{sys.flags.optimize}.marshal")
 
 
 def _read(path: str) -> dict[_Key, CodeType]:

@@ -11,8 +11,24 @@ import hashlib
 import os
 import stat
 import threading
+from collections.abc import Mapping
 
 DIGEST_SIZE = 16
+
+
+def cache_home(env: Mapping[str, str] | None = None) -> str | None:
+    """`$XDG_CACHE_HOME/swecli` (default `~/.cache/swecli`), where these files live; None when neither
+    `$XDG_CACHE_HOME` nor `$HOME` is an absolute path: a relative one would name a place in the directory swecli
+    starts in, the project, whose files are not the user's to vouch for (the XDG spec says to ignore a
+    relative one), and which sandboxed commands may write."""
+    env = os.environ if env is None else env
+    cache = env.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):
+        home = env.get("HOME", "")
+        if not os.path.isabs(home):
+            return None
+        cache = os.path.join(home, ".cache")
+    return os.path.join(cache, "swecli")
 
 
 def write(path: str, body: bytes) -> None:

@@ -1,18 +1,25 @@
 """The collector's schedule: no collection for a call's own allocations while held (a long hold still
 collects), what is due collected on its thread after a release, at once on `resume`, and a collector that
-is off left alone."""
+is off left alone; and a real `swecli -p` collecting on its thread while the model thinks."""
 
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from swecli.collector import COLLECTOR, HELD_FACTOR, Collector
+from swecli.testing.server import Call, Reply, ScriptedLLM
 from tests.helpers import YOUNG, Node, garbage, watching_collections
+from tests.ui.test_headless_startup import hooked
 
 
 def parked(collector: Collector) -> None:
@@ -132,3 +139,40 @@ def test_a_parked_collector_is_rung_by_the_hold_and_the_release_that_follow(coll
     collector.release()  # rings it: it finds the release and collects
     assert collections.seen.wait(10), "a parked collector was never rung"
     assert collections.threads[0] == "swecli-gc"
+
+
+COLLECTIONS_SCRIPT = hooked(r"""
+import gc
+sent, threads = [], []
+def note(event, args):
+    if event == "socket.connect":
+        sent.append(1)
+def seen(phase, info):  # who collects once the task's request is out (start-up's collector is off until then)
+    if phase == "start" and sent:
+        threads.append(threading.current_thread().name)
+gc.callbacks.append(seen)
+""", """{"code": code, "threads": threads}""")
+
+
+def test_a_p_run_collects_on_the_collector_s_thread_while_its_model_thinks(project: Path) -> None:
+    """The schedule through the real loop: `swecli -p` over HTTP, a model that thinks before each answer after
+    a tool call. The collector is off until the first request (`entry`, `ui.headless`), the loop holds it from
+    each reply to its next request, and what the calls left is collected on `swecli-gc` while the model
+    thinks (with the wiring gone, every collection runs on the main thread, on the calls' path)."""
+    (project / "notes.txt").write_text("hello\n")
+
+    def thinking(reply: Reply) -> Callable[[dict[str, Any]], Reply]:
+        def step(body: dict[str, Any]) -> Reply:
+            time.sleep(1.0)  # well past ON_THE_WIRE + a TICK (on a loaded machine too): the collection runs meanwhile
+            return reply
+        return step
+
+    calls = [thinking(Reply(calls=[Call("read_file", {"path": "notes.txt"})])) for _ in range(3)]
+    with ScriptedLLM([*calls, thinking(Reply("done"))]) as llm:
+        out = subprocess.run([sys.executable, "-c", COLLECTIONS_SCRIPT, "--provider", "openai-compatible",
+                              "--base-url", llm.base_url, "--model", "scripted-model", "-p", "read notes.txt"],
+                             cwd=project, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert len(llm.requests) == 4, out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["code"] in (0, None), out.stderr
+    assert report["threads"].count("swecli-gc") >= 3, report  # one after each call's result went out

@@ -131,6 +131,42 @@ def test_an_eval_without_a_namespace_reads_its_caller_s() -> None:
     assert namespace["made"] == 1
 
 
+def test_an_exec_without_a_namespace_runs_in_its_caller_s() -> None:
+    def caller() -> dict[str, object]:
+        namespace: dict[str, object] = {}
+        compiled._exec("namespace['seen'] = local", None, {"namespace": namespace, "local": 1})
+        compiled._exec("namespace['module'] = __name__")  # the caller's globals, not swecli.compiled's
+        return namespace
+
+    assert caller() == {"seen": 1, "module": __name__}
+
+
+def test_what_is_not_a_kept_text_goes_to_the_builtins_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Code objects, and `compile` calls other than `typing.ForwardRef`'s (flags, a file name, another mode), are
+    the builtins' business: nothing of them is kept, and what comes back is what the builtin makes."""
+    import ast
+
+    cache = CodeCache(str(tmp_path / "table.marshal"))
+    monkeypatch.setattr(compiled, "_CACHE", cache)
+    code = compile("1 + 1", "<string>", "eval")
+    assert compiled._eval(code, {}) == 2
+    assert isinstance(compiled._compile("1 + 1", "<string>", "eval", ast.PyCF_ONLY_AST), ast.Expression)
+    assert compiled._compile("x = 1", "<string>", "exec").co_filename == "<string>"
+    assert compiled._compile("1", "model.py", "eval").co_filename == "model.py"
+    assert compiled._compile("1", "<string>", "eval", optimize=2) == compile("1", "<string>", "eval", dont_inherit=True,
+                                                                                  optimize=2)
+    assert cache.new == {}
+    assert compiled._compile("list[int]", "<string>", "eval") is cache.new[("eval", "list[int]")]  # ForwardRef's
+    monkeypatch.setattr(compiled, "_CACHE", None)  # no table (no cache home): compiled each time, as the builtin
+    assert compiled._eval("2 * 3", {}) == 6 and cache.new.keys() == {("eval", "list[int]")}
+    # Neither inherits `swecli.compiled`'s own `from __future__ import annotations` (the builtin called from
+    # `dataclasses` would not): a class body's annotations stay evaluated.
+    made: dict[str, object] = {}
+    compiled._exec("class A:\n    x: int = 1", made)
+    exec(compiled._compile("class B:\n    x: int = 1", "model.py", "exec"), made)
+    assert made["A"].__annotations__ == made["B"].__annotations__ == {"x": int}  # type: ignore[attr-defined]
+
+
 def _plant(path: str, marker: Path) -> None:
     """A table whose code for a real text writes `marker` when run: what an attacker would leave there."""
     mode, text = TEXTS[1]

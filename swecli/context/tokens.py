@@ -180,11 +180,11 @@ def _decode_ranks(name: str) -> dict[bytes, int]:
     return ranks
 
 
-def ranks_cache_path(name: str, sha256: str, env: dict[str, str] | None = None) -> str:
-    """`$XDG_CACHE_HOME/swecli/tokenizers/NAME-SHA.marshal`: one per vocabulary version, per user."""
-    env = dict(os.environ) if env is None else env
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".cache")
-    return os.path.join(base, "swecli", "tokenizers", f"{name}-{sha256[:16]}.marshal")
+def ranks_cache_path(name: str, sha256: str, env: dict[str, str] | None = None) -> str | None:
+    """`$XDG_CACHE_HOME/swecli/tokenizers/NAME-SHA.marshal`: one per vocabulary version, per user (None: no cache
+    home to trust, `sealed.cache_home`; the vocabulary is decoded on every run)."""
+    home = sealed.cache_home(env)
+    return None if home is None else os.path.join(home, "tokenizers", f"{name}-{sha256[:16]}.marshal")
 
 
 def _read_cached_ranks(name: str, sha256: str) -> dict[bytes, int] | None:
@@ -192,7 +192,8 @@ def _read_cached_ranks(name: str, sha256: str) -> dict[bytes, int] | None:
 
     The file is the user's own (a repository cannot place it), and it is checked before use: its digest,
     then that it is a list of byte strings. Ranks are the list positions (tiktoken's are 0..n-1)."""
-    body = sealed.read(ranks_cache_path(name, sha256))
+    path = ranks_cache_path(name, sha256)
+    body = None if path is None else sealed.read(path)
     if body is None:
         return None
     try:
@@ -210,7 +211,9 @@ def _write_cached_ranks(name: str, sha256: str, ranks: dict[bytes, int]) -> None
     ordered = sorted(ranks, key=ranks.__getitem__)
     if [ranks[token] for token in ordered] != list(range(len(ordered))):
         return  # not 0..n-1: positions would not be the ranks (no shipped vocabulary is like that)
-    sealed.write(ranks_cache_path(name, sha256), marshal.dumps(ordered))
+    path = ranks_cache_path(name, sha256)
+    if path is not None:
+        sealed.write(path, marshal.dumps(ordered))
 
 
 def load_encoding(name: str) -> tiktoken.Encoding | None:

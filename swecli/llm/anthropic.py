@@ -169,54 +169,50 @@ def encoded_messages(request: ModelRequest, images: bool, encoded: EncodedParts.
     history, thinking = request.messages, request.thinking.on
     variant, leading = (images, thinking), request.messages[:-1]
     start, state = encoded.resume(leading, variant)
-    turns, role, parts = _Turns.resumed(state) if start else _Turns.empty()
+    turns = _Turns(state if start else None)
     for message in leading[start:]:
         part = encoded.of(message, variant, functools.partial(_blocks_json, message, images, thinking))
-        role, parts = _Turns.add(turns, role, parts, _role(message), part)
+        turns.add(_role(message), part)
     if leading:
-        encoded.hold(leading, variant, (tuple(turns), role, tuple(parts)))
+        encoded.hold(leading, variant, turns.state())
     if history:  # the cache breakpoint goes on the last message's last block
         blocks = content_blocks(history[-1], images, thinking)
         blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
-        role, parts = _Turns.add(turns, role, parts, _role(history[-1]), dumps_json(blocks)[1:-1])
+        turns.add(_role(history[-1]), dumps_json(blocks)[1:-1])
     if request.tail:
-        role, parts = _Turns.add(turns, role, parts, "user", dumps_json({"type": "text", "text": request.tail}))
-    if parts:
-        turns.append(_Turns.encoded(role, parts))
+        turns.add("user", dumps_json({"type": "text", "text": request.tail}))
+    encoded_turns = turns.closed + ([_turn(turns.role, turns.parts)] if turns.parts else [])
     if history and _role(history[0]) == "assistant":  # the API wants the conversation to open with a user turn
-        turns.insert(0, _Turns.encoded("user", [dumps_json({"type": "text", "text": "(conversation continues)"})]))
-    return b"[" + b",".join(turns) + b"]"
+        encoded_turns.insert(0, _turn("user", [dumps_json({"type": "text", "text": "(conversation continues)"})]))
+    return b"[" + b",".join(encoded_turns) + b"]"
 
 
 def _role(message: Message) -> str:
     return "assistant" if isinstance(message, AssistantMessage) else "user"
 
 
+def _turn(role: str, parts: list[bytes]) -> bytes:
+    return b'{"role":"' + role.encode() + b'","content":[' + b",".join(parts) + b"]}"
+
+
 class _Turns:
-    """Messages merged into turns as they are encoded: the closed turns' JSON, and the open turn's role and
-    message parts (consecutive messages of one role are one turn)."""
+    """Messages merged into turns as they are encoded (consecutive messages of one role are one turn): the
+    closed turns' JSON, and the open turn's role and message parts. `state()` is what a later request resumes
+    from (`EncodedParts.hold`), immutable."""
 
-    @staticmethod
-    def empty() -> tuple[list[bytes], str, list[bytes]]:
-        return [], "", []
+    def __init__(self, state: object = None) -> None:
+        closed, self.role, parts = cast("tuple[tuple[bytes, ...], str, tuple[bytes, ...]]", state or ((), "", ()))
+        self.closed, self.parts = list(closed), list(parts)
 
-    @staticmethod
-    def resumed(state: object) -> tuple[list[bytes], str, list[bytes]]:
-        turns, role, parts = cast("tuple[tuple[bytes, ...], str, tuple[bytes, ...]]", state)
-        return list(turns), role, list(parts)
+    def add(self, role: str, part: bytes) -> None:
+        if self.parts and role != self.role:
+            self.closed.append(_turn(self.role, self.parts))
+            self.parts = []
+        self.role = role
+        self.parts.append(part)
 
-    @staticmethod
-    def add(turns: list[bytes], role: str, parts: list[bytes], new_role: str, part: bytes) -> tuple[str, list[bytes]]:
-        if parts and role == new_role:
-            parts.append(part)
-            return role, parts
-        if parts:
-            turns.append(_Turns.encoded(role, parts))
-        return new_role, [part]
-
-    @staticmethod
-    def encoded(role: str, parts: list[bytes]) -> bytes:
-        return b'{"role":"' + role.encode() + b'","content":[' + b",".join(parts) + b"]}"
+    def state(self) -> tuple[tuple[bytes, ...], str, tuple[bytes, ...]]:
+        return tuple(self.closed), self.role, tuple(self.parts)
 
 
 def _blocks_json(message: Message, images: bool, thinking: bool) -> bytes:

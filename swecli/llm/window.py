@@ -286,15 +286,19 @@ class _Asker:
 class WindowCache:
     """Windows (or "the server reports none") per base URL and model, in one small JSON file."""
 
-    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: Path | None, clock: Callable[[], float] = time.time) -> None:
         self.path = path
+        """None: nothing is kept (no absolute cache home: `sealed.cache_home`)."""
         self.clock = clock
 
     @classmethod
     def default(cls, env: Mapping[str, str] | None = None) -> WindowCache:
-        env = os.environ if env is None else env
-        base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".cache")
-        return cls(Path(base) / "swecli" / "context-windows.json")
+        """In swecli's cache home, never under a relative `$XDG_CACHE_HOME` (the project, where a planted file
+        would set the window swecli compacts at)."""
+        from swecli.sealed import cache_home
+
+        home = cache_home(env)
+        return cls(Path(home) / "context-windows.json" if home is not None else None)
 
     def get(self, base_url: str, model: str) -> tuple[bool, ServerWindow | None]:
         """(whether a fresh entry exists, the window it holds)."""
@@ -324,6 +328,8 @@ class WindowCache:
         if window is not None and window.tools is not None:
             entry["tools"] = window.tools
         entries[_key(base_url, model)] = entry
+        if self.path is None:
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             partial = self.path.with_suffix(f".{os.getpid()}.tmp")
@@ -333,6 +339,8 @@ class WindowCache:
             return
 
     def _read(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -29,6 +29,8 @@ SKIP_DIRS = frozenset({
 })
 VISIBLE_HIDDEN_DIRS = frozenset({".github", ".gitlab", ".circleci"})
 """Hidden directories worth scanning (CI configuration); every other dot-directory is skipped."""
+MAX_GITIGNORE_BYTES = 1 << 20
+"""Read of a .gitignore at most (the repository's file: a sparse terabyte was read whole, a MemoryError)."""
 
 LANGUAGES = {
     ".py": "Python", ".pyi": "Python", ".js": "JavaScript", ".mjs": "JavaScript", ".cjs": "JavaScript",
@@ -143,10 +145,7 @@ class _Ignore:
     def add(self, base: str, gitignore: Path) -> None:
         import pathspec
 
-        try:
-            lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return
+        lines = _read_text(gitignore, MAX_GITIGNORE_BYTES).splitlines()  # the repository's: bounded
         self._specs.append((base, pathspec.GitIgnoreSpec.from_lines(lines)))
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
@@ -178,8 +177,9 @@ def walk(root: Path, limits: ScanLimits, deadline: float) -> tuple[list[str], st
             return files, f"time limit ({limits.max_seconds:g}s) reached; {len(queue)} directories not scanned"
         rel_dir = queue.popleft()
         directory = root / rel_dir if rel_dir else root
-        if (directory / ".gitignore").is_file():
-            ignore.add(rel_dir, directory / ".gitignore")
+        gitignore = directory / ".gitignore"
+        if gitignore.is_file() and not gitignore.is_symlink():  # as git: an in-tree link is not followed
+            ignore.add(rel_dir, gitignore)
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError:

@@ -268,6 +268,27 @@ def test_the_decoded_vocabulary_is_kept_once_and_read_back_the_same(tmp_path: Pa
     assert tokens._read_ranks("cl100k_base") == decoded
 
 
+def test_no_vocabulary_is_kept_or_read_in_the_project_under_a_relative_cache_home(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative `$XDG_CACHE_HOME` names a place in the directory swecli starts in (the project, which a
+    repository or a sandboxed command may fill): the vocabulary is decoded, not read from or kept there."""
+    sha = tokens._SPECS["cl100k_base"].sha256
+    kept = Path(str(tokens.ranks_cache_path("cl100k_base", sha))).read_bytes()  # the run's, decoded once (conftest)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", "cache")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    planted = tmp_path / "cache" / "swecli" / "tokenizers" / f"cl100k_base-{sha[:16]}.marshal"
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(kept)  # a valid table: it would be used if the path were read
+    assert tokens.ranks_cache_path("cl100k_base", sha) == str(tmp_path / "home/.cache" / planted.relative_to(
+        tmp_path / "cache"))  # the home's, as with no $XDG_CACHE_HOME
+    assert tokens.ranks_cache_path("cl100k_base", sha, {"XDG_CACHE_HOME": "cache", "HOME": "home"}) is None
+    assert tokens._read_cached_ranks("cl100k_base", sha) is None
+    planted.unlink()
+    tokens._write_cached_ranks("cl100k_base", sha, {b"a": 0, b"b": 1})
+    assert not planted.exists()
+
+
 @pytest.mark.parametrize("damage", ["flipped byte", "truncated", "not a token list", "empty"])
 def test_a_damaged_kept_vocabulary_is_decoded_again_never_trusted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   damage: str) -> None:

@@ -204,3 +204,13 @@ def test_a_local_server_behind_the_openai_variables_end_to_end(project: Path) ->
     log = next((project / ".swecli" / "logs").glob("*.jsonl"))
     start = json.loads(log.read_text().splitlines()[0])
     assert start["context_window"] == 4096 and start["window_source"].startswith("server (llama.cpp /props")
+
+
+def test_the_default_cache_is_never_under_a_relative_cache_home(tmp_path: Path) -> None:
+    # a relative $XDG_CACHE_HOME names a place in the project, where a planted file would set the window
+    assert WindowCache.default({"XDG_CACHE_HOME": ".cache", "HOME": str(tmp_path)}).path == \
+        tmp_path / ".cache" / "swecli" / "context-windows.json"
+    nowhere = WindowCache.default({"XDG_CACHE_HOME": ".cache", "HOME": "home"})
+    assert nowhere.path is None
+    nowhere.put("http://x", "m", None)
+    assert nowhere.get("http://x", "m") == (False, None)

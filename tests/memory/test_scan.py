@@ -140,3 +140,17 @@ def test_manifest_parsers_tolerate_bad_files(project: Path) -> None:
     assert manifest_dependencies(project / "go.mod") == [("main", ["github.com/a/b", "golang.org/x/c",
                                                                    "example.com/d"])]
     assert manifest_dependencies(project / "Cargo.toml") == [("main", ["serde", "tokio"]), ("dev", ["insta"])]
+
+
+def test_a_gitignore_is_read_bounded_and_not_through_a_link(project: Path, tmp_path: Path) -> None:
+    """The repository chooses what its `.gitignore` is: a sparse terabyte was read whole (a MemoryError ended
+    /init), and a link was followed out of the project (git itself does not follow an in-tree one)."""
+    (project / "app.py").write_text("print('hi')\n")
+    with (project / ".gitignore").open("wb") as handle:
+        handle.truncate(1 << 40)
+    assert scan_project(project).files == [".gitignore", "app.py"]
+    (project / ".gitignore").unlink()
+    outside = tmp_path / "outside-ignore"
+    outside.write_text("app.py\n")
+    (project / ".gitignore").symlink_to(outside)
+    assert scan_project(project).files == ["app.py"]  # the link itself is neither read nor listed

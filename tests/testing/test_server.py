@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import httpx
 
 from swecli.testing.server import Reply, ScriptedLLM
@@ -14,5 +16,9 @@ def test_a_thinking_reply_starts_its_response_at_once() -> None:
             "POST", f"{llm.base_url}/chat/completions",
             json={"model": "scripted-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as r:
         assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
-        first = next(line for line in r.iter_lines() if line)
+        lines = r.iter_lines()
+        first = next(line for line in lines if line)
         assert '"role": "assistant"' in first and "hello" not in first
+        llm.stop()  # while it thinks: the rest is never sent (without `think` it was, at once, "hello" first)
+        with contextlib.suppress(httpx.RemoteProtocolError):  # the stream cut short, as a stopped server does
+            assert not any("hello" in line for line in lines)
