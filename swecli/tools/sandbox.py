@@ -611,16 +611,19 @@ def _own_installation(root: Path, writable: tuple[Path, ...], env: Mapping[str, 
 
 def _own_state(home: Path, env: Mapping[str, str], writable: tuple[Path, ...]) -> tuple[Path, ...]:
     """swecli's own folders in the home where a writable path holds them: its settings and trust
-    (`$XDG_CONFIG_HOME/swecli`) and what it keeps between runs (`$XDG_CACHE_HOME/swecli`: the compiled code the
-    next start runs, `swecli.compiled`), made now (0700). Both are hidden from commands (`SECRET_PATHS`), but a
-    mount can only hide a folder that exists: with `~/.config` writable and no `~/.config/swecli` yet, one
-    command made it and wrote the settings the next session trusts; and with `~` writable, `mv ~/.cache
-    ~/.cache.old` took the hidden folder away with its parent (measured, root and nobody). Pinned through
-    `Sandbox.own`, the folders above them cannot be renamed."""
+    (`$XDG_CONFIG_HOME/swecli`) and what it keeps between runs (`sealed.cache_home`: the compiled code the next
+    start runs, the vocabularies, the context windows), made now (0700). Both are hidden from commands
+    (`SECRET_PATHS`), but a mount can only hide a folder that exists: with `~/.config` writable and no
+    `~/.config/swecli` yet, one command made it and wrote the settings the next session trusts; and with `~`
+    writable, `mv ~/.cache ~/.cache.old` took the hidden folder away with its parent (measured, root and
+    nobody). Pinned through `Sandbox.own`, the folders above them cannot be renamed."""
+    from swecli.sealed import cache_home
+
+    config = env.get("XDG_CONFIG_HOME") or ""
+    cache = cache_home(env)  # the folder swecli reads its cache from (None: it keeps none)
     found: list[Path] = []
-    for variable, default in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
-        base = env.get(variable) or ""
-        folder = (Path(base) if os.path.isabs(base) else home / default) / "swecli"
+    for folder in ((Path(config) if os.path.isabs(config) else home / ".config") / "swecli",
+                   *([Path(cache)] if cache else [])):
         real = folder.resolve()
         if not any(real.is_relative_to(w) for w in writable):
             continue
