@@ -120,6 +120,15 @@ def test_a_bwrap_the_repository_ships_on_path_is_never_run(user: str) -> None:
     assert MARK not in sent and "ok" in sent
 
 
+def local_writable(home: Path, folder: str) -> Path:
+    """`home`'s `~/.local/FOLDER`, made, with `sandbox.writable_paths = ["~/.local"]` in the user's config."""
+    path = home / ".local" / folder
+    path.mkdir(parents=True)
+    (home / ".config" / "swecli").mkdir(parents=True)
+    (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nwritable_paths = ["~/.local"]\n')
+    return path
+
+
 def plant_script(marker: Path, real: str) -> str:
     """A command that writes, as a sandboxed command may, a program that leaves `marker` and runs `real`."""
     return f"#!/bin/sh\ntouch {marker}\nexec {real} \"$@\"\n"
@@ -132,10 +141,7 @@ def test_helpers_planted_in_a_writable_path_on_path_are_never_run(user: str) -> 
     # `rg` and `bwrap` there, which swecli itself then ran outside the sandbox (grep, the map, every command)
     with workspace("swecli-hostile-") as base:
         home, project = home_and_repo(base)
-        local_bin = home / ".local" / "bin"
-        local_bin.mkdir(parents=True)
-        (home / ".config" / "swecli").mkdir(parents=True)
-        (home / ".config" / "swecli" / "config.toml").write_text('[sandbox]\nwritable_paths = ["~/.local"]\n')
+        local_bin = local_writable(home, "bin")
         plant = "; ".join(
             f"printf '%s' {shlex.quote(plant_script(base / f'planted-{name}-ran', real))} > {local_bin / name}; "
             f"chmod +x {local_bin / name}" for name, real in (("rg", "/usr/bin/rg"), ("bwrap", "/usr/bin/bwrap")))
@@ -182,6 +188,27 @@ def test_swecli_installed_in_a_writable_path_cannot_be_rewritten_by_a_command(us
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert not ran, "a sandboxed command rewrote the swecli that runs next"
     assert sent.count("Read-only file system") >= 2 and "Device or resource busy" in sent, sent
+
+
+@pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")
+@pytest.mark.parametrize("user", USERS)
+def test_a_library_folder_on_ld_library_path_in_a_writable_path_cannot_be_filled_by_a_command(user: str) -> None:
+    """`LD_LIBRARY_PATH=~/.local/lib` with `~/.local` writable: a library a command wrote there (bwrap's own
+    `libcap.so.2`, or one of the interpreter's) is loaded by the next bwrap swecli starts, or the next swecli,
+    outside the sandbox (checked by hand: a planted libcap.so.2 with a constructor ran in bwrap)."""
+    with workspace("swecli-hostile-") as base:
+        home, project = home_and_repo(base)
+        lib = local_writable(home, "lib")
+        attempts = [f"echo planted > {lib}/libcap.so.2",  # in place
+                    f"mv {lib} {lib}.old && mkdir {lib} && echo planted > {lib}/libcap.so.2"]  # the folder swapped
+        hand_over(base, user)
+        steps = [*(Reply(calls=[Call("bash", {"command": f"{attempt}; echo tried"})]) for attempt in attempts),
+                 Reply("done.")]
+        out, sent = run(user, project, home, steps, "", {"LD_LIBRARY_PATH": str(lib)})
+        planted = sorted(str(p.relative_to(home)) for p in (home / ".local").rglob("libcap.so.2"))
+    assert out.returncode == 0, out.stderr
+    assert planted == [], f"a sandboxed command wrote into a folder swecli's loader reads: {planted}"
+    assert "Read-only file system" in sent and "Device or resource busy" in sent, sent
 
 
 @pytest.mark.skipif(bool(unavailable_reason()), reason=f"bwrap cannot run here: {unavailable_reason()}")

@@ -373,7 +373,7 @@ class Sandbox:
         every = tuple(dict.fromkeys([*linked, *writable]))
         state = _own_state(home, env, every)  # made before `_hidden` looks: only what exists is hidden
         return cls(root=root, mode=mode, writable=every, network=network, hidden=_hidden(root, home, hidden_paths, env),
-                   home=home, git_dirs=tuple(git_dirs), own=(*_own_installation(root, every), *state))
+                   home=home, git_dirs=tuple(git_dirs), own=(*_own_installation(root, every, env), *state))
 
     def read_only(self) -> Sandbox:
         """The same sandbox for plan mode: nothing writable but the private /tmp, no network."""
@@ -593,13 +593,16 @@ def _hidden(root: Path, home: Path, extra: Iterable[str], env: Mapping[str, str]
     return tuple(dict.fromkeys(hidden))
 
 
-def _own_installation(root: Path, writable: tuple[Path, ...]) -> tuple[Path, ...]:
+def _own_installation(root: Path, writable: tuple[Path, ...], env: Mapping[str, str]) -> tuple[Path, ...]:
     """Where swecli's interpreter and imports live (the virtualenv, its site-packages, the user's site-packages,
     PYTHONPATH) inside one of `writable`: pipx, `uv tool` and `pip install --user` put swecli under `~/.local`,
     and with `~/.local` writable one command rewrote the code the next session ran outside the sandbox
-    (measured). Inside the project they stay writable: its own virtualenv must take `pip install`."""
+    (measured). So are the folders of `LD_LIBRARY_PATH`, where the loader of the next bwrap swecli starts (and
+    of the next swecli) looks first: a `libcap.so.2` a command wrote into `~/.local/lib` ran in bwrap, outside
+    the sandbox (measured). Inside the project they stay writable: its own virtualenv must take `pip install`."""
+    libraries = env.get("LD_LIBRARY_PATH", "").split(os.pathsep)  # a relative entry: the project, writable anyway
     found: list[Path] = []
-    for entry in (sys.prefix, *sys.path):
+    for entry in (sys.prefix, *sys.path, *(entry for entry in libraries if os.path.isabs(entry))):
         real = Path(entry).resolve() if entry else root
         if real.is_dir() and not real.is_relative_to(root) and any(real.is_relative_to(w) for w in writable):
             found.append(real)
@@ -608,16 +611,19 @@ def _own_installation(root: Path, writable: tuple[Path, ...]) -> tuple[Path, ...
 
 def _own_state(home: Path, env: Mapping[str, str], writable: tuple[Path, ...]) -> tuple[Path, ...]:
     """swecli's own folders in the home where a writable path holds them: its settings and trust
-    (`$XDG_CONFIG_HOME/swecli`) and what it keeps between runs (`$XDG_CACHE_HOME/swecli`: the compiled code the
-    next start runs, `swecli.compiled`), made now (0700). Both are hidden from commands (`SECRET_PATHS`), but a
-    mount can only hide a folder that exists: with `~/.config` writable and no `~/.config/swecli` yet, one
-    command made it and wrote the settings the next session trusts; and with `~` writable, `mv ~/.cache
-    ~/.cache.old` took the hidden folder away with its parent (measured, root and nobody). Pinned through
-    `Sandbox.own`, the folders above them cannot be renamed."""
+    (`$XDG_CONFIG_HOME/swecli`) and what it keeps between runs (`sealed.cache_home`: the compiled code the next
+    start runs, the vocabularies, the context windows), made now (0700). Both are hidden from commands
+    (`SECRET_PATHS`), but a mount can only hide a folder that exists: with `~/.config` writable and no
+    `~/.config/swecli` yet, one command made it and wrote the settings the next session trusts; and with `~`
+    writable, `mv ~/.cache ~/.cache.old` took the hidden folder away with its parent (measured, root and
+    nobody). Pinned through `Sandbox.own`, the folders above them cannot be renamed."""
+    from swecli.sealed import cache_home
+
+    config = env.get("XDG_CONFIG_HOME") or ""
+    cache = cache_home(env)  # the folder swecli reads its cache from (None: it keeps none)
     found: list[Path] = []
-    for variable, default in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache")):
-        base = env.get(variable) or ""
-        folder = (Path(base) if os.path.isabs(base) else home / default) / "swecli"
+    for folder in ((Path(config) if os.path.isabs(config) else home / ".config") / "swecli",
+                   *([Path(cache)] if cache else [])):
         real = folder.resolve()
         if not any(real.is_relative_to(w) for w in writable):
             continue
@@ -685,13 +691,14 @@ def _shown(root: Path, path: Path) -> str:
 
 @datarecord(frozen=True)
 class _GitNames:
-    """The paths a layout asks about in one git directory: joined once (a `Path` join is ~4 us, a layout
-    made ~10), whether each exists is asked per command."""
+    """The paths a layout (and `Submodules.at`) asks about in one git directory: joined once (a `Path` join is
+    ~4 us, a layout made ~10), whether each exists is asked per command."""
 
     config_worktree: Path
     commondir: Path
     hooks: Path
     config: Path
+    index: Path
     modules: str
     linked: bool
     """A linked worktree's own git directory (`.git/worktrees/NAME`)."""
@@ -700,12 +707,7 @@ class _GitNames:
 @functools.lru_cache(maxsize=16)
 def _git_names(git_dir: Path) -> _GitNames:
     return _GitNames(git_dir / "config.worktree", git_dir / "commondir", git_dir / "hooks", git_dir / "config",
-                     str(git_dir / "modules"), git_dir.parent.name == "worktrees")
-
-
-@functools.lru_cache(maxsize=16)
-def _git_index(git_dir: Path) -> Path:
-    return git_dir / "index"
+                     git_dir / "index", str(git_dir / "modules"), git_dir.parent.name == "worktrees")
 
 
 @functools.lru_cache(maxsize=8)
@@ -819,7 +821,7 @@ class Submodules:
 
     @classmethod
     def at(cls, root: Path, git_dirs: tuple[Path, ...]) -> Submodules:
-        index = next((index for index in map(_git_index, git_dirs) if index.exists()), None)
+        index = next((index for index in (_git_names(d).index for d in git_dirs) if index.exists()), None)
         if index is None:
             return cls(root)
         covered: list[str] = []
