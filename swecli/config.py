@@ -365,8 +365,18 @@ class ConfigError(SwecliError):
 
 
 def user_config_path(env: dict[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/swecli/config.toml` (default `~/.config/...`). A relative `$XDG_CONFIG_HOME` or `$HOME` is
+    not used (the XDG spec says to ignore a relative one): it would name a place in the project, read as the user's
+    own, trusted settings (and its trust store); the account's home directory stands in for a relative `$HOME`."""
     env = dict(os.environ) if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    base = env.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):
+        home = env.get("HOME", "")
+        if not os.path.isabs(home):
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        base = os.path.join(home, ".config")
     return Path(base) / "swecli" / "config.toml"
 
 

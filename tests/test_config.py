@@ -175,3 +175,19 @@ def test_bad_mcp_settings_name_file_and_key(project: Path, table: str, message: 
         load_settings(project, {}, env={})
     assert message in str(err.value) and str(project / ".swecli" / "config.toml") in str(err.value)
     assert "SWECLI_MCP__SERVERS" not in str(err.value)  # no environment variable sets a server
+
+
+def test_a_relative_config_home_is_never_read_as_the_user_s_settings(tmp_path: Path) -> None:
+    # a relative $XDG_CONFIG_HOME (or $HOME) names a place in the project: its config.toml would be the user's
+    # own, trusted layer, and its trusted.json the trust store
+    import os
+    import pwd
+
+    from swecli.config import trust_store_path, user_config_path
+
+    home = str(tmp_path)
+    assert user_config_path({"XDG_CONFIG_HOME": ".config", "HOME": home}) == tmp_path / ".config/swecli/config.toml"
+    account = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    assert user_config_path({"HOME": "project"}) == account / ".config/swecli/config.toml"
+    assert trust_store_path({"XDG_CONFIG_HOME": "x", "HOME": "y"}).is_absolute()
+    assert user_config_path({"XDG_CONFIG_HOME": "/etc/xdg", "HOME": home}) == Path("/etc/xdg/swecli/config.toml")
